@@ -1,0 +1,78 @@
+/* str-util.c: growable byte buffers and small string helpers. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "str-util.h"
+
+int buf_append(Buf *b, const void *p, size_t n) {
+        if (b->len + n + 1 > b->cap) {
+                size_t cap = b->cap ? b->cap : 256;
+                while (cap < b->len + n + 1)
+                        cap *= 2;
+                char *d = realloc(b->data, cap);
+                if (!d)
+                        return -ENOMEM;
+                b->data = d;
+                b->cap = cap;
+        }
+        if (n > 0)
+                memcpy(b->data + b->len, p, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+        return 0;
+}
+
+void buf_done(Buf *b) {
+        free(b->data);
+        *b = (Buf) {};
+}
+
+void buf_consume(Buf *b, size_t n) {
+        if (n >= b->len) {
+                b->len = 0;
+                if (b->data)
+                        b->data[0] = '\0';
+                return;
+        }
+        memmove(b->data, b->data + n, b->len - n);
+        b->len -= n;
+        b->data[b->len] = '\0';
+}
+
+bool str_is_blank(const char *s, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (!strchr(" \t\n\r\f\v", s[i]) || s[i] == '\0')
+                        return false;
+        return true;
+}
+
+int str_random_hex(char *out, size_t nbytes) {
+        unsigned char raw[64];
+        if (nbytes > sizeof(raw))
+                return -EINVAL;
+        size_t got = 0;
+        while (got < nbytes) {
+                ssize_t k = getrandom(raw + got, nbytes - got, 0);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                got += (size_t) k;
+        }
+        for (size_t i = 0; i < nbytes; i++) {
+                out[2 * i] = "0123456789abcdef"[raw[i] >> 4];
+                out[2 * i + 1] = "0123456789abcdef"[raw[i] & 15];
+        }
+        out[2 * nbytes] = '\0';
+        return 0;
+}
+
+uint64_t now_usec(void) {
+        struct timespec ts;
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}

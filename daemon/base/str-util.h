@@ -1,0 +1,28 @@
+/* str-util.h: growable byte buffers and small string helpers. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct Buf {
+        char *data;
+        size_t len;
+        size_t cap;
+} Buf;
+
+/* Appends n bytes, growing the buffer. Keeps data NUL-terminated. Returns 0 or -ENOMEM. */
+int buf_append(Buf *b, const void *p, size_t n);
+void buf_done(Buf *b);
+/* Drops the first n bytes. */
+void buf_consume(Buf *b, size_t n);
+
+/* True if s is empty or only ASCII whitespace (the characters Python ignores around code). */
+bool str_is_blank(const char *s, size_t n);
+
+/* Random lowercase hex string of 2*nbytes characters into out (size ≥ 2*nbytes+1), from getrandom().
+ * Returns 0 or -errno. */
+int str_random_hex(char *out, size_t nbytes);
+
+/* Monotonic clock in microseconds. */
+uint64_t now_usec(void);

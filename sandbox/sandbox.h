@@ -1,0 +1,82 @@
+/* sandbox.h: spawning one run in fresh namespaces, with our own init as its PID 1. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Process-wide sandbox state, built once at start (the seccomp filter, probed kernel facts).
+ * Opaque. */
+typedef struct Sandbox Sandbox;
+
+typedef struct SandboxConfig {
+        uint64_t tmp_size_bytes; /* size of the run's private tmpfs /tmp (MCP_EXEC_TMP_SIZE) */
+        unsigned cpu_threads;    /* OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, … given to Python */
+        /* rlimits applied only when no cgroup enforces the limits (limits: "rlimit"); 0 = leave unset */
+        uint64_t rlimit_as_bytes;
+        uint64_t rlimit_nproc;
+        uint64_t rlimit_cpu_sec;
+} SandboxConfig;
+
+/* Builds the process-wide state and checks that the kernel gives every namespace we need.
+ * On failure returns -errno and, if reterr_reason is non-NULL, a malloc'd sentence saying which
+ * namespace or feature was refused and why (the daemon prints it and refuses to start). */
+int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason);
+Sandbox *sandbox_free(Sandbox *s);
+
+typedef struct SandboxRunSpec {
+        const char *python;      /* absolute path of the interpreter, as seen inside the sandbox */
+        const char *staging_dir; /* host directory holding the run's files (script, inputs); the
+                                  * init makes a copy of its contents the run's working directory */
+        const char *script;      /* file name of the code inside staging_dir, run as `python -I <script>` */
+        int stdin_fd;            /* the run's ends of its three pipes; the daemon closes them after spawn */
+        int stdout_fd;
+        int stderr_fd;
+        int supervisor_cgroup_fd; /* cgroup directory for the init (CLONE_INTO_CGROUP), or -EBADF */
+        int payload_cgroup_fd;    /* cgroup directory Python is started in (CLONE_INTO_CGROUP), or -EBADF */
+        bool rlimits;             /* apply SandboxConfig's rlimit_* (no cgroup enforces limits) */
+} SandboxRunSpec;
+
+/* A spawned run. The init is held (it has not started Python) until sandbox_child_release(). */
+typedef struct SandboxChild {
+        pid_t pid;      /* host pid of the run's init (its PID 1) */
+        int pidfd;      /* pidfd of the init, O_CLOEXEC; readable once it has exited */
+        int control_fd; /* SOCK_SEQPACKET to the init, O_CLOEXEC|O_NONBLOCK: the init sends
+                         * SandboxReport messages; closing it tells the init to exit, which ends
+                         * every process left in the run's PID namespace */
+} SandboxChild;
+
+/* Clones the run's init into new namespaces. Returns 0 and fills ret, or -errno. */
+int sandbox_spawn(Sandbox *s, const SandboxRunSpec *spec, SandboxChild *ret);
+
+/* Lets the held init set itself up and start Python. Returns 0 or -errno. */
+int sandbox_child_release(SandboxChild *c);
+
+/* SIGKILLs the init, which ends every process of the run (the kernel kills a PID namespace
+ * whose init dies). Used at a deadline or cancellation when no cgroup.kill is available.
+ * Returns 0 or -errno (-ESRCH if it is already gone). */
+int sandbox_child_kill(SandboxChild *c);
+
+/* Closes control_fd (the init exits) and pidfd. Does not reap: the daemon reaps the init with
+ * waitid(P_PIDFD) before calling this, or relies on SIGCHLD handling. Idempotent. */
+void sandbox_child_done(SandboxChild *c);
+
+typedef enum SandboxReportKind {
+        SANDBOX_REPORT_STARTED = 1, /* Python was started; value = its pid inside the namespace */
+        SANDBOX_REPORT_EXITED = 2,  /* Python exited; value = its wait status (as from waitpid) */
+        SANDBOX_REPORT_FAILED = 3,  /* setup or exec failed; value = errno; detail says which step */
+} SandboxReportKind;
+
+#define SANDBOX_REPORT_DETAIL_MAX 200
+
+/* One message from the init over control_fd. Fixed size; sent with one send() per message. */
+typedef struct SandboxReport {
+        int32_t kind;  /* SandboxReportKind */
+        int32_t value;
+        /* EXITED only: getrusage(RUSAGE_CHILDREN) of the init at the time Python was reaped
+         * (every process of the run that was reaped so far). */
+        uint64_t utime_usec;
+        uint64_t stime_usec;
+        uint64_t maxrss_bytes; /* peak RSS of the largest process, not the sum */
+        char detail[SANDBOX_REPORT_DETAIL_MAX]; /* FAILED only: NUL-terminated, e.g. "execve /usr/bin/python3" */
+} SandboxReport;
