@@ -80,3 +80,18 @@ typedef struct SandboxReport {
         uint64_t maxrss_bytes; /* peak RSS of the largest process, not the sum */
         char detail[SANDBOX_REPORT_DETAIL_MAX]; /* FAILED only: NUL-terminated, e.g. "execve /usr/bin/python3" */
 } SandboxReport;
+
+/* Additions (sandbox/ owner): */
+
+/* The run's identity inside its user namespace. Mapped to host uid/gid 65532 when the daemon is
+ * root, to the daemon's own uid/gid otherwise. */
+#define SANDBOX_UID 65532
+#define SANDBOX_GID 65532
+
+/* The run's working directory (and HOME, TMPDIR) inside the sandbox: the private size-capped tmpfs
+ * holding a copy of staging_dir's regular files (top level only). While the init is alive the
+ * daemon reads outputs at /proc/<init pid>/root/tmp/<name>. */
+#define SANDBOX_WORK_DIR "/tmp"
+
+/* Report order on control_fd: STARTED then EXITED; or FAILED alone (no EXITED follows). In every
+ * case the init then lives, reaping, until control_fd is closed. */

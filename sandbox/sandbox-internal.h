@@ -1,0 +1,53 @@
+/* sandbox-internal.h: what the files of sandbox/ share (process-wide state, the spawn plan). Not an API. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sandbox.h"
+
+struct sock_filter;
+
+struct Sandbox {
+        SandboxConfig config;
+        uid_t host_uid; /* the daemon's euid/egid at sandbox_new() */
+        gid_t host_gid;
+        bool privileged; /* root: maps 65532 → 65532; else 65532 → host_uid with setgroups denied */
+        struct sock_filter *seccomp_bpf; /* built once by sandbox_seccomp_build() */
+        size_t seccomp_len;              /* number of instructions */
+};
+
+/* Everything the init and the Python child need, prepared by the daemon before clone3: after the
+ * clone they only make syscalls and copy strings into fixed buffers (no malloc, no stdio). */
+typedef struct SpawnPlan {
+        const Sandbox *sandbox;
+        bool privileged;
+        bool rlimits;
+        const char *python;
+        const char *staging_dir;
+        const char *workdir; /* the cwd given to Python */
+        const char *argv[4];
+        const char *envp[16];
+        char threads[16];
+        char thread_env[4][48];
+
+        int control_fd;        /* the init's end of control_fd */
+        int stdin_fd, stdout_fd, stderr_fd;
+        int payload_cgroup_fd; /* or -EBADF */
+        int exec_fd;           /* Python child → init: ChildError on failure, EOF on execve */
+
+        /* Set by a failing step of the Python child: what to name in the FAILED report. */
+        const char *fail_step;
+        const char *fail_what;
+} SpawnPlan;
+
+/* sandbox-fs.c */
+int sandbox_fs_plan(const Sandbox *s, const SandboxRunSpec *spec, SpawnPlan *plan);
+int sandbox_fs_prepare(SpawnPlan *plan); /* before the uid switch: open what only the daemon's uid may read */
+int sandbox_fs_setup(SpawnPlan *plan);   /* after it: new root, /proc, /dev, /tmp, pivot_root */
+
+/* sandbox-lockdown.c */
+int sandbox_seccomp_build(Sandbox *s, char **reterr_reason);
+int sandbox_lockdown(SpawnPlan *plan); /* rlimits, capabilities, no_new_privs, seccomp: last before execve */

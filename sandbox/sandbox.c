@@ -1,0 +1,632 @@
+/* sandbox.c: namespace probe, clone3 of a run's init, the init (PID 1 of the run) and the Python child. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fd-util.h"
+#include "sandbox-internal.h"
+#include "sandbox.h"
+
+/* glibc 2.36 has no clone3() wrapper and <linux/sched.h> fights <sched.h>: our own copy of the
+ * v2 struct (kernel ≥ 5.7, for the cgroup field). */
+struct clone_args_v2 {
+        uint64_t flags;
+        uint64_t pidfd;
+        uint64_t child_tid;
+        uint64_t parent_tid;
+        uint64_t exit_signal;
+        uint64_t stack;
+        uint64_t stack_size;
+        uint64_t tls;
+        uint64_t set_tid;
+        uint64_t set_tid_size;
+        uint64_t cgroup;
+};
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+#define RUN_NS_FLAGS (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNS)
+
+/* What the init sends and receives on control_fd before Python runs. */
+#define RELEASE_MESSAGE 'R'
+
+static pid_t raw_clone3(uint64_t flags, int *ret_pidfd, int cgroup_fd) {
+        struct clone_args_v2 args = {
+                .flags = flags,
+                .pidfd = (uint64_t) (uintptr_t) ret_pidfd,
+                .exit_signal = SIGCHLD,
+        };
+        if (cgroup_fd >= 0) {
+                args.flags |= CLONE_INTO_CGROUP;
+                args.cgroup = (uint64_t) cgroup_fd;
+        }
+        return (pid_t) syscall(SYS_clone3, &args, sizeof(args));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Process-wide state and the namespace probe. */
+
+static const struct {
+        int flag;
+        const char *name;
+} namespace_table[] = {
+        { CLONE_NEWUSER,   "user"    },
+        { CLONE_NEWPID,    "pid"     },
+        { CLONE_NEWNET,    "network" },
+        { CLONE_NEWIPC,    "ipc"     },
+        { CLONE_NEWUTS,    "uts"     },
+        { CLONE_NEWNS,     "mount"   },
+        { CLONE_NEWCGROUP, "cgroup"  },
+};
+
+/* Clones a child into the given namespaces that exits at once; returns 0 or -errno of clone3. */
+static int probe_clone(uint64_t flags) {
+        int pidfd = -EBADF;
+        pid_t pid = raw_clone3(flags | CLONE_PIDFD, &pidfd, -EBADF);
+        if (pid < 0)
+                return -errno;
+        if (pid == 0)
+                _exit(0);
+
+        siginfo_t si;
+        while (waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED) < 0 && errno == EINTR)
+                ;
+        safe_close(pidfd);
+        return 0;
+}
+
+static const char *probe_hint(int err) {
+        switch (err) {
+        case EPERM:
+                return "user namespaces are disabled (kernel.unprivileged_userns_clone=0, "
+                       "or a container seccomp profile or LSM forbids them)";
+        case ENOSPC:
+                return "a namespace count limit is reached (/proc/sys/user/max_*_namespaces)";
+        case EINVAL:
+                return "the kernel was built without it";
+        case ENOSYS:
+                return "the kernel has no clone3 (Linux ≥ 5.3 needed)";
+        default:
+                return "unexpected error";
+        }
+}
+
+/* Tries each namespace on its own (each with a user namespace, as the runs do) to name the one
+ * the kernel refuses. */
+static int probe_namespaces(char **reterr_reason) {
+        int r = probe_clone(RUN_NS_FLAGS | CLONE_NEWCGROUP);
+        if (r >= 0)
+                return 0;
+
+        const char *name = "user";
+        int err = -r;
+        if (probe_clone(CLONE_NEWUSER) >= 0)
+                for (size_t i = 1; i < ELEMENTSOF(namespace_table); i++) {
+                        int q = probe_clone(CLONE_NEWUSER | (uint64_t) namespace_table[i].flag);
+                        if (q < 0) {
+                                name = namespace_table[i].name;
+                                err = -q;
+                                break;
+                        }
+                }
+
+        if (reterr_reason) {
+                char *s = NULL;
+                if (asprintf(&s, "the kernel refused to create a %s namespace (clone3: %s): %s; "
+                             "runs cannot be confined, refusing to start",
+                             name, strerror(err), probe_hint(err)) >= 0)
+                        *reterr_reason = s;
+        }
+        return -err;
+}
+
+int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason) {
+        _cleanup_free_ Sandbox *s = calloc(1, sizeof(Sandbox));
+        if (!s)
+                return -ENOMEM;
+        s->config = *config;
+        if (s->config.cpu_threads == 0)
+                s->config.cpu_threads = 1;
+        s->host_uid = geteuid();
+        s->host_gid = getegid();
+        s->privileged = s->host_uid == 0;
+
+        int r = probe_namespaces(reterr_reason);
+        if (r < 0)
+                return r;
+
+        r = sandbox_seccomp_build(s, reterr_reason);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+Sandbox *sandbox_free(Sandbox *s) {
+        if (!s)
+                return NULL;
+        free(s->seccomp_bpf);
+        free(s);
+        return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Helpers for the child side: no malloc, no stdio, only syscalls and our own string copies. */
+
+static size_t str_copy(char *dst, size_t size, const char *a, const char *b) {
+        size_t n = 0;
+        for (const char *p = a; p && *p && n + 1 < size; p++)
+                dst[n++] = *p;
+        for (const char *p = b; p && *p && n + 1 < size; p++)
+                dst[n++] = *p;
+        dst[n] = 0;
+        return n;
+}
+
+static void report_send(int fd, const SandboxReport *rep) {
+        ssize_t n;
+        do
+                n = send(fd, rep, sizeof(*rep), MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        /* The daemon is gone (EPIPE): the run has no one to report to. Exiting ends it. */
+        if (n < 0)
+                _exit(1);
+}
+
+static void report_failed(int fd, int err, const char *step, const char *what) {
+        SandboxReport rep = { .kind = SANDBOX_REPORT_FAILED, .value = err };
+        str_copy(rep.detail, sizeof(rep.detail), step, what);
+        report_send(fd, &rep);
+}
+
+/* Every signal back to its default and unblocked, so Python starts like from a shell. */
+static void signals_reset(void) {
+        struct sigaction sa = { .sa_handler = SIG_DFL };
+        for (int sig = 1; sig < _NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        (void) sigaction(sig, &sa, NULL);
+        sigset_t all;
+        sigemptyset(&all);
+        (void) sigprocmask(SIG_SETMASK, &all, NULL);
+}
+
+/* Closes every fd except the ones in keep (any order, -EBADF entries ignored). */
+static int close_all_but(const int *keep, size_t n) {
+        int sorted[8];
+        size_t m = 0;
+        for (size_t i = 0; i < n && m < ELEMENTSOF(sorted); i++)
+                if (keep[i] >= 0)
+                        sorted[m++] = keep[i];
+        for (size_t i = 1; i < m; i++)
+                for (size_t j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+                        int t = sorted[j];
+                        sorted[j] = sorted[j - 1];
+                        sorted[j - 1] = t;
+                }
+        unsigned lo = 0;
+        for (size_t i = 0; i < m; i++) {
+                if ((unsigned) sorted[i] > lo && close_range(lo, (unsigned) sorted[i] - 1, 0) < 0)
+                        return -errno;
+                lo = (unsigned) sorted[i] + 1;
+        }
+        return close_range(lo, ~0U, 0) < 0 ? -errno : 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The Python child: forked by the init after the release, it builds the run's view of the system,
+ * drops every privilege and execs Python. Any failure is written to exec_fd as a ChildError and
+ * the child exits 127; a successful execve closes exec_fd (O_CLOEXEC), which the init reads as
+ * EOF. */
+
+typedef struct ChildError {
+        int32_t err;
+        char step[SANDBOX_REPORT_DETAIL_MAX];
+} ChildError;
+
+_Noreturn static void child_fail(int exec_fd, int err, const char *step, const char *what) {
+        ChildError e = { .err = err };
+        str_copy(e.step, sizeof(e.step), step, what);
+        ssize_t n;
+        do
+                n = write(exec_fd, &e, sizeof(e));
+        while (n < 0 && errno == EINTR);
+        _exit(127);
+}
+
+#define CHILD_CHECK(expr, step, what)                                           \
+        do {                                                                    \
+                if ((expr) < 0)                                                 \
+                        child_fail(plan->exec_fd, errno, step, what);           \
+        } while (0)
+
+_Noreturn static void child_main(SpawnPlan *plan) {
+        /* The init closed the daemon's 0, 1, 2, so exec_fd may sit there: lift it out of the way of
+         * the dup2()s below. */
+        if (plan->exec_fd < 3) {
+                int fd = fcntl(plan->exec_fd, F_DUPFD_CLOEXEC, 3);
+                if (fd < 0)
+                        _exit(127);
+                plan->exec_fd = fd;
+        }
+        signals_reset();
+
+        /* Drop the daemon's supplementary groups while we still may (only root's gid_map allows
+         * setgroups; unprivileged the kernel keeps them and "deny" was written). */
+        if (plan->privileged)
+                CHILD_CHECK(setgroups(0, NULL), "setgroups", NULL);
+
+        int r = sandbox_fs_prepare(plan);
+        if (r < 0)
+                child_fail(plan->exec_fd, -r, plan->fail_step, plan->fail_what);
+
+        CHILD_CHECK(setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID), "setresgid", NULL);
+        CHILD_CHECK(setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID), "setresuid", NULL);
+
+        r = sandbox_fs_setup(plan);
+        if (r < 0)
+                child_fail(plan->exec_fd, -r, plan->fail_step, plan->fail_what);
+
+        /* The run's three pipe ends onto 0, 1, 2. First lift them above 2 so no dup2() clobbers
+         * another of them, then close everything else: no fd of the daemon reaches Python. */
+        int in = fcntl(plan->stdin_fd, F_DUPFD_CLOEXEC, 3);
+        int out = fcntl(plan->stdout_fd, F_DUPFD_CLOEXEC, 3);
+        int err = fcntl(plan->stderr_fd, F_DUPFD_CLOEXEC, 3);
+        if (in < 0 || out < 0 || err < 0)
+                child_fail(plan->exec_fd, errno, "dup", NULL);
+        CHILD_CHECK(dup2(in, 0), "dup2", " stdin");
+        CHILD_CHECK(dup2(out, 1), "dup2", " stdout");
+        CHILD_CHECK(dup2(err, 2), "dup2", " stderr");
+        int keep[] = { 0, 1, 2, plan->exec_fd };
+        r = close_all_but(keep, ELEMENTSOF(keep));
+        if (r < 0)
+                child_fail(plan->exec_fd, -r, "close_range", NULL);
+
+        CHILD_CHECK(chdir(plan->workdir), "chdir ", plan->workdir);
+
+        r = sandbox_lockdown(plan);
+        if (r < 0)
+                child_fail(plan->exec_fd, -r, plan->fail_step, plan->fail_what);
+
+        execve(plan->python, (char **) plan->argv, (char **) plan->envp);
+        child_fail(plan->exec_fd, errno, "execve ", plan->python);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The init: PID 1 of the run. */
+
+typedef struct InitState {
+        int control_fd;
+        int signal_fd;
+        pid_t python;   /* pid of Python inside the namespace, 0 when not (or no longer) running */
+        bool reported;  /* EXITED or FAILED was sent */
+} InitState;
+
+/* Reaps every child that has exited (Python and orphans alike: we are PID 1). */
+static void init_reap(InitState *st) {
+        for (;;) {
+                int status;
+                pid_t pid = waitpid(-1, &status, WNOHANG);
+                if (pid <= 0)
+                        return;
+                if (pid != st->python)
+                        continue;
+
+                struct rusage ru = {};
+                (void) getrusage(RUSAGE_CHILDREN, &ru);
+                SandboxReport rep = {
+                        .kind = SANDBOX_REPORT_EXITED,
+                        .value = status,
+                        .utime_usec = (uint64_t) ru.ru_utime.tv_sec * 1000000 + (uint64_t) ru.ru_utime.tv_usec,
+                        .stime_usec = (uint64_t) ru.ru_stime.tv_sec * 1000000 + (uint64_t) ru.ru_stime.tv_usec,
+                        .maxrss_bytes = (uint64_t) ru.ru_maxrss * 1024,
+                };
+                st->python = 0;
+                st->reported = true;
+                report_send(st->control_fd, &rep);
+        }
+}
+
+/* Waits for the release message. Returns true on release, false on EOF (the daemon dropped the
+ * run before releasing it). */
+static bool init_wait_release(int control_fd) {
+        for (;;) {
+                char buf[16];
+                ssize_t n = recv(control_fd, buf, sizeof(buf), 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return false;
+                if (buf[0] == RELEASE_MESSAGE)
+                        return true;
+        }
+}
+
+/* Starts the Python child and waits until it has exec'd or failed. Returns 0 or -errno with the
+ * report already sent. */
+static int init_start_python(InitState *st, SpawnPlan *plan) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0) {
+                report_failed(st->control_fd, errno, "pipe2", NULL);
+                return -1;
+        }
+        plan->exec_fd = p[1];
+
+        pid_t pid = raw_clone3(0, NULL, plan->payload_cgroup_fd);
+        if (pid < 0) {
+                int e = errno;
+                safe_close(p[0]);
+                safe_close(p[1]);
+                report_failed(st->control_fd, e, "clone3 python",
+                              plan->payload_cgroup_fd >= 0 ? " into the payload cgroup" : NULL);
+                return -1;
+        }
+        if (pid == 0) {
+                safe_close(p[0]);
+                safe_close(st->control_fd);
+                safe_close(st->signal_fd);
+                child_main(plan);
+        }
+        st->python = pid;
+        safe_close(p[1]);
+        /* The init holds no end of the run's pipes: EOF on stdout must mean no process of the run
+         * holds it any more. */
+        plan->stdin_fd = safe_close(plan->stdin_fd);
+        plan->stdout_fd = safe_close(plan->stdout_fd);
+        plan->stderr_fd = safe_close(plan->stderr_fd);
+        plan->payload_cgroup_fd = safe_close(plan->payload_cgroup_fd);
+
+        ChildError e;
+        ssize_t n;
+        do
+                n = read(p[0], &e, sizeof(e));
+        while (n < 0 && errno == EINTR);
+        safe_close(p[0]);
+
+        if (n == (ssize_t) sizeof(e)) {
+                e.step[sizeof(e.step) - 1] = 0;
+                st->python = 0; /* reaped as any orphan: FAILED is not followed by EXITED */
+                st->reported = true;
+                report_failed(st->control_fd, e.err, e.step, NULL);
+                return -1;
+        }
+
+        SandboxReport rep = { .kind = SANDBOX_REPORT_STARTED, .value = pid };
+        report_send(st->control_fd, &rep);
+        return 0;
+}
+
+_Noreturn static void init_main(SpawnPlan *plan) {
+        /* We are a copy of the daemon: its signal handlers, mask and fds are ours until we drop
+         * them. Keep only control_fd, the run's pipe ends and the payload cgroup. The daemon's
+         * stdio (fd 0/1 may be its MCP transport) goes too. */
+        int keep[] = { plan->control_fd, plan->stdin_fd, plan->stdout_fd, plan->stderr_fd,
+                       plan->payload_cgroup_fd };
+        if (close_all_but(keep, ELEMENTSOF(keep)) < 0)
+                _exit(1);
+
+        /* PID 1 of a namespace only gets signals it has a handler for (pid_namespaces(7)), but say
+         * it explicitly: SIGTERM, SIGINT, SIGHUP… are ignored, only SIGKILL ends the init.
+         * SIGCHLD is blocked and read from a signalfd. */
+        signals_reset();
+        static const int ignored[] = {
+                SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTSTP,
+                SIGTTIN, SIGTTOU, SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ, SIGWINCH, SIGURG, SIGIO, SIGPWR,
+        };
+        struct sigaction ign = { .sa_handler = SIG_IGN };
+        for (size_t i = 0; i < ELEMENTSOF(ignored); i++)
+                (void) sigaction(ignored[i], &ign, NULL);
+        sigset_t chld;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        (void) sigprocmask(SIG_BLOCK, &chld, NULL);
+
+        InitState st = { .control_fd = plan->control_fd, .signal_fd = -EBADF };
+
+        /* Dying with the daemon: PR_SET_PDEATHSIG, and the race where the daemon died before it
+         * was set. getppid() is 0 for us (the parent is outside our PID namespace), so the race is
+         * caught by control_fd instead: once the daemon is gone, it reads EOF below. */
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+
+        if (!init_wait_release(st.control_fd))
+                _exit(0);
+
+        st.signal_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (st.signal_fd < 0) {
+                report_failed(st.control_fd, errno, "signalfd", NULL);
+                st.reported = true;
+        } else if (sethostname("sandbox", strlen("sandbox")) < 0) {
+                report_failed(st.control_fd, errno, "sethostname", NULL);
+                st.reported = true;
+        } else
+                (void) init_start_python(&st, plan);
+
+        /* Reap until the daemon closes control_fd. Returning from PID 1 kills whatever is left in
+         * the namespace (SIGKILL to every process, by the kernel). */
+        for (;;) {
+                init_reap(&st);
+                struct pollfd pfd[2] = {
+                        { .fd = st.control_fd, .events = POLLIN },
+                        { .fd = st.signal_fd, .events = POLLIN },
+                };
+                int n = poll(pfd, st.signal_fd >= 0 ? 2 : 1, -1);
+                if (n < 0 && errno != EINTR)
+                        _exit(1);
+                if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        char buf[16];
+                        ssize_t k = recv(st.control_fd, buf, sizeof(buf), MSG_DONTWAIT);
+                        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
+                                _exit(0);
+                }
+                if (n > 0 && st.signal_fd >= 0 && (pfd[1].revents & POLLIN)) {
+                        struct signalfd_siginfo si;
+                        while (read(st.signal_fd, &si, sizeof(si)) > 0)
+                                ;
+                }
+        }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The daemon side. */
+
+static int write_file(const char *path, const char *text) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = write(fd, text, strlen(text));
+        if (n < 0)
+                return -errno;
+        return (size_t) n == strlen(text) ? 0 : -EIO;
+}
+
+/* Maps the run's uid/gid 65532 to an unprivileged host id: 65532 itself when we are root, else our
+ * own uid (the only one an unprivileged process may map, and only with setgroups denied). */
+static int write_id_maps(const Sandbox *s, pid_t pid) {
+        char path[64], map[64];
+        int r;
+
+        if (!s->privileged) {
+                snprintf(path, sizeof(path), "/proc/%d/setgroups", (int) pid);
+                r = write_file(path, "deny");
+                if (r < 0)
+                        return r;
+        }
+        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int) pid);
+        snprintf(map, sizeof(map), "%u %u 1\n", SANDBOX_UID,
+                 s->privileged ? SANDBOX_UID : (unsigned) s->host_uid);
+        r = write_file(path, map);
+        if (r < 0)
+                return r;
+        snprintf(path, sizeof(path), "/proc/%d/gid_map", (int) pid);
+        snprintf(map, sizeof(map), "%u %u 1\n", SANDBOX_GID,
+                 s->privileged ? SANDBOX_GID : (unsigned) s->host_gid);
+        return write_file(path, map);
+}
+
+static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, SpawnPlan *plan) {
+        *plan = (SpawnPlan) {
+                .sandbox = s,
+                .privileged = s->privileged,
+                .python = spec->python,
+                .staging_dir = spec->staging_dir,
+                .stdin_fd = spec->stdin_fd,
+                .stdout_fd = spec->stdout_fd,
+                .stderr_fd = spec->stderr_fd,
+                .payload_cgroup_fd = spec->payload_cgroup_fd,
+                .rlimits = spec->rlimits,
+                .exec_fd = -EBADF,
+                .control_fd = -EBADF,
+        };
+        if (!spec->python || spec->python[0] != '/' || !spec->script || !spec->staging_dir)
+                return -EINVAL;
+        if (strchr(spec->script, '/'))
+                return -EINVAL;
+
+        snprintf(plan->threads, sizeof(plan->threads), "%u", s->config.cpu_threads);
+        static const char *const thread_vars[] = {
+                "OMP_NUM_THREADS=", "OPENBLAS_NUM_THREADS=", "MKL_NUM_THREADS=", "NUMEXPR_NUM_THREADS=",
+        };
+        size_t n = 0;
+        plan->envp[n++] = "PATH=/usr/local/bin:/usr/bin:/bin";
+        plan->envp[n++] = "HOME=" SANDBOX_WORK_DIR;
+        plan->envp[n++] = "TMPDIR=" SANDBOX_WORK_DIR;
+        plan->envp[n++] = "LANG=C.UTF-8";
+        plan->envp[n++] = "MPLBACKEND=Agg";
+        plan->envp[n++] = "PYTHONDONTWRITEBYTECODE=1";
+        for (size_t i = 0; i < ELEMENTSOF(thread_vars); i++) {
+                str_copy(plan->thread_env[i], sizeof(plan->thread_env[i]), thread_vars[i], plan->threads);
+                plan->envp[n++] = plan->thread_env[i];
+        }
+        plan->envp[n] = NULL;
+
+        plan->argv[0] = spec->python;
+        plan->argv[1] = "-I";
+        plan->argv[2] = spec->script;
+        plan->argv[3] = NULL;
+
+        return sandbox_fs_plan(s, spec, plan);
+}
+
+int sandbox_spawn(Sandbox *s, const SandboxRunSpec *spec, SandboxChild *ret) {
+        _cleanup_free_ SpawnPlan *plan = malloc(sizeof(SpawnPlan));
+        if (!plan)
+                return -ENOMEM;
+        int r = plan_build(s, spec, plan);
+        if (r < 0)
+                return r;
+
+        int pair[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+                return -errno;
+        _cleanup_close_ int ours = pair[0], theirs = pair[1];
+        plan->control_fd = theirs;
+
+        int pidfd = -EBADF;
+        pid_t pid = raw_clone3(RUN_NS_FLAGS | CLONE_PIDFD, &pidfd, spec->supervisor_cgroup_fd);
+        if (pid < 0)
+                return -errno;
+        if (pid == 0)
+                init_main(plan);
+
+        _cleanup_close_ int pidfd_owned = pidfd;
+        r = write_id_maps(s, pid);
+        if (r >= 0)
+                r = fd_set_nonblock(ours, true);
+        if (r < 0) {
+                /* The init never got released: kill and reap it here, the caller has no pid. */
+                (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                siginfo_t si;
+                while (waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED) < 0 && errno == EINTR)
+                        ;
+                return r;
+        }
+
+        *ret = (SandboxChild) {
+                .pid = pid,
+                .pidfd = TAKE_FD(pidfd_owned),
+                .control_fd = TAKE_FD(ours),
+        };
+        return 0;
+}
+
+int sandbox_child_release(SandboxChild *c) {
+        char m = RELEASE_MESSAGE;
+        if (c->control_fd < 0)
+                return -EBADF;
+        ssize_t n;
+        do
+                n = send(c->control_fd, &m, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        return n < 0 ? -errno : 0;
+}
+
+int sandbox_child_kill(SandboxChild *c) {
+        if (c->pidfd < 0)
+                return -ESRCH;
+        if (syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0) < 0)
+                return -errno;
+        return 0;
+}
+
+void sandbox_child_done(SandboxChild *c) {
+        c->control_fd = safe_close(c->control_fd);
+        c->pidfd = safe_close(c->pidfd);
+}
