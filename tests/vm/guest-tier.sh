@@ -1,0 +1,36 @@
+#!/bin/bash
+# ExecStart of mcp-execd-tier.service inside the guest (systemd is PID 1 there).
+# Mounts the shares the host gave explicitly (checkout and build read-only, results
+# read-write) at the host's own paths, runs the tier, and powers the guest off.
+set -u
+. /etc/mcp-execd-tier/config.env
+log() { echo "tier-guest: $*"; }
+off() {
+	sync
+	umount "$TIER_GUEST_RESULTS" 2>/dev/null
+	echo o > /proc/sysrq-trigger
+	sleep 30
+}
+trap off EXIT
+log "systemd $(systemctl --version | head -n1 | cut -d' ' -f2) up after $(cut -d' ' -f1 /proc/uptime)s"
+
+O9P="trans=virtio,version=9p2000.L,msize=262144"
+mkdir -p "$TIER_GUEST_RESULTS"
+mount -t 9p -o "$O9P,rw" tierresults "$TIER_GUEST_RESULTS" || { log "cannot mount the results share"; exit 1; }
+# Parents first (the build dir is usually inside the checkout).
+printf '%s\n' "tiersrc $TIER_SRC" "tierbuild $TIER_BUILD" | awk '{ print length($0), $0 }' | sort -n |
+	while read -r _ tag path; do
+		mkdir -p "$path" && mount -t 9p -o "$O9P,ro,cache=loose" "$tag" "$path" \
+			|| log "cannot mount $tag at $path"
+	done
+
+export MCP_EXECD="$TIER_MCP_EXECD" MCP_EXECD_SRC="$TIER_SRC"
+unset MCP_EXEC_CGROUP
+export HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+tests=()
+for t in $TIER_TESTS; do tests+=("$TIER_SRC/$t"); done
+bash "$TIER_SRC/tests/vm/tier-runner.sh" --results "$TIER_GUEST_RESULTS" \
+	--test-timeout "$TIER_TEST_TIMEOUT" -- "${tests[@]}"
+rc=$?
+log "tier finished (exit $rc) after $(cut -d' ' -f1 /proc/uptime)s"
+exit 0

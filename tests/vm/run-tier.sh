@@ -1,0 +1,289 @@
+#!/bin/bash
+# The systemd tier of mcp-execd's test suite: runs tests/systemd/* against a real systemd
+# (PID 1) with a pure cgroup v2 hierarchy, directly when this machine has one, otherwise in a
+# small VM booted here (qemu, software emulation). See tests/vm/README.md.
+#
+#   run-tier.sh --build-dir DIR [--test NAME]... [--results DIR] [--timeout SECS]
+#               [--test-timeout SECS] [--mode auto|direct|vm]
+#
+# Prints one line per test (PASS/FAIL/SKIP NAME, a failing test's output tail) and ends with
+# "tier systemd: N passed, M failed" (", K skipped" follows when K > 0). Exit 0 iff no test
+# failed. When the tier can run neither directly nor in a VM it prints
+# "tier systemd: SKIPPED (why)" and exits 0, or 1 under CI=true.
+set -u
+set -o pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+src=$(cd "$here/../.." && pwd -P)
+build= results= mode=${MCP_EXECD_TIER_MODE:-auto}
+timeout=${MCP_EXECD_TIER_TIMEOUT:-570}          # the whole tier, boot included
+test_timeout=${MCP_EXECD_TIER_TEST_TIMEOUT:-120} # each test, unless it says otherwise
+selected=()
+
+usage() { sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 2; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--build-dir) build=$2; shift 2 ;;
+	--test) selected+=("$2"); shift 2 ;;
+	--results) results=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--test-timeout) test_timeout=$2; shift 2 ;;
+	--mode) mode=$2; shift 2 ;;
+	-h|--help) usage ;;
+	*) echo "run-tier.sh: unknown argument: $1" >&2; usage ;;
+	esac
+done
+[ -n "$build" ] || { echo "run-tier.sh: --build-dir is required" >&2; usage; }
+[ -d "$build" ] || { echo "run-tier.sh: no such build dir: $build" >&2; exit 2; }
+build=$(cd "$build" && pwd -P)
+case $mode in auto|direct|vm) ;; *) echo "run-tier.sh: bad --mode $mode" >&2; exit 2 ;; esac
+results=${results:-$build/tier-systemd}
+mkdir -p "$results" && results=$(cd "$results" && pwd -P)
+run="$results/run"          # written by the runner (the only share the guest may write)
+console="$results/console.log"
+
+say() { echo "tier systemd: $*"; }
+t_start=$(date +%s.%N)
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+skipped_tier() {
+	say "SKIPPED ($1)"
+	if [ "${CI:-}" = true ]; then
+		echo "tier systemd: CI=true: the systemd tier may not be skipped under CI" >&2
+		exit 1
+	fi
+	exit 0
+}
+
+# ---- the tests --------------------------------------------------------------------------
+all_tests=()
+for f in "$src"/tests/systemd/[0-9]*-*.sh "$src"/tests/systemd/[0-9]*-*.py; do
+	[ -f "$f" ] && all_tests+=("tests/systemd/${f##*/}")
+done
+# Demonstrations, never part of the suite: a failing test, a hanging test, a panicking guest.
+[ "${MCP_EXECD_VM_DEMO_FAIL:-}" = 1 ] && all_tests+=("tests/vm/demo/98-demo-fail.sh")
+[ "${MCP_EXECD_VM_DEMO_HANG:-}" = 1 ] && all_tests+=("tests/vm/demo/98-demo-hang.sh")
+[ "${MCP_EXECD_VM_DEMO_PANIC:-}" = 1 ] && all_tests+=("tests/vm/demo/99-demo-panic.sh")
+mapfile -t all_tests < <(printf '%s\n' "${all_tests[@]}" | awk -F/ '{ print $NF "\t" $0 }' | sort | cut -f2)
+
+tests=()
+if [ ${#selected[@]} -eq 0 ]; then
+	tests=("${all_tests[@]}")
+else
+	for want in "${selected[@]}"; do
+		want=${want##*/}
+		hit=
+		for t in "${all_tests[@]}"; do
+			b=${t##*/}
+			case $want in
+			"$b"|"${b%.*}"|"${b%%-*}") tests+=("$t"); hit=1 ;;
+			esac
+		done
+		[ -n "$hit" ] || { echo "run-tier.sh: no test named $want in tests/systemd/" >&2; exit 2; }
+	done
+fi
+[ ${#tests[@]} -gt 0 ] || { say "0 passed, 1 failed"; echo "FAIL (no tests found in tests/systemd/)"; exit 1; }
+names=()
+for t in "${tests[@]}"; do b=${t##*/}; names+=("${b%.*}"); done
+
+# ---- reporting, the same for both modes ----------------------------------------------------
+declare -A reported=()
+n_pass=0 n_fail=0 n_skip=0
+report_one() {   # NAME
+	local name=$1 rc secs
+	rc=$(cat "$run/tests/$name.rc" 2>/dev/null) || return 1
+	secs=$(cat "$run/tests/$name.secs" 2>/dev/null)
+	reported[$name]=1
+	case $rc in
+	0) n_pass=$((n_pass + 1)); echo "PASS $name (${secs}s)" ;;
+	77) n_skip=$((n_skip + 1)); echo "SKIP $name ($(tail -n 1 "$run/tests/$name.log" 2>/dev/null))" ;;
+	*) n_fail=$((n_fail + 1)); echo "FAIL $name (exit $rc, ${secs}s); last lines of its output:"
+	   tail -n 25 "$run/tests/$name.log" 2>/dev/null | sed 's/^/    | /' ;;
+	esac
+}
+report_new() { local n; for n in "${names[@]}"; do [ -n "${reported[$n]:-}" ] || report_one "$n" || break; done; }
+report_missing() {   # WHY
+	local n
+	for n in "${names[@]}"; do
+		[ -n "${reported[$n]:-}" ] && continue
+		n_fail=$((n_fail + 1)); echo "FAIL $n (not run: $1)"
+	done
+}
+finish() {
+	local line="$n_pass passed, $n_fail failed"
+	[ $n_skip -gt 0 ] && line="$line, $n_skip skipped"
+	say "$line"
+	[ $n_fail -eq 0 ]
+	exit
+}
+prepare_run_dir() {
+	rm -rf "$run" "$console"
+	mkdir -p "$run/tests"
+}
+
+# ---- direct: this machine has systemd as PID 1 and cgroup v2 with the controllers -----------
+has_controllers() {
+	local c
+	for c in cpu io memory pids; do grep -qw "$c" /sys/fs/cgroup/cgroup.controllers 2>/dev/null || return 1; done
+}
+direct_why=
+if [ "$(cat /proc/1/comm 2>/dev/null)" != systemd ]; then
+	direct_why="PID 1 is $(cat /proc/1/comm 2>/dev/null || echo unknown), not systemd"
+elif ! grep -qw cgroup2 <(stat -fc %T /sys/fs/cgroup/ 2>/dev/null); then
+	direct_why="/sys/fs/cgroup is not a pure cgroup v2 hierarchy"
+elif ! has_controllers; then
+	direct_why="/sys/fs/cgroup/cgroup.controllers lacks some of cpu io memory pids"
+elif [ "$(id -u)" != 0 ]; then
+	direct_why="not root (the tier starts scopes on the system manager)"
+elif ! busctl --system status >/dev/null 2>&1; then
+	direct_why="the system bus does not answer"
+fi
+
+if [ "$mode" = direct ] || { [ "$mode" = auto ] && [ -z "$direct_why" ]; }; then
+	[ -z "$direct_why" ] || { say "cannot run directly: $direct_why"; say "0 passed, 1 failed"; exit 1; }
+	prepare_run_dir
+	say "running directly on this machine (systemd $(systemctl --version | head -n1 | cut -d' ' -f2), cgroup v2), ${#tests[@]} tests"
+	MCP_EXECD="$build/daemon/mcp-execd" MCP_EXECD_SRC="$src" \
+	timeout -k 10 "$timeout" bash "$here/tier-runner.sh" --results "$run" \
+		--test-timeout "$test_timeout" -- "${tests[@]/#/$src/}" > "$results/runner.log" 2>&1 &
+	pid=$!
+	while kill -0 $pid 2>/dev/null; do report_new; sleep 1; done
+	wait $pid; rc=$?
+	report_new
+	[ $rc -eq 124 ] && report_missing "the tier was cut off at its deadline of ${timeout}s"
+	report_missing "the runner ended early (exit $rc)"
+	say "tier took $(elapsed "$t_start")s"
+	finish
+fi
+
+# ---- VM: what it needs ---------------------------------------------------------------------
+vm_why=
+pkgs=()
+command -v qemu-system-x86_64 >/dev/null || pkgs+=(qemu-system-x86)
+ls /boot/vmlinuz-* >/dev/null 2>&1 || pkgs+=(linux-image-amd64)
+{ [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || pkgs+=(busybox-static)
+command -v cpio >/dev/null || pkgs+=(cpio)
+command -v xz >/dev/null || pkgs+=(xz-utils)
+command -v zstd >/dev/null || pkgs+=(zstd)
+if [ ${#pkgs[@]} -gt 0 ]; then
+	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+		vm_why="the VM needs ${pkgs[*]}, which only root can install (apt-get)"
+	else
+		say "installing ${pkgs[*]} (apt-get, log in $results/apt.log)"
+		export DEBIAN_FRONTEND=noninteractive
+		inst() { timeout 600 apt-get install -y -q --no-install-recommends "${pkgs[@]}" >> "$results/apt.log" 2>&1; }
+		inst || { timeout 300 apt-get update -q >> "$results/apt.log" 2>&1; inst; } \
+			|| vm_why="apt-get install ${pkgs[*]} failed (see $results/apt.log)"
+	fi
+fi
+kver=
+if [ -z "$vm_why" ]; then
+	for k in $(ls -v /boot/vmlinuz-* 2>/dev/null | tac); do
+		v=${k#/boot/vmlinuz-}
+		[ -d "/lib/modules/$v" ] && [ -r "$k" ] && { kver=$v; break; }
+	done
+	[ -n "$kver" ] || vm_why="no readable /boot/vmlinuz-* with its /lib/modules"
+fi
+if [ -n "$vm_why" ]; then
+	[ "$mode" = vm ] && { say "cannot run in a VM: $vm_why"; say "0 passed, 1 failed"; exit 1; }
+	skipped_tier "not directly: $direct_why; not in a VM: $vm_why"
+fi
+
+# ---- VM: the initramfs (cached: it depends only on the kernel, busybox and guest-init.sh) --
+modules="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci netfs fscache 9pnet 9pnet_virtio 9p overlay"
+cache="$here/cache"
+mkdir -p "$cache" 2>/dev/null && [ -w "$cache" ] || cache="$results/cache"
+mkdir -p "$cache"
+key=$( { echo "$kver $modules"; sha256sum /bin/busybox "$here/guest-init.sh" "$0"; } | sha256sum | cut -c1-16)
+base_cpio="$cache/initramfs-$kver-$key.cpio"
+if [ ! -s "$base_cpio" ]; then
+	stage=$(mktemp -d "$cache/stage.XXXXXX")
+	(
+		set -e
+		cd "$stage"
+		mkdir -p bin sbin proc sys dev lower upper newroot tier lib/modules tmp
+		cp /bin/busybox bin/busybox
+		for a in sh mount umount insmod mkdir cp rm cat sleep echo chmod switch_root ls; do
+			ln -s busybox "bin/$a"
+		done
+		cp "$here/guest-init.sh" init
+		chmod 0755 init
+		: > modules.order
+		for m in $modules; do
+			f=$(find "/lib/modules/$kver/kernel" -name "$m.ko" -o -name "$m.ko.xz" -o -name "$m.ko.zst" -o -name "$m.ko.gz" | head -n1)
+			[ -n "$f" ] || continue   # built in
+			case $f in
+			*.xz) xz -dc "$f" ;;
+			*.zst) zstd -qdc "$f" ;;
+			*.gz) gzip -dc "$f" ;;
+			*) cat "$f" ;;
+			esac > "lib/modules/$m.ko"
+			echo "$m" >> modules.order
+		done
+		find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 > "$base_cpio.tmp"
+	) || { rm -rf "$stage" "$base_cpio.tmp"; say "could not build the initramfs"; say "0 passed, 1 failed"; exit 1; }
+	mv "$base_cpio.tmp" "$base_cpio"
+	rm -rf "$stage"
+	ls "$cache"/initramfs-*.cpio | grep -vF "$base_cpio" | xargs -r rm -f
+fi
+
+# This run's part: its configuration, the guest's script and unit, appended as a 2nd archive.
+prepare_run_dir
+q() { printf '%q' "$1"; }
+stage=$(mktemp -d "$results/stage.XXXXXX")
+mkdir -p "$stage/tier"
+cat > "$stage/tier/config.env" <<CONF
+TIER_SRC=$(q "$src")
+TIER_BUILD=$(q "$build")
+TIER_MCP_EXECD=$(q "$build/daemon/mcp-execd")
+TIER_GUEST_RESULTS=/run/mcp-execd-tier/results
+TIER_TESTS=$(q "${tests[*]}")
+TIER_TEST_TIMEOUT=$(q "$test_timeout")
+CONF
+cp "$here/guest-tier.sh" "$here/mcp-execd-tier.service" "$stage/tier/"
+echo tier-vm > "$stage/tier/marker"
+initrd="$results/initramfs.cpio"
+{ cat "$base_cpio"; (cd "$stage" && find tier | cpio -o -H newc --quiet -R 0:0); } > "$initrd"
+rm -rf "$stage"
+
+vfs() { printf '%s' "$1" | sed 's/,/,,/g'; }   # qemu option values escape ',' as ',,'
+mem=${MCP_EXECD_VM_MEM:-3072}
+smp=$(nproc); [ "$smp" -gt 4 ] && smp=4
+qemu=(qemu-system-x86_64 -accel tcg -m "$mem" -smp "$smp" -nodefaults -no-user-config
+	-display none -monitor none -no-reboot -serial "file:$console"
+	-kernel "/boot/vmlinuz-$kver" -initrd "$initrd"
+	-append "console=ttyS0 panic=1 oops=panic quiet loglevel=4 systemd.show_status=error"
+	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
+	-virtfs "local,path=$(vfs "$src"),mount_tag=tiersrc,security_model=none,readonly=on,multidevs=remap"
+	-virtfs "local,path=$(vfs "$build"),mount_tag=tierbuild,security_model=none,readonly=on,multidevs=remap"
+	-virtfs "local,path=$(vfs "$run"),mount_tag=tierresults,security_model=none,multidevs=remap")
+say "booting a VM (kernel $kver, TCG, $smp CPUs, ${mem} MiB; deadline ${timeout}s), ${#tests[@]} tests"
+: > "$console"
+timeout -k 10 "$timeout" "${qemu[@]}" > "$results/qemu.log" 2>&1 &
+pid=$!
+boot=
+while kill -0 $pid 2>/dev/null; do
+	if [ -z "$boot" ] && [ -s "$run/started" ]; then
+		boot=$(elapsed "$t_start")
+		say "guest up after ${boot}s (guest uptime $(cut -d' ' -f1 "$run/started")s); running tests"
+	fi
+	report_new
+	sleep 1
+done
+wait $pid; rc=$?
+report_new
+if [ ! -s "$run/done" ]; then
+	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+		why="the guest was cut off at the tier's deadline of ${timeout}s"
+	elif grep -q 'Kernel panic' "$console"; then
+		why="the guest kernel panicked"
+	else
+		why="the guest stopped before the tier finished (qemu exit $rc)"
+	fi
+	echo "tier systemd: $why; last lines of the console ($console):"
+	tail -n 30 "$console" | tr -d '\r' | sed 's/^/    > /'
+	[ -s "$results/qemu.log" ] && tail -n 5 "$results/qemu.log" | sed 's/^/    qemu: /'
+	report_missing "$why"
+fi
+say "boot ${boot:-?}s, whole tier $(elapsed "$t_start")s (results in $results)"
+finish
