@@ -1,0 +1,57 @@
+/* config.h: the daemon's configuration, read from MCP_EXEC_* environment variables. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum Transport {
+        TRANSPORT_STDIO,
+        TRANSPORT_HTTP,
+        TRANSPORT_SSE,
+} Transport;
+
+typedef enum CgroupMode {
+        CGROUP_MODE_AUTO,
+        CGROUP_MODE_SYSTEMD,
+        CGROUP_MODE_CGROUPFS,
+        CGROUP_MODE_NONE,
+} CgroupMode;
+
+typedef struct Config {
+        Transport transport;
+        char *addr;                 /* as given: "127.0.0.1:8080", "[::1]:8080", ":8080" */
+        uint32_t default_timeout_s;
+        uint32_t max_timeout_s;
+        uint64_t max_output_bytes;
+        uint64_t max_stdin_bytes;
+        uint64_t max_code_bytes;
+        uint64_t max_message_bytes;
+        char *python;
+        char *auth_token;           /* NULL: no auth */
+        uint64_t memory_max_bytes;  /* UINT64_MAX: infinity */
+        uint64_t pids_max;          /* UINT64_MAX: infinity */
+        uint32_t cpu_quota_percent; /* 0: infinity */
+        uint64_t tmp_size_bytes;
+        uint32_t max_concurrent;
+        uint32_t queue_max;
+        CgroupMode cgroup;
+        char *slice;
+        bool require_cgroup;
+} Config;
+
+/* Reads the configuration from getenv-like lookup (env(name) returns the value or NULL).
+ * On a bad value returns -EINVAL and a malloc'd message naming the variable, the value and what
+ * is accepted in *reterr_message. Returns 0 on success, -ENOMEM. */
+int config_load(char *(*env)(const char *name), Config *ret, char **reterr_message);
+void config_done(Config *c);
+
+/* The names of every variable config_load() reads, NULL-terminated (for --help and for warning
+ * about unknown MCP_EXEC_* names). */
+extern const char *const config_variables[];
+
+/* Parsers, exposed for tests. Each returns 0 or -EINVAL. */
+int config_parse_size(const char *s, bool allow_percent, uint64_t *ret);
+int config_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
+int config_parse_bool(const char *s, bool *ret);
+int config_parse_percent(const char *s, uint32_t *ret);
+int config_parse_addr(const char *s);

@@ -1,0 +1,69 @@
+/* ring.c: the io_uring loop (liburing). Ops are tagged by pointer in user_data; a NULL user_data
+ * marks completions nobody waits for (the cancel requests themselves). */
+#include <errno.h>
+#include <stddef.h>
+
+#include "ring.h"
+
+int ring_init(Ring *r, unsigned entries) {
+        int k = io_uring_queue_init(entries, &r->uring, 0);
+        if (k < 0)
+                return k;
+        /* Children are cloned without CLONE_VM: keep them from inheriting the ring's mappings
+         * (liburing man page io_uring_ring_dontfork(3)). */
+        k = io_uring_ring_dontfork(&r->uring);
+        if (k < 0) {
+                io_uring_queue_exit(&r->uring);
+                return k;
+        }
+        r->initialized = true;
+        return 0;
+}
+
+void ring_done(Ring *r) {
+        if (r->initialized)
+                io_uring_queue_exit(&r->uring);
+        r->initialized = false;
+}
+
+struct io_uring_sqe *ring_get_sqe(Ring *r, RingOp *op) {
+        struct io_uring_sqe *sqe = io_uring_get_sqe(&r->uring);
+        while (!sqe) {
+                (void) io_uring_submit(&r->uring);
+                sqe = io_uring_get_sqe(&r->uring);
+        }
+        io_uring_sqe_set_data(sqe, op);
+        if (op)
+                op->busy = true;
+        return sqe;
+}
+
+void ring_cancel(Ring *r, RingOp *op) {
+        if (!op->busy)
+                return;
+        struct io_uring_sqe *sqe = ring_get_sqe(r, NULL);
+        io_uring_prep_cancel(sqe, op, 0);
+}
+
+int ring_run_once(Ring *r, uint64_t timeout_usec) {
+        struct io_uring_cqe *cqe;
+        struct __kernel_timespec ts = {
+                .tv_sec = (long long) (timeout_usec / 1000000),
+                .tv_nsec = (long long) (timeout_usec % 1000000) * 1000,
+        };
+        int k = io_uring_submit_and_wait_timeout(&r->uring, &cqe, 1, timeout_usec ? &ts : NULL, NULL);
+        if (k < 0 && k != -ETIME && k != -EINTR)
+                return k;
+
+        while (io_uring_peek_cqe(&r->uring, &cqe) == 0) {
+                RingOp *op = io_uring_cqe_get_data(cqe);
+                int res = cqe->res;
+                /* Mark the CQE seen before the callback: the callback may submit new work. */
+                io_uring_cqe_seen(&r->uring, cqe);
+                if (op) {
+                        op->busy = false;
+                        op->callback(op, res);
+                }
+        }
+        return 0;
+}

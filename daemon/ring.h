@@ -1,0 +1,38 @@
+/* ring.h: the one io_uring loop. Every operation in flight is a RingOp owned by its object (a run,
+ * a transport); the CQE's user_data points back at it, so completions dispatch without lookups. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <liburing.h>
+
+typedef struct RingOp RingOp;
+typedef void (*RingCallback)(RingOp *op, int res);
+
+struct RingOp {
+        RingCallback callback;
+        bool busy; /* submitted and its CQE not yet seen: the op's buffers must stay alive */
+};
+
+typedef struct Ring {
+        struct io_uring uring;
+        bool initialized;
+} Ring;
+
+#define container_of(ptr, type, member) ((type *) ((char *) (ptr) - offsetof(type, member)))
+
+int ring_init(Ring *r, unsigned entries);
+void ring_done(Ring *r);
+
+/* An SQE for op (flushing the submission queue first if it is full). op->callback must be set.
+ * Never returns NULL. */
+struct io_uring_sqe *ring_get_sqe(Ring *r, RingOp *op);
+
+/* Asks the kernel to cancel op if it is in flight; its CQE still arrives (with -ECANCELED or its
+ * real result), so its buffers must live until then. */
+void ring_cancel(Ring *r, RingOp *op);
+
+/* Submits what is queued, waits for at least one completion (or timeout_usec, 0 = no timeout)
+ * and dispatches every completion. Returns 0 or -errno. */
+int ring_run_once(Ring *r, uint64_t timeout_usec);

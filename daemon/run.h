@@ -1,0 +1,50 @@
+/* run.h: one execution, from its working directory to its result: spawn in the sandbox, feed
+ * stdin, collect capped output, enforce the deadline, decide how it ended. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mcp.h"
+#include "ring.h"
+#include "sandbox.h"
+
+typedef struct Run Run;
+
+/* Called once when the run has ended (or failed to start), on the loop. The callee decides what to
+ * answer from run_result() / run_error() and then calls run_release(). */
+typedef void (*RunDoneFn)(Run *run, void *userdata);
+
+typedef struct RunEnv {
+        Ring *ring;
+        Sandbox *sandbox;
+        const char *state_dir;   /* private directory for the runs' staging directories */
+        const char *python;      /* resolved absolute path, or NULL if the interpreter was not found */
+        const char *python_name; /* as configured, for error messages */
+        uint64_t max_output_bytes;
+} RunEnv;
+
+typedef struct RunParams {
+        const char *code;
+        size_t code_len;
+        const char *stdin_data;
+        size_t stdin_len;
+        uint32_t timeout_s;
+        uint64_t queue_ms;
+} RunParams;
+
+/* Starts a run. The params' bytes are copied. done is always called later (never from inside
+ * run_start), also when the start failed. Returns 0 or -ENOMEM. */
+int run_start(const RunEnv *env, const RunParams *params, RunDoneFn done, void *userdata, Run **ret);
+
+/* Kills the run now (a cancellation or shutdown); done still follows. */
+void run_kill(Run *run);
+
+/* After done: NULL if the run produced a result (then fills *ret, pointing into the run), else an
+ * explanation of the infrastructure failure for a tool error. */
+const char *run_error(const Run *run);
+void run_result(const Run *run, McpExecResult *ret);
+const char *run_id(const Run *run);
+
+/* Gives the run back: it frees itself once its last kernel operation has completed. */
+void run_release(Run *run);

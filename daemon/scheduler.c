@@ -1,0 +1,204 @@
+/* scheduler.c: the bounded run queue and cancellation. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "scheduler.h"
+#include "str-util.h"
+
+struct Job {
+        Scheduler *scheduler;
+        McpCall *call;
+        void *owner;
+        JobReplyFn reply;
+        uint64_t t_queued;
+        Run *run;
+        bool cancelled;
+        bool shutdown;
+        Job *prev, *next;
+};
+
+void scheduler_init(Scheduler *s, const RunEnv *env, uint32_t max_running, uint32_t queue_max) {
+        *s = (Scheduler) { .env = *env, .max_running = max_running, .queue_max = queue_max };
+}
+
+void scheduler_done(Scheduler *s) {
+        *s = (Scheduler) {};
+}
+
+static void list_remove(Job **head, Job **tail, Job *j) {
+        if (j->prev)
+                j->prev->next = j->next;
+        else
+                *head = j->next;
+        if (j->next)
+                j->next->prev = j->prev;
+        else if (tail)
+                *tail = j->prev;
+        j->prev = j->next = NULL;
+}
+
+static void job_free(Job *j) {
+        mcp_call_free(j->call);
+        free(j);
+}
+
+static void job_answer_error(Job *j, const char *message) {
+        char *reply = mcp_call_reply_tool_error(j->call, message);
+        if (!reply)
+                log_error("out of memory building a reply; the call stays unanswered");
+        j->reply(j->owner, reply);
+}
+
+static void scheduler_pump(Scheduler *s);
+
+static void on_run_done(Run *run, void *userdata) {
+        Job *j = userdata;
+        Scheduler *s = j->scheduler;
+
+        if (j->cancelled) {
+                j->reply(j->owner, NULL);
+        } else if (j->shutdown) {
+                job_answer_error(j, s->shutdown_reason);
+        } else if (run_error(run)) {
+                log_warning("run %s failed to run: %s", run_id(run), run_error(run));
+                job_answer_error(j, run_error(run));
+        } else {
+                McpExecResult r;
+                run_result(run, &r);
+                log_info("run %s: exit_code=%d timed_out=%s truncated=%s duration_ms=%" PRIu64 " queue_ms=%" PRIu64,
+                         run_id(run), r.exit_code, r.timed_out ? "yes" : "no", r.truncated ? "yes" : "no",
+                         r.duration_ms, r.queue_ms);
+                char *reply = mcp_call_reply_result(j->call, &r);
+                if (!reply)
+                        log_error("out of memory building a reply; the call stays unanswered");
+                j->reply(j->owner, reply);
+        }
+
+        run_release(run);
+        list_remove(&s->running, NULL, j);
+        s->n_running--;
+        s->n_finished++;
+        job_free(j);
+        scheduler_pump(s);
+}
+
+static void job_start(Scheduler *s, Job *j) {
+        const McpExecArgs *a = mcp_call_args(j->call);
+        RunParams p = {
+                .code = a->code,
+                .code_len = a->code_len,
+                .stdin_data = a->stdin_data,
+                .stdin_len = a->stdin_len,
+                .timeout_s = a->timeout_s,
+                .queue_ms = (now_usec() - j->t_queued) / 1000,
+        };
+        j->next = s->running;
+        if (s->running)
+                s->running->prev = j;
+        s->running = j;
+        s->n_running++;
+
+        int r = run_start(&s->env, &p, on_run_done, j, &j->run);
+        if (r < 0) {
+                list_remove(&s->running, NULL, j);
+                s->n_running--;
+                job_answer_error(j, "mcp-execd is out of memory and cannot start the run");
+                job_free(j);
+        }
+}
+
+static void scheduler_pump(Scheduler *s) {
+        while (s->queue_head && s->n_running < s->max_running && !s->shutting_down) {
+                Job *j = s->queue_head;
+                list_remove(&s->queue_head, &s->queue_tail, j);
+                s->n_queued--;
+                job_start(s, j);
+        }
+}
+
+int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply) {
+        if (s->shutting_down)
+                return -EBUSY;
+        if (s->n_running >= s->max_running && s->n_queued >= s->queue_max)
+                return -EBUSY;
+
+        Job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        *j = (Job) { .scheduler = s, .call = call, .owner = owner, .reply = reply, .t_queued = now_usec() };
+
+        j->prev = s->queue_tail;
+        if (s->queue_tail)
+                s->queue_tail->next = j;
+        else
+                s->queue_head = j;
+        s->queue_tail = j;
+        s->n_queued++;
+        scheduler_pump(s);
+        return 0;
+}
+
+static Job *find(Job *list, const void *owner, const char *id_key) {
+        for (Job *j = list; j; j = j->next)
+                if (j->owner == owner && !j->cancelled && strcmp(mcp_call_id_key(j->call), id_key) == 0)
+                        return j;
+        return NULL;
+}
+
+bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key) {
+        return find(s->running, owner, id_key) || find(s->queue_head, owner, id_key);
+}
+
+bool scheduler_cancel(Scheduler *s, const void *owner, const char *id_key) {
+        Job *j = find(s->queue_head, owner, id_key);
+        if (j) {
+                list_remove(&s->queue_head, &s->queue_tail, j);
+                s->n_queued--;
+                j->reply(j->owner, NULL);
+                job_free(j);
+                return true;
+        }
+        j = find(s->running, owner, id_key);
+        if (!j)
+                return false;
+        j->cancelled = true;
+        run_kill(j->run);
+        return true;
+}
+
+void scheduler_cancel_owner(Scheduler *s, const void *owner) {
+        for (Job *j = s->queue_head, *next; j; j = next) {
+                next = j->next;
+                if (j->owner == owner)
+                        (void) scheduler_cancel(s, owner, mcp_call_id_key(j->call));
+        }
+        for (Job *j = s->running; j; j = j->next)
+                if (j->owner == owner && !j->cancelled) {
+                        j->cancelled = true;
+                        run_kill(j->run);
+                }
+}
+
+void scheduler_shutdown(Scheduler *s, const char *reason) {
+        if (s->shutting_down)
+                return;
+        s->shutting_down = true;
+        snprintf(s->shutdown_reason, sizeof(s->shutdown_reason), "%s", reason);
+        while (s->queue_head) {
+                Job *j = s->queue_head;
+                list_remove(&s->queue_head, &s->queue_tail, j);
+                s->n_queued--;
+                job_answer_error(j, s->shutdown_reason);
+                job_free(j);
+        }
+        for (Job *j = s->running; j; j = j->next)
+                if (!j->cancelled) {
+                        j->shutdown = true;
+                        run_kill(j->run);
+                }
+}

@@ -1,0 +1,51 @@
+/* scheduler.h: the run queue shared by every session: at most max_running runs at once, at most
+ * queue_max waiting, cancellation of either, and the answer to each call. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mcp.h"
+#include "run.h"
+
+/* Receives the serialized reply of a call (malloc'd; the callee takes it), or NULL when the call
+ * was cancelled and must not be answered. */
+typedef void (*JobReplyFn)(void *owner, char *reply);
+
+typedef struct Job Job;
+
+typedef struct Scheduler {
+        RunEnv env;
+        uint32_t max_running;
+        uint32_t queue_max;
+        Job *running;        /* list */
+        Job *queue_head, *queue_tail;
+        uint32_t n_running, n_queued;
+        uint64_t n_finished;
+        bool shutting_down;  /* refuse new calls, kill what runs */
+        char shutdown_reason[256];
+} Scheduler;
+
+void scheduler_init(Scheduler *s, const RunEnv *env, uint32_t max_running, uint32_t queue_max);
+void scheduler_done(Scheduler *s);
+
+/* Takes call and answers it later through reply(owner, …). Returns 0, or -EBUSY when the queue is
+ * full or the scheduler shuts down (call not taken: answer it with a tool error), or -ENOMEM. */
+int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply);
+
+/* Whether owner has a call with this id key queued or running. */
+bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key);
+
+/* Cancels owner's call with this id key: dropped if queued, killed if running; never answered.
+ * Returns true if such a call existed. */
+bool scheduler_cancel(Scheduler *s, const void *owner, const char *id_key);
+
+/* Cancels every call of owner (its connection or session went away). */
+void scheduler_cancel_owner(Scheduler *s, const void *owner);
+
+/* Refuses new calls, answers queued ones and kills running ones with a tool error giving reason. */
+void scheduler_shutdown(Scheduler *s, const char *reason);
+
+static inline uint32_t scheduler_active(const Scheduler *s) {
+        return s->n_running + s->n_queued;
+}

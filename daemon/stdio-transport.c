@@ -1,0 +1,246 @@
+/* stdio.c: the stdio transport. Reads fd 0 through the ring, frames lines (each message capped),
+ * hands them to the session's McpServer, and writes replies to fd 1 in order, one write in flight,
+ * so a client that does not read never blocks the loop. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "stdio-transport.h"
+#include "str-util.h"
+
+#define STDIO_READ_BUF_BYTES (64u * 1024u)
+
+struct Stdio {
+        Ring *ring;
+        Scheduler *scheduler;
+        McpServer *mcp;
+        McpLineReader lines;
+        size_t max_message_bytes;
+
+        RingOp op_read;
+        bool reading;     /* a read may be submitted */
+        bool input_done;  /* EOF or stopped */
+        char rbuf[STDIO_READ_BUF_BYTES];
+
+        RingOp op_write;
+        Buf pending;      /* replies not yet handed to the kernel */
+        Buf inflight;     /* the write in flight */
+        size_t inflight_off;
+        bool output_failed;
+        uint32_t calls;   /* calls accepted and not yet answered */
+};
+
+static void stdio_flush(Stdio *t);
+
+static void stdio_queue_reply(Stdio *t, char *reply) {
+        if (!reply)
+                return;
+        if (!t->output_failed &&
+            (buf_append(&t->pending, reply, strlen(reply)) < 0 || buf_append(&t->pending, "\n", 1) < 0))
+                log_error("out of memory queueing a reply; dropped");
+        free(reply);
+        stdio_flush(t);
+}
+
+static void on_write(RingOp *op, int res) {
+        Stdio *t = container_of(op, Stdio, op_write);
+
+        if (res < 0) {
+                if (!t->output_failed)
+                        log_info("stdout is closed (%s): the client went away", strerror(-res));
+                t->output_failed = true;
+                buf_done(&t->inflight);
+                buf_done(&t->pending);
+                t->inflight_off = 0;
+                /* Nobody will read the answers: end the runs and stop. */
+                scheduler_cancel_owner(t->scheduler, t);
+                stdio_stop_reading(t);
+                return;
+        }
+        t->inflight_off += (size_t) res;
+        if (t->inflight_off >= t->inflight.len) {
+                t->inflight.len = 0;
+                t->inflight_off = 0;
+        }
+        stdio_flush(t);
+}
+
+static void stdio_flush(Stdio *t) {
+        if (t->op_write.busy || t->output_failed)
+                return;
+        if (t->inflight.len == 0) {
+                if (t->pending.len == 0)
+                        return;
+                Buf swap = t->inflight;
+                t->inflight = t->pending;
+                t->pending = swap;
+                t->pending.len = 0;
+                t->inflight_off = 0;
+        }
+        struct io_uring_sqe *sqe = ring_get_sqe(t->ring, &t->op_write);
+        io_uring_prep_write(sqe, STDOUT_FILENO, t->inflight.data + t->inflight_off,
+                            (unsigned) MIN(t->inflight.len - t->inflight_off, (size_t) 1 << 30), (uint64_t) -1);
+}
+
+static void on_reply(void *owner, char *reply) {
+        Stdio *t = owner;
+        t->calls--;
+        stdio_queue_reply(t, reply);
+}
+
+static void handle_message(Stdio *t, const char *line, size_t len) {
+        if (str_is_blank(line, len))
+                return; /* tolerate empty lines between messages */
+
+        McpAction a;
+        if (mcp_server_handle(t->mcp, line, len, &a) < 0) {
+                log_error("out of memory handling a message");
+                stdio_queue_reply(t, mcp_error_reply_new(MCP_ERROR_INTERNAL, "Internal error: out of memory"));
+                return;
+        }
+        switch (a.kind) {
+        case MCP_ACTION_NONE:
+                break;
+        case MCP_ACTION_REPLY:
+                stdio_queue_reply(t, TAKE_PTR(a.reply));
+                break;
+        case MCP_ACTION_CANCEL:
+                if (scheduler_cancel(t->scheduler, t, a.cancel_key))
+                        log_debug("call %s cancelled by the client", a.cancel_key);
+                break;
+        case MCP_ACTION_CALL: {
+                McpCall *call = a.call;
+                if (scheduler_has(t->scheduler, t, mcp_call_id_key(call))) {
+                        stdio_queue_reply(t, mcp_call_reply_tool_error(call,
+                                "a call with this request id is still running; request ids must be unique"));
+                        break;
+                }
+                int r = scheduler_submit(t->scheduler, call, t, on_reply);
+                if (r == -EBUSY) {
+                        char msg[256];
+                        if (t->scheduler->shutting_down)
+                                snprintf(msg, sizeof(msg), "%s", t->scheduler->shutdown_reason);
+                        else
+                                snprintf(msg, sizeof(msg),
+                                         "the run queue is full: %u runs are running (MCP_EXEC_MAX_CONCURRENT=%u) "
+                                         "and %u are waiting (MCP_EXEC_QUEUE_MAX=%u); retry later",
+                                         t->scheduler->n_running, t->scheduler->max_running,
+                                         t->scheduler->n_queued, t->scheduler->queue_max);
+                        stdio_queue_reply(t, mcp_call_reply_tool_error(call, msg));
+                } else if (r < 0) {
+                        stdio_queue_reply(t, mcp_call_reply_tool_error(call, "mcp-execd is out of memory"));
+                } else {
+                        a.call = NULL; /* taken */
+                        t->calls++;
+                }
+                break;
+        }
+        }
+        mcp_action_done(&a);
+}
+
+static void stdio_read(Stdio *t) {
+        struct io_uring_sqe *sqe = ring_get_sqe(t->ring, &t->op_read);
+        io_uring_prep_read(sqe, STDIN_FILENO, t->rbuf, sizeof(t->rbuf), (uint64_t) -1);
+}
+
+static void oversize(Stdio *t) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "Invalid Request: message longer than %zu bytes (MCP_EXEC_MAX_MESSAGE_BYTES)",
+                 t->max_message_bytes);
+        stdio_queue_reply(t, mcp_error_reply_new(MCP_ERROR_INVALID_REQUEST, msg));
+}
+
+static void on_read(RingOp *op, int res) {
+        Stdio *t = container_of(op, Stdio, op_read);
+        const char *line;
+        size_t len;
+        McpLineStatus st;
+
+        if (!t->reading)
+                return;
+        if (res > 0) {
+                if (mcp_line_reader_feed(&t->lines, t->rbuf, (size_t) res) < 0)
+                        log_error("out of memory reading stdin");
+                while ((st = mcp_line_reader_next(&t->lines, &line, &len)) != MCP_LINE_NONE) {
+                        if (st == MCP_LINE_OVERSIZE)
+                                oversize(t);
+                        else
+                                handle_message(t, line, len);
+                }
+                if (t->reading)
+                        stdio_read(t);
+                return;
+        }
+        if (res < 0 && res != -EINTR && res != -EAGAIN)
+                log_warning("reading stdin failed: %s; treating it as end of input", strerror(-res));
+        else if (res < 0) {
+                stdio_read(t);
+                return;
+        }
+        /* EOF: answer a last unterminated line, then finish what is in flight. */
+        while ((st = mcp_line_reader_finish(&t->lines, &line, &len)) != MCP_LINE_NONE) {
+                if (st == MCP_LINE_OVERSIZE)
+                        oversize(t);
+                else
+                        handle_message(t, line, len);
+        }
+        t->reading = false;
+        t->input_done = true;
+}
+
+int stdio_start(Ring *ring, Scheduler *scheduler, McpServer *mcp, size_t max_message_bytes, Stdio **ret) {
+        Stdio *t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->ring = ring;
+        t->scheduler = scheduler;
+        t->mcp = mcp;
+        t->max_message_bytes = max_message_bytes;
+        mcp_line_reader_init(&t->lines, max_message_bytes);
+        t->op_read.callback = on_read;
+        t->op_write.callback = on_write;
+        t->reading = true;
+        stdio_read(t);
+        *ret = t;
+        return 0;
+}
+
+void stdio_stop_reading(Stdio *t) {
+        if (!t->reading)
+                return;
+        t->reading = false;
+        t->input_done = true;
+        ring_cancel(t->ring, &t->op_read);
+}
+
+bool stdio_finished(const Stdio *t) {
+        if (t->output_failed)
+                return t->calls == 0;
+        return t->input_done && t->calls == 0 && t->pending.len == 0 && t->inflight.len == 0;
+}
+
+bool stdio_client_gone(const Stdio *t) {
+        return t->output_failed;
+}
+
+void stdio_free(Stdio *t) {
+        if (!t)
+                return;
+        /* A read of fd 0 may still be in flight (io_uring cannot always cancel a blocking read of a
+         * pipe or tty immediately); wait for it, boundedly, before freeing its buffer. */
+        for (int i = 0; i < 50 && (t->op_read.busy || t->op_write.busy); i++) {
+                ring_cancel(t->ring, &t->op_read);
+                ring_cancel(t->ring, &t->op_write);
+                (void) ring_run_once(t->ring, 20000);
+        }
+        if (t->op_read.busy || t->op_write.busy)
+                return; /* leak rather than let the kernel write into freed memory; we exit next */
+        mcp_line_reader_done(&t->lines);
+        buf_done(&t->pending);
+        buf_done(&t->inflight);
+        free(t);
+}

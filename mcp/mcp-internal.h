@@ -1,0 +1,27 @@
+/* mcp-internal.h: what the files of mcp/ share with each other (never included outside mcp/). */
+#pragma once
+
+#include <jansson.h>
+
+#include "mcp.h"
+
+struct McpCall {
+        json_t *id;          /* the request id, as sent */
+        char *id_key;        /* its compact JSON */
+        json_t *arguments;   /* owns the strings args points into */
+        McpExecArgs args;
+};
+
+/* The tool catalogue: the tools/list result for these limits. New reference. */
+json_t *mcp_tools_list_new(const McpLimits *limits);
+
+/* Looks a tool up by name: true if it exists. */
+bool mcp_tool_exists(const char *name);
+
+/* Validates arguments of tool name against limits, filling *ret. Returns NULL on success, else
+ * a malloc'd message naming the field and the limit (a tool error for the caller). */
+char *mcp_tool_args_validate(const McpLimits *limits, const char *name, json_t *arguments,
+                McpExecArgs *ret);
+
+/* Serializes a JSON-RPC message compactly (never a raw newline). malloc'd or NULL. */
+char *mcp_json_dump(json_t *msg);

@@ -1,0 +1,139 @@
+/* mcp.h: the MCP server's protocol side: JSON-RPC 2.0 messages, lifecycle, the tool catalogue,
+ * argument validation and result encoding. Transport-agnostic and I/O-free: callers feed whole
+ * messages in and get serialized replies (or work to do) back. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What the tools promise, taken from the configuration in force (so the description and the
+ * validation say the truth). */
+typedef struct McpLimits {
+        uint32_t default_timeout_s;
+        uint32_t max_timeout_s;
+        uint64_t max_code_bytes;
+        uint64_t max_stdin_bytes;
+        uint64_t max_output_bytes;
+        uint64_t memory_max_bytes; /* UINT64_MAX: unlimited */
+        uint64_t pids_max;         /* UINT64_MAX: unlimited */
+        uint32_t cpu_quota_percent; /* 0: unlimited */
+        uint64_t tmp_size_bytes;
+        const char *python_version; /* e.g. "3.11.2", or NULL if unknown */
+        const char *packages;       /* importable third-party packages, e.g. "numpy, pandas", or NULL */
+        const char *limits_by;      /* "cgroup" or "rlimit" */
+} McpLimits;
+
+typedef struct McpServer McpServer;
+
+/* Creates the protocol state of one session (one stdio connection, one HTTP session).
+ * limits is copied (strings too). Returns NULL on ENOMEM. */
+McpServer *mcp_server_new(const McpLimits *limits, const char *server_version);
+McpServer *mcp_server_free(McpServer *s);
+
+/* Negotiated protocol version, or NULL before initialize. */
+const char *mcp_server_protocol_version(const McpServer *s);
+
+/* Validated arguments of an `exec` call. Owned by the McpCall they belong to. */
+typedef struct McpExecArgs {
+        const char *code;
+        size_t code_len;
+        const char *stdin_data; /* may contain NULs */
+        size_t stdin_len;
+        uint32_t timeout_s; /* applied value: defaulted, clamped */
+} McpExecArgs;
+
+/* One accepted tools/call, waiting to be run. Opaque; owns the request id. */
+typedef struct McpCall McpCall;
+
+const McpExecArgs *mcp_call_args(const McpCall *c);
+/* A canonical text form of the request id (its compact JSON), for matching cancellations. */
+const char *mcp_call_id_key(const McpCall *c);
+McpCall *mcp_call_free(McpCall *c);
+
+typedef enum McpActionKind {
+        MCP_ACTION_NONE,     /* nothing to do (a notification, a response from the client) */
+        MCP_ACTION_REPLY,    /* send reply */
+        MCP_ACTION_CALL,     /* run call, then send mcp_call_reply_*() */
+        MCP_ACTION_CANCEL,   /* cancel the call whose id key is cancel_key; send nothing */
+} McpActionKind;
+
+typedef struct McpAction {
+        McpActionKind kind;
+        char *reply;      /* REPLY: one serialized JSON-RPC message, no newline; malloc'd */
+        McpCall *call;    /* CALL */
+        char *cancel_key; /* CANCEL: malloc'd */
+        bool is_initialize; /* REPLY to a successful initialize (HTTP issues a session then) */
+} McpAction;
+
+void mcp_action_done(McpAction *a);
+
+/* Handles one incoming message (the bytes of one stdio line or one HTTP body). Never fails on
+ * bad input: a protocol error becomes a REPLY with a JSON-RPC error. Returns 0, or -ENOMEM. */
+int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret);
+
+/* A JSON-RPC error reply that does not come from a message (e.g. an oversize line): id omitted. */
+char *mcp_error_reply_new(int code, const char *message);
+
+/* The JSON-RPC error codes we use (JSON-RPC 2.0 §5.1). */
+enum {
+        MCP_ERROR_PARSE = -32700,
+        MCP_ERROR_INVALID_REQUEST = -32600,
+        MCP_ERROR_METHOD_NOT_FOUND = -32601,
+        MCP_ERROR_INVALID_PARAMS = -32602,
+        MCP_ERROR_INTERNAL = -32603,
+};
+
+/* What a finished run produced, in the daemon's terms. Output bytes are raw (the encoder
+ * repairs UTF-8). */
+typedef struct McpExecResult {
+        const char *stdout_data;
+        size_t stdout_len;
+        const char *stderr_data;
+        size_t stderr_len;
+        int exit_code;
+        uint64_t duration_ms;
+        bool truncated;
+        bool timed_out;
+        const char *signal; /* "SIGKILL", or NULL */
+        bool oom_killed;
+        bool pids_limit_hit;
+        uint64_t memory_peak_bytes;
+        uint64_t cpu_user_us;
+        uint64_t cpu_system_us;
+        const char *limits; /* "cgroup" or "rlimit" */
+        uint64_t queue_ms;
+} McpExecResult;
+
+/* The reply to a call: a result, or a tool error (isError: true) with a message. malloc'd. */
+char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r);
+char *mcp_call_reply_tool_error(const McpCall *c, const char *message);
+
+/* Replaces invalid UTF-8 sequences with U+FFFD (one per maximal invalid subpart, as Python's
+ * errors="replace" does). Returns a malloc'd NUL-terminated string and its length, or NULL. */
+char *mcp_utf8_repair(const char *s, size_t len, size_t *ret_len);
+
+/* Splits a byte stream into newline-terminated messages with a size cap (the stdio framing). */
+typedef struct McpLineReader {
+        char *buf;
+        size_t start; /* first byte not yet returned */
+        size_t len;   /* bytes in buf */
+        size_t cap;
+        size_t max_line;
+        bool discarding; /* inside a line that exceeded max_line */
+} McpLineReader;
+
+typedef enum McpLineStatus {
+        MCP_LINE_NONE,     /* no complete line buffered */
+        MCP_LINE_OK,       /* *ret_line and *ret_len hold one line without its "\n" (and a trailing "\r") */
+        MCP_LINE_OVERSIZE, /* a line longer than max_line was dropped */
+} McpLineStatus;
+
+void mcp_line_reader_init(McpLineReader *r, size_t max_line);
+void mcp_line_reader_done(McpLineReader *r);
+/* Appends bytes. Returns 0 or -ENOMEM. */
+int mcp_line_reader_feed(McpLineReader *r, const char *p, size_t n);
+/* Takes the next line; the pointer stays valid until the next feed/next call. */
+McpLineStatus mcp_line_reader_next(McpLineReader *r, const char **ret_line, size_t *ret_len);
+/* At EOF: returns the unterminated rest as a last line, if any. */
+McpLineStatus mcp_line_reader_finish(McpLineReader *r, const char **ret_line, size_t *ret_len);

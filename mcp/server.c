@@ -1,0 +1,334 @@
+/* server.c: JSON-RPC 2.0 message handling and the MCP lifecycle of one session. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cleanup.h"
+#include "mcp-internal.h"
+
+DEFINE_POINTER_CLEANUP(McpCall, mcp_call_free)
+
+/* Versions we speak (2025-11-25 … 2024-11-05); a request for any other gets the newest, as the
+ * lifecycle's version negotiation says (the client then decides whether it can continue). */
+static const char *const protocol_versions[] = {
+        "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
+};
+
+struct McpServer {
+        McpLimits limits;
+        char *python_version;
+        char *packages;
+        char *limits_by;
+        char *server_version;
+        char *protocol_version;
+        json_t *tools_list;
+};
+
+McpServer *mcp_server_new(const McpLimits *limits, const char *server_version) {
+        McpServer *s = calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        s->limits = *limits;
+        s->python_version = limits->python_version ? strdup(limits->python_version) : NULL;
+        s->packages = limits->packages ? strdup(limits->packages) : NULL;
+        s->limits_by = strdup(limits->limits_by ? limits->limits_by : "rlimit");
+        s->server_version = strdup(server_version);
+        s->limits.python_version = s->python_version;
+        s->limits.packages = s->packages;
+        s->limits.limits_by = s->limits_by;
+        s->tools_list = mcp_tools_list_new(&s->limits);
+        if (!s->server_version || !s->limits_by || !s->tools_list ||
+            (limits->python_version && !s->python_version) || (limits->packages && !s->packages))
+                return mcp_server_free(s);
+        return s;
+}
+
+McpServer *mcp_server_free(McpServer *s) {
+        if (!s)
+                return NULL;
+        free(s->python_version);
+        free(s->packages);
+        free(s->limits_by);
+        free(s->server_version);
+        free(s->protocol_version);
+        json_decref(s->tools_list);
+        free(s);
+        return NULL;
+}
+
+const char *mcp_server_protocol_version(const McpServer *s) {
+        return s->protocol_version;
+}
+
+char *mcp_json_dump(json_t *msg) {
+        /* JSON_COMPACT never emits a raw newline (control characters are escaped), so the result
+         * is one NDJSON line. */
+        return json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+static char *reply_result(json_t *id, json_t *result) {
+        _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
+                                                      "result", result);
+        return m ? mcp_json_dump(m) : NULL;
+}
+
+/* An error reply; id may be NULL when it could not be read (then it is omitted, which the
+ * 2025-11-25 schema allows and SDK clients tolerate best). */
+static char *reply_error(json_t *id, int code, const char *message) {
+        _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:{s:i, s:s}}", "jsonrpc", "2.0", "error",
+                                                      "code", code, "message", message);
+        if (!m)
+                return NULL;
+        if (id && json_object_set(m, "id", id) < 0)
+                return NULL;
+        return mcp_json_dump(m);
+}
+
+char *mcp_error_reply_new(int code, const char *message) {
+        return reply_error(NULL, code, message);
+}
+
+static char *reply_errorf(json_t *id, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static char *reply_errorf(json_t *id, int code, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return NULL;
+        return reply_error(id, code, msg);
+}
+
+static char *tool_result_error(json_t *id, const char *message) {
+        json_t *result = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", message,
+                                   "isError", 1);
+        return result ? reply_result(id, result) : NULL;
+}
+
+void mcp_action_done(McpAction *a) {
+        free(a->reply);
+        mcp_call_free(a->call);
+        free(a->cancel_key);
+        *a = (McpAction) {};
+}
+
+const McpExecArgs *mcp_call_args(const McpCall *c) {
+        return &c->args;
+}
+
+const char *mcp_call_id_key(const McpCall *c) {
+        return c->id_key;
+}
+
+McpCall *mcp_call_free(McpCall *c) {
+        if (!c)
+                return NULL;
+        json_decref(c->id);
+        json_decref(c->arguments);
+        free(c->id_key);
+        free(c);
+        return NULL;
+}
+
+static const char *negotiate(const char *requested) {
+        for (size_t i = 0; i < ELEMENTSOF(protocol_versions); i++)
+                if (strcmp(requested, protocol_versions[i]) == 0)
+                        return protocol_versions[i];
+        return protocol_versions[0];
+}
+
+static int handle_initialize(McpServer *s, json_t *id, json_t *params, McpAction *ret) {
+        if (s->protocol_version) {
+                ret->reply = reply_error(id, MCP_ERROR_INVALID_REQUEST,
+                                         "initialize: this session is already initialized");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        json_t *v = params ? json_object_get(params, "protocolVersion") : NULL;
+        if (!json_is_string(v)) {
+                ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS,
+                                         "initialize: params.protocolVersion must be a string");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        const char *version = negotiate(json_string_value(v));
+        json_t *result = json_pack(
+                "{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}",
+                "protocolVersion", version,
+                "capabilities", "tools", "listChanged", 0,
+                "serverInfo", "name", "mcp-execd", "title", "mcp-execd: sandboxed Python execution",
+                "version", s->server_version,
+                "instructions",
+                "Use the exec tool to run Python code in a fresh, network-less sandbox. Each call starts "
+                "from nothing: no files or state survive between calls.");
+        if (!result)
+                return -ENOMEM;
+        ret->reply = reply_result(id, result);
+        if (!ret->reply)
+                return -ENOMEM;
+        s->protocol_version = strdup(version);
+        if (!s->protocol_version)
+                return -ENOMEM;
+        ret->is_initialize = true;
+        return 0;
+}
+
+static int handle_tools_call(McpServer *s, json_t *id, json_t *params, McpAction *ret) {
+        json_t *name = params ? json_object_get(params, "name") : NULL;
+        if (!json_is_string(name)) {
+                ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "tools/call: params.name must be a string");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        if (!mcp_tool_exists(json_string_value(name))) {
+                ret->reply = reply_errorf(id, MCP_ERROR_INVALID_PARAMS, "Unknown tool: %s",
+                                          json_string_value(name));
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        json_t *arguments = json_object_get(params, "arguments");
+        if (arguments && !json_is_object(arguments)) {
+                ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS,
+                                         "tools/call: params.arguments must be an object");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+
+        _cleanup_(mcp_call_freep) McpCall *c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->id = json_incref(id);
+        c->arguments = arguments ? json_incref(arguments) : json_object();
+        c->id_key = mcp_json_dump(id);
+        if (!c->arguments || !c->id_key)
+                return -ENOMEM;
+
+        /* Invalid arguments are tool execution errors (isError), so the model can correct itself
+         * (SEP-1303, 2025-11-25 "Error Handling"). */
+        _cleanup_free_ char *problem = mcp_tool_args_validate(&s->limits, json_string_value(name),
+                                                              c->arguments, &c->args);
+        if (problem) {
+                ret->reply = tool_result_error(id, problem);
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        ret->kind = MCP_ACTION_CALL;
+        ret->call = TAKE_PTR(c);
+        return 0;
+}
+
+static int handle_request(McpServer *s, const char *method, json_t *id, json_t *params, McpAction *ret) {
+        ret->kind = MCP_ACTION_REPLY;
+
+        if (strcmp(method, "initialize") == 0)
+                return handle_initialize(s, id, params, ret);
+        if (strcmp(method, "ping") == 0) {
+                ret->reply = reply_result(id, json_object());
+                return ret->reply ? 0 : -ENOMEM;
+        }
+
+        bool known = strcmp(method, "tools/list") == 0 || strcmp(method, "tools/call") == 0;
+        if (!known) {
+                /* Also the 2026-07-28 `server/discover` probe: an immediate -32601 makes dual-era
+                 * clients fall back to initialize (mcp.md §1.11). */
+                ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s", method);
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        if (!s->protocol_version) {
+                ret->reply = reply_errorf(id, MCP_ERROR_INVALID_REQUEST,
+                                          "%s: the session is not initialized; send initialize first", method);
+                return ret->reply ? 0 : -ENOMEM;
+        }
+
+        if (strcmp(method, "tools/list") == 0) {
+                if (params && json_object_get(params, "cursor")) {
+                        /* We never hand out a cursor: the list is one page. */
+                        ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "tools/list: invalid cursor");
+                        return ret->reply ? 0 : -ENOMEM;
+                }
+                ret->reply = reply_result(id, json_deep_copy(s->tools_list));
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        return handle_tools_call(s, id, params, ret);
+}
+
+static int handle_notification(McpServer *s, const char *method, json_t *params, McpAction *ret) {
+        ret->kind = MCP_ACTION_NONE;
+        if (strcmp(method, "notifications/cancelled") == 0) {
+                json_t *rid = params ? json_object_get(params, "requestId") : NULL;
+                /* Invalid cancellations are ignored (cancellation.mdx). */
+                if (!json_is_string(rid) && !json_is_integer(rid))
+                        return 0;
+                ret->cancel_key = mcp_json_dump(rid);
+                if (!ret->cancel_key)
+                        return -ENOMEM;
+                ret->kind = MCP_ACTION_CANCEL;
+        }
+        /* notifications/initialized and unknown notifications need nothing, and are never answered. */
+        return 0;
+}
+
+int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret) {
+        *ret = (McpAction) { .kind = MCP_ACTION_REPLY };
+
+        json_error_t err;
+        /* NULs are legitimate inside stdin data; duplicate keys are ambiguous and refused. */
+        _cleanup_(json_decrefp) json_t *m = json_loadb(msg, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
+        if (!m) {
+                ret->reply = reply_errorf(NULL, MCP_ERROR_PARSE, "Parse error: %s (line %d, column %d)",
+                                          err.text, err.line, err.column);
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        if (json_is_array(m)) {
+                /* Batches existed only in 2025-03-26 and no SDK client sends them. */
+                ret->reply = reply_error(NULL, MCP_ERROR_INVALID_REQUEST,
+                                         "Invalid Request: batch arrays are not supported; send one message per line");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        if (!json_is_object(m)) {
+                ret->reply = reply_error(NULL, MCP_ERROR_INVALID_REQUEST,
+                                         "Invalid Request: a message must be a JSON object");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+
+        json_t *id = json_object_get(m, "id");
+        bool id_ok = id && (json_is_string(id) || json_is_integer(id));
+        json_t *reply_id = id_ok ? id : NULL;
+
+        json_t *jsonrpc = json_object_get(m, "jsonrpc");
+        if (!json_is_string(jsonrpc) || strcmp(json_string_value(jsonrpc), "2.0") != 0) {
+                ret->reply = reply_error(reply_id, MCP_ERROR_INVALID_REQUEST,
+                                         "Invalid Request: \"jsonrpc\" must be \"2.0\"");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+
+        json_t *method = json_object_get(m, "method");
+        if (!method) {
+                if (json_object_get(m, "result") || json_object_get(m, "error")) {
+                        ret->kind = MCP_ACTION_NONE; /* a response; we send no requests */
+                        return 0;
+                }
+                ret->reply = reply_error(reply_id, MCP_ERROR_INVALID_REQUEST, "Invalid Request: \"method\" is missing");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        if (!json_is_string(method)) {
+                ret->reply = reply_error(reply_id, MCP_ERROR_INVALID_REQUEST,
+                                         "Invalid Request: \"method\" must be a string");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+
+        json_t *params = json_object_get(m, "params");
+        if (!id)
+                return handle_notification(s, json_string_value(method), json_is_object(params) ? params : NULL,
+                                           ret);
+        if (!id_ok) {
+                ret->reply = reply_error(NULL, MCP_ERROR_INVALID_REQUEST,
+                                         json_is_null(id) ? "Invalid Request: \"id\" must not be null"
+                                                          : "Invalid Request: \"id\" must be a string or an integer");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        if (params && !json_is_object(params)) {
+                ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "Invalid params: \"params\" must be an object");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        return handle_request(s, json_string_value(method), id, params, ret);
+}
