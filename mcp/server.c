@@ -272,7 +272,7 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
 
         json_error_t err;
         /* NULs are legitimate inside stdin data; duplicate keys are ambiguous and refused. */
-        _cleanup_(json_decrefp) json_t *m = json_loadb(msg, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
+        _cleanup_(json_decrefp) json_t *m = json_loadb(msg, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &err);
         if (!m) {
                 ret->reply = reply_errorf(NULL, MCP_ERROR_PARSE, "Parse error: %s (line %d, column %d)",
                                           err.text, err.line, err.column);

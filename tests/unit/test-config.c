@@ -1,0 +1,253 @@
+/* test-config.c: every MCP_EXEC_* variable, good and bad values, through config_load(). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <errno.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+/* A fake environment: pairs of name, value. */
+static const char *const *fake_env;
+
+static char *lookup(const char *name) {
+        for (const char *const *p = fake_env; p && p[0]; p += 2)
+                if (strcmp(p[0], name) == 0)
+                        return (char *) p[1];
+        return NULL;
+}
+
+static int load(const char *const *env, Config *c, char **err) {
+        fake_env = env;
+        return config_load(lookup, c, err);
+}
+
+static void test_defaults(void **state) {
+        Config c;
+        char *err = NULL;
+        const char *const env[] = { NULL };
+        assert_int_equal(load(env, &c, &err), 0);
+        assert_null(err);
+        assert_int_equal(c.transport, TRANSPORT_STDIO);
+        assert_string_equal(c.addr, "127.0.0.1:8080");
+        assert_int_equal(c.default_timeout_s, 30);
+        assert_int_equal(c.max_timeout_s, 300);
+        assert_int_equal(c.max_output_bytes, 1048576);
+        assert_int_equal(c.max_stdin_bytes, 1048576);
+        assert_int_equal(c.max_code_bytes, 1048576);
+        assert_string_equal(c.python, "python3");
+        assert_null(c.auth_token);
+        assert_int_equal(c.memory_max_bytes, 256u << 20);
+        assert_int_equal(c.pids_max, 128);
+        assert_int_equal(c.cpu_quota_percent, 100);
+        assert_int_equal(c.tmp_size_bytes, 64u << 20);
+        assert_true(c.max_concurrent >= 1);
+        assert_int_equal(c.queue_max, 64);
+        assert_int_equal(c.cgroup, CGROUP_MODE_AUTO);
+        assert_string_equal(c.slice, "mcp-execd.slice");
+        assert_false(c.require_cgroup);
+        config_done(&c);
+}
+
+static void test_good_values(void **state) {
+        Config c;
+        char *err = NULL;
+        const char *const env[] = {
+                "MCP_EXEC_TRANSPORT", "http",
+                "MCP_EXEC_ADDR", "[::1]:9000",
+                "MCP_EXEC_DEFAULT_TIMEOUT_S", "5",
+                "MCP_EXEC_MAX_TIMEOUT_S", "60",
+                "MCP_EXEC_MAX_OUTPUT_BYTES", "4096",
+                "MCP_EXEC_MAX_STDIN_BYTES", "0",
+                "MCP_EXEC_MAX_CODE_BYTES", "1000",
+                "MCP_EXEC_PYTHON", "/usr/bin/python3",
+                "MCP_EXEC_AUTH_TOKEN", "s3cret",
+                "MCP_EXEC_MEMORY_MAX", "1G",
+                "MCP_EXEC_PIDS_MAX", "infinity",
+                "MCP_EXEC_CPU_QUOTA", "250%",
+                "MCP_EXEC_TMP_SIZE", "16M",
+                "MCP_EXEC_MAX_CONCURRENT", "8",
+                "MCP_EXEC_QUEUE_MAX", "0",
+                "MCP_EXEC_CGROUP", "systemd",
+                "MCP_EXEC_SLICE", "foo-bar.slice",
+                "MCP_EXEC_REQUIRE_CGROUP", "yes",
+                NULL,
+        };
+        assert_int_equal(load(env, &c, &err), 0);
+        assert_int_equal(c.transport, TRANSPORT_HTTP);
+        assert_string_equal(c.addr, "[::1]:9000");
+        assert_int_equal(c.default_timeout_s, 5);
+        assert_int_equal(c.max_timeout_s, 60);
+        assert_int_equal(c.max_output_bytes, 4096);
+        assert_int_equal(c.max_stdin_bytes, 0);
+        assert_int_equal(c.max_code_bytes, 1000);
+        assert_string_equal(c.python, "/usr/bin/python3");
+        assert_string_equal(c.auth_token, "s3cret");
+        assert_int_equal(c.memory_max_bytes, 1u << 30);
+        assert_int_equal(c.pids_max, UINT64_MAX);
+        assert_int_equal(c.cpu_quota_percent, 250);
+        assert_int_equal(c.tmp_size_bytes, 16u << 20);
+        assert_int_equal(c.max_concurrent, 8);
+        assert_int_equal(c.queue_max, 0);
+        assert_int_equal(c.cgroup, CGROUP_MODE_SYSTEMD);
+        assert_string_equal(c.slice, "foo-bar.slice");
+        assert_true(c.require_cgroup);
+        config_done(&c);
+}
+
+/* Each bad value is refused with a message naming the variable and the value. */
+static void test_bad_values(void **state) {
+        static const char *const bad[][2] = {
+                { "MCP_EXEC_TRANSPORT", "ftp" },
+                { "MCP_EXEC_TRANSPORT", "" },
+                { "MCP_EXEC_ADDR", "8080" },
+                { "MCP_EXEC_ADDR", "127.0.0.1:0" },
+                { "MCP_EXEC_ADDR", "127.0.0.1:70000" },
+                { "MCP_EXEC_ADDR", "::1:8080" },
+                { "MCP_EXEC_ADDR", "example.com:80" },
+                { "MCP_EXEC_DEFAULT_TIMEOUT_S", "abc" },
+                { "MCP_EXEC_DEFAULT_TIMEOUT_S", "-5" },
+                { "MCP_EXEC_DEFAULT_TIMEOUT_S", "0" },
+                { "MCP_EXEC_DEFAULT_TIMEOUT_S", "301" }, /* above the default maximum */
+                { "MCP_EXEC_MAX_TIMEOUT_S", "0" },
+                { "MCP_EXEC_MAX_TIMEOUT_S", "1.5" },
+                { "MCP_EXEC_MAX_TIMEOUT_S", "99999999999999999999999" },
+                { "MCP_EXEC_MAX_OUTPUT_BYTES", "0" },
+                { "MCP_EXEC_MAX_OUTPUT_BYTES", "1M" },
+                { "MCP_EXEC_MAX_STDIN_BYTES", "-1" },
+                { "MCP_EXEC_MAX_STDIN_BYTES", "67108865" },
+                { "MCP_EXEC_MAX_CODE_BYTES", "0" },
+                { "MCP_EXEC_MAX_MESSAGE_BYTES", "10" },
+                { "MCP_EXEC_PYTHON", "" },
+                { "MCP_EXEC_PYTHON", "python3 -X dev" },
+                { "MCP_EXEC_MEMORY_MAX", "12Q" },
+                { "MCP_EXEC_MEMORY_MAX", "100" },
+                { "MCP_EXEC_MEMORY_MAX", "0%" },
+                { "MCP_EXEC_MEMORY_MAX", "-1G" },
+                { "MCP_EXEC_MEMORY_MAX", "1GB" },
+                { "MCP_EXEC_PIDS_MAX", "1" },
+                { "MCP_EXEC_PIDS_MAX", "lots" },
+                { "MCP_EXEC_CPU_QUOTA", "abc" },
+                { "MCP_EXEC_CPU_QUOTA", "50" },
+                { "MCP_EXEC_CPU_QUOTA", "0%" },
+                { "MCP_EXEC_CPU_QUOTA", "%" },
+                { "MCP_EXEC_TMP_SIZE", "infinity" },
+                { "MCP_EXEC_TMP_SIZE", "12k" },
+                { "MCP_EXEC_MAX_CONCURRENT", "0" },
+                { "MCP_EXEC_MAX_CONCURRENT", "1025" },
+                { "MCP_EXEC_QUEUE_MAX", "-1" },
+                { "MCP_EXEC_CGROUP", "foo" },
+                { "MCP_EXEC_SLICE", "foo" },
+                { "MCP_EXEC_SLICE", "a/b.slice" },
+                { "MCP_EXEC_REQUIRE_CGROUP", "maybe" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                const char *const env[] = { bad[i][0], bad[i][1], NULL };
+                Config c;
+                char *err = NULL;
+                print_message("%s=%s\n", bad[i][0], bad[i][1]);
+                assert_int_equal(load(env, &c, &err), -EINVAL);
+                assert_non_null(err);
+                assert_non_null(strstr(err, bad[i][0]));
+                char quoted[128];
+                snprintf(quoted, sizeof(quoted), "\"%s\"", bad[i][1]);
+                assert_non_null(strstr(err, quoted));
+                assert_non_null(strstr(err, "expected"));
+                free(err);
+        }
+}
+
+static void test_contradictions(void **state) {
+        Config c;
+        char *err = NULL;
+        const char *const env1[] = { "MCP_EXEC_DEFAULT_TIMEOUT_S", "20", "MCP_EXEC_MAX_TIMEOUT_S", "10", NULL };
+        assert_int_equal(load(env1, &c, &err), -EINVAL);
+        assert_non_null(strstr(err, "MCP_EXEC_DEFAULT_TIMEOUT_S"));
+        assert_non_null(strstr(err, "MCP_EXEC_MAX_TIMEOUT_S (10)"));
+        free(err);
+
+        const char *const env2[] = { "MCP_EXEC_CGROUP", "none", "MCP_EXEC_REQUIRE_CGROUP", "1", NULL };
+        assert_int_equal(load(env2, &c, &err), -EINVAL);
+        assert_non_null(strstr(err, "MCP_EXEC_REQUIRE_CGROUP"));
+        free(err);
+}
+
+static void test_parsers(void **state) {
+        uint64_t u;
+        bool b;
+        uint32_t p;
+
+        assert_int_equal(config_parse_size("512", false, &u), 0);
+        assert_int_equal(u, 512);
+        assert_int_equal(config_parse_size("4K", false, &u), 0);
+        assert_int_equal(u, 4096);
+        assert_int_equal(config_parse_size("2T", false, &u), 0);
+        assert_int_equal(u, (uint64_t) 2 << 40);
+        assert_int_equal(config_parse_size("infinity", false, &u), 0);
+        assert_int_equal(u, UINT64_MAX);
+        assert_int_equal(config_parse_size("50%", true, &u), 0);
+        assert_true(u > 0);
+        assert_int_equal(config_parse_size("50%", false, &u), -EINVAL);
+        assert_int_equal(config_parse_size("99999999999T", false, &u), -EINVAL);
+
+        assert_int_equal(config_parse_bool("On", &b), 0);
+        assert_true(b);
+        assert_int_equal(config_parse_bool("0", &b), 0);
+        assert_false(b);
+        assert_int_equal(config_parse_bool("", &b), -EINVAL);
+
+        assert_int_equal(config_parse_percent("100%", &p), 0);
+        assert_int_equal(p, 100);
+        assert_int_equal(config_parse_percent("infinity", &p), 0);
+        assert_int_equal(p, 0);
+
+        assert_int_equal(config_parse_addr(":8080"), 0);
+        assert_int_equal(config_parse_addr("localhost:1"), 0);
+        assert_int_equal(config_parse_addr("0.0.0.0:65535"), 0);
+        assert_int_equal(config_parse_addr("[fe80::1]:80"), 0);
+        assert_int_equal(config_parse_addr("[fe80::1:80"), -EINVAL);
+}
+
+static void test_credential_token(void **state) {
+        char dir[] = "/tmp/test-config-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char path[256];
+        snprintf(path, sizeof(path), "%s/auth-token", dir);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs("from-credential\n", f);
+        fclose(f);
+
+        Config c;
+        char *err = NULL;
+        const char *const env[] = { "CREDENTIALS_DIRECTORY", dir, NULL };
+        assert_int_equal(load(env, &c, &err), 0);
+        assert_string_equal(c.auth_token, "from-credential");
+        config_done(&c);
+
+        /* The environment wins over the credential. */
+        const char *const env2[] = { "CREDENTIALS_DIRECTORY", dir, "MCP_EXEC_AUTH_TOKEN", "env", NULL };
+        assert_int_equal(load(env2, &c, &err), 0);
+        assert_string_equal(c.auth_token, "env");
+        config_done(&c);
+        unlink(path);
+        rmdir(dir);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_good_values),
+                cmocka_unit_test(test_bad_values),
+                cmocka_unit_test(test_contradictions),
+                cmocka_unit_test(test_parsers),
+                cmocka_unit_test(test_credential_token),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,332 @@
+/* test-mcp-server.c: JSON-RPC parsing and dispatch, lifecycle, tool argument validation and
+ * result encoding, through mcp_server_handle() as a transport would use it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "mcp.h"
+
+static const McpLimits limits = {
+        .default_timeout_s = 30,
+        .max_timeout_s = 123,
+        .max_code_bytes = 100,
+        .max_stdin_bytes = 10,
+        .max_output_bytes = 4096,
+        .memory_max_bytes = 256u << 20,
+        .pids_max = 128,
+        .cpu_quota_percent = 50,
+        .tmp_size_bytes = 64u << 20,
+        .python_version = "3.11.2",
+        .packages = "numpy, pandas",
+        .limits_by = "rlimit",
+};
+
+static McpServer *server_new(bool initialized) {
+        McpServer *s = mcp_server_new(&limits, "9.9.9");
+        assert_non_null(s);
+        if (initialized) {
+                McpAction a;
+                const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+                                   "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                                   "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
+                assert_int_equal(mcp_server_handle(s, init, strlen(init), &a), 0);
+                assert_int_equal(a.kind, MCP_ACTION_REPLY);
+                mcp_action_done(&a);
+        }
+        return s;
+}
+
+/* Sends msg, expects a REPLY, returns it parsed. */
+static json_t *roundtrip(McpServer *s, const char *msg) {
+        McpAction a;
+        assert_int_equal(mcp_server_handle(s, msg, strlen(msg), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_REPLY);
+        assert_non_null(a.reply);
+        assert_null(strchr(a.reply, '\n')); /* one NDJSON line */
+        json_error_t err;
+        json_t *j = json_loads(a.reply, 0, &err);
+        assert_non_null(j);
+        assert_string_equal(json_string_value(json_object_get(j, "jsonrpc")), "2.0");
+        mcp_action_done(&a);
+        return j;
+}
+
+static int error_code(json_t *reply) {
+        json_t *e = json_object_get(reply, "error");
+        assert_non_null(e);
+        assert_true(json_is_string(json_object_get(e, "message")));
+        return (int) json_integer_value(json_object_get(e, "code"));
+}
+
+static void expect_error(McpServer *s, const char *msg, int code, bool with_id) {
+        json_t *r = roundtrip(s, msg);
+        assert_int_equal(error_code(r), code);
+        assert_true(with_id ? json_object_get(r, "id") != NULL : json_object_get(r, "id") == NULL);
+        json_decref(r);
+}
+
+static void test_parse_errors(void **state) {
+        McpServer *s = server_new(true);
+        expect_error(s, "not json", MCP_ERROR_PARSE, false);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",", MCP_ERROR_PARSE, false);
+        expect_error(s, "{\"a\":1,\"a\":2}", MCP_ERROR_PARSE, false); /* duplicate keys */
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} trailing", MCP_ERROR_PARSE, false);
+        expect_error(s, "\"\xff\"", MCP_ERROR_PARSE, false);
+        expect_error(s, "[]", MCP_ERROR_INVALID_REQUEST, false);
+        expect_error(s, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", MCP_ERROR_INVALID_REQUEST, false);
+        expect_error(s, "42", MCP_ERROR_INVALID_REQUEST, false);
+        expect_error(s, "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", MCP_ERROR_INVALID_REQUEST, true);
+        expect_error(s, "{\"id\":1,\"method\":\"ping\"}", MCP_ERROR_INVALID_REQUEST, true);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}", MCP_ERROR_INVALID_REQUEST, false);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}", MCP_ERROR_INVALID_REQUEST, false);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"ping\"}", MCP_ERROR_INVALID_REQUEST, false);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":7}", MCP_ERROR_INVALID_REQUEST, true);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":1}", MCP_ERROR_INVALID_REQUEST, true);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":[1]}", MCP_ERROR_INVALID_PARAMS,
+                     true);
+        /* After all of that the session still answers. */
+        json_t *r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":\"ping\"}");
+        assert_string_equal(json_string_value(json_object_get(r, "id")), "p");
+        assert_true(json_is_object(json_object_get(r, "result")));
+        assert_int_equal(json_object_size(json_object_get(r, "result")), 0);
+        json_decref(r);
+        mcp_server_free(s);
+}
+
+static void test_version_negotiation(void **state) {
+        static const char *const cases[][2] = {
+                { "2025-11-25", "2025-11-25" }, { "2025-06-18", "2025-06-18" }, { "2025-03-26", "2025-03-26" },
+                { "2024-11-05", "2024-11-05" }, { "2099-01-01", "2025-11-25" }, { "2024-10-07", "2025-11-25" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                McpServer *s = server_new(false);
+                char msg[256];
+                snprintf(msg, sizeof(msg),
+                         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+                         "\"%s\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
+                         cases[i][0]);
+                json_t *r = roundtrip(s, msg);
+                json_t *res = json_object_get(r, "result");
+                assert_string_equal(json_string_value(json_object_get(res, "protocolVersion")), cases[i][1]);
+                assert_true(json_is_object(json_object_get(json_object_get(res, "capabilities"), "tools")));
+                assert_string_equal(json_string_value(json_object_get(json_object_get(res, "serverInfo"), "name")),
+                                    "mcp-execd");
+                assert_string_equal(mcp_server_protocol_version(s), cases[i][1]);
+                json_decref(r);
+                /* A second initialize is refused. */
+                expect_error(s, msg, MCP_ERROR_INVALID_REQUEST, true);
+                mcp_server_free(s);
+        }
+}
+
+static void test_lifecycle_gates(void **state) {
+        McpServer *s = server_new(false);
+        /* ping and unknown methods (the 2026 server/discover probe) are answered before initialize. */
+        json_t *r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}");
+        assert_non_null(json_object_get(r, "result"));
+        json_decref(r);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":\"server-discover-probe-1\",\"method\":\"server/discover\"}",
+                     MCP_ERROR_METHOD_NOT_FOUND, true);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", MCP_ERROR_INVALID_REQUEST, true);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":{}}",
+                     MCP_ERROR_INVALID_PARAMS, true);
+        mcp_server_free(s);
+
+        s = server_new(true);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/list\"}", MCP_ERROR_METHOD_NOT_FOUND,
+                     true);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{\"cursor\":\"x\"}}",
+                     MCP_ERROR_INVALID_PARAMS, true);
+        /* Notifications are never answered, known or not. */
+        McpAction a;
+        const char *n1 = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+        assert_int_equal(mcp_server_handle(s, n1, strlen(n1), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_NONE);
+        const char *n2 = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\",\"params\":{}}";
+        assert_int_equal(mcp_server_handle(s, n2, strlen(n2), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_NONE);
+        /* A response from the client (we send no requests) is ignored. */
+        const char *n3 = "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}";
+        assert_int_equal(mcp_server_handle(s, n3, strlen(n3), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_NONE);
+        mcp_server_free(s);
+}
+
+static void test_tools_list(void **state) {
+        McpServer *s = server_new(true);
+        json_t *r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+        json_t *tools = json_object_get(json_object_get(r, "result"), "tools");
+        assert_int_equal(json_array_size(tools), 1);
+        json_t *t = json_array_get(tools, 0);
+        assert_string_equal(json_string_value(json_object_get(t, "name")), "exec");
+        json_t *in = json_object_get(t, "inputSchema");
+        assert_true(json_is_false(json_object_get(in, "additionalProperties")));
+        assert_string_equal(json_string_value(json_array_get(json_object_get(in, "required"), 0)), "code");
+        json_t *out = json_object_get(t, "outputSchema");
+        assert_int_equal(json_array_size(json_object_get(out, "required")), 14);
+        /* The description says the limits actually in force. */
+        const char *d = json_string_value(json_object_get(t, "description"));
+        assert_non_null(strstr(d, "at most 123 s"));
+        assert_non_null(strstr(d, "4 KiB"));
+        assert_non_null(strstr(d, "3.11.2"));
+        assert_non_null(strstr(d, "numpy, pandas"));
+        assert_non_null(strstr(d, "50%"));
+        assert_null(json_object_get(json_object_get(r, "result"), "nextCursor"));
+        json_decref(r);
+        mcp_server_free(s);
+}
+
+/* A tools/call with these arguments: either a CALL (returned) or a tool error (checked). */
+static McpCall *call(McpServer *s, const char *arguments, const char *want_error_substring) {
+        char msg[1024];
+        snprintf(msg, sizeof(msg),
+                 "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\",\"arguments\":%s}}",
+                 arguments);
+        McpAction a;
+        assert_int_equal(mcp_server_handle(s, msg, strlen(msg), &a), 0);
+        if (!want_error_substring) {
+                assert_int_equal(a.kind, MCP_ACTION_CALL);
+                McpCall *c = a.call;
+                a.call = NULL;
+                mcp_action_done(&a);
+                return c;
+        }
+        assert_int_equal(a.kind, MCP_ACTION_REPLY);
+        json_error_t err;
+        json_t *r = json_loads(a.reply, 0, &err);
+        json_t *res = json_object_get(r, "result");
+        assert_true(json_is_true(json_object_get(res, "isError")));
+        const char *text = json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
+        print_message("%s -> %s\n", arguments, text);
+        assert_non_null(strstr(text, want_error_substring));
+        json_decref(r);
+        mcp_action_done(&a);
+        return NULL;
+}
+
+static void test_argument_validation(void **state) {
+        McpServer *s = server_new(true);
+        call(s, "{}", "'code'");
+        call(s, "{\"code\":\"\"}", "'code': must not be empty");
+        call(s, "{\"code\":\" \\n\\t \"}", "'code': must not be empty");
+        call(s, "{\"code\":5}", "'code': must be a string, got an integer");
+        call(s, "{\"code\":null}", "'code': must be a string, got null");
+        call(s, "{\"code\":\"print(1)\",\"timeout_s\":\"x\"}", "'timeout_s'");
+        call(s, "{\"code\":\"print(1)\",\"timeout_s\":1.5}", "'timeout_s'");
+        call(s, "{\"code\":\"print(1)\",\"stdin\":7}", "'stdin': must be a string");
+        call(s, "{\"code\":\"print(1)\",\"stdin\":\"12345678901\"}", "limit of 10 bytes (MCP_EXEC_MAX_STDIN_BYTES)");
+        call(s, "{\"code\":\"print(1)\",\"foo\":1}", "'foo'");
+        char big[400];
+        snprintf(big, sizeof(big), "{\"code\":\"%0101d\"}", 0);
+        call(s, big, "limit of 100 bytes (MCP_EXEC_MAX_CODE_BYTES)");
+
+        /* Unknown tool and a malformed call are protocol errors. */
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"}}",
+                     MCP_ERROR_INVALID_PARAMS, true);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{}}", MCP_ERROR_INVALID_PARAMS,
+                     true);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\","
+                        "\"arguments\":[]}}", MCP_ERROR_INVALID_PARAMS, true);
+        mcp_server_free(s);
+}
+
+static void test_timeout_clamping_and_args(void **state) {
+        static const struct {
+                const char *arg;
+                uint32_t want;
+        } cases[] = {
+                { "", 30 }, { ",\"timeout_s\":0", 30 }, { ",\"timeout_s\":-5", 1 }, { ",\"timeout_s\":7", 7 },
+                { ",\"timeout_s\":1000", 123 }, { ",\"timeout_s\":5.0", 5 }, { ",\"timeout_s\":1e30", 123 },
+                { ",\"timeout_s\":null", 30 },
+        };
+        McpServer *s = server_new(true);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char args[128];
+                snprintf(args, sizeof(args), "{\"code\":\"print(1)\"%s}", cases[i].arg);
+                McpCall *c = call(s, args, NULL);
+                assert_int_equal(mcp_call_args(c)->timeout_s, cases[i].want);
+                mcp_call_free(c);
+        }
+        /* stdin with a NUL survives byte-exact; the id key is the id's JSON. */
+        McpCall *c = call(s, "{\"code\":\"x\",\"stdin\":\"a\\u0000b\"}", NULL);
+        assert_int_equal(mcp_call_args(c)->stdin_len, 3);
+        assert_memory_equal(mcp_call_args(c)->stdin_data, "a\0b", 3);
+        assert_string_equal(mcp_call_id_key(c), "7");
+        mcp_call_free(c);
+        mcp_server_free(s);
+}
+
+static void test_cancel_action(void **state) {
+        McpServer *s = server_new(true);
+        McpAction a;
+        const char *m = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"abc\","
+                        "\"reason\":\"timeout\"}}";
+        assert_int_equal(mcp_server_handle(s, m, strlen(m), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_CANCEL);
+        assert_string_equal(a.cancel_key, "\"abc\"");
+        mcp_action_done(&a);
+        const char *bad = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{}}";
+        assert_int_equal(mcp_server_handle(s, bad, strlen(bad), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_NONE);
+        mcp_server_free(s);
+}
+
+static void test_result_encoding(void **state) {
+        McpServer *s = server_new(true);
+        McpCall *c = call(s, "{\"code\":\"print(1)\"}", NULL);
+        McpExecResult r = {
+                .stdout_data = "ok\xff\n", .stdout_len = 4,
+                .stderr_data = "", .stderr_len = 0,
+                .exit_code = -9, .duration_ms = 12, .truncated = true, .signal = "SIGKILL",
+                .memory_peak_bytes = 1000, .cpu_user_us = 5, .cpu_system_us = 6, .limits = "cgroup", .queue_ms = 3,
+        };
+        char *reply = mcp_call_reply_result(c, &r);
+        assert_non_null(reply);
+        json_error_t err;
+        json_t *j = json_loads(reply, 0, &err);
+        json_t *res = json_object_get(j, "result");
+        json_t *sc = json_object_get(res, "structuredContent");
+        assert_string_equal(json_string_value(json_object_get(sc, "stdout")), "ok\xef\xbf\xbd\n");
+        assert_int_equal(json_integer_value(json_object_get(sc, "exit_code")), -9);
+        assert_string_equal(json_string_value(json_object_get(sc, "signal")), "SIGKILL");
+        assert_true(json_is_true(json_object_get(sc, "truncated")));
+        assert_true(json_is_false(json_object_get(res, "isError")));
+        assert_int_equal(json_object_size(sc), 14);
+        /* The text content is the same JSON. */
+        const char *text = json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
+        json_t *parsed = json_loads(text, 0, &err);
+        assert_true(json_equal(parsed, sc));
+        json_decref(parsed);
+        json_decref(j);
+        free(reply);
+
+        r.signal = NULL;
+        reply = mcp_call_reply_result(c, &r);
+        j = json_loads(reply, 0, &err);
+        assert_true(json_is_null(json_object_get(json_object_get(json_object_get(j, "result"), "structuredContent"),
+                                                  "signal")));
+        json_decref(j);
+        free(reply);
+        mcp_call_free(c);
+        mcp_server_free(s);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_parse_errors),
+                cmocka_unit_test(test_version_negotiation),
+                cmocka_unit_test(test_lifecycle_gates),
+                cmocka_unit_test(test_tools_list),
+                cmocka_unit_test(test_argument_validation),
+                cmocka_unit_test(test_timeout_clamping_and_args),
+                cmocka_unit_test(test_cancel_action),
+                cmocka_unit_test(test_result_encoding),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
