@@ -10,6 +10,10 @@
 
 struct sock_filter;
 
+#define SANDBOX_STAGED_MAX 256                          /* files copied from staging_dir */
+#define SANDBOX_TMP_SIZE_DEFAULT (64ULL * 1024 * 1024)  /* when the config says 0 */
+#define SANDBOX_NOFILE_MAX 1024                         /* RLIMIT_NOFILE of the run */
+
 struct Sandbox {
         SandboxConfig config;
         uid_t host_uid; /* the daemon's euid/egid at sandbox_new() */
@@ -37,6 +41,16 @@ typedef struct SpawnPlan {
         int stdin_fd, stdout_fd, stderr_fd;
         int payload_cgroup_fd; /* or -EBADF */
         int exec_fd;           /* Python child → init: ChildError on failure, EOF on execve */
+
+        /* sandbox-fs.c */
+        char tmp_options[64];   /* mount options of the run's /tmp */
+        uint64_t tmp_size_bytes;
+        size_t n_staged;        /* the staging directory's regular files, opened before the uid switch */
+        struct {
+                int fd;
+                const char *name; /* into staged_names */
+        } staged[SANDBOX_STAGED_MAX];
+        char staged_names[16384];
 
         /* Set by a failing step of the Python child: what to name in the FAILED report. */
         const char *fail_step;

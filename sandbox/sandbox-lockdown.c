@@ -1,17 +1,170 @@
 /* sandbox-lockdown.c: what the Python child gives up last before execve (rlimits, capabilities,
- * no_new_privs, seccomp), and the seccomp filter built once at start. */
+ * no_new_privs, seccomp), and the seccomp filter, built once at start. */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "sandbox-internal.h"
 
-int sandbox_seccomp_build(Sandbox *s, char **reterr_reason) {
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+/* Refused with EPERM, whatever the arguments. Each is either a way out of the namespaces, a way
+ * into the kernel's or another process's state, or attack surface Python never needs. */
+static const char *const denied_eperm[] = {
+        /* Another process's memory and fds: what the pid namespace and uid separation protect. */
+        "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_getfd", "kcmp",
+        /* Mount table and namespaces: the view of the system is built once, before exec. */
+        "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsconfig",
+        "fsmount", "fspick", "mount_setattr", "unshare", "setns",
+        /* Kernel keyrings are not namespaced per run (shared with the host's user). */
+        "keyctl", "add_key", "request_key",
+        /* eBPF, perf and userfaultfd: the usual kernel-exploit entry points. */
+        "bpf", "perf_event_open", "userfaultfd",
+        /* Kernel images and modules. */
+        "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+        /* io_uring: IORING_OP_SOCKET, IORING_OP_OPENAT… bypass the per-syscall checks below. */
+        "io_uring_setup", "io_uring_enter", "io_uring_register",
+        /* Host-wide state: accounting, swap, power, clocks, hostname, kernel log, quotas. */
+        "acct", "swapon", "swapoff", "reboot", "settimeofday", "clock_settime", "clock_adjtime",
+        "adjtimex", "sethostname", "setdomainname", "syslog", "quotactl", "quotactl_fd",
+        "vhangup", "lookup_dcookie",
+        /* File handles bypass path permissions (the "shocker" container escape). */
+        "open_by_handle_at", "name_to_handle_at",
+        /* Raw port I/O, LDT, NUMA page moves of other processes, obsolete interfaces. */
+        "iopl", "ioperm", "modify_ldt", "migrate_pages", "move_pages", "uselib", "ustat", "sysfs",
+        "fanotify_init", "nfsservctl", "_sysctl",
+};
+
+/* Namespace flags that clone() must not carry (clone3 is refused outright, so these are the
+ * only way to ask for a namespace at creation). CLONE_NEWTIME is not a clone() flag (bit 7 is
+ * part of the exit signal there). */
+static const uint64_t clone_ns_flags[] = {
+        CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+};
+
+static int seccomp_rules_add(scmp_filter_ctx ctx, const char **reterr_what) {
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(denied_eperm); i++) {
+                int nr = seccomp_syscall_resolve_name(denied_eperm[i]);
+                if (nr == __NR_SCMP_ERROR)
+                        continue; /* not a syscall of this architecture */
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+                if (r < 0) {
+                        *reterr_what = denied_eperm[i];
+                        return r;
+                }
+        }
+
+        /* clone3 passes its flags in memory, which BPF cannot read: ENOSYS makes glibc (pthreads,
+         * posix_spawn) fall back to clone(), whose flags are checked here. */
+        *reterr_what = "clone3";
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+        if (r < 0)
+                return r;
+        *reterr_what = "clone";
+        for (size_t i = 0; i < ELEMENTSOF(clone_ns_flags); i++) {
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                                     SCMP_A0(SCMP_CMP_MASKED_EQ, clone_ns_flags[i], clone_ns_flags[i]));
+                if (r < 0)
+                        return r;
+        }
+
+        /* No network but AF_UNIX (the run has its own network namespace with only a down lo; this
+         * also closes netlink, packet, vsock, AF_ALG, bluetooth… attack surface). */
+        *reterr_what = "socket";
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+                             SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+        if (r < 0)
+                return r;
+
+        /* Faking terminal input into whatever shares a tty (CVE-2017-5226; only the low 32 bits
+         * count, CVE-2019-10063). The run has no tty, this is belt and braces. */
+        *reterr_what = "ioctl";
+        static const unsigned long tty_ioctls[] = { TIOCSTI, TIOCLINUX };
+        for (size_t i = 0; i < ELEMENTSOF(tty_ioctls); i++) {
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                                     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, tty_ioctls[i]));
+                if (r < 0)
+                        return r;
+        }
+
+        /* personality(): only the query (0xffffffff). READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE and
+         * friends weaken the exploit mitigations of whatever is exec'd next. Setting PER_LINUX (0)
+         * is refused too: the run's persona is already that and nothing can have changed it (one
+         * comparison per argument is all libseccomp 2.5 takes in a rule). */
+        *reterr_what = "personality";
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
+                             SCMP_A0(SCMP_CMP_NE, 0xffffffffu));
+        if (r < 0)
+                return r;
+
+        *reterr_what = NULL;
         return 0;
+}
+
+/* Builds the filter with libseccomp and keeps its BPF in memory, so the child only makes one
+ * seccomp() syscall (no allocation, no libseccomp, after the fork). libseccomp 2.5 exports to an
+ * fd only: a memfd. */
+int sandbox_seccomp_build(Sandbox *s, char **reterr_reason) {
+        const char *what = NULL;
+        int r;
+
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        if (!ctx)
+                return -ENOMEM;
+
+        /* x32 and ia32 system calls would bypass every rule above (other numbers, socketcall):
+         * a non-native ABI kills the whole process. */
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+        if (r >= 0)
+                r = seccomp_rules_add(ctx, &what);
+
+        _cleanup_close_ int fd = -EBADF;
+        if (r >= 0) {
+                fd = memfd_create("sandbox-seccomp", MFD_CLOEXEC);
+                r = fd < 0 ? -errno : seccomp_export_bpf(ctx, fd);
+        }
+        seccomp_release(ctx);
+
+        struct stat st;
+        if (r >= 0 && fstat(fd, &st) < 0)
+                r = -errno;
+        if (r >= 0 && (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
+                       st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS))
+                r = -EINVAL;
+        if (r >= 0) {
+                s->seccomp_bpf = malloc((size_t) st.st_size);
+                if (!s->seccomp_bpf)
+                        return -ENOMEM;
+                if (pread(fd, s->seccomp_bpf, (size_t) st.st_size, 0) != st.st_size)
+                        r = -EIO;
+                s->seccomp_len = (size_t) st.st_size / sizeof(struct sock_filter);
+        }
+        if (r < 0 && reterr_reason) {
+                char *m = NULL;
+                if (asprintf(&m, "cannot build the seccomp filter%s%s: %s", what ? " at " : "", what ?: "",
+                             strerror(-r)) >= 0)
+                        *reterr_reason = m;
+        }
+        return r;
 }
 
 static int fail(SpawnPlan *plan, const char *step, const char *what) {
@@ -46,9 +199,30 @@ int sandbox_lockdown(SpawnPlan *plan) {
         const SandboxConfig *c = &plan->sandbox->config;
         int r;
 
+        /* Always: no core files (a crash must not write a copy of the run's memory anywhere), a
+         * bounded fd table, and no file larger than the run's /tmp could hold anyway. */
         r = rlimit_set(plan, RLIMIT_CORE, 0, "RLIMIT_CORE");
+        if (r >= 0)
+                r = rlimit_set(plan, RLIMIT_NOFILE, SANDBOX_NOFILE_MAX, "RLIMIT_NOFILE");
+        if (r >= 0)
+                r = rlimit_set(plan, RLIMIT_FSIZE, plan->tmp_size_bytes, "RLIMIT_FSIZE");
         if (r < 0)
                 return r;
+
+        /* Only when no cgroup enforces limits. RLIMIT_NPROC is counted per (user namespace, uid)
+         * since Linux 5.14 (ucounts), and every run has its own user namespace: the limit is per
+         * run, not shared by all runs of host uid 65532 (unprivileged, the init shares the run's
+         * host uid and counts too). */
+        if (plan->rlimits) {
+                if (c->rlimit_as_bytes > 0)
+                        r = rlimit_set(plan, RLIMIT_AS, c->rlimit_as_bytes, "RLIMIT_AS");
+                if (r >= 0 && c->rlimit_nproc > 0)
+                        r = rlimit_set(plan, RLIMIT_NPROC, c->rlimit_nproc, "RLIMIT_NPROC");
+                if (r >= 0 && c->rlimit_cpu_sec > 0)
+                        r = rlimit_set(plan, RLIMIT_CPU, c->rlimit_cpu_sec, "RLIMIT_CPU");
+                if (r < 0)
+                        return r;
+        }
 
         r = caps_drop_all(plan);
         if (r < 0)
@@ -56,6 +230,12 @@ int sandbox_lockdown(SpawnPlan *plan) {
 
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 return fail(plan, "PR_SET_NO_NEW_PRIVS", NULL);
-        (void) c;
+
+        struct sock_fprog prog = {
+                .len = (unsigned short) plan->sandbox->seccomp_len,
+                .filter = plan->sandbox->seccomp_bpf,
+        };
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                return fail(plan, "seccomp", NULL);
         return 0;
 }

@@ -280,6 +280,17 @@ _Noreturn static void child_main(SpawnPlan *plan) {
 
         CHILD_CHECK(setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID), "setresgid", NULL);
         CHILD_CHECK(setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID), "setresuid", NULL);
+        /* No uid 0 is mapped in the run's user namespace, so the switch keeps the namespace
+         * capabilities we still need for the mounts (capabilities(7): the "root" that loses
+         * them on setuid is uid 0 of the namespace). They are all dropped in sandbox_lockdown(). */
+
+        /* A new session: no controlling terminal of the daemon's is reachable (TIOCSTI). */
+        CHILD_CHECK(setsid(), "setsid", NULL);
+
+        /* Our own cgroup namespace, rooted where we were cloned (the payload cgroup): the run sees
+         * "0::/". The init cannot do it before cloning us: with nsdelegate (systemd's default)
+         * CLONE_INTO_CGROUP outside the caller's cgroup namespace root fails. */
+        CHILD_CHECK(unshare(CLONE_NEWCGROUP), "unshare", " CLONE_NEWCGROUP");
 
         r = sandbox_fs_setup(plan);
         if (r < 0)

@@ -77,8 +77,7 @@ static int run_code_opts(const char *code, const RunOptions *o, Run *run) {
         assert_non_null(mkdtemp(staging));
         _cleanup_close_ int dfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(dfd >= 0);
-        assert_int_equal(fd_write_file_at(dfd, "main.py", code, strlen(code), 0644), 0);
-        assert_int_equal(chmod(staging, 0755), 0); /* phase 1: Python reads staging_dir itself */
+        assert_int_equal(fd_write_file_at(dfd, "main.py", code, strlen(code), 0600), 0);
         if (o->extra_file)
                 assert_int_equal(fd_write_file_at(dfd, o->extra_file, o->extra_content,
                                                   strlen(o->extra_content), 0600), 0);
@@ -347,7 +346,40 @@ static int teardown(void **state) {
         return 0;
 }
 
+/* TEST_SANDBOX_RUN=file.py runs one file through the sandbox and prints what happened (debugging). */
+static int run_one(const char *path) {
+        static char code[1 << 20];
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return 1;
+        code[fread(code, 1, sizeof(code) - 1, f)] = 0;
+        fclose(f);
+        static Run run;
+        if (setup(NULL) < 0)
+                return 1;
+        int r = run_code(code, &run);
+        if (r < 0) {
+                fprintf(stderr, "sandbox_spawn: %s\n", strerror(-r));
+                return 1;
+        }
+        fputs(run.out, stdout);
+        fputs(run.err, stderr);
+        for (int i = 0; i < run.n_reports; i++)
+                fprintf(stderr, "report kind=%d value=%d utime=%llu stime=%llu maxrss=%llu detail=%s\n",
+                        run.reports[i].kind, run.reports[i].value,
+                        (unsigned long long) run.reports[i].utime_usec,
+                        (unsigned long long) run.reports[i].stime_usec,
+                        (unsigned long long) run.reports[i].maxrss_bytes, run.reports[i].detail);
+        fprintf(stderr, "wall %.1f ms\n", run.wall_usec / 1000.0);
+        teardown(NULL);
+        return 0;
+}
+
 int main(void) {
+        const char *one = getenv("TEST_SANDBOX_RUN");
+        if (one)
+                return run_one(one);
+
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_print_42),
                 cmocka_unit_test(test_stdin_and_exit_code),
