@@ -1,0 +1,103 @@
+// notifications/cancelled (issue 2, points 4 and 9): kills a running call or drops a queued
+// one; no response is sent for it; the daemon goes on serving.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+    startDaemon, callExec, RawDaemon, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent,
+    pySleeperExec, sleep,
+} from './lib/index.mjs';
+
+const reap = (t, marker) => t.after(() => {
+    for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ }
+});
+
+test('SDK abort after 300 ms: the run is gone within 1 s, no response comes, ping answers', async (t) => {
+    const marker = uniqueMarker('cancel-sdk');
+    reap(t, marker);
+    const d = await startDaemon(t);
+    const ac = new AbortController();
+    const call = callExec(d.client, { code: pySleeperExec(marker, 60), timeout_s: 60 }, { signal: ac.signal });
+    assert.ok((await waitMarkerPresent(marker, 3000)).length > 0, 'the run never started');
+    await sleep(300);
+    ac.abort('test cancels');
+    await assert.rejects(call, 'the aborted call did not reject');
+    assert.deepEqual(await waitMarkerGone(marker, 1000), [], 'the run is still there 1 s after the cancellation');
+    await d.client.ping();
+    // a late response for the cancelled id would reach the SDK's onerror ("unknown message ID")
+    await sleep(1500);
+    assert.deepEqual(d.errors.map(String), [], 'the SDK saw something unexpected (a response to the cancelled call?)');
+    // and the daemon still runs code
+    const r = await callExec(d.client, { code: 'print("after")' });
+    assert.equal(r.sc.stdout, 'after\n');
+});
+
+test('raw notifications/cancelled: no line with that id within 1.5 s, process gone, ping answers', async (t) => {
+    const marker = uniqueMarker('cancel-raw');
+    reap(t, marker);
+    const d = RawDaemon.spawn(t);
+    await d.initialize();
+    const id = d.callExec({ code: pySleeperExec(marker, 60), timeout_s: 60 }, { id: 'to-cancel' });
+    assert.ok((await waitMarkerPresent(marker, 3000)).length > 0, 'the run never started');
+    await sleep(300);
+    d.notify('notifications/cancelled', { requestId: id, reason: 'test' });
+    const t0 = performance.now();
+    assert.deepEqual(await waitMarkerGone(marker, 1000), [], 'the run is still there 1 s after the cancellation');
+    const gone = performance.now() - t0;
+    const ping = await d.request('ping');
+    assert.deepEqual(ping.result, {});
+    const late = await d.expectNone((m) => m.id === id, 1500);
+    assert.equal(late, null, `a response was sent for the cancelled call: ${JSON.stringify(late)}`);
+    t.diagnostic(`run gone ${Math.round(gone)} ms after the cancellation`);
+    assert.deepEqual(d.badLines, []);
+});
+
+test('cancelling a queued call drops it: it never runs and gets no response', async (t) => {
+    const marker = uniqueMarker('cancel-queued');
+    reap(t, marker);
+    const d = RawDaemon.spawn(t, { env: { MCP_EXEC_MAX_CONCURRENT: 1 } });
+    await d.initialize();
+    const a = d.callExec({ code: 'import time; time.sleep(1); print("a")', timeout_s: 10 });
+    const b = d.callExec({ code: pySleeperExec(marker, 60), timeout_s: 60 });
+    await sleep(200);
+    d.notify('notifications/cancelled', { requestId: b, reason: 'test' });
+    const ra = await d.response(a, 5000);
+    assert.equal(ra.result?.structuredContent?.stdout, 'a\n', JSON.stringify(ra));
+    // b would start now if it had not been dropped
+    const appeared = await waitMarkerPresent(marker, 1500);
+    assert.deepEqual(appeared, [], 'the cancelled queued call ran anyway');
+    const late = await d.expectNone((m) => m.id === b, 200);
+    assert.equal(late, null, `a response was sent for the cancelled queued call: ${JSON.stringify(late)}`);
+    // the slot is free: a new call runs at once
+    const c = await d.response(d.callExec({ code: 'print("c")' }), 3000);
+    assert.equal(c.result?.structuredContent?.stdout, 'c\n', JSON.stringify(c));
+    assert.ok(c.result.structuredContent.queue_ms < 500, `queue_ms ${c.result.structuredContent.queue_ms}`);
+});
+
+test('cancelling a running call frees its slot for the queued one', async (t) => {
+    const marker = uniqueMarker('cancel-slot');
+    reap(t, marker);
+    const d = RawDaemon.spawn(t, { env: { MCP_EXEC_MAX_CONCURRENT: 1 } });
+    await d.initialize();
+    const a = d.callExec({ code: pySleeperExec(marker, 60), timeout_s: 60 });
+    const b = d.callExec({ code: 'print("b")', timeout_s: 10 });
+    assert.ok((await waitMarkerPresent(marker, 3000)).length > 0, 'the run never started');
+    d.notify('notifications/cancelled', { requestId: a });
+    const rb = await d.response(b, 2000);
+    assert.equal(rb.result?.structuredContent?.stdout, 'b\n', JSON.stringify(rb));
+    assert.equal(await d.expectNone((m) => m.id === a, 500), null, 'a response was sent for the cancelled call');
+});
+
+test('cancellations of unknown or finished ids are ignored', async (t) => {
+    const d = RawDaemon.spawn(t);
+    await d.initialize();
+    const done = await d.response(d.callExec({ code: 'print(1)' }), 5000);
+    assert.ok(done.result);
+    d.notify('notifications/cancelled', { requestId: done.id });
+    d.notify('notifications/cancelled', { requestId: 'never-sent' });
+    d.notify('notifications/cancelled', {});
+    const ping = await d.request('ping');
+    assert.deepEqual(ping.result, {});
+    // nothing but the ping's answer followed
+    const after = d.messages.slice(d.messages.indexOf(done) + 1);
+    assert.deepEqual(after.map((m) => m.id), [ping.id], JSON.stringify(after));
+});

@@ -1,0 +1,120 @@
+// Deadlines kill the whole run (issue 2, point 8): exit_code -1, timed_out true, the answer at
+// the deadline plus a small grace, and no process of the run survives, not even one that
+// called setsid() and keeps the output pipes open.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+    startDaemon, callExec, summarize, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent, sleep,
+} from './lib/index.mjs';
+
+test('while True: pass with timeout_s 1 → timed_out, exit_code -1, answered in < 4 s', async (t) => {
+    const d = await startDaemon(t);
+    const r = await callExec(d.client, { code: 'while True: pass', timeout_s: 1 });
+    assert.equal(r.isError, false, summarize(r));
+    assert.equal(r.sc.timed_out, true, summarize(r));
+    assert.equal(r.sc.exit_code, -1, summarize(r));
+    assert.ok(r.ms >= 900, `answered after ${Math.round(r.ms)} ms, before the 1 s deadline`);
+    assert.ok(r.ms < 4000, `answered after ${Math.round(r.ms)} ms`);
+    assert.ok(r.sc.duration_ms >= 900 && r.sc.duration_ms < 3000, `duration_ms ${r.sc.duration_ms}`);
+    await d.client.ping();
+});
+
+test('output printed before the deadline is kept', async (t) => {
+    const d = await startDaemon(t);
+    const r = await callExec(d.client, {
+        code: 'import sys, time\nprint("started", flush=True)\nsys.stderr.write("err-line\\n"); sys.stderr.flush()\ntime.sleep(30)',
+        timeout_s: 1,
+    });
+    assert.equal(r.sc.timed_out, true, summarize(r));
+    assert.equal(r.sc.stdout, 'started\n');
+    assert.equal(r.sc.stderr, 'err-line\n');
+});
+
+// The run's process forks; the child calls setsid() and forks again; the grandchild holds
+// the stdout/stderr pipes and sleeps with the marker in its argv.
+function setsidCode(marker, parentSleeps) {
+    return [
+        'import os, sys, time',
+        `exe = sys.executable or '/usr/bin/python3'`,
+        'pid = os.fork()',
+        'if pid == 0:',
+        '    os.setsid()',
+        '    if os.fork() == 0:',
+        `        os.execv(exe, [exe, '-c', 'import time; print("grandchild-up", flush=True); time.sleep(300)', ${JSON.stringify(marker)}])`,
+        '    os._exit(0)',
+        'os.waitpid(pid, 0)',
+        'time.sleep(0.5)   # the grandchild is up and has written to the pipe',
+        'print("parent-done", flush=True)',
+        parentSleeps ? 'time.sleep(300)' : '',
+    ].join('\n');
+}
+
+test('setsid() grandchild holding stdout open, parent exits at once: the call returns on time, nothing survives', async (t) => {
+    const marker = uniqueMarker('setsid-a');
+    t.after(() => { for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch {} });
+    const d = await startDaemon(t);
+    const r = await callExec(d.client, { code: setsidCode(marker, false), timeout_s: 1 });
+    t.diagnostic(`exit_code=${r.sc?.exit_code} timed_out=${r.sc?.timed_out} after ${Math.round(r.ms)} ms`);
+    assert.equal(r.isError, false, summarize(r));
+    assert.ok(r.ms < 4000, `answered after ${Math.round(r.ms)} ms (the grandchild holds the pipe)`);
+    assert.match(r.sc.stdout, /parent-done/);
+    assert.match(r.sc.stdout, /grandchild-up/, 'the grandchild never wrote (test set-up broken?)');
+    assert.deepEqual(await waitMarkerGone(marker, 2000), [], 'processes of the run survived the call');
+    await d.client.ping();
+});
+
+test('setsid() grandchild, parent sleeps too: timed_out at the deadline, nothing survives', async (t) => {
+    const marker = uniqueMarker('setsid-b');
+    t.after(() => { for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch {} });
+    const d = await startDaemon(t);
+    const call = callExec(d.client, { code: setsidCode(marker, true), timeout_s: 1 });
+    // the escapee must really exist while the run is going, or the test proves nothing
+    const seen = await waitMarkerPresent(marker, 1000);
+    const r = await call;
+    assert.ok(seen.length > 0, 'the grandchild never appeared (test set-up broken?)');
+    assert.equal(r.isError, false, summarize(r));
+    assert.equal(r.sc.timed_out, true, summarize(r));
+    assert.equal(r.sc.exit_code, -1);
+    assert.ok(r.ms < 4000, `answered after ${Math.round(r.ms)} ms`);
+    assert.deepEqual(await waitMarkerGone(marker, 2000), [], 'processes of the run survived the deadline');
+});
+
+test('a run that ends normally leaves no background process behind', async (t) => {
+    const marker = uniqueMarker('bg');
+    t.after(() => { for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch {} });
+    const d = await startDaemon(t);
+    // the background child closes its stdio, so only "the run has ended" can end it
+    const code = [
+        'import os, sys',
+        `exe = sys.executable or '/usr/bin/python3'`,
+        'if os.fork() == 0:',
+        '    os.setsid()',
+        '    fd = os.open("/dev/null", os.O_RDWR)',
+        '    for i in (0, 1, 2): os.dup2(fd, i)',
+        `    os.execv(exe, [exe, '-c', 'import time; time.sleep(300)', ${JSON.stringify(marker)}])`,
+        'print("ok")',
+    ].join('\n');
+    const r = await callExec(d.client, { code, timeout_s: 10 });
+    assert.equal(r.isError, false, summarize(r));
+    assert.equal(r.sc.stdout, 'ok\n');
+    assert.ok(r.ms < 4000, `answered after ${Math.round(r.ms)} ms`);
+    assert.deepEqual(await waitMarkerGone(marker, 2000), [], 'a background process of the run outlived it');
+});
+
+test('deadlines of concurrent runs are independent', async (t) => {
+    const d = await startDaemon(t, { env: { MCP_EXEC_MAX_CONCURRENT: 3 } });
+    const t0 = performance.now();
+    const [a, b, c] = await Promise.all([
+        callExec(d.client, { code: 'while True: pass', timeout_s: 1 }),
+        callExec(d.client, { code: 'import time; time.sleep(2); print("b")', timeout_s: 5 }),
+        callExec(d.client, { code: 'import time; time.sleep(30)', timeout_s: 2 }),
+    ]);
+    assert.equal(a.sc.timed_out, true, summarize(a));
+    assert.ok(a.ms < 3000, `the 1 s run answered after ${Math.round(a.ms)} ms`);
+    assert.equal(b.sc.timed_out, false, summarize(b));
+    assert.equal(b.sc.stdout, 'b\n');
+    assert.equal(c.sc.timed_out, true, summarize(c));
+    assert.ok(c.ms >= 1900 && c.ms < 4500, `the 2 s run answered after ${Math.round(c.ms)} ms`);
+    assert.ok(performance.now() - t0 < 5000);
+    await sleep(0);
+});

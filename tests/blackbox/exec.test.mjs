@@ -1,0 +1,266 @@
+// The exec tool contract (issue 2, points 5 and 6): result fields, stdin, exit codes,
+// argument validation as tool errors, timeout_s clamping, the run's environment.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startDaemon, callExec, summarize } from './lib/index.mjs';
+
+const FIELDS = {
+    stdout: 'string', stderr: 'string', exit_code: 'number', duration_ms: 'number',
+    truncated: 'boolean', timed_out: 'boolean', oom_killed: 'boolean', pids_limit_hit: 'boolean',
+    memory_peak_bytes: 'number', cpu_user_us: 'number', cpu_system_us: 'number',
+    limits: 'string', queue_ms: 'number',
+};
+
+function assertResultShape(r) {
+    assert.equal(r.isError, false, `isError: ${summarize(r)}`);
+    assert.ok(r.sc && typeof r.sc === 'object', `no structuredContent: ${summarize(r)}`);
+    for (const [f, type] of Object.entries(FIELDS)) {
+        assert.ok(f in r.sc, `field ${f} missing: ${JSON.stringify(r.sc)}`);
+        assert.equal(typeof r.sc[f], type, `field ${f} is ${JSON.stringify(r.sc[f])}, not a ${type}`);
+    }
+    assert.ok('signal' in r.sc, 'field signal missing');
+    assert.ok(r.sc.signal === null || typeof r.sc.signal === 'string', `signal: ${JSON.stringify(r.sc.signal)}`);
+    assert.ok(['cgroup', 'rlimit'].includes(r.sc.limits), `limits: ${JSON.stringify(r.sc.limits)}`);
+    for (const f of ['exit_code', 'duration_ms', 'memory_peak_bytes', 'cpu_user_us', 'cpu_system_us', 'queue_ms']) {
+        assert.ok(Number.isInteger(r.sc[f]), `${f} is not an integer: ${r.sc[f]}`);
+    }
+    for (const f of ['duration_ms', 'memory_peak_bytes', 'cpu_user_us', 'cpu_system_us', 'queue_ms']) {
+        assert.ok(r.sc[f] >= 0, `${f} is negative: ${r.sc[f]}`);
+    }
+    // the same JSON as one text content item
+    assert.equal(r.result.content.filter((c) => c.type === 'text').length, 1, JSON.stringify(r.result.content));
+    assert.deepEqual(r.textJson, r.sc, 'text content is not the same JSON as structuredContent');
+}
+
+test('print(1): stdout "1\\n", exit 0, every field present, structuredContent == JSON of the text', async (t) => {
+    const d = await startDaemon(t, { listTools: true });   // listTools: the SDK validates against outputSchema
+    const r = await callExec(d.client, { code: 'print(1)' });
+    assertResultShape(r);
+    assert.equal(r.sc.stdout, '1\n');
+    assert.equal(r.sc.stderr, '');
+    assert.equal(r.sc.exit_code, 0);
+    assert.equal(r.sc.truncated, false);
+    assert.equal(r.sc.timed_out, false);
+    assert.equal(r.sc.signal, null);
+    assert.equal(r.sc.oom_killed, false);
+    assert.equal(r.sc.pids_limit_hit, false);
+    assert.ok(r.sc.duration_ms < 5000, `duration_ms ${r.sc.duration_ms}`);
+    assert.ok(r.sc.duration_ms <= r.ms + 1, `duration_ms ${r.sc.duration_ms} > the call's wall time ${r.ms}`);
+    assert.deepEqual(d.errors, [], `SDK errors: ${d.errors.map(String)}`);
+});
+
+test('accounting is real: a CPU-bound run reports CPU time and memory', async (t) => {
+    const d = await startDaemon(t);
+    const r = await callExec(d.client, {
+        code: 'x = bytearray(32 * 1024 * 1024)\nfor i in range(0, len(x), 4096): x[i] = 1\ns = 0\nfor i in range(3_000_000): s += i\nprint(s)',
+    });
+    assertResultShape(r);
+    assert.equal(r.sc.stdout, `${(3_000_000 * 2_999_999) / 2}\n`);
+    assert.ok(r.sc.cpu_user_us + r.sc.cpu_system_us > 50_000, `cpu ${r.sc.cpu_user_us}+${r.sc.cpu_system_us} us for ~0.1 s of work`);
+    assert.ok(r.sc.memory_peak_bytes >= 32 * 1024 * 1024, `memory_peak_bytes ${r.sc.memory_peak_bytes} < the 32 MiB touched`);
+    assert.ok(r.sc.duration_ms >= 30, `duration_ms ${r.sc.duration_ms}`);
+});
+
+test('stdin is fed to the program', async (t) => {
+    const d = await startDaemon(t);
+    const r = await callExec(d.client, { code: 'import sys; print(sys.stdin.read().upper())', stdin: 'hello\nwörld' });
+    assertResultShape(r);
+    assert.equal(r.sc.stdout, 'HELLO\nWÖRLD\n');
+});
+
+test('without stdin the program reads EOF at once (never the daemon\'s stdin)', async (t) => {
+    const d = await startDaemon(t);
+    const r = await callExec(d.client, { code: 'import sys; print(repr(sys.stdin.read()))', timeout_s: 5 });
+    assertResultShape(r);
+    assert.equal(r.sc.timed_out, false, 'the read blocked');
+    assert.equal(r.sc.stdout, "''\n");
+});
+
+test('a large stdin (512 KiB) is delivered whole', async (t) => {
+    const d = await startDaemon(t);
+    const data = 'abcdefghijklmnop'.repeat(32 * 1024);
+    const r = await callExec(d.client, {
+        code: 'import sys, hashlib; b = sys.stdin.buffer.read(); print(len(b), hashlib.sha256(b).hexdigest())',
+        stdin: data,
+    });
+    assertResultShape(r);
+    const { createHash } = await import('node:crypto');
+    assert.equal(r.sc.stdout, `${data.length} ${createHash('sha256').update(data).digest('hex')}\n`);
+});
+
+test('non-zero exit (SystemExit(3)) is a normal result: exit_code 3, isError false', async (t) => {
+    const d = await startDaemon(t);
+    const r = await callExec(d.client, { code: 'print("before")\nraise SystemExit(3)' });
+    assertResultShape(r);
+    assert.equal(r.sc.exit_code, 3);
+    assert.equal(r.sc.stdout, 'before\n');
+    assert.equal(r.sc.timed_out, false);
+});
+
+test('an exception: exit_code 1 and the traceback on stderr', async (t) => {
+    const d = await startDaemon(t);
+    const r = await callExec(d.client, { code: 'def f():\n    return 1 / 0\nf()' });
+    assertResultShape(r);
+    assert.equal(r.sc.exit_code, 1);
+    assert.match(r.sc.stderr, /Traceback/);
+    assert.match(r.sc.stderr, /ZeroDivisionError/);
+});
+
+test('killed by a signal: exit_code -N and signal named', async (t) => {
+    const d = await startDaemon(t);
+    const r = await callExec(d.client, { code: 'import os, signal; os.kill(os.getpid(), signal.SIGKILL)' });
+    assertResultShape(r);
+    assert.equal(r.sc.exit_code, -9);
+    assert.match(String(r.sc.signal), /KILL/);
+    assert.equal(r.sc.timed_out, false);
+});
+
+// Invalid arguments: isError true, a message naming the field (and the limit where there is one).
+const INVALID = [
+    { name: 'empty code', args: { code: '' }, words: ['code'] },
+    { name: 'whitespace-only code', args: { code: '  \n\t \n' }, words: ['code'] },
+    { name: 'missing code', args: {}, words: ['code'] },
+    { name: 'code of the wrong type (5)', args: { code: 5 }, words: ['code'] },
+    { name: 'code null', args: { code: null }, words: ['code'] },
+    { name: 'timeout_s a string', args: { code: 'print(1)', timeout_s: 'x' }, words: ['timeout_s'] },
+    { name: 'timeout_s a fraction', args: { code: 'print(1)', timeout_s: 1.5 }, words: ['timeout_s'] },
+    { name: 'stdin a number', args: { code: 'print(1)', stdin: 7 }, words: ['stdin'] },
+    { name: 'an unknown property', args: { code: 'print(1)', shell: 'bash' }, words: ['shell'] },
+    { name: 'code over MCP_EXEC_MAX_CODE_BYTES', args: { code: 'print(1)\n' + '#'.repeat(1100) }, words: ['code', '1000'] },
+    { name: 'code over the cap in bytes, not characters', args: { code: 'print(1)\n#' + 'é'.repeat(600) }, words: ['code', '1000'] },
+    { name: 'stdin over MCP_EXEC_MAX_STDIN_BYTES', args: { code: 'print(1)', stdin: 'x'.repeat(1001) }, words: ['stdin', '1000'] },
+    { name: 'stdin over the cap in bytes, not characters', args: { code: 'print(1)', stdin: 'é'.repeat(501) }, words: ['stdin', '1000'] },
+];
+
+test('invalid arguments are tool errors (isError) naming the field and the limit', async (t) => {
+    const d = await startDaemon(t, { env: { MCP_EXEC_MAX_CODE_BYTES: 1000, MCP_EXEC_MAX_STDIN_BYTES: 1000 } });
+    for (const c of INVALID) {
+        await t.test(c.name, async () => {
+            const r = await callExec(d.client, c.args);
+            assert.equal(r.isError, true, `not a tool error: ${summarize(r)}`);
+            const text = r.result.content.map((x) => x.text ?? '').join('\n');
+            for (const w of c.words) assert.ok(text.includes(w), `message does not mention "${w}": ${JSON.stringify(text)}`);
+        });
+    }
+    await d.client.ping();
+});
+
+test('code and stdin exactly at their caps are accepted', async (t) => {
+    const d = await startDaemon(t, { env: { MCP_EXEC_MAX_CODE_BYTES: 1000, MCP_EXEC_MAX_STDIN_BYTES: 1000 } });
+    const head = 'import sys; print(len(sys.stdin.read()))\n#';
+    const code = head + 'x'.repeat(1000 - head.length);
+    assert.equal(Buffer.byteLength(code), 1000);
+    const r = await callExec(d.client, { code, stdin: 'y'.repeat(1000) });
+    assertResultShape(r);
+    assert.equal(r.sc.stdout, '1000\n');
+});
+
+test('timeout_s negative is clamped to 1 s', async (t) => {
+    const d = await startDaemon(t);
+    const r = await callExec(d.client, { code: 'import time; time.sleep(10)', timeout_s: -5 });
+    assertResultShape(r);
+    assert.equal(r.sc.timed_out, true, summarize(r));
+    assert.equal(r.sc.exit_code, -1);
+    assert.ok(r.sc.duration_ms >= 900 && r.sc.duration_ms < 3000, `duration_ms ${r.sc.duration_ms}, want about 1000`);
+    assert.ok(r.ms < 4000, `answered after ${r.ms} ms`);
+});
+
+test('timeout_s above MCP_EXEC_MAX_TIMEOUT_S is clamped to the maximum', async (t) => {
+    const d = await startDaemon(t, { env: { MCP_EXEC_MAX_TIMEOUT_S: 2, MCP_EXEC_DEFAULT_TIMEOUT_S: 1 } });
+    const r = await callExec(d.client, { code: 'import time; time.sleep(20)', timeout_s: 100 });
+    assertResultShape(r);
+    assert.equal(r.sc.timed_out, true, summarize(r));
+    assert.ok(r.sc.duration_ms >= 1900 && r.sc.duration_ms < 4000, `duration_ms ${r.sc.duration_ms}, want about 2000`);
+    assert.ok(r.ms < 5000, `answered after ${r.ms} ms`);
+});
+
+test('timeout_s absent or 0 means MCP_EXEC_DEFAULT_TIMEOUT_S', async (t) => {
+    const d = await startDaemon(t, { env: { MCP_EXEC_DEFAULT_TIMEOUT_S: 1 } });
+    for (const args of [{ code: 'import time; time.sleep(20)' }, { code: 'import time; time.sleep(20)', timeout_s: 0 }]) {
+        const r = await callExec(d.client, args);
+        assertResultShape(r);
+        assert.equal(r.sc.timed_out, true, `${JSON.stringify(args)}: ${summarize(r)}`);
+        assert.ok(r.sc.duration_ms >= 900 && r.sc.duration_ms < 3000, `duration_ms ${r.sc.duration_ms}, want about 1000`);
+    }
+});
+
+test('a run that finishes in time is not marked timed out', async (t) => {
+    const d = await startDaemon(t);
+    const r = await callExec(d.client, { code: 'import time; time.sleep(0.3); print("done")', timeout_s: 2 });
+    assertResultShape(r);
+    assert.equal(r.sc.timed_out, false);
+    assert.equal(r.sc.exit_code, 0);
+    assert.equal(r.sc.stdout, 'done\n');
+    assert.ok(r.sc.duration_ms >= 250, `duration_ms ${r.sc.duration_ms} for a 300 ms sleep`);
+});
+
+test('python runs isolated (-I) from a file, in a fresh private working directory each run', async (t) => {
+    const d = await startDaemon(t);
+    const probe = [
+        'import os, sys',
+        'print(sys.flags.isolated)',
+        'print(os.path.isfile(sys.argv[0]))',
+        'print(os.getcwd())',
+        'print(sorted(os.listdir(".")) == [] or sorted(os.listdir(".")))',
+        'print(os.path.exists("left-behind"))',
+        'open("left-behind", "w").write("x")',
+    ].join('\n');
+    const a = await callExec(d.client, { code: probe });
+    assertResultShape(a);
+    const la = a.sc.stdout.split('\n');
+    assert.equal(la[0], '1', 'sys.flags.isolated is not set: not run with -I');
+    assert.equal(la[1], 'True', 'the code is not run from a file');
+    assert.equal(la[4], 'False');
+    const b = await callExec(d.client, { code: probe });
+    assertResultShape(b);
+    assert.equal(b.sc.stdout.split('\n')[4], 'False', 'a file written by the previous run is visible');
+});
+
+test('the run gets an environment built from nothing (no daemon variable inherited)', async (t) => {
+    const d = await startDaemon(t, { env: { MCP_EXEC_AUTH_TOKEN: 'tok-SECRET-1234', BLACKBOX_CANARY: 'canary-5678' } });
+    const r = await callExec(d.client, { code: 'import os, json; print(json.dumps(dict(os.environ)))' });
+    assertResultShape(r);
+    const env = JSON.parse(r.sc.stdout);
+    for (const [k, v] of Object.entries(env)) {
+        assert.ok(!k.startsWith('MCP_EXEC'), `the run sees ${k}`);
+        assert.ok(!v.includes('SECRET') && !v.includes('canary'), `the run sees ${k}=${v}`);
+    }
+    assert.ok(!('BLACKBOX_CANARY' in env), 'the run sees BLACKBOX_CANARY');
+});
+
+test('the run has no file descriptors but 0, 1 and 2', async (t) => {
+    const d = await startDaemon(t);
+    const code = [
+        'import os',
+        'fds = []',
+        'for fd in range(3, 4096):',
+        '    try:',
+        '        os.fstat(fd)',
+        '        fds.append(fd)',
+        '    except OSError:',
+        '        pass',
+        'print(fds)',
+    ].join('\n');
+    const r = await callExec(d.client, { code });
+    assertResultShape(r);
+    assert.equal(r.sc.stdout, '[]\n', 'open fds besides 0,1,2');
+});
+
+test('stdin, stdout and stderr of the run are pipes (not the daemon\'s stdio)', async (t) => {
+    const d = await startDaemon(t);
+    const code = [
+        'import os, stat',
+        'print([stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (0, 1, 2)])',
+        'print([os.readlink(f"/proc/self/fd/{fd}") for fd in (0, 1, 2)])',
+    ].join('\n');
+    const r = await callExec(d.client, { code });
+    assertResultShape(r);
+    const [fifo] = r.sc.stdout.split('\n');
+    assert.equal(fifo, '[True, True, True]', r.sc.stdout);
+    // the daemon's own stdin/stdout pipes must not be the run's
+    const fs = await import('node:fs');
+    const daemonIn = fs.readlinkSync(`/proc/${d.pid}/fd/0`);
+    const daemonOut = fs.readlinkSync(`/proc/${d.pid}/fd/1`);
+    assert.ok(!r.sc.stdout.includes(daemonIn), `the run has the daemon's stdin ${daemonIn}: ${r.sc.stdout}`);
+    assert.ok(!r.sc.stdout.includes(daemonOut), `the run has the daemon's stdout ${daemonOut}: ${r.sc.stdout}`);
+});

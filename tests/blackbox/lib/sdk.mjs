@@ -1,0 +1,100 @@
+// Drive the real daemon with the official MCP SDK (v1) over stdio.
+//
+//   const d = await startDaemon(t, { env: { MCP_EXEC_MAX_OUTPUT_BYTES: 4096 } });
+//   const r = await callExec(d.client, { code: 'print(1)' });
+//   assert.equal(r.sc.stdout, '1\n');
+//
+// startDaemon registers t.after() to close the daemon, so every test gets its own process and
+// nothing leaks when an assertion fails.
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { binaryPath, daemonEnv } from './env.mjs';
+
+/**
+ * Start mcp-execd under an SDK Client and connect (initialize + notifications/initialized).
+ *
+ * @param t        node:test context (or null); if given, the daemon is closed in t.after()
+ * @param opts.env       extra environment (merged over daemonEnv(); undefined removes a key)
+ * @param opts.args      command-line arguments
+ * @param opts.listTools call tools/list after connecting, so the SDK validates every
+ *                       structuredContent against the tool's outputSchema (default false)
+ * @returns {{client, transport, pid, stderr: () => string, exited: Promise<{code, signal}>,
+ *            errors: Error[], close: () => Promise<void>}}
+ *          `errors` collects what the SDK reports through client.onerror (unparsable lines,
+ *          responses to unknown ids, ...): a clean session leaves it empty.
+ */
+export async function startDaemon(t, opts = {}) {
+    const transport = new StdioClientTransport({
+        command: binaryPath(),
+        args: opts.args ?? [],
+        env: daemonEnv(opts.env),
+        stderr: 'pipe',
+    });
+    let stderrText = '';
+    transport.stderr.on('data', (b) => { stderrText += b.toString('utf8'); });
+
+    const client = new Client({ name: 'mcp-execd-blackbox', version: '0' }, { capabilities: {} });
+    const errors = [];
+    client.onerror = (e) => errors.push(e);
+
+    let exitResolve;
+    const exited = new Promise((r) => { exitResolve = r; });
+    const d = {
+        client, transport, errors, exited,
+        pid: null,
+        stderr: () => stderrText,
+        close: async () => {
+            try { await client.close(); } catch { /* already gone */ }
+        },
+    };
+    if (t) t.after(d.close);
+
+    try {
+        await client.connect(transport, { timeout: opts.connectTimeoutMs ?? 10000 });
+    } catch (e) {
+        await d.close();
+        throw new Error(`connect to mcp-execd failed: ${e.message}\n--- daemon stderr ---\n${stderrText}`);
+    }
+    d.pid = transport.pid;
+    // The SDK does not expose the exit status; its (private) child handle does.
+    const proc = transport._process;
+    if (proc) {
+        if (proc.exitCode !== null || proc.signalCode !== null) exitResolve({ code: proc.exitCode, signal: proc.signalCode });
+        else proc.once('exit', (code, signal) => exitResolve({ code, signal }));
+    }
+    if (opts.listTools) await client.listTools();
+    return d;
+}
+
+/**
+ * Call the `exec` tool.
+ *
+ * @param client       SDK Client (d.client)
+ * @param args         the tool arguments, sent as given (may be deliberately invalid)
+ * @param opts.timeoutMs SDK request timeout (default 30 s)
+ * @param opts.signal  AbortSignal (aborting makes the SDK send notifications/cancelled)
+ * @returns {{result, isError: boolean, sc: object|undefined, text: string|undefined,
+ *            textJson: any, ms: number}}
+ *          sc = structuredContent; text = the first text content item; textJson = JSON.parse(text)
+ *          or undefined if it is not JSON; ms = wall time of the call as seen by the client.
+ *          A JSON-RPC error throws (McpError with .code).
+ */
+export async function callExec(client, args, opts = {}) {
+    const t0 = performance.now();
+    const result = await client.callTool({ name: 'exec', arguments: args }, undefined, {
+        timeout: opts.timeoutMs ?? 30000,
+        signal: opts.signal,
+    });
+    const ms = performance.now() - t0;
+    const text = result.content?.find((c) => c.type === 'text')?.text;
+    let textJson;
+    try { textJson = JSON.parse(text); } catch { textJson = undefined; }
+    return { result, isError: result.isError === true, sc: result.structuredContent, text, textJson, ms };
+}
+
+/** One-line summary of a callExec() outcome, for assertion messages. */
+export function summarize(r) {
+    return JSON.stringify({ isError: r.isError, ms: Math.round(r.ms), sc: r.sc, text: r.sc ? undefined : r.text })
+        .slice(0, 2000);
+}

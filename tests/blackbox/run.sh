@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Black-box tier: drive the real mcp-execd binary over stdio with the official MCP SDK.
+#
+#   tests/blackbox/run.sh /abs/path/to/build/daemon/mcp-execd     (or MCP_EXECD=... run.sh)
+#
+# Installs the npm dependencies (npm ci, from the committed package-lock.json) when
+# node_modules is missing or was installed from another lock file, runs every *.test.mjs
+# here with node's test runner (files one after another, each test with a timeout), prints
+# one line per test and ends with exactly one line:
+#
+#   tier blackbox: N passed, M failed
+#
+# Exit status 0 iff M == 0.
+# Knobs: BLACKBOX_TEST_TIMEOUT_MS (per test, default 60000), BLACKBOX_CGROUP (MCP_EXEC_CGROUP
+# given to the daemons, default none), BLACKBOX_FILES (space-separated test files to run).
+set -uo pipefail
+
+summary() { echo "tier blackbox: $1 passed, $2 failed"; }
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+bin=${1:-${MCP_EXECD:-}}
+if [ -z "$bin" ]; then
+        echo "usage: $0 <path to mcp-execd>  (or set MCP_EXECD)" >&2
+        summary 0 1; exit 1
+fi
+case $bin in /*) ;; *) bin=$PWD/$bin ;; esac
+if [ ! -x "$bin" ] || [ -d "$bin" ]; then
+        echo "run.sh: $bin is not an executable file" >&2
+        summary 0 1; exit 1
+fi
+export MCP_EXECD=$bin
+
+cd "$here" || exit 1
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+        echo "run.sh: node and npm are needed (Debian: apt-get install nodejs npm)" >&2
+        summary 0 1; exit 1
+fi
+
+stamp=node_modules/.blackbox-lock.sha256
+want=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ ! -d node_modules ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        echo "run.sh: npm ci" >&2
+        if ! npm ci --no-audit --no-fund --loglevel=error >&2; then
+                echo "run.sh: npm ci failed" >&2
+                summary 0 1; exit 1
+        fi
+        echo "$want" > "$stamp"
+fi
+
+if [ -n "${BLACKBOX_FILES:-}" ]; then
+        read -r -a files <<< "$BLACKBOX_FILES"
+else
+        files=(./*.test.mjs)
+fi
+if [ ! -e "${files[0]}" ]; then
+        echo "run.sh: no test files" >&2
+        summary 0 1; exit 1
+fi
+
+counts=$(mktemp)
+trap 'rm -f "$counts"' EXIT
+echo "mcp-execd: $MCP_EXECD"
+BLACKBOX_COUNTS=$counts node --test \
+        --test-concurrency=1 \
+        --test-timeout="${BLACKBOX_TEST_TIMEOUT_MS:-60000}" \
+        --test-reporter=./lib/reporter.mjs --test-reporter-destination=stdout \
+        "${files[@]}"
+rc=$?
+
+read -r passed failed < "$counts" 2>/dev/null || { passed=0; failed=0; }
+passed=${passed:-0}; failed=${failed:-0}
+# The runner failed without a failing test to show for it (crash, bad flag): count it.
+if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+        echo "run.sh: node --test exited with $rc" >&2
+        failed=1
+fi
+summary "$passed" "$failed"
+[ "$failed" -eq 0 ]
