@@ -36,6 +36,16 @@ rm -f /newroot/.dockerenv /newroot/run/.containerenv
 # The host's fstab is not the guest's; a fresh /tmp, private to the guest.
 : > /newroot/etc/fstab
 mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp
+# Boot time under emulation: no generators (nothing in fstab, no gettys, no sysv scripts), and
+# none of the units that only slow the boot of a machine with no devices, clock or binfmts
+# to care about. systemd, journald, dbus, tmpfiles and the cgroup tree are all real.
+mkdir -p /newroot/etc/systemd/system-generators
+for g in /newroot/lib/systemd/system-generators/* /newroot/usr/lib/systemd/system-generators/*; do
+	[ -e "$g" ] && ln -sf /dev/null "/newroot/etc/systemd/system-generators/${g##*/}"
+done
+for u in $(cat /masked-units); do
+	ln -sf /dev/null "/newroot/etc/systemd/system/$u"
+done
 # The tier's unit, its script and this run's configuration.
 mkdir -p /newroot/etc/mcp-execd-tier
 cp /tier/* /newroot/etc/mcp-execd-tier/

@@ -24,7 +24,7 @@ printf '%s\n' "tiersrc $TIER_SRC" "tierbuild $TIER_BUILD" | awk '{ print length(
 			|| log "cannot mount $tag at $path"
 	done
 
-export MCP_EXECD="$TIER_MCP_EXECD" MCP_EXECD_SRC="$TIER_SRC"
+export MCP_EXECD="$TIER_MCP_EXECD" MCP_EXECD_SRC="$TIER_SRC" MCP_EXECD_BUILD="$TIER_BUILD"
 unset MCP_EXEC_CGROUP
 export HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 tests=()
@@ -32,5 +32,7 @@ for t in $TIER_TESTS; do tests+=("$TIER_SRC/$t"); done
 bash "$TIER_SRC/tests/vm/tier-runner.sh" --results "$TIER_GUEST_RESULTS" \
 	--test-timeout "$TIER_TEST_TIMEOUT" -- "${tests[@]}"
 rc=$?
+# For debugging a failure: the guest's journal of this boot.
+timeout 60 journalctl -b -o short-monotonic --no-pager > "$TIER_GUEST_RESULTS/journal.txt" 2>&1
 log "tier finished (exit $rc) after $(cut -d' ' -f1 /proc/uptime)s"
 exit 0

@@ -4,7 +4,7 @@
 # small VM booted here (qemu, software emulation). See tests/vm/README.md.
 #
 #   run-tier.sh --build-dir DIR [--test NAME]... [--results DIR] [--timeout SECS]
-#               [--test-timeout SECS] [--mode auto|direct|vm]
+#               [--boot-timeout SECS] [--test-timeout SECS] [--mode auto|direct|vm]
 #
 # Prints one line per test (PASS/FAIL/SKIP NAME, a failing test's output tail) and ends with
 # "tier systemd: N passed, M failed" (", K skipped" follows when K > 0). Exit 0 iff no test
@@ -18,6 +18,8 @@ src=$(cd "$here/../.." && pwd -P)
 build= results= mode=${MCP_EXECD_TIER_MODE:-auto}
 timeout=${MCP_EXECD_TIER_TIMEOUT:-570}          # the whole tier, boot included
 test_timeout=${MCP_EXECD_TIER_TEST_TIMEOUT:-120} # each test, unless it says otherwise
+boot_timeout=${MCP_EXECD_TIER_BOOT_TIMEOUT:-240} # the VM, from qemu's start to the first test
+qemu_bin=${MCP_EXECD_VM_QEMU:-qemu-system-x86_64}
 selected=()
 
 usage() { sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 2; }
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
 	--results) results=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--test-timeout) test_timeout=$2; shift 2 ;;
+	--boot-timeout) boot_timeout=$2; shift 2 ;;
 	--mode) mode=$2; shift 2 ;;
 	-h|--help) usage ;;
 	*) echo "run-tier.sh: unknown argument: $1" >&2; usage ;;
@@ -143,7 +146,7 @@ if [ "$mode" = direct ] || { [ "$mode" = auto ] && [ -z "$direct_why" ]; }; then
 	[ -z "$direct_why" ] || { say "cannot run directly: $direct_why"; say "0 passed, 1 failed"; exit 1; }
 	prepare_run_dir
 	say "running directly on this machine (systemd $(systemctl --version | head -n1 | cut -d' ' -f2), cgroup v2), ${#tests[@]} tests"
-	MCP_EXECD="$build/daemon/mcp-execd" MCP_EXECD_SRC="$src" \
+	MCP_EXECD="$build/daemon/mcp-execd" MCP_EXECD_SRC="$src" MCP_EXECD_BUILD="$build" \
 	timeout -k 10 "$timeout" bash "$here/tier-runner.sh" --results "$run" \
 		--test-timeout "$test_timeout" -- "${tests[@]/#/$src/}" > "$results/runner.log" 2>&1 &
 	pid=$!
@@ -159,7 +162,7 @@ fi
 # ---- VM: what it needs ---------------------------------------------------------------------
 vm_why=
 pkgs=()
-command -v qemu-system-x86_64 >/dev/null || pkgs+=(qemu-system-x86)
+command -v "$qemu_bin" >/dev/null || pkgs+=(qemu-system-x86)
 ls /boot/vmlinuz-* >/dev/null 2>&1 || pkgs+=(linux-image-amd64)
 { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || pkgs+=(busybox-static)
 command -v cpio >/dev/null || pkgs+=(cpio)
@@ -170,13 +173,17 @@ if [ ${#pkgs[@]} -gt 0 ]; then
 		vm_why="the VM needs ${pkgs[*]}, which only root can install (apt-get)"
 	else
 		say "installing ${pkgs[*]} (apt-get, log in $results/apt.log)"
-		export DEBIAN_FRONTEND=noninteractive
+		# INITRD=No: the host needs no initrd for the kernel the VM boots (saves a minute).
+		export DEBIAN_FRONTEND=noninteractive INITRD=No
 		inst() { timeout 600 apt-get install -y -q --no-install-recommends "${pkgs[@]}" >> "$results/apt.log" 2>&1; }
 		inst || { timeout 300 apt-get update -q >> "$results/apt.log" 2>&1; inst; } \
 			|| vm_why="apt-get install ${pkgs[*]} failed (see $results/apt.log)"
 	fi
 fi
 kver=
+if [ -z "$vm_why" ] && ! command -v "$qemu_bin" >/dev/null; then
+	vm_why="$qemu_bin not found"
+fi
 if [ -z "$vm_why" ]; then
 	for k in $(ls -v /boot/vmlinuz-* 2>/dev/null | tac); do
 		v=${k#/boot/vmlinuz-}
@@ -194,7 +201,7 @@ modules="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_p
 cache="$here/cache"
 mkdir -p "$cache" 2>/dev/null && [ -w "$cache" ] || cache="$results/cache"
 mkdir -p "$cache"
-key=$( { echo "$kver $modules"; sha256sum /bin/busybox "$here/guest-init.sh" "$0"; } | sha256sum | cut -c1-16)
+key=$( { echo "$kver $modules"; sha256sum /bin/busybox "$here/guest-init.sh" "$here/masked-units" "$0"; } | sha256sum | cut -c1-16)
 base_cpio="$cache/initramfs-$kver-$key.cpio"
 if [ ! -s "$base_cpio" ]; then
 	stage=$(mktemp -d "$cache/stage.XXXXXX")
@@ -207,6 +214,7 @@ if [ ! -s "$base_cpio" ]; then
 			ln -s busybox "bin/$a"
 		done
 		cp "$here/guest-init.sh" init
+		cp "$here/masked-units" masked-units
 		chmod 0755 init
 		: > modules.order
 		for m in $modules; do
@@ -249,7 +257,7 @@ rm -rf "$stage"
 vfs() { printf '%s' "$1" | sed 's/,/,,/g'; }   # qemu option values escape ',' as ',,'
 mem=${MCP_EXECD_VM_MEM:-3072}
 smp=$(nproc); [ "$smp" -gt 4 ] && smp=4
-qemu=(qemu-system-x86_64 -accel tcg -m "$mem" -smp "$smp" -nodefaults -no-user-config
+qemu=("$qemu_bin" -accel tcg -m "$mem" -smp "$smp" -nodefaults -no-user-config
 	-display none -monitor none -no-reboot -serial "file:$console"
 	-kernel "/boot/vmlinuz-$kver" -initrd "$initrd"
 	-append "console=ttyS0 panic=1 oops=panic quiet loglevel=4 systemd.show_status=error"
@@ -261,11 +269,15 @@ say "booting a VM (kernel $kver, TCG, $smp CPUs, ${mem} MiB; deadline ${timeout}
 : > "$console"
 timeout -k 10 "$timeout" "${qemu[@]}" > "$results/qemu.log" 2>&1 &
 pid=$!
-boot=
+boot= boot_cut=
+t_qemu=$(date +%s.%N)
 while kill -0 $pid 2>/dev/null; do
 	if [ -z "$boot" ] && [ -s "$run/started" ]; then
-		boot=$(elapsed "$t_start")
+		boot=$(elapsed "$t_qemu")
 		say "guest up after ${boot}s (guest uptime $(cut -d' ' -f1 "$run/started")s); running tests"
+	elif [ -z "$boot" ] && [ -z "$boot_cut" ] && awk -v e="$(elapsed "$t_qemu")" -v l="$boot_timeout" 'BEGIN { exit !(e > l) }'; then
+		boot_cut=1
+		kill -TERM $pid 2>/dev/null   # timeout(1) passes it on to qemu
 	fi
 	report_new
 	sleep 1
@@ -273,7 +285,9 @@ done
 wait $pid; rc=$?
 report_new
 if [ ! -s "$run/done" ]; then
-	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+	if [ -n "$boot_cut" ]; then
+		why="the guest did not reach the tier within the boot deadline of ${boot_timeout}s"
+	elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
 		why="the guest was cut off at the tier's deadline of ${timeout}s"
 	elif grep -q 'Kernel panic' "$console"; then
 		why="the guest kernel panicked"

@@ -23,7 +23,7 @@ mkdir -p "$results/tests"
 now() { cut -d' ' -f1 /proc/uptime; }
 echo "$(now) $(date +%s)" > "$results/started"
 
-export MCP_EXECD MCP_EXECD_SRC
+export MCP_EXECD MCP_EXECD_SRC MCP_EXECD_BUILD
 export PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 export LC_ALL=C.UTF-8
 passed=0 failed=0 skipped=0
