@@ -37,6 +37,8 @@ typedef struct Run {
         int status;      /* EXITED value, or -1 */
         int failed_errno; /* FAILED value, or 0 */
         bool stdout_eof_before_kill;
+        ssize_t readback_size; /* -errno when it could not be read */
+        unsigned char readback_head[16];
         uint64_t wall_usec;
 } Run;
 
@@ -47,7 +49,7 @@ typedef struct RunOptions {
         const char *extra_file; /* name=content placed next to the script */
         const char *extra_content;
         bool rlimits;
-        char *staging_out; /* if set, the staging dir path is copied here (PATH_MAX) and kept */
+        const char *readback; /* after EXITED: read /proc/<init>/root/tmp/<readback> like the daemon */
 } RunOptions;
 
 static uint64_t mono_usec(void) {
@@ -70,6 +72,20 @@ static void drain(int *fd, char *buf, size_t *len, size_t cap) {
                         *fd = safe_close(*fd);
                 return;
         }
+}
+
+/* How the daemon gets a run's outputs: through the init's root while it is alive. */
+static void readback(pid_t init, const char *name, Run *run) {
+        char path[256];
+        snprintf(path, sizeof(path), "/proc/%d/root" SANDBOX_WORK_DIR "/%s", (int) init, name);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                run->readback_size = -errno;
+                return;
+        }
+        run->readback_size = st.st_size;
+        (void) !read(fd, run->readback_head, sizeof(run->readback_head));
 }
 
 static int run_code_opts(const char *code, const RunOptions *o, Run *run) {
@@ -145,6 +161,8 @@ static int run_code_opts(const char *code, const RunOptions *o, Run *run) {
                         assert_true(run->n_reports < 4);
                         run->reports[run->n_reports++] = rep;
                         if (rep.kind == SANDBOX_REPORT_EXITED) {
+                                if (o->readback)
+                                        readback(c.pid, o->readback, run);
                                 run->status = rep.value;
                                 done = true;
                                 exited_at = mono_usec();
@@ -170,10 +188,7 @@ static int run_code_opts(const char *code, const RunOptions *o, Run *run) {
         sandbox_child_done(&c);
         sandbox_child_done(&c); /* idempotent */
 
-        if (o->staging_out)
-                strcpy(o->staging_out, staging);
-        else
-                assert_int_equal(rm_rf(staging), 0);
+        assert_int_equal(rm_rf(staging), 0);
         return 0;
 }
 
@@ -325,6 +340,294 @@ static void test_init_ignores_sigterm(void **state) {
         rmdir(staging);
 }
 
+/* ---- phase 2: what the run sees and may do ---- */
+
+static void test_identity(void **state) {
+        expect_ok("import os, pwd, grp, socket\n"
+                  "assert os.getresuid() == (65532,) * 3, os.getresuid()\n"
+                  "assert os.getresgid() == (65532,) * 3, os.getresgid()\n"
+                  "assert os.getgroups() == [], os.getgroups()\n"
+                  "assert pwd.getpwuid(65532).pw_name == 'sandbox'\n"
+                  "assert grp.getgrgid(65532).gr_name == 'sandbox'\n"
+                  "st = dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)\n"
+                  "for k in ('CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'):\n"
+                  "    assert int(st[k], 16) == 0, (k, st[k])\n"
+                  "assert st['NoNewPrivs'].strip() == '1'\n"
+                  "assert st['Seccomp'].strip() == '2'\n"
+                  "assert socket.gethostname() == 'sandbox' and os.uname().nodename == 'sandbox'\n"
+                  "assert os.getpid() != 1 and os.getppid() == 1\n"
+                  "assert sorted(os.listdir('/proc/self/fd')) == ['0', '1', '2', '3']\n" /* 3: listdir's own */
+                  "assert os.environ.get('HOME') == '/tmp' and 'MCP_EXEC_AUTH_TOKEN' not in os.environ\n"
+                  "assert sorted(os.environ) == sorted(['PATH', 'HOME', 'TMPDIR', 'LANG', 'MPLBACKEND',\n"
+                  "    'PYTHONDONTWRITEBYTECODE', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS',\n"
+                  "    'MKL_NUM_THREADS', 'NUMEXPR_NUM_THREADS']), sorted(os.environ)\n"
+                  "assert os.environ['OMP_NUM_THREADS'] == '2'\n"
+                  "assert '0::/\\n' in open('/proc/self/cgroup').read()\n"
+                  "assert os.getsid(0) == os.getpid()\n"
+                  "print('OK')\n");
+}
+
+static void test_filesystem_view(void **state) {
+        static Run run;
+        RunOptions o = { .extra_file = "input.csv", .extra_content = "a,b\n1,2\n" };
+        assert_int_equal(run_code_opts(
+                "import os, errno, stat\n"
+                "assert set(os.listdir('/')) <= {'bin', 'dev', 'etc', 'lib', 'lib32', 'lib64', 'libx32',\n"
+                "    'proc', 'sbin', 'tmp', 'usr'}, os.listdir('/')\n"
+                "for d in ('/run', '/home', '/root', '/var', '/srv', '/mnt', '/media', '/boot', '/sys', '/opt'):\n"
+                "    assert not os.path.exists(d), d\n"
+                "devs = sorted(n for n in os.listdir('/dev') if not os.path.islink('/dev/' + n))\n"
+                "assert devs == ['full', 'null', 'random', 'urandom', 'zero'], devs\n"
+                "assert os.getcwd() == '/tmp' and sorted(os.listdir('.')) == ['input.csv', 'main.py']\n"
+                "assert open('input.csv').read() == 'a,b\\n1,2\\n'\n"
+                "assert os.stat('input.csv').st_uid == 65532\n"
+                "for p in ('/x', '/etc/x', '/usr/x', '/usr/bin/x', '/dev/x', '/proc/x'):\n"
+                "    try:\n"
+                "        open(p, 'w')\n"
+                "    except OSError as e:\n"
+                "        assert e.errno in (errno.EROFS, errno.EACCES, errno.ENOENT), (p, e)\n"
+                "    else:\n"
+                "        raise AssertionError(p + ' writable')\n"
+                "for p in ('/etc/passwd', '/proc/sys/kernel/hostname', '/proc/sysrq-trigger'):\n"
+                "    try:\n"
+                "        open(p, 'w').write('x')\n"
+                "    except OSError as e:\n"
+                "        assert e.errno in (errno.EROFS, errno.EACCES, errno.ENOENT), (p, e)\n"
+                "    else:\n"
+                "        raise AssertionError(p + ' writable')\n"
+                "mi = {l.split()[4]: l.split()[5] for l in open('/proc/self/mountinfo')}\n"
+                "for m in ('/', '/usr', '/proc/sys', '/proc/irq', '/proc/bus', '/etc/fonts'):\n"
+                "    assert mi[m].startswith('ro,'), (m, mi[m])\n"
+                "assert mi['/tmp'].startswith('rw,')\n"
+                "assert os.statvfs('/usr').f_flag & os.ST_NOSUID\n"
+                "assert open('/dev/null', 'w').write('x') == 1 and len(open('/dev/urandom', 'rb').read(8)) == 8\n"
+                "assert sorted(p for p in os.listdir('/proc') if p.isdigit()) == ['1', str(os.getpid())]\n"
+                "for p in ('/proc/1/environ', '/proc/1/mem', '/proc/1/maps'):\n"
+                "    try:\n"
+                "        open(p, 'rb').read(1)\n"
+                "    except PermissionError:\n"
+                "        pass\n"
+                "    else:\n"
+                "        raise AssertionError(p + ' readable: the init is a copy of the daemon')\n"
+                "try:\n"
+                "    os.listdir('/proc/1/root')\n"
+                "except PermissionError:\n"
+                "    pass\n"
+                "else:\n"
+                "    raise AssertionError('/proc/1/root readable')\n"
+                "open('out.txt', 'w').write('written by the run')\n"
+                "print('OK')\n", &(RunOptions) { .extra_file = o.extra_file, .extra_content = o.extra_content,
+                                                 .readback = "out.txt" }, &run), 0);
+        if (run.status != 0)
+                print_run(&run);
+        assert_int_equal(run.status, 0);
+        assert_string_equal(run.out, "OK\n");
+        assert_int_equal(run.readback_size, strlen("written by the run"));
+        assert_memory_equal(run.readback_head, "written by the ", 15);
+}
+
+static void test_tmp_cap_enospc(void **state) {
+        /* setup() caps /tmp at 8 MiB. */
+        expect_ok("import errno\n"
+                  "f = open('/tmp/fill', 'wb')\n"
+                  "n = 0\n"
+                  "try:\n"
+                  "    while n < 64 << 20:\n"
+                  "        f.write(b'x' * 65536); f.flush(); n += 65536\n"
+                  "except OSError as e:\n"
+                  "    assert e.errno == errno.ENOSPC, e\n"
+                  "else:\n"
+                  "    raise AssertionError('wrote 64 MiB')\n"
+                  "assert 7 << 20 <= n <= 8 << 20, n\n"
+                  "print('OK')\n");
+}
+
+static void test_file_gone_next_run(void **state) {
+        expect_ok("open('/tmp/left-behind', 'w').write('x')\nprint('OK')\n");
+        expect_ok("import os\nassert not os.path.exists('/tmp/left-behind')\nprint('OK')\n");
+}
+
+static void test_seccomp_denials(void **state) {
+        expect_ok("import ctypes, errno, os, socket, threading, subprocess\n"
+                  "libc = ctypes.CDLL(None, use_errno=True)\n"
+                  "def sys(nr, *a):\n"
+                  "    r = libc.syscall(nr, *[ctypes.c_long(x) for x in a])\n"
+                  "    return ctypes.get_errno() if r == -1 else 0\n"
+                  "E = errno\n"
+                  "cases = {\n"
+                  "    'ptrace': (101, (16, 1, 0, 0), E.EPERM),\n"           /* PTRACE_ATTACH init */
+                  "    'mount': (165, (0, 0, 0, 0, 0), E.EPERM),\n"
+                  "    'umount2': (166, (0, 0), E.EPERM),\n"
+                  "    'pivot_root': (155, (0, 0), E.EPERM),\n"
+                  "    'unshare': (272, (0x10000000,), E.EPERM),\n"            /* CLONE_NEWUSER */
+                  "    'setns': (308, (0, 0), E.EPERM),\n"
+                  "    'keyctl': (250, (0, 0), E.EPERM),\n"
+                  "    'add_key': (248, (0, 0, 0, 0, 0), E.EPERM),\n"
+                  "    'bpf': (321, (0, 0, 0), E.EPERM),\n"
+                  "    'perf_event_open': (298, (0, 0, -1, -1, 0), E.EPERM),\n"
+                  "    'userfaultfd': (323, (0,), E.EPERM),\n"
+                  "    'io_uring_setup': (425, (8, 0), E.EPERM),\n"
+                  "    'io_uring_enter': (426, (0, 0, 0, 0, 0, 0), E.EPERM),\n"
+                  "    'kexec_load': (246, (0, 0, 0, 0), E.EPERM),\n"
+                  "    'init_module': (175, (0, 0, 0), E.EPERM),\n"
+                  "    'acct': (163, (0,), E.EPERM),\n"
+                  "    'swapoff': (168, (0,), E.EPERM),\n"
+                  "    'reboot': (169, (0, 0, 0, 0), E.EPERM),\n"
+                  "    'settimeofday': (164, (0, 0), E.EPERM),\n"
+                  "    'personality': (135, (0x0040000,), E.EPERM),\n"      /* ADDR_NO_RANDOMIZE */
+                  "    'open_by_handle_at': (304, (0, 0, 0), E.EPERM),\n"
+                  "    'clone3': (435, (0, 0), E.ENOSYS),\n"
+                  "    'clone NEWNET': (56, (0x40000000 | 17, 0, 0, 0, 0), E.EPERM),\n"
+                  "    'clone NEWUSER': (56, (0x10000000 | 17, 0, 0, 0, 0), E.EPERM),\n"
+                  "}\n"
+                  "bad = {k: (os.strerror(sys(nr, *a)), os.strerror(want)) for k, (nr, a, want) in cases.items()\n"
+                  "       if sys(nr, *a) != want}\n"
+                  "assert not bad, bad\n"
+                  "assert sys(135, 0xffffffff) == 0\n"  /* personality query still works */
+                  "for fam, typ in ((socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_DGRAM),\n"
+                  "                 (socket.AF_INET6, socket.SOCK_STREAM), (socket.AF_NETLINK, socket.SOCK_RAW),\n"
+                  "                 (socket.AF_PACKET, socket.SOCK_RAW), (socket.AF_INET, socket.SOCK_RAW)):\n"
+                  "    try:\n"
+                  "        socket.socket(fam, typ)\n"
+                  "    except OSError as e:\n"
+                  "        assert e.errno == errno.EAFNOSUPPORT, (fam, e)\n"
+                  "    else:\n"
+                  "        raise AssertionError(fam)\n"
+                  "a, b = socket.socketpair(); a.send(b'x'); assert b.recv(1) == b'x'\n"
+                  "socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close()\n"
+                  "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+                  "assert subprocess.run(['/bin/echo', 'hi'], capture_output=True).stdout == b'hi\\n'\n"
+                  "print('OK')\n");
+}
+
+static void test_x32_is_killed(void **state) {
+        static Run run;
+        assert_int_equal(run_code("import ctypes, sys\n"
+                                  "print('before', flush=True)\n"
+                                  "ctypes.CDLL(None).syscall(0x40000000 | 39)\n" /* x32 getpid */
+                                  "print('survived')\n", &run), 0);
+        assert_string_equal(run.out, "before\n");
+        assert_true(WIFSIGNALED(run.status));
+        assert_int_equal(WTERMSIG(run.status), SIGSYS);
+}
+
+static void test_setuid_gains_nothing(void **state) {
+        expect_ok("import os, subprocess\n"
+                  "assert os.stat('/usr/bin/mount').st_mode & 0o4000\n" /* a setuid-root binary… */
+                  "r = subprocess.run(['/usr/bin/mount', '-t', 'tmpfs', 'none', '/tmp'], capture_output=True)\n"
+                  "assert r.returncode != 0, r\n"                       /* …that gains nothing */
+                  "mi = [l.split()[4] for l in open('/proc/self/mountinfo')]\n"
+                  "assert mi.count('/tmp') == 1, mi\n"
+                  "print('OK')\n");
+}
+
+static void test_no_host_sockets_or_network(void **state) {
+        expect_ok("import socket, os, errno\n"
+                  "for p in ('/run/dbus/system_bus_socket', '/run/systemd/private', '/run/systemd/journal/socket',\n"
+                  "          '/run/systemd/notify', '/var/run/docker.sock'):\n"
+                  "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+                  "    try:\n"
+                  "        s.connect(p)\n"
+                  "    except OSError as e:\n"
+                  "        assert e.errno == errno.ENOENT, (p, e)\n"
+                  "    else:\n"
+                  "        raise AssertionError(p)\n"
+                  "ifs = [l.split(':')[0].strip() for l in open('/proc/self/net/dev').read().splitlines()[2:]]\n"
+                  "assert ifs == ['lo'], ifs\n"
+                  "print('OK')\n");
+}
+
+static void test_scientific_stack(void **state) {
+        static Run run;
+        RunOptions o = { .readback = "fig.png" };
+        assert_int_equal(run_code_opts("import numpy, pandas, yaml, jinja2, PIL.Image\n"
+                                       "import matplotlib\n"
+                                       "import matplotlib.pyplot as plt\n"
+                                       "assert matplotlib.get_backend().lower() == 'agg'\n"
+                                       "a = numpy.arange(6.0).reshape(2, 3)\n"
+                                       "assert float((a @ a.T).sum()) == 83.0\n"
+                                       "df = pandas.DataFrame({'x': [1, 2, 3]})\n"
+                                       "assert int(df.x.sum()) == 6\n"
+                                       "plt.plot([1, 2, 3]); plt.savefig('/tmp/fig.png')\n"
+                                       "assert yaml.safe_load('a: 1') == {'a': 1}\n"
+                                       "assert jinja2.Template('{{ x }}').render(x=5) == '5'\n"
+                                       "assert PIL.Image.open('/tmp/fig.png').size[0] > 100\n"
+                                       "print('OK')\n", &o, &run), 0);
+        if (run.status != 0)
+                print_run(&run);
+        assert_int_equal(run.status, 0);
+        assert_string_equal(run.out, "OK\n");
+        assert_true(run.readback_size > 1000);
+        assert_memory_equal(run.readback_head, "\x89PNG", 4);
+}
+
+static void test_rlimits(void **state) {
+        static Run run;
+        const char *code = "import resource as R\n"
+                           "g = lambda r: R.getrlimit(r)[1]\n"
+                           "print(g(R.RLIMIT_CORE), g(R.RLIMIT_NOFILE), g(R.RLIMIT_FSIZE), g(R.RLIMIT_AS),\n"
+                           "      g(R.RLIMIT_NPROC) == 64, g(R.RLIMIT_CPU))\n";
+        RunOptions with = { .rlimits = true };
+        assert_int_equal(run_code_opts(code, &with, &run), 0);
+        assert_string_equal(run.out, "0 1024 8388608 1073741824 True 5\n");
+        assert_int_equal(run_code(code, &run), 0);
+        assert_string_equal(run.out, "0 1024 8388608 -1 False -1\n");
+
+        /* RLIMIT_NPROC holds (and is per run: every run has its own user namespace). */
+        assert_int_equal(run_code_opts("import os, errno, time\n"
+                                       "n = 0\n"
+                                       "try:\n"
+                                       "    while n < 200:\n"
+                                       "        if os.fork() == 0:\n"
+                                       "            time.sleep(30); os._exit(0)\n"
+                                       "        n += 1\n"
+                                       "except OSError as e:\n"
+                                       "    assert e.errno == errno.EAGAIN, e\n"
+                                       "print(n < 64)\n", &with, &run), 0);
+        assert_string_equal(run.out, "True\n");
+}
+
+static void test_concurrent_runs_isolated(void **state) {
+        /* Run A stays alive (blocked on stdin) with a file in its /tmp; run B must see neither the
+         * file nor A's processes. */
+        char staging[] = "/tmp/test-sandbox-XXXXXX";
+        assert_non_null(mkdtemp(staging));
+        _cleanup_close_ int dfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        const char *code = "import os, sys\nopen('/tmp/marker-a', 'w').write('a')\n"
+                           "print('ready', flush=True)\nsys.stdin.read()\n";
+        assert_int_equal(fd_write_file_at(dfd, "main.py", code, strlen(code), 0600), 0);
+        int in[2], out[2];
+        assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        SandboxRunSpec spec = {
+                .python = PYTHON, .staging_dir = staging, .script = "main.py",
+                .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = out[1],
+                .supervisor_cgroup_fd = -EBADF, .payload_cgroup_fd = -EBADF,
+        };
+        SandboxChild a;
+        assert_int_equal(sandbox_spawn(sbx, &spec, &a), 0);
+        close(in[0]);
+        close(out[1]);
+        assert_int_equal(sandbox_child_release(&a), 0);
+        char buf[16] = {};
+        assert_int_equal(read(out[0], buf, sizeof(buf) - 1), 6);
+        assert_string_equal(buf, "ready\n");
+
+        expect_ok("import os\n"
+                  "assert not os.path.exists('/tmp/marker-a')\n"
+                  "assert sorted(p for p in os.listdir('/proc') if p.isdigit()) == ['1', str(os.getpid())]\n"
+                  "print('OK')\n");
+
+        close(in[1]);
+        assert_int_equal(read(out[0], buf, sizeof(buf)), 0); /* A ended after its stdin closed */
+        close(out[0]);
+        a.control_fd = safe_close(a.control_fd);
+        siginfo_t si = {};
+        assert_int_equal(waitid(P_PIDFD, (id_t) a.pidfd, &si, WEXITED), 0);
+        sandbox_child_done(&a);
+        assert_int_equal(rm_rf(staging), 0);
+}
+
 static int setup(void **state) {
         SandboxConfig cfg = {
                 .tmp_size_bytes = 8 * 1024 * 1024,
@@ -388,6 +691,17 @@ int main(void) {
                 cmocka_unit_test(test_kill_ends_setsid_grandchild),
                 cmocka_unit_test(test_release_eof_before_release),
                 cmocka_unit_test(test_init_ignores_sigterm),
+                cmocka_unit_test(test_identity),
+                cmocka_unit_test(test_filesystem_view),
+                cmocka_unit_test(test_tmp_cap_enospc),
+                cmocka_unit_test(test_file_gone_next_run),
+                cmocka_unit_test(test_seccomp_denials),
+                cmocka_unit_test(test_x32_is_killed),
+                cmocka_unit_test(test_setuid_gains_nothing),
+                cmocka_unit_test(test_no_host_sockets_or_network),
+                cmocka_unit_test(test_scientific_stack),
+                cmocka_unit_test(test_rlimits),
+                cmocka_unit_test(test_concurrent_runs_isolated),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
