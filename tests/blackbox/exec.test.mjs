@@ -2,7 +2,7 @@
 // argument validation as tool errors, timeout_s clamping, the run's environment.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startDaemon, callExec, summarize } from './lib/index.mjs';
+import { startDaemon, callExec, summarize, RawDaemon } from './lib/index.mjs';
 
 const FIELDS = {
     stdout: 'string', stderr: 'string', exit_code: 'number', duration_ms: 'number',
@@ -264,3 +264,46 @@ test('stdin, stdout and stderr of the run are pipes (not the daemon\'s stdio)', 
     assert.ok(!r.sc.stdout.includes(daemonIn), `the run has the daemon's stdin ${daemonIn}: ${r.sc.stdout}`);
     assert.ok(!r.sc.stdout.includes(daemonOut), `the run has the daemon's stdout ${daemonOut}: ${r.sc.stdout}`);
 });
+
+test('code over the default MCP_EXEC_MAX_CODE_BYTES (1 MiB) is a tool error naming code and 1048576', async (t) => {
+    const d = await startDaemon(t);
+    const r = await callExec(d.client, { code: '#' + 'x'.repeat(3_000_000) + '\nprint(1)' });
+    assert.equal(r.isError, true, summarize(r));
+    const text = r.result.content.map((x) => x.text ?? '').join('\n');
+    assert.ok(text.includes('code') && text.includes('1048576'), text);
+    await d.client.ping();
+});
+
+test('with MCP_EXEC_CGROUP=none the result says limits are "rlimit" (never claims a cgroup)', async (t) => {
+    const d = await startDaemon(t, { env: { MCP_EXEC_CGROUP: 'none' } });
+    const r = await callExec(d.client, { code: 'print(1)' });
+    assertResultShape(r);
+    assert.equal(r.sc.limits, 'rlimit');
+});
+
+// Infrastructure failure: "interpreter missing is a tool error that says what failed" (design);
+// refusing to start with exit 2 and naming MCP_EXEC_PYTHON would also be acceptable.
+for (const python of ['/nonexistent/python3', 'no-such-python']) {
+    test(`MCP_EXEC_PYTHON=${python}: a tool error naming the interpreter (or exit 2 at start), never a crash`, async (t) => {
+        const d = RawDaemon.spawn(t, { env: { MCP_EXEC_PYTHON: python } });
+        const init = await d.request('initialize', {
+            protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bb', version: '0' },
+        }, { timeoutMs: 3000 }).catch(() => null);
+        if (!init) {
+            const ex = await d.waitExit(1000);
+            assert.equal(ex.code, 2, `neither served nor refused with 2: ${JSON.stringify(ex)}; ${d.stderrText}`);
+            assert.ok(d.stderrText.includes('MCP_EXEC_PYTHON'), d.stderrText);
+            return;
+        }
+        d.notify('notifications/initialized');
+        const id = d.callExec({ code: 'print(1)' });
+        const res = await d.response(id, 5000).catch((e) => {
+            throw new Error(`no answer to tools/call (daemon exit: ${JSON.stringify(d.exit)}): ${e.message}`);
+        });
+        assert.equal(res.result?.isError, true, JSON.stringify(res));
+        const text = res.result.content.map((c) => c.text ?? '').join(' ');
+        assert.ok(text.includes(python) || /interpreter|python/i.test(text), `the error does not say what failed: ${text}`);
+        const ping = await d.request('ping');
+        assert.deepEqual(ping.result, {});
+    });
+}

@@ -43,6 +43,7 @@ export class RawDaemon {
         this._waiters = new Set();
         this._buf = '';
         this.exit = null;      // {code, signal} once exited
+        this.closed = false;   // true once the process is gone and its stdout drained
         this._exitWaiters = [];
         proc.stdout.on('data', (chunk) => this._onData(chunk));
         proc.stderr.on('data', (b) => { this.stderrText += b.toString('utf8'); });
@@ -51,6 +52,15 @@ export class RawDaemon {
             this.exit = { code, signal };
             for (const w of this._exitWaiters) w(this.exit);
             this._exitWaiters = [];
+        });
+        // Once stdout is closed and the process gone, nothing more can arrive: fail waiters now.
+        proc.on('close', () => {
+            this.closed = true;
+            for (const w of [...this._waiters]) {
+                this._waiters.delete(w); clearTimeout(w.timer);
+                w.reject(new Error(`mcp-execd exited (${JSON.stringify(this.exit)}) before ${w.what}; ` +
+                    `stdout lines: ${JSON.stringify(this.lines).slice(0, 1500)}; stderr: ${this.stderrText.slice(-1500)}`));
+            }
         });
     }
 
@@ -103,8 +113,11 @@ export class RawDaemon {
     waitFor(pred, timeoutMs = 5000, what = 'a matching message') {
         const have = this.messages.find(pred);
         if (have) return Promise.resolve(have);
+        if (this.closed) {
+            return Promise.reject(new Error(`mcp-execd exited (${JSON.stringify(this.exit)}) before ${what}; stderr: ${this.stderrText.slice(-1500)}`));
+        }
         return new Promise((resolve, reject) => {
-            const w = { pred, resolve };
+            const w = { pred, resolve, reject, what };
             w.timer = setTimeout(() => {
                 this._waiters.delete(w);
                 reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; ` +
