@@ -357,15 +357,32 @@ static void init_reap(InitState *st) {
 }
 
 /* Waits for the release message. Returns true on release, false on EOF (the daemon dropped the
- * run before releasing it). */
-static bool init_wait_release(int control_fd) {
+ * run before releasing it). The message may carry the payload cgroup (SCM_RIGHTS): a manager that
+ * places the init by PID creates that cgroup only after the init exists. */
+static bool init_wait_release(int control_fd, int *payload_cgroup_fd) {
         for (;;) {
                 char buf[16];
-                ssize_t n = recv(control_fd, buf, sizeof(buf), 0);
+                union {
+                        struct cmsghdr align;
+                        char buf[CMSG_SPACE(sizeof(int))];
+                } control = {};
+                struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+                struct msghdr mh = {
+                        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof(control),
+                };
+                ssize_t n = recvmsg(control_fd, &mh, MSG_CMSG_CLOEXEC);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0)
                         return false;
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+                if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+                    cm->cmsg_len == CMSG_LEN(sizeof(int))) {
+                        int fd;
+                        memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+                        safe_close(*payload_cgroup_fd);
+                        *payload_cgroup_fd = fd;
+                }
                 if (buf[0] == RELEASE_MESSAGE)
                         return true;
         }
@@ -457,7 +474,7 @@ _Noreturn static void init_main(SpawnPlan *plan) {
          * caught by control_fd instead: once the daemon is gone, it reads EOF below. */
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
 
-        if (!init_wait_release(st.control_fd))
+        if (!init_wait_release(st.control_fd, &plan->payload_cgroup_fd))
                 _exit(0);
 
         st.signal_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -618,15 +635,34 @@ int sandbox_spawn(Sandbox *s, const SandboxRunSpec *spec, SandboxChild *ret) {
         return 0;
 }
 
-int sandbox_child_release(SandboxChild *c) {
+int sandbox_child_release_into(SandboxChild *c, int payload_cgroup_fd) {
         char m = RELEASE_MESSAGE;
         if (c->control_fd < 0)
                 return -EBADF;
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control = {};
+        struct iovec iov = { .iov_base = &m, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        if (payload_cgroup_fd >= 0) {
+                mh.msg_control = &control;
+                mh.msg_controllen = sizeof(control);
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(cm), &payload_cgroup_fd, sizeof(int));
+        }
         ssize_t n;
         do
-                n = send(c->control_fd, &m, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                n = sendmsg(c->control_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         while (n < 0 && errno == EINTR);
         return n < 0 ? -errno : 0;
+}
+
+int sandbox_child_release(SandboxChild *c) {
+        return sandbox_child_release_into(c, -EBADF);
 }
 
 int sandbox_child_kill(SandboxChild *c) {

@@ -52,6 +52,11 @@ int sandbox_spawn(Sandbox *s, const SandboxRunSpec *spec, SandboxChild *ret);
 /* Lets the held init set itself up and start Python. Returns 0 or -errno. */
 int sandbox_child_release(SandboxChild *c);
 
+/* The same, passing the cgroup Python is to be started in (it replaces the spec's
+ * payload_cgroup_fd), for managers that can only create it after the init exists (a systemd scope
+ * placed by PID). The fd is duplicated into the init; the caller keeps its own. */
+int sandbox_child_release_into(SandboxChild *c, int payload_cgroup_fd);
+
 /* SIGKILLs the init, which ends every process of the run (the kernel kills a PID namespace
  * whose init dies). Used at a deadline or cancellation when no cgroup.kill is available.
  * Returns 0 or -errno (-ESRCH if it is already gone). */

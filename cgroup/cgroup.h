@@ -1,0 +1,99 @@
+/* cgroup.h: where each run is placed and accounted: a transient systemd scope per run (systemd),
+ * per-run child cgroups of a delegated subtree (cgroupfs), or nothing (none: rlimits only). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef enum CgroupWant {
+        CGROUP_WANT_AUTO,     /* systemd, then cgroupfs, then none */
+        CGROUP_WANT_SYSTEMD,
+        CGROUP_WANT_CGROUPFS,
+        CGROUP_WANT_NONE,
+} CgroupWant;
+
+typedef enum CgroupBackend {
+        CGROUP_BACKEND_SYSTEMD,
+        CGROUP_BACKEND_CGROUPFS,
+        CGROUP_BACKEND_NONE,
+} CgroupBackend;
+
+typedef struct CgroupConfig {
+        CgroupWant want;
+        const char *slice;          /* systemd: the slice of the run scopes */
+        uint64_t memory_max_bytes;  /* UINT64_MAX: infinity */
+        uint64_t pids_max;          /* UINT64_MAX: infinity */
+        uint32_t cpu_quota_percent; /* 0: infinity */
+        uint32_t backstop_grace_s;  /* systemd RuntimeMaxUSec = timeout + this */
+} CgroupConfig;
+
+/* The process-wide backend. Opaque. */
+typedef struct Cgroup Cgroup;
+
+/* Chooses and sets up the backend. Falls back along auto's order; an explicitly wanted backend
+ * that is unavailable is an error. On failure returns -errno and a malloc'd explanation in
+ * *reterr (also, for a fallback to none under auto, *reterr says why — a warning to log). */
+int cgroup_new(const CgroupConfig *config, Cgroup **ret, char **reterr);
+Cgroup *cgroup_free(Cgroup *c);
+
+CgroupBackend cgroup_backend(const Cgroup *c);
+const char *cgroup_backend_name(const Cgroup *c); /* "systemd", "cgroupfs", "none" */
+/* One line for logs: which manager or subtree, which slice. */
+const char *cgroup_describe(const Cgroup *c);
+
+/* Stops and resets run scopes (mcp-execd-run-*.scope) left by an earlier instance that died.
+ * Returns the number stopped, or -errno. Blocking: call at start only. */
+int cgroup_stop_stale(Cgroup *c);
+
+/* Event-loop integration for the systemd backend's D-Bus connection. event_fd is -EBADF when the
+ * backend needs no events. event_timeout is absolute CLOCK_MONOTONIC µs, UINT64_MAX for none.
+ * event_process dispatches what arrived (callbacks of cgroup_run_place run from here). */
+int cgroup_event_fd(Cgroup *c);
+int cgroup_event_mask(Cgroup *c);     /* poll(2) events to wait for */
+uint64_t cgroup_event_timeout(Cgroup *c);
+int cgroup_event_process(Cgroup *c);  /* ≥ 0, or -errno when the connection failed */
+
+/* One run's cgroups. */
+typedef struct CgroupRun CgroupRun;
+
+typedef struct CgroupStats {
+        uint64_t memory_peak_bytes;
+        uint64_t cpu_user_usec;
+        uint64_t cpu_system_usec;
+        bool oom_killed;     /* memory.events oom_kill > 0 */
+        bool pids_limit_hit; /* pids.events max > 0 */
+} CgroupStats;
+
+/* Prepares a run. For cgroupfs the cgroups are created now, so the init can be cloned straight
+ * into supervisor/. Returns 0 or -errno. */
+int cgroup_run_new(Cgroup *c, const char *run_id, uint32_t timeout_s, CgroupRun **ret);
+
+/* The cgroup the run's init is to be cloned into (CLONE_INTO_CGROUP), or -EBADF when the init is
+ * placed after spawn (systemd: by PID). Owned by the CgroupRun. */
+int cgroup_run_supervisor_fd(const CgroupRun *cr);
+
+typedef void (*CgroupPlacedFn)(CgroupRun *cr, int error, const char *message, void *userdata);
+
+/* Places the held init (host pid, and its pidfd for managers that take PIDFDs) and makes payload/. Returns 1 when done synchronously, 0 when
+ * placed() will be called later from cgroup_event_process() (never after cgroup_run_free()), or
+ * -errno with *reterr_message (malloc'd) saying what the manager answered. */
+int cgroup_run_place(CgroupRun *cr, pid_t init_pid, int init_pidfd, CgroupPlacedFn placed, void *userdata,
+                char **reterr_message);
+
+/* The payload cgroup for CLONE_INTO_CGROUP of Python, once placed; owned by the CgroupRun. */
+int cgroup_run_payload_fd(const CgroupRun *cr);
+
+/* The scope's unit name (systemd), or NULL. */
+const char *cgroup_run_unit(const CgroupRun *cr);
+
+/* Kills every process of the run's code: writes payload/cgroup.kill. The init and the counters
+ * survive. Returns 0 or -errno. */
+int cgroup_run_kill(CgroupRun *cr);
+
+/* Reads payload/'s counters (and the scope's OOM and pids events). Returns 0 or -errno. */
+int cgroup_run_read(CgroupRun *cr, CgroupStats *ret);
+
+/* Removes what the daemon created (payload/; for cgroupfs the whole run cgroup), after the init
+ * was reaped. Cancels a placement in flight. NULL-safe. */
+CgroupRun *cgroup_run_free(CgroupRun *cr);
