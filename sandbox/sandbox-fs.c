@@ -179,6 +179,25 @@ static const char *in_newroot(char *buf, size_t size, const char *path) {
         return buf;
 }
 
+/* Makes the mount at path and every mount below it read-only, nosuid, nodev in one call
+ * (mount_setattr, Linux ≥ 5.12); older kernels: remount each one we made. */
+static int make_ro_tree(const char *path, const char *const *below, size_t n_below) {
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        if (syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &attr, sizeof(attr)) == 0)
+                return 0;
+        if (errno != ENOSYS)
+                return -errno;
+        char dst[512];
+        for (size_t i = 0; i < n_below; i++) {
+                if (access(in_newroot(dst, sizeof(dst), below[i]), F_OK) < 0)
+                        continue;
+                int r = remount_ro(dst);
+                if (r < 0)
+                        return r;
+        }
+        return remount_ro(path);
+}
+
 int sandbox_fs_setup(SpawnPlan *plan) {
         char dst[512];
         int r;
@@ -191,6 +210,7 @@ int sandbox_fs_setup(SpawnPlan *plan) {
         if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=1024") < 0)
                 return fail(plan, errno, "mount tmpfs for the new root", NULL);
 
+        /* First everything that is created in the root tmpfs (it becomes read-only below). */
         static const char *const dirs[] = { "/etc", "/dev", "/proc", "/tmp" };
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
                 if (mkdir(in_newroot(dst, sizeof(dst), dirs[i]), 0755) < 0)
@@ -200,25 +220,10 @@ int sandbox_fs_setup(SpawnPlan *plan) {
                 char target[256];
                 ssize_t n = readlink(root_links[i], target, sizeof(target) - 1);
                 if (n < 0)
-                        continue; /* absent, or a real directory (not merged-usr): below */
+                        continue; /* absent, or a real directory (not merged-usr): not supported */
                 target[n] = 0;
                 if (symlink(target, in_newroot(dst, sizeof(dst), root_links[i])) < 0)
                         return fail(plan, errno, "symlink ", root_links[i]);
-        }
-
-        for (size_t i = 0; i < ELEMENTSOF(ro_binds); i++) {
-                struct stat st;
-                if (stat(ro_binds[i], &st) < 0)
-                        continue;
-                in_newroot(dst, sizeof(dst), ro_binds[i]);
-                r = make_mount_point(dst, S_ISDIR(st.st_mode));
-                if (r < 0)
-                        return fail(plan, -r, "create mount point ", ro_binds[i]);
-                if (mount(ro_binds[i], dst, NULL, MS_BIND | MS_REC, NULL) < 0)
-                        return fail(plan, errno, "bind ", ro_binds[i]);
-                r = remount_ro(dst);
-                if (r < 0)
-                        return fail(plan, -r, "remount read-only ", ro_binds[i]);
         }
 
         /* The timezone: the same symlink into /usr/share/zoneinfo. */
@@ -239,15 +244,10 @@ int sandbox_fs_setup(SpawnPlan *plan) {
                         return fail(plan, errno, "write /etc/", etc_files[i].name);
         }
 
-        /* /dev: the five harmless nodes, bound from the host (a tmpfs made in a user namespace
-         * cannot hold working device nodes), plus the usual symlinks. */
         for (size_t i = 0; i < ELEMENTSOF(devices); i++) {
-                in_newroot(dst, sizeof(dst), devices[i]);
-                r = make_mount_point(dst, false);
+                r = make_mount_point(in_newroot(dst, sizeof(dst), devices[i]), false);
                 if (r < 0)
                         return fail(plan, -r, "create ", devices[i]);
-                if (mount(devices[i], dst, NULL, MS_BIND, NULL) < 0)
-                        return fail(plan, errno, "bind ", devices[i]);
         }
         static const char *const dev_links[][2] = {
                 { "/proc/self/fd", "/dev/fd" },      { "/proc/self/fd/0", "/dev/stdin" },
@@ -258,6 +258,29 @@ int sandbox_fs_setup(SpawnPlan *plan) {
                 if (symlink(dev_links[i][0], in_newroot(dst, sizeof(dst), dev_links[i][1])) < 0)
                         return fail(plan, errno, "symlink ", dev_links[i][1]);
 
+        /* /usr and the chosen /etc entries, bound from the host, then the whole tree (root tmpfs
+         * included: no writes to /, /etc, /dev) read-only in one go. */
+        for (size_t i = 0; i < ELEMENTSOF(ro_binds); i++) {
+                struct stat st;
+                if (stat(ro_binds[i], &st) < 0)
+                        continue;
+                in_newroot(dst, sizeof(dst), ro_binds[i]);
+                r = make_mount_point(dst, S_ISDIR(st.st_mode));
+                if (r < 0)
+                        return fail(plan, -r, "create mount point ", ro_binds[i]);
+                if (mount(ro_binds[i], dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+                        return fail(plan, errno, "bind ", ro_binds[i]);
+        }
+        r = make_ro_tree(NEWROOT, ro_binds, ELEMENTSOF(ro_binds));
+        if (r < 0)
+                return fail(plan, -r, "make the new root read-only", NULL);
+
+        /* /dev: the five harmless nodes, bound from the host (a tmpfs made in a user namespace
+         * cannot hold working device nodes). Mounted after the read-only pass: they stay writable. */
+        for (size_t i = 0; i < ELEMENTSOF(devices); i++)
+                if (mount(devices[i], in_newroot(dst, sizeof(dst), devices[i]), NULL, MS_BIND, NULL) < 0)
+                        return fail(plan, errno, "bind ", devices[i]);
+
         /* A fresh /proc of the run's PID namespace; what could change the kernel's state read-only,
          * as container runtimes do. */
         if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
@@ -266,12 +289,12 @@ int sandbox_fs_setup(SpawnPlan *plan) {
         for (size_t i = 0; i < ELEMENTSOF(proc_ro); i++) {
                 in_newroot(dst, sizeof(dst), proc_ro[i]);
                 if (access(dst, F_OK) < 0)
-                        continue;
+                        continue; /* a kernel without CONFIG_MAGIC_SYSRQ… */
                 if (mount(dst, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
                         return fail(plan, errno, "bind ", proc_ro[i]);
-                r = remount_ro(dst);
+                r = make_ro_tree(dst, NULL, 0);
                 if (r < 0)
-                        return fail(plan, -r, "remount read-only ", proc_ro[i]);
+                        return fail(plan, -r, "make read-only ", proc_ro[i]);
         }
 
         /* The run's private /tmp, capped; the working directory. */
@@ -285,11 +308,6 @@ int sandbox_fs_setup(SpawnPlan *plan) {
                 if (r < 0)
                         return r;
         }
-
-        /* Everything is in place: the root itself becomes read-only (no writes to /, /etc, /dev). */
-        r = remount_ro(NEWROOT);
-        if (r < 0)
-                return fail(plan, -r, "remount the new root read-only", NULL);
 
         /* pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves
          * nothing of the host reachable (pivot_root(2), "NOTES"). */

@@ -40,6 +40,9 @@ typedef struct Run {
         ssize_t readback_size; /* -errno when it could not be read */
         unsigned char readback_head[16];
         uint64_t wall_usec;
+        uint64_t spawn_usec;   /* sandbox_spawn() */
+        uint64_t started_usec; /* from release to STARTED */
+        uint64_t exited_usec;  /* from the start of the spawn to EXITED */
 } Run;
 
 typedef struct RunOptions {
@@ -119,6 +122,7 @@ static int run_code_opts(const char *code, const RunOptions *o, Run *run) {
         SandboxChild c;
         uint64_t t0 = mono_usec();
         int r = sandbox_spawn(sbx, &spec, &c);
+        run->spawn_usec = mono_usec() - t0;
         close(in[0]);
         close(out[1]);
         close(err[1]);
@@ -128,6 +132,7 @@ static int run_code_opts(const char *code, const RunOptions *o, Run *run) {
                 close(err[0]);
                 return r;
         }
+        uint64_t t_release = mono_usec();
         assert_int_equal(sandbox_child_release(&c), 0);
 
         if (o->stdin_data)
@@ -160,6 +165,10 @@ static int run_code_opts(const char *code, const RunOptions *o, Run *run) {
                         assert_int_equal(k, (ssize_t) sizeof(rep));
                         assert_true(run->n_reports < 4);
                         run->reports[run->n_reports++] = rep;
+                        if (rep.kind == SANDBOX_REPORT_STARTED)
+                                run->started_usec = mono_usec() - t_release;
+                        if (rep.kind == SANDBOX_REPORT_EXITED)
+                                run->exited_usec = mono_usec() - t0;
                         if (rep.kind == SANDBOX_REPORT_EXITED) {
                                 if (o->readback)
                                         readback(c.pid, o->readback, run);
@@ -628,6 +637,98 @@ static void test_concurrent_runs_isolated(void **state) {
         assert_int_equal(rm_rf(staging), 0);
 }
 
+/* Finds a writable cgroup v2 directory of ours to make supervisor/ and payload/ in, the way the
+ * cgroupfs backend does. Returns false (test skipped) when there is none. */
+static bool cgroup2_scratch(char *ret, size_t size) {
+        static const char *const roots[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+        char self[512] = {};
+        FILE *f = fopen("/proc/self/cgroup", "re");
+        if (!f)
+                return false;
+        char line[512];
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "0::", 3) == 0) {
+                        strncpy(self, line + 3, sizeof(self) - 1);
+                        self[strcspn(self, "\n")] = 0;
+                }
+        fclose(f);
+        for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
+                char probe[600];
+                snprintf(probe, sizeof(probe), "%s/cgroup.controllers", roots[i]);
+                if (access(probe, F_OK) < 0)
+                        continue;
+                snprintf(ret, size, "%s%s/test-sandbox-%d", roots[i], strcmp(self, "/") == 0 ? "" : self,
+                         (int) getpid());
+                if (mkdir(ret, 0755) == 0)
+                        return true;
+        }
+        return false;
+}
+
+static void test_clone_into_cgroup(void **state) {
+        char base[600], sup[700], pay[700], procs[800];
+        if (!cgroup2_scratch(base, sizeof(base)))
+                skip();
+        snprintf(sup, sizeof(sup), "%s/supervisor", base);
+        snprintf(pay, sizeof(pay), "%s/payload", base);
+        assert_int_equal(mkdir(sup, 0755), 0);
+        assert_int_equal(mkdir(pay, 0755), 0);
+        _cleanup_close_ int supfd = open(sup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int payfd = open(pay, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(supfd >= 0 && payfd >= 0);
+
+        char staging[] = "/tmp/test-sandbox-XXXXXX";
+        assert_non_null(mkdtemp(staging));
+        _cleanup_close_ int dfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        const char *code = "import sys\nprint(open('/proc/self/cgroup').read().count('0::/\\n'), flush=True)\n"
+                           "sys.stdin.read()\n";
+        assert_int_equal(fd_write_file_at(dfd, "main.py", code, strlen(code), 0600), 0);
+        int in[2], out[2];
+        assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        SandboxRunSpec spec = {
+                .python = PYTHON, .staging_dir = staging, .script = "main.py",
+                .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = out[1],
+                .supervisor_cgroup_fd = supfd, .payload_cgroup_fd = payfd,
+        };
+        SandboxChild c;
+        assert_int_equal(sandbox_spawn(sbx, &spec, &c), 0);
+        close(in[0]);
+        close(out[1]);
+        assert_int_equal(sandbox_child_release(&c), 0);
+        char buf[64] = {};
+        assert_true(read(out[0], buf, sizeof(buf) - 1) > 0);
+        assert_string_equal(buf, "1\n"); /* its own cgroup namespace, rooted at payload/ */
+
+        /* The init in supervisor/, Python (and only it) in payload/. */
+        char pids[64] = {};
+        snprintf(procs, sizeof(procs), "%s/cgroup.procs", sup);
+        FILE *f = fopen(procs, "re");
+        assert_non_null(f);
+        assert_non_null(fgets(pids, sizeof(pids), f));
+        fclose(f);
+        assert_int_equal(atoi(pids), c.pid);
+        snprintf(procs, sizeof(procs), "%s/cgroup.procs", pay);
+        f = fopen(procs, "re");
+        assert_non_null(f);
+        assert_non_null(fgets(pids, sizeof(pids), f));
+        assert_true(atoi(pids) > 0 && atoi(pids) != c.pid);
+        assert_null(fgets(pids, sizeof(pids), f));
+        fclose(f);
+
+        close(in[1]);
+        assert_int_equal(read(out[0], buf, sizeof(buf)), 0);
+        close(out[0]);
+        c.control_fd = safe_close(c.control_fd);
+        siginfo_t si = {};
+        assert_int_equal(waitid(P_PIDFD, (id_t) c.pidfd, &si, WEXITED), 0);
+        sandbox_child_done(&c);
+        assert_int_equal(rm_rf(staging), 0);
+        assert_int_equal(rmdir(pay), 0);
+        assert_int_equal(rmdir(sup), 0);
+        assert_int_equal(rmdir(base), 0);
+}
+
 static int setup(void **state) {
         SandboxConfig cfg = {
                 .tmp_size_bytes = 8 * 1024 * 1024,
@@ -678,10 +779,67 @@ static int run_one(const char *path) {
         return 0;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* TEST_SANDBOX_BENCH=N: median wall time of N sandboxed print(1) runs (spawn, release, EXITED,
+ * init reaped) against N bare `python3 -I -c pass` (fork, exec, wait), interleaved. */
+static int bench(int n) {
+        if (setup(NULL) < 0)
+                return 1;
+        uint64_t *sb = calloc((size_t) n, sizeof(uint64_t)), *bare = calloc((size_t) n, sizeof(uint64_t));
+        uint64_t *spawn = calloc((size_t) n, sizeof(uint64_t)), *started = calloc((size_t) n, sizeof(uint64_t));
+        uint64_t *exited = calloc((size_t) n, sizeof(uint64_t));
+        static Run run;
+        for (int i = 0; i < n; i++) {
+                uint64_t t0 = mono_usec();
+                pid_t pid = fork();
+                if (pid == 0) {
+                        int nul = open("/dev/null", O_RDWR);
+                        dup2(nul, 1);
+                        execl(PYTHON, PYTHON, "-I", "-c", "pass", (char *) NULL);
+                        _exit(127);
+                }
+                int st;
+                waitpid(pid, &st, 0);
+                bare[i] = mono_usec() - t0;
+
+                t0 = mono_usec();
+                if (run_code("print(1)\n", &run) < 0 || strcmp(run.out, "1\n") != 0)
+                        return 1;
+                sb[i] = mono_usec() - t0;
+                spawn[i] = run.spawn_usec;
+                started[i] = run.started_usec;
+                exited[i] = run.exited_usec;
+        }
+        qsort(spawn, (size_t) n, sizeof(uint64_t), cmp_u64);
+        qsort(started, (size_t) n, sizeof(uint64_t), cmp_u64);
+        qsort(exited, (size_t) n, sizeof(uint64_t), cmp_u64);
+        printf("n=%d median: sandbox_spawn %.2f ms, release→STARTED %.2f ms, spawn→EXITED %.2f ms\n", n,
+               spawn[n / 2] / 1000.0, started[n / 2] / 1000.0, exited[n / 2] / 1000.0);
+        qsort(sb, (size_t) n, sizeof(uint64_t), cmp_u64);
+        qsort(bare, (size_t) n, sizeof(uint64_t), cmp_u64);
+        printf("n=%d median: sandboxed print(1) %.2f ms, bare python3 -I -c pass %.2f ms, "
+               "difference %.2f ms (min %.2f / %.2f ms)\n", n, sb[n / 2] / 1000.0, bare[n / 2] / 1000.0,
+               ((double) sb[n / 2] - (double) bare[n / 2]) / 1000.0, sb[0] / 1000.0, bare[0] / 1000.0);
+        free(sb);
+        free(bare);
+        free(spawn);
+        free(started);
+        free(exited);
+        teardown(NULL);
+        return 0;
+}
+
 int main(void) {
         const char *one = getenv("TEST_SANDBOX_RUN");
         if (one)
                 return run_one(one);
+        const char *nb = getenv("TEST_SANDBOX_BENCH");
+        if (nb)
+                return bench(atoi(nb) > 0 ? atoi(nb) : 30);
 
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_print_42),
@@ -702,6 +860,7 @@ int main(void) {
                 cmocka_unit_test(test_scientific_stack),
                 cmocka_unit_test(test_rlimits),
                 cmocka_unit_test(test_concurrent_runs_isolated),
+                cmocka_unit_test(test_clone_into_cgroup),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
