@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bus-events.h"
+#include "cgroup.h"
 #include "cleanup.h"
 #include "config.h"
 #include "fd-util.h"
@@ -28,6 +30,10 @@
 #define RUN_PATH "/usr/local/bin:/usr/bin:/bin"
 #define PROBE_TIMEOUT_S 30
 #define SHUTDOWN_DEADLINE_USEC (5u * 1000u * 1000u)
+/* systemd ends a scope this long after its run's deadline even if we are gone (RuntimeMaxUSec). */
+#define CGROUP_BACKSTOP_GRACE_S 10
+
+DEFINE_POINTER_CLEANUP(Cgroup, cgroup_free)
 
 /* Runs inside the sandbox at start: what the exec description promises is what a run really
  * finds. find_spec() does not import, so the probe stays fast. */
@@ -206,15 +212,45 @@ static int run_daemon(const Config *cfg) {
                           "available yet", cfg->transport == TRANSPORT_HTTP ? "http" : "sse");
                 return -EOPNOTSUPP;
         }
-        if (cfg->cgroup == CGROUP_MODE_SYSTEMD || cfg->cgroup == CGROUP_MODE_CGROUPFS || cfg->require_cgroup) {
-                log_error("%s: this version has no cgroup backend yet; runs are limited by rlimits only "
-                          "(use MCP_EXEC_CGROUP=auto or none)",
-                          cfg->require_cgroup ? "MCP_EXEC_REQUIRE_CGROUP=1" : cfg->cgroup == CGROUP_MODE_SYSTEMD
-                                                                      ? "MCP_EXEC_CGROUP=systemd"
-                                                                      : "MCP_EXEC_CGROUP=cgroupfs");
-                return -EOPNOTSUPP;
+        static const CgroupWant wants[] = {
+                [CGROUP_MODE_AUTO] = CGROUP_WANT_AUTO,
+                [CGROUP_MODE_SYSTEMD] = CGROUP_WANT_SYSTEMD,
+                [CGROUP_MODE_CGROUPFS] = CGROUP_WANT_CGROUPFS,
+                [CGROUP_MODE_NONE] = CGROUP_WANT_NONE,
+        };
+        CgroupConfig ccfg = {
+                .want = wants[cfg->cgroup],
+                .slice = cfg->slice,
+                .memory_max_bytes = cfg->memory_max_bytes,
+                .pids_max = cfg->pids_max,
+                .cpu_quota_percent = cfg->cpu_quota_percent,
+                .backstop_grace_s = CGROUP_BACKSTOP_GRACE_S,
+        };
+        _cleanup_(cgroup_freep) Cgroup *cgroup = NULL;
+        _cleanup_free_ char *cgroup_why = NULL;
+        r = cgroup_new(&ccfg, &cgroup, &cgroup_why);
+        if (r < 0) {
+                log_error("refusing to start: MCP_EXEC_CGROUP=%s is not available: %s",
+                          cfg->cgroup == CGROUP_MODE_SYSTEMD ? "systemd" : "cgroupfs",
+                          cgroup_why ? cgroup_why : strerror(-r));
+                return r;
         }
-        log_warning("no cgroup backend in use: memory, process and CPU limits are enforced with rlimits only");
+        if (cgroup_backend(cgroup) == CGROUP_BACKEND_NONE) {
+                if (cfg->require_cgroup) {
+                        log_error("refusing to start: MCP_EXEC_REQUIRE_CGROUP=1, but %s",
+                                  cgroup_why ? cgroup_why : "no cgroup backend is available");
+                        return -ENOMEDIUM;
+                }
+                log_warning("%s: memory, process and CPU limits are enforced with rlimits only",
+                            cgroup_why ? cgroup_why : "MCP_EXEC_CGROUP=none");
+        } else {
+                log_info("cgroup backend %s", cgroup_describe(cgroup));
+                r = cgroup_stop_stale(cgroup);
+                if (r > 0)
+                        log_info("stopped %d run scope(s) left by an earlier instance", r);
+                else if (r < 0)
+                        log_warning_errno(r, "cannot look for stale run scopes: %m, ignoring");
+        }
 
         /* Replies go through the ring; a client that closed its end must not kill us. */
         (void) signal(SIGPIPE, SIG_IGN);
@@ -273,9 +309,13 @@ static int run_daemon(const Config *cfg) {
                 log_warning("interpreter '%s' not found in " RUN_PATH " (MCP_EXEC_PYTHON); every run will fail "
                             "with a tool error until it is installed", cfg->python);
 
+        BusEvents bus;
+        bus_events_start(&bus, &ring, cgroup);
+
         RunEnv env = {
                 .ring = &ring,
                 .sandbox = sandbox,
+                .cgroup = cgroup,
                 .state_dir = state_dir,
                 .python = python,
                 .python_name = cfg->python,
@@ -308,7 +348,7 @@ static int run_daemon(const Config *cfg) {
                 .tmp_size_bytes = cfg->tmp_size_bytes,
                 .python_version = probe.version,
                 .packages = probe.packages,
-                .limits_by = "rlimit",
+                .limits_by = cgroup_backend(cgroup) == CGROUP_BACKEND_NONE ? "rlimit" : "cgroup",
         };
         McpServer *mcp = mcp_server_new(&limits, PROJECT_VERSION);
         free(probe.version);
@@ -367,7 +407,8 @@ out_mcp:
         mcp_server_free(mcp);
         scheduler_done(&scheduler);
 out_ring:
-        for (int i = 0; i < 20 && sig.op.busy; i++)
+        bus_events_stop(&bus);
+        for (int i = 0; i < 20 && (sig.op.busy || bus.op_poll.busy || bus.op_timer.busy); i++)
                 (void) ring_run_once(&ring, 10000);
         ring_done(&ring);
 out_dir:

@@ -65,5 +65,7 @@ int ring_run_once(Ring *r, uint64_t timeout_usec) {
                         op->callback(op, res);
                 }
         }
+        if (r->after)
+                r->after(r->after_userdata);
         return 0;
 }

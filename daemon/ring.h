@@ -18,6 +18,10 @@ struct RingOp {
 typedef struct Ring {
         struct io_uring uring;
         bool initialized;
+        /* Called after every batch of completions: lets a library with its own buffered state
+         * (sd-bus) process what arrived and re-arm its fd and timeout. */
+        void (*after)(void *userdata);
+        void *after_userdata;
 } Ring;
 
 #define container_of(ptr, type, member) ((type *) ((char *) (ptr) - offsetof(type, member)))

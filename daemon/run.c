@@ -1,5 +1,8 @@
-/* run.c: the run state machine. A run ends when its init has exited and both output pipes are
- * at EOF (or a bounded grace after a kill has passed); only then is it answered. */
+/* run.c: the run state machine. A run is spawned held, placed in its cgroup, released, fed and
+ * collected; it ends when its init has exited and both output pipes are at EOF (or a bounded grace
+ * after a kill has passed); only then is it answered. How it ended is decided from our own flags
+ * and the cgroup's counters, never from the exit signal alone (an OOM kill and a deadline kill are
+ * both SIGKILL). */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -22,14 +25,14 @@
 
 #define RUN_READ_BUF_BYTES (64u * 1024u)
 #define RUN_SCRIPT_NAME "main.py"
-/* After a kill the kernel tears the namespace down in milliseconds; this bounds how long a reply
- * can lag behind the deadline if something (a stuck pipe holder) does not go away. */
+/* After a kill the kernel tears the run down in milliseconds; this bounds how long a reply can lag
+ * behind the deadline if something does not go away. */
 #define RUN_KILL_GRACE_USEC (2u * 1000u * 1000u)
 
 typedef enum RunPhase {
-        RUN_STARTING,  /* done will be called from the loop (start failure) */
-        RUN_RUNNING,
-        RUN_FINISHED,  /* done called */
+        RUN_STARTING, /* failed before spawning: done is called from the loop */
+        RUN_RUNNING,  /* spawned: placing, released, or ending */
+        RUN_FINISHED, /* done called */
 } RunPhase;
 
 typedef struct RunStream {
@@ -48,7 +51,7 @@ struct Run {
         RunPhase phase;
         RunDoneFn done;
         void *userdata;
-        bool released;     /* the owner gave the run back */
+        bool owner_released; /* the owner gave the run back */
 
         char *code;
         size_t code_len;
@@ -59,17 +62,22 @@ struct Run {
         uint64_t queue_ms;
 
         SandboxChild child;
+        CgroupRun *cgroup;
         bool child_spawned;
-        bool init_exited;   /* pidfd said so, and it was reaped */
-        bool exit_reported; /* the init sent EXITED */
+        bool child_released; /* Python may run */
+        bool init_exited;    /* pidfd said so, and it was reaped */
+        bool exit_reported;  /* the init sent EXITED */
         int wait_status;
         SandboxReport report;
-        char *error;        /* infrastructure failure, for a tool error */
+        CgroupStats stats;
+        bool stats_read;
+        char *error;         /* infrastructure failure, for a tool error */
 
         bool timed_out;
-        bool killed;        /* by us: deadline, cancellation or shutdown */
+        bool killed;         /* by us: deadline, cancellation or shutdown */
+        bool init_killed;
         bool grace_over;
-        uint64_t t_release, t_end;
+        uint64_t t_spawn, t_placed, t_release, t_end;
 
         Output output;
         RunStream streams[2];
@@ -108,7 +116,7 @@ static void run_free(Run *run) {
                 run->streams[i].fd = safe_close(run->streams[i].fd);
         if (run->child_spawned) {
                 if (!run->init_exited) {
-                        /* Never leave a zombie or a live init behind (a start that failed half-way,
+                        /* Never leave a live init or a zombie behind (a start that failed half-way,
                          * or an init that outlived its grace): kill and reap it. */
                         (void) sandbox_child_kill(&run->child);
                         siginfo_t si;
@@ -116,6 +124,8 @@ static void run_free(Run *run) {
                 }
                 sandbox_child_done(&run->child);
         }
+        /* After the init is reaped: its PID namespace, hence every process of the run, is gone. */
+        cgroup_run_free(run->cgroup);
         if (run->staging) {
                 int r = rm_rf(run->staging);
                 if (r < 0)
@@ -131,11 +141,9 @@ static void run_free(Run *run) {
 
 /* Frees the run once the owner released it and no kernel operation still references it. */
 static void run_maybe_free(Run *run) {
-        if (run->released && run->phase == RUN_FINISHED && !run_ops_busy(run))
+        if (run->owner_released && run->phase == RUN_FINISHED && !run_ops_busy(run))
                 run_free(run);
 }
-
-static void on_stream(RingOp *op, int res);
 
 static void stream_read(Run *run, RunStream *s) {
         struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, &s->op);
@@ -187,9 +195,38 @@ static void control_read(Run *run) {
 
 /* Lets the init go: it exits, and the kernel ends whatever is left in the run's PID namespace. */
 static void run_let_init_go(Run *run) {
-        if (run->child.control_fd >= 0) {
+        if (run->child.control_fd >= 0)
                 (void) shutdown(run->child.control_fd, SHUT_RDWR);
+}
+
+static void timer_arm(Run *run, RingOp *op, struct __kernel_timespec *ts, uint64_t usec) {
+        ts->tv_sec = (long long) (usec / 1000000);
+        ts->tv_nsec = (long long) (usec % 1000000) * 1000;
+        struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, op);
+        io_uring_prep_timeout(sqe, ts, 0, 0);
+}
+
+static void run_kill_init(Run *run) {
+        if (!run->child_spawned || run->init_exited || run->init_killed)
+                return;
+        run->init_killed = true;
+        int r = sandbox_child_kill(&run->child);
+        if (r < 0 && r != -ESRCH)
+                log_warning_errno(r, "run %s: cannot kill its init: %m", run->id);
+}
+
+/* Python is gone: the counters are final (up to leftovers, which die now), the init may go. */
+static void run_collect(Run *run) {
+        if (run->cgroup && cgroup_run_payload_fd(run->cgroup) >= 0) {
+                /* Whatever the code left running in the background ends with it. */
+                (void) cgroup_run_kill(run->cgroup);
+                int r = cgroup_run_read(run->cgroup, &run->stats);
+                if (r < 0)
+                        log_warning_errno(r, "run %s: cannot read its cgroup counters: %m", run->id);
+                else
+                        run->stats_read = true;
         }
+        run_let_init_go(run);
 }
 
 static void on_control(RingOp *op, int res) {
@@ -198,19 +235,17 @@ static void on_control(RingOp *op, int res) {
         if (res == (int) sizeof(SandboxReport) && run->phase == RUN_RUNNING) {
                 switch (run->report.kind) {
                 case SANDBOX_REPORT_STARTED:
-                        break;
+                        control_read(run);
+                        return;
                 case SANDBOX_REPORT_EXITED:
-                        if (!run->killed) {
+                        run->exit_reported = true;
+                        run->wait_status = run->report.value;
+                        if (!run->t_end)
                                 run->t_end = now_usec();
-                                run->exit_reported = true;
-                                run->wait_status = run->report.value;
-                                if (WIFSIGNALED(run->wait_status))
-                                        snprintf(run->signame, sizeof(run->signame), "SIG%s",
-                                                 sigabbrev_np(WTERMSIG(run->wait_status)) ?: "UNKNOWN");
-                        }
-                        /* Accounting reads (cgroup counters) belong here, while the init keeps the
-                         * run's cgroups alive; then the init may go. */
-                        run_let_init_go(run);
+                        if (WIFSIGNALED(run->wait_status))
+                                snprintf(run->signame, sizeof(run->signame), "SIG%s",
+                                         sigabbrev_np(WTERMSIG(run->wait_status)) ?: "UNKNOWN");
+                        run_collect(run);
                         break;
                 case SANDBOX_REPORT_FAILED:
                         run->report.detail[sizeof(run->report.detail) - 1] = '\0';
@@ -225,10 +260,6 @@ static void on_control(RingOp *op, int res) {
                         break;
                 default:
                         break;
-                }
-                if (run->report.kind == SANDBOX_REPORT_STARTED) {
-                        control_read(run);
-                        return;
                 }
         }
         run_maybe_finish(run);
@@ -245,7 +276,6 @@ static void on_pidfd(RingOp *op, int res) {
         }
         siginfo_t si = {};
         if (waitid((idtype_t) P_PIDFD, (id_t) run->child.pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid == 0) {
-                /* Not exited after all: wait again. */
                 struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, &run->op_pidfd);
                 io_uring_prep_poll_add(sqe, run->child.pidfd, POLLIN);
                 return;
@@ -264,7 +294,8 @@ static void on_timer(RingOp *op, int res) {
         Run *run = container_of(op, Run, op_timer);
 
         if (res == -ETIME && run->phase == RUN_RUNNING && !run->killed) {
-                /* The deadline. */
+                /* The deadline: the flag is set before the kill, so the kill's SIGKILL is read as a
+                 * timeout, not as an OOM or a crash. */
                 run->timed_out = !run->exit_reported;
                 run_kill(run);
                 return;
@@ -276,32 +307,38 @@ static void on_grace(RingOp *op, int res) {
         Run *run = container_of(op, Run, op_grace);
 
         if (res == -ETIME && run->phase == RUN_RUNNING) {
-                /* The grace after a kill is over: answer with what we have. */
+                if (!run->init_exited && !run->init_killed) {
+                        /* cgroup.kill did not bring Python's exit report: end the namespace. */
+                        run_kill_init(run);
+                        timer_arm(run, &run->op_grace, &run->grace, RUN_KILL_GRACE_USEC);
+                        return;
+                }
+                /* The grace is over: answer with what we have. */
                 run->grace_over = true;
                 run_maybe_finish(run);
         }
         run_maybe_free(run);
 }
 
-static void timer_arm(Run *run, RingOp *op, struct __kernel_timespec *ts, uint64_t usec) {
-        ts->tv_sec = (long long) (usec / 1000000);
-        ts->tv_nsec = (long long) (usec % 1000000) * 1000;
-        struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, op);
-        io_uring_prep_timeout(sqe, ts, 0, 0);
-}
-
 void run_kill(Run *run) {
         if (run->phase != RUN_RUNNING || run->killed)
                 return;
         run->killed = true;
-        if (!run->t_end)
+        if (run->child_released && !run->t_end)
                 run->t_end = now_usec();
-        if (run->child_spawned && !run->init_exited) {
-                int r = sandbox_child_kill(&run->child);
-                if (r < 0 && r != -ESRCH)
-                        log_warning_errno(r, "run %s: cannot kill its init: %m", run->id);
+
+        /* With a cgroup, kill one level down: payload/ goes, the init and the counters stay for the
+         * accounting reads (a whole-scope kill loses them within ~30 ms). Otherwise kill the init:
+         * the kernel ends its PID namespace with it. */
+        int r = -EBADF;
+        if (run->child_released && run->cgroup && cgroup_run_payload_fd(run->cgroup) >= 0 && !run->exit_reported) {
+                r = cgroup_run_kill(run->cgroup);
+                if (r < 0)
+                        log_warning_errno(r, "run %s: cannot write cgroup.kill: %m; killing its init", run->id);
         }
-        /* Bound the wait for the pipes and the init to go. */
+        if (r < 0)
+                run_kill_init(run);
+
         ring_cancel(run->env.ring, &run->op_timer);
         timer_arm(run, &run->op_grace, &run->grace, RUN_KILL_GRACE_USEC);
 }
@@ -323,8 +360,7 @@ static void run_maybe_finish(Run *run) {
         ring_cancel(run->env.ring, &run->streams[0].op);
         ring_cancel(run->env.ring, &run->streams[1].op);
         if (run->grace_over && !run->init_exited && !run->error)
-                run_fail(run, "the run did not end within %u ms of being killed",
-                         RUN_KILL_GRACE_USEC / 1000);
+                run_fail(run, "the run did not end within %u ms of being killed", 2 * RUN_KILL_GRACE_USEC / 1000);
         run->done(run, run->userdata);
 }
 
@@ -336,9 +372,6 @@ static void on_start_failed(RingOp *op, int res) {
 }
 
 static int run_stage(Run *run) {
-        int r = str_random_hex(run->id, 8);
-        if (r < 0)
-                return r;
         if (asprintf(&run->staging, "%s/run-%s", run->env.state_dir, run->id) < 0) {
                 run->staging = NULL;
                 return -ENOMEM;
@@ -346,7 +379,7 @@ static int run_stage(Run *run) {
         /* FIXME(sandbox phase 2): Python reads the staging directory itself until the init copies it
          * into the run's tmpfs, so it must be readable by the run's uid for now. */
         if (mkdir(run->staging, 0755) < 0) {
-                r = -errno;
+                int r = -errno;
                 free(run->staging);
                 run->staging = NULL;
                 return r;
@@ -357,10 +390,50 @@ static int run_stage(Run *run) {
         return fd_write_file_at(dfd, RUN_SCRIPT_NAME, run->code, run->code_len, 0644);
 }
 
+/* Python may start: release the init (with the payload cgroup), feed stdin, start the clock. */
+static void run_go(Run *run) {
+        int payload = run->cgroup ? cgroup_run_payload_fd(run->cgroup) : -EBADF;
+        int r = sandbox_child_release_into(&run->child, payload);
+        if (r < 0) {
+                run_fail(run, "cannot release the run's init: %s", strerror(-r));
+                run_kill_init(run);
+                return;
+        }
+        run->child_released = true;
+        run->t_release = now_usec();
+        if (run->stdin_len > 0)
+                stdin_write(run);
+        else
+                run->stdin_fd = safe_close(run->stdin_fd);
+        timer_arm(run, &run->op_timer, &run->deadline, (uint64_t) run->timeout_s * 1000000u);
+}
+
+static void on_placed(CgroupRun *cr, int error, const char *message, void *userdata) {
+        Run *run = userdata;
+
+        run->t_placed = now_usec();
+        if (run->phase != RUN_RUNNING || run->killed)
+                return; /* cancelled while waiting for its scope: the init is being killed */
+        if (error < 0) {
+                run_fail(run, "%s", message ? message : "cannot place the run in its cgroup");
+                run_kill_init(run);
+                return;
+        }
+        run_go(run);
+}
+
 static int run_spawn(Run *run) {
         int in[2] = { -EBADF, -EBADF }, out[2] = { -EBADF, -EBADF }, err[2] = { -EBADF, -EBADF };
         int r;
 
+        if (cgroup_backend(run->env.cgroup) != CGROUP_BACKEND_NONE) {
+                r = cgroup_run_new(run->env.cgroup, run->id, run->timeout_s, &run->cgroup);
+                if (r < 0) {
+                        run_fail(run, "cannot create the run's cgroup (%s backend): %s",
+                                 cgroup_backend_name(run->env.cgroup), strerror(-r));
+                        return r;
+                }
+        }
         if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
                 r = -errno;
                 goto fail;
@@ -372,27 +445,21 @@ static int run_spawn(Run *run) {
                 .stdin_fd = in[0],
                 .stdout_fd = out[1],
                 .stderr_fd = err[1],
-                .supervisor_cgroup_fd = -EBADF,
-                .payload_cgroup_fd = -EBADF,
-                .rlimits = true,
+                .supervisor_cgroup_fd = run->cgroup ? cgroup_run_supervisor_fd(run->cgroup) : -EBADF,
+                .payload_cgroup_fd = run->cgroup ? cgroup_run_payload_fd(run->cgroup) : -EBADF,
+                .rlimits = !run->cgroup,
         };
         r = sandbox_spawn(run->env.sandbox, &spec, &run->child);
         if (r < 0)
                 goto fail;
         run->child_spawned = true;
+        run->t_spawn = now_usec();
         in[0] = safe_close(in[0]);
         out[1] = safe_close(out[1]);
         err[1] = safe_close(err[1]);
         run->stdin_fd = in[1];
         run->streams[0].fd = out[0];
         run->streams[1].fd = err[0];
-
-        /* Placement in the run's cgroup happens here, while the init is held (issue 5). */
-
-        r = sandbox_child_release(&run->child);
-        if (r < 0)
-                return r;
-        run->t_release = now_usec();
         return 0;
 
 fail:
@@ -401,6 +468,7 @@ fail:
                 safe_close(out[i]);
                 safe_close(err[i]);
         }
+        run_fail(run, "cannot start the sandbox: %s", strerror(-r));
         return r;
 }
 
@@ -438,20 +506,20 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
                 memcpy(run->stdin_data, p->stdin_data, p->stdin_len);
         run->stdin_len = p->stdin_len;
 
-        int r;
-        if (!env->python) {
+        int r = str_random_hex(run->id, 8);
+        if (r < 0)
+                run_fail(run, "cannot make a run id: %s", strerror(-r));
+        else if (!env->python)
                 run_fail(run, "the interpreter '%s' was not found in /usr/local/bin:/usr/bin:/bin "
                               "(MCP_EXEC_PYTHON)", env->python_name);
-        } else if ((r = run_stage(run)) < 0) {
+        else if ((r = run_stage(run)) < 0)
                 run_fail(run, "cannot create the run's working directory in %s: %s", env->state_dir, strerror(-r));
-        } else if ((r = run_spawn(run)) < 0) {
-                run_fail(run, "cannot start the sandbox: %s", strerror(-r));
-        }
+        else
+                (void) run_spawn(run);
 
         if (run->error) {
-                /* Kill a half-started child, and answer from the loop, never from inside run_start. */
-                if (run->child_spawned)
-                        (void) sandbox_child_kill(&run->child);
+                /* Answer from the loop, never from inside run_start. run_free kills and reaps a
+                 * half-started child. */
                 struct io_uring_sqe *sqe = ring_get_sqe(env->ring, &run->op_start);
                 io_uring_prep_nop(sqe);
                 *ret = run;
@@ -464,11 +532,16 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         control_read(run);
         struct io_uring_sqe *sqe = ring_get_sqe(env->ring, &run->op_pidfd);
         io_uring_prep_poll_add(sqe, run->child.pidfd, POLLIN);
-        if (run->stdin_len > 0)
-                stdin_write(run);
-        else
-                run->stdin_fd = safe_close(run->stdin_fd);
-        timer_arm(run, &run->op_timer, &run->deadline, (uint64_t) run->timeout_s * 1000000u);
+
+        _cleanup_free_ char *problem = NULL;
+        r = run->cgroup ? cgroup_run_place(run->cgroup, run->child.pid, run->child.pidfd, on_placed, run, &problem)
+                        : 1;
+        if (r < 0) {
+                run_fail(run, "%s", problem ? problem : "cannot place the run in its cgroup");
+                run_kill_init(run);
+        } else if (r > 0)
+                run_go(run);
+        /* r == 0: on_placed() releases it once systemd's job is done. */
         *ret = run;
         return 0;
 }
@@ -481,6 +554,14 @@ const char *run_id(const Run *run) {
         return run->id;
 }
 
+const char *run_unit(const Run *run) {
+        return run->cgroup ? cgroup_run_unit(run->cgroup) : NULL;
+}
+
+uint64_t run_place_usec(const Run *run) {
+        return run->t_placed > run->t_spawn && run->t_spawn ? run->t_placed - run->t_spawn : 0;
+}
+
 void run_result(const Run *run, McpExecResult *ret) {
         McpExecResult r = {
                 .stdout_data = run->output.stream[0].data,
@@ -489,13 +570,13 @@ void run_result(const Run *run, McpExecResult *ret) {
                 .stderr_len = run->output.stream[1].len,
                 .truncated = run->output.truncated,
                 .timed_out = run->timed_out,
-                .limits = "rlimit",
+                .limits = run->cgroup ? "cgroup" : "rlimit",
                 .queue_ms = run->queue_ms,
         };
         uint64_t end = run->t_end ? run->t_end : now_usec();
         r.duration_ms = run->t_release && end > run->t_release ? (end - run->t_release) / 1000 : 0;
 
-        if (run->timed_out || (run->killed && !run->exit_reported)) {
+        if (run->timed_out || !run->exit_reported) {
                 /* mcp-exec's contract: -1 when timed out; the deadline kill is a SIGKILL. */
                 r.exit_code = -1;
                 r.signal = "SIGKILL";
@@ -505,7 +586,13 @@ void run_result(const Run *run, McpExecResult *ret) {
                 r.exit_code = -WTERMSIG(run->wait_status);
                 r.signal = run->signame;
         }
-        if (run->exit_reported) {
+        if (run->stats_read) {
+                r.memory_peak_bytes = run->stats.memory_peak_bytes;
+                r.cpu_user_us = run->stats.cpu_user_usec;
+                r.cpu_system_us = run->stats.cpu_system_usec;
+                r.oom_killed = run->stats.oom_killed;
+                r.pids_limit_hit = run->stats.pids_limit_hit;
+        } else if (run->exit_reported) {
                 r.cpu_user_us = run->report.utime_usec;
                 r.cpu_system_us = run->report.stime_usec;
                 r.memory_peak_bytes = run->report.maxrss_bytes;
@@ -514,6 +601,6 @@ void run_result(const Run *run, McpExecResult *ret) {
 }
 
 void run_release(Run *run) {
-        run->released = true;
+        run->owner_released = true;
         run_maybe_free(run);
 }

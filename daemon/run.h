@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cgroup.h"
 #include "mcp.h"
 #include "ring.h"
 #include "sandbox.h"
@@ -18,6 +19,7 @@ typedef void (*RunDoneFn)(Run *run, void *userdata);
 typedef struct RunEnv {
         Ring *ring;
         Sandbox *sandbox;
+        Cgroup *cgroup;          /* where runs are placed and accounted (backend none: rlimits) */
         const char *state_dir;   /* private directory for the runs' staging directories */
         const char *python;      /* resolved absolute path, or NULL if the interpreter was not found */
         const char *python_name; /* as configured, for error messages */
@@ -45,6 +47,13 @@ void run_kill(Run *run);
 const char *run_error(const Run *run);
 void run_result(const Run *run, McpExecResult *ret);
 const char *run_id(const Run *run);
+
+/* The run's systemd scope, or NULL (other backends, or not placed). */
+const char *run_unit(const Run *run);
+
+/* How long placing the run in its cgroup took (StartTransientUnit to the job's "done"), µs; 0 if
+ * nothing was placed asynchronously. */
+uint64_t run_place_usec(const Run *run);
 
 /* Gives the run back: it frees itself once its last kernel operation has completed. */
 void run_release(Run *run);

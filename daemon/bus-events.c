@@ -1,0 +1,80 @@
+/* bus-events.c: sd-bus on the io_uring loop. sd-bus buffers messages internally, so after any
+ * batch of completions (which may have queued calls) the hook processes and re-arms. */
+#include <poll.h>
+
+#include "bus-events.h"
+#include "log.h"
+#include "str-util.h"
+
+static void on_poll(RingOp *op, int res) {
+        BusEvents *b = container_of(op, BusEvents, op_poll);
+        b->armed_mask = 0;
+        b->ready = true;
+}
+
+static void on_timer(RingOp *op, int res) {
+        BusEvents *b = container_of(op, BusEvents, op_timer);
+        b->armed_timeout = 0;
+        if (res == -ETIME)
+                b->ready = true;
+}
+
+static void bus_events_after(void *userdata) {
+        BusEvents *b = userdata;
+        if (b->failed || !b->cgroup)
+                return;
+
+        /* Always process: calls queued by the callbacks of this batch may be sendable now. */
+        int r = cgroup_event_process(b->cgroup);
+        b->ready = false;
+        if (r < 0) {
+                log_error_errno(r, "the connection to systemd failed: %m; runs cannot be placed in scopes");
+                b->failed = true;
+                return;
+        }
+
+        int fd = cgroup_event_fd(b->cgroup);
+        if (fd < 0)
+                return;
+        int mask = cgroup_event_mask(b->cgroup) | POLLIN;
+        if (b->op_poll.busy && mask != b->armed_mask)
+                ring_cancel(b->ring, &b->op_poll);
+        else if (!b->op_poll.busy) {
+                struct io_uring_sqe *sqe = ring_get_sqe(b->ring, &b->op_poll);
+                io_uring_prep_poll_add(sqe, fd, (unsigned) mask);
+                b->armed_mask = mask;
+        }
+
+        uint64_t t = cgroup_event_timeout(b->cgroup);
+        if (t != UINT64_MAX && !b->op_timer.busy) {
+                uint64_t now = now_usec();
+                uint64_t rel = t > now ? t - now : 0;
+                b->ts.tv_sec = (long long) (rel / 1000000);
+                b->ts.tv_nsec = (long long) (rel % 1000000) * 1000;
+                struct io_uring_sqe *sqe = ring_get_sqe(b->ring, &b->op_timer);
+                io_uring_prep_timeout(sqe, &b->ts, 0, 0);
+                b->armed_timeout = t;
+        }
+}
+
+void bus_events_start(BusEvents *b, Ring *ring, Cgroup *cgroup) {
+        *b = (BusEvents) { .ring = ring, .cgroup = cgroup };
+        b->op_poll.callback = on_poll;
+        b->op_timer.callback = on_timer;
+        if (cgroup_event_fd(cgroup) < 0)
+                return;
+        ring->after = bus_events_after;
+        ring->after_userdata = b;
+        bus_events_after(b);
+}
+
+void bus_events_stop(BusEvents *b) {
+        if (b->ring && b->ring->after_userdata == b) {
+                b->ring->after = NULL;
+                b->ring->after_userdata = NULL;
+        }
+        if (b->ring) {
+                ring_cancel(b->ring, &b->op_poll);
+                ring_cancel(b->ring, &b->op_timer);
+        }
+}

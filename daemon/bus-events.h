@@ -1,0 +1,22 @@
+/* bus-events.h: drives the cgroup backend's D-Bus connection (sd-bus) from the io_uring loop: a
+ * poll on its fd, a timeout from sd_bus_get_timeout(), sd_bus_process() when either fires. */
+#pragma once
+
+#include "cgroup.h"
+#include "ring.h"
+
+typedef struct BusEvents {
+        Ring *ring;
+        Cgroup *cgroup;
+        RingOp op_poll;
+        RingOp op_timer;
+        int armed_mask;
+        uint64_t armed_timeout;
+        bool ready;    /* the poll or the timer fired: process */
+        bool failed;   /* the connection broke */
+        struct __kernel_timespec ts;
+} BusEvents;
+
+/* Installs itself as the ring's after-hook. No-op for backends without a bus. */
+void bus_events_start(BusEvents *b, Ring *ring, Cgroup *cgroup);
+void bus_events_stop(BusEvents *b);

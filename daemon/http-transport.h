@@ -1,0 +1,28 @@
+/* http-transport.h: the HTTP transports (Streamable HTTP at /mcp, legacy HTTP+SSE at /sse and
+ * /messages) on libmicrohttpd, driven from the ring: one McpServer per HTTP session, every call
+ * through the shared scheduler. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "mcp.h"
+#include "ring.h"
+#include "scheduler.h"
+
+typedef struct Http Http;
+
+/* Listens on cfg->addr (or the socket systemd passed, sd_listen_fds(3)) and serves what
+ * cfg->transport says (http: both transports; sse: the legacy one). template gives each new session
+ * its limits (it is only read, never used as a session). Returns 0 or -errno (logged). */
+int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, const Config *cfg, Http **ret);
+
+/* Shutdown: stops accepting connections, refuses new requests, and ends event streams once what
+ * they hold is sent. The caller answers in-flight calls through scheduler_shutdown(). */
+void http_stop(Http *h);
+
+/* After http_stop(): true once every call is answered and every request is done. */
+bool http_finished(const Http *h);
+
+/* Closes every connection and frees the transport. */
+void http_free(Http *h);
