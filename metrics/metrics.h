@@ -1,0 +1,107 @@
+/* metrics.h: what operators see of the daemon: one record per run (the journal, or one line on
+ * stderr without one), counters and histograms, and their Prometheus text exposition.
+ * Metadata only: nothing here ever receives code, stdin or output, only their sizes. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Our journal MESSAGE_IDs (systemd.journal-fields(7): 128 bits, lowercase hex, no dashes), made
+ * once with systemd-id128 new. Never change them: operators filter on them. */
+#define METRICS_MESSAGE_RUN_FINISHED "0a6bda1f24cf4b5188307da770817b6b"
+#define METRICS_MESSAGE_RUN_REJECTED "017048d888fb4eca8b36e2339da3a750"
+#define METRICS_MESSAGE_DAEMON_STARTED "d5a8c22b80ff494d9f85e78d0e708fa9"
+#define METRICS_MESSAGE_DAEMON_STOPPING "d7e9c809b4394488b008f4de98b169f6"
+
+/* How a run ended, for the runs_total{outcome} counter and the OUTCOME field. */
+typedef enum MetricsOutcome {
+        METRICS_OUTCOME_OK,        /* exit status 0 */
+        METRICS_OUTCOME_NONZERO,   /* exit status 1..255 */
+        METRICS_OUTCOME_TIMEOUT,   /* the deadline killed it */
+        METRICS_OUTCOME_OOM,       /* the memory limit killed a process of it */
+        METRICS_OUTCOME_PIDS,      /* it hit the task limit and did not exit 0 */
+        METRICS_OUTCOME_SIGNAL,    /* a signal ended it (seccomp's SIGSYS, its own kill) */
+        METRICS_OUTCOME_CANCELLED, /* killed because the client cancelled or the daemon stopped */
+        METRICS_OUTCOME_REJECTED,  /* never started: invalid arguments, queue full, shutting down */
+        METRICS_OUTCOME_ERROR,     /* infrastructure failure: no scope, no interpreter, no sandbox */
+        _METRICS_OUTCOME_MAX,
+} MetricsOutcome;
+
+const char *metrics_outcome_to_string(MetricsOutcome o);
+
+/* One finished (or failed) run, in plain numbers. Strings are borrowed for the call. */
+typedef struct MetricsRun {
+        const char *run_id;
+        const char *unit;    /* the run's scope unit, or NULL when no systemd scope holds it */
+        const char *limits;  /* "cgroup" or "rlimit" */
+        const char *error;   /* infrastructure failure, our own text (never caller data), or NULL */
+        bool cancelled;      /* killed by a cancellation or a shutdown */
+        int exit_code;
+        const char *signal;  /* "SIGKILL", or NULL */
+        bool timed_out;
+        bool oom_killed;
+        bool pids_limit_hit;
+        bool truncated;
+        uint64_t duration_ms;
+        uint64_t queue_ms;
+        uint32_t timeout_s;  /* applied: defaulted and clamped */
+        uint64_t memory_peak_bytes;
+        uint64_t cpu_user_us;
+        uint64_t cpu_system_us;
+        uint64_t code_bytes;
+        uint64_t stdin_bytes;
+        uint64_t stdout_bytes; /* as kept (after the cap) */
+        uint64_t stderr_bytes;
+        uint64_t scope_start_usec; /* StartTransientUnit to JobRemoved "done"; 0 = no scope */
+} MetricsRun;
+
+/* Decides how a run ended, from our own flags and the counters, never from the signal alone:
+ * cancelled, then timeout, oom, pids (unless it exited 0), signal, nonzero, ok. */
+MetricsOutcome metrics_run_outcome(const MetricsRun *run);
+
+/* A call that was refused before it could run. */
+typedef struct MetricsRejection {
+        const char *reason;  /* "queue-full", "shutting-down", "invalid-arguments", "duplicate-id" */
+        uint64_t code_bytes; /* 0 when the arguments were not valid */
+        uint64_t stdin_bytes;
+        uint32_t timeout_s;
+} MetricsRejection;
+
+/* What the daemon announces at start. */
+typedef struct MetricsStart {
+        const char *limits; /* "cgroup" or "rlimit" */
+        const char *python_version; /* or NULL */
+        uint32_t max_concurrent;
+        uint32_t queue_max;
+} MetricsStart;
+
+typedef struct Metrics Metrics;
+
+/* True when fd 2 is a stream into the journal: $JOURNAL_STREAM ("<st_dev>:<st_ino>", set by
+ * systemd for a service whose stdout or stderr goes to the journal, systemd.exec(5)) names the
+ * very file fd 2 is. Then records go to the journal as structured entries; otherwise (a desktop
+ * client's pipe, a terminal, a container) they go to stderr as one line each. An inherited
+ * $JOURNAL_STREAM with stderr redirected elsewhere does not match. */
+bool metrics_stderr_is_journal(void);
+
+/* version: the build's version; transport: "stdio", "http" or "sse". stream == NULL: records go
+ * to the journal (sd_journal_sendv); else one line each to stream. Returns 0 or -ENOMEM. */
+int metrics_new(const char *version, const char *transport, FILE *stream, Metrics **ret);
+Metrics *metrics_free(Metrics *m);
+
+/* Each writes one record and moves the counters. */
+void metrics_run_finished(Metrics *m, const MetricsRun *run);
+void metrics_run_rejected(Metrics *m, const MetricsRejection *rej);
+void metrics_daemon_started(Metrics *m, const MetricsStart *start);
+void metrics_daemon_stopping(Metrics *m, const char *reason);
+
+/* The current queue, for the gauges (the daemon sets them before rendering). */
+void metrics_set_runs(Metrics *m, uint32_t running, uint32_t queued);
+uint64_t metrics_runs_total(const Metrics *m, MetricsOutcome o);
+
+/* Prometheus text exposition format 0.0.4 (served as METRICS_CONTENT_TYPE). Returns 0 and a
+ * malloc'd NUL-terminated text, or -ENOMEM. */
+#define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+int metrics_render(const Metrics *m, char **ret, size_t *ret_len);
