@@ -2,6 +2,9 @@
 // argument validation as tool errors, timeout_s clamping, the run's environment.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startDaemon, callExec, summarize, RawDaemon } from './lib/index.mjs';
 
 const FIELDS = {
@@ -305,5 +308,67 @@ for (const python of ['/nonexistent/python3', 'no-such-python']) {
         assert.ok(text.includes(python) || /interpreter|python/i.test(text), `the error does not say what failed: ${text}`);
         const ping = await d.request('ping');
         assert.deepEqual(ping.result, {});
+    });
+}
+
+// "A fresh private working directory per run (removed after)". The daemon stages runs under
+// $TMPDIR (or RUNTIME_DIRECTORY); give it a private one and watch it empty itself.
+function listTree(dir) {
+    const out = [];
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, e.name);
+        out.push(p);
+        if (e.isDirectory()) { try { out.push(...listTree(p)); } catch { /* removed meanwhile */ } }
+    }
+    return out;
+}
+async function treeSettles(dir, pred, ms = 1000) {
+    const end = Date.now() + ms;
+    for (;;) {
+        const tree = listTree(dir);
+        if (pred(tree) || Date.now() >= end) return tree;
+        await new Promise((r) => setTimeout(r, 25));
+    }
+}
+
+for (const how of ['EOF', 'SIGTERM']) {
+    test(`nothing of the runs is left on the host after each run and after exit (${how})`, async (t) => {
+        const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bb-tmpdir-'));
+        t.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+        const d = RawDaemon.spawn(t, { env: { TMPDIR: tmp, MCP_EXEC_MAX_CONCURRENT: 1 } });
+        await d.initialize();
+        // the daemon must be seen to use $TMPDIR at all, or this test proves nothing
+        const live = d.callExec({ code: 'import time; time.sleep(0.5)' });
+        await new Promise((r) => setTimeout(r, 250));
+        const during = listTree(tmp);
+        await d.response(live, 5000);
+        t.diagnostic(`during a run: ${JSON.stringify(during.map((p) => path.relative(tmp, p)))}`);
+        if (during.length === 0) {
+            t.skip('the daemon does not stage runs under $TMPDIR: nothing to observe');
+            return;
+        }
+        const onlyDirs = (tree) => tree.every((p) => fs.existsSync(p) && fs.statSync(p).isDirectory() && !/run-/.test(path.basename(p)));
+        const calls = [
+            { code: 'print(1)' },
+            { code: 'import os\nfor i in range(50): open(f"f{i}", "w").write("x" * 1000)\nos.makedirs("a/b/c")' },
+            { code: 'while True: pass', timeout_s: 1 },
+            { code: 'raise SystemExit(4)' },
+        ];
+        for (const args of calls) {
+            const res = await d.response(d.callExec(args), 10000);
+            assert.ok(res.result, JSON.stringify(res));
+            const tree = await treeSettles(tmp, onlyDirs);
+            assert.ok(onlyDirs(tree), `left behind after ${JSON.stringify(args)}: ${JSON.stringify(tree.map((p) => path.relative(tmp, p)))}`);
+        }
+        // a cancelled run
+        const id = d.callExec({ code: 'import time; time.sleep(60)' });
+        await new Promise((r) => setTimeout(r, 500));
+        d.notify('notifications/cancelled', { requestId: id });
+        const tree = await treeSettles(tmp, onlyDirs);
+        assert.ok(onlyDirs(tree), `left behind after a cancelled run: ${JSON.stringify(tree.map((p) => path.relative(tmp, p)))}`);
+        if (how === 'EOF') d.endStdin(); else d.kill('SIGTERM');
+        const ex = await d.waitExit(5000);
+        assert.equal(ex.code, 0, JSON.stringify(ex));
+        assert.deepEqual(listTree(tmp).map((p) => path.relative(tmp, p)), [], 'left behind after the daemon exited');
     });
 }

@@ -1,0 +1,515 @@
+// The escape suite (issue 4, "How it is proven"): hostile code sent through the server, one
+// attempt per test; each fails if the sandbox invariant it attacks breaks. The code prints one
+// JSON verdict line that the test checks, so a failure shows what the run actually saw.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import dgram from 'node:dgram';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { startDaemon, callExec, summarize, uniqueMarker, sleep } from './lib/index.mjs';
+
+/** Runs code, expects a normal result (no tool error) and returns it. */
+async function run(d, code, args = {}) {
+    const r = await callExec(d.client, { code, timeout_s: 20, ...args });
+    assert.equal(r.isError, false, summarize(r));
+    return r;
+}
+
+/** Runs code whose last stdout line is JSON; returns it parsed. */
+async function verdict(d, code, args = {}) {
+    const r = await run(d, code, args);
+    const last = r.sc.stdout.trim().split('\n').pop();
+    try {
+        return JSON.parse(last);
+    } catch {
+        assert.fail(`no JSON verdict: ${summarize(r)}`);
+    }
+}
+
+// Python helper prepended to attempts: call a syscall through libc and return errno (0 = it worked).
+const SYSCALL = [
+    'import ctypes, errno, json, os',
+    'libc = ctypes.CDLL(None, use_errno=True)',
+    'def sc(nr, *a):',
+    '    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(x) for x in a])',
+    '    return errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno())) if r == -1 else "OK"',
+].join('\n');
+
+// Python: try something, print {"ok": false, "err": name} if it raised OSError, {"ok": true} if not.
+const tryIt = (stmt) => [
+    'import json, errno',
+    'try:',
+    ...stmt.split('\n').map((l) => `    ${l}`),
+    '    print(json.dumps({"ok": True}))',
+    'except OSError as e:',
+    '    print(json.dumps({"ok": False, "err": errno.errorcode.get(e.errno, str(e.errno)), "msg": str(e)}))',
+].join('\n');
+
+// ---- network --------------------------------------------------------------------------------
+
+test('TCP connect to a listener the test opens on 127.0.0.1 fails, and the listener sees nothing', async (t) => {
+    let accepted = 0;
+    const server = net.createServer((s) => { accepted++; s.destroy(); });
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    t.after(() => server.close());
+    const { port } = server.address();
+    const d = await startDaemon(t);
+    const v = await verdict(d, tryIt(`import socket\nsocket.create_connection(("127.0.0.1", ${port}), timeout=3)`));
+    assert.equal(v.ok, false, JSON.stringify(v));
+    assert.equal(v.err, 'EAFNOSUPPORT', JSON.stringify(v));
+    await sleep(100);
+    assert.equal(accepted, 0, 'the listener accepted a connection from the run');
+});
+
+test('UDP datagram to a socket the test opens on 127.0.0.1 never arrives', async (t) => {
+    let received = 0;
+    const sock = dgram.createSocket('udp4');
+    sock.on('message', () => { received++; });
+    await new Promise((r) => sock.bind(0, '127.0.0.1', r));
+    t.after(() => sock.close());
+    const { port } = sock.address();
+    const d = await startDaemon(t);
+    const v = await verdict(d, tryIt(
+        `import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendto(b"escape", ("127.0.0.1", ${port}))`));
+    assert.equal(v.ok, false, JSON.stringify(v));
+    await sleep(200);
+    assert.equal(received, 0, 'a datagram from the run arrived');
+});
+
+test('IPv6 TCP to ::1 is refused', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, tryIt('import socket\nsocket.socket(socket.AF_INET6, socket.SOCK_STREAM).connect(("::1", 22))'));
+    assert.equal(v.ok, false, JSON.stringify(v));
+    assert.equal(v.err, 'EAFNOSUPPORT', JSON.stringify(v));
+});
+
+test('DNS lookup of a public name fails (no resolver, no network)', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, [
+        'import json, socket, os',
+        'try:',
+        '    socket.getaddrinfo("example.com", 80)',
+        '    print(json.dumps({"ok": True}))',
+        'except OSError as e:',
+        '    print(json.dumps({"ok": False, "msg": str(e), "resolv": os.path.exists("/etc/resolv.conf")}))',
+    ].join('\n'));
+    assert.equal(v.ok, false, JSON.stringify(v));
+    assert.equal(v.resolv, false, '/etc/resolv.conf is visible');
+});
+
+test('raw IP socket is refused', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, tryIt('import socket\nsocket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)'));
+    assert.deepEqual([v.ok, v.err], [false, 'EAFNOSUPPORT'], JSON.stringify(v));
+});
+
+test('netlink socket (route) is refused', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, tryIt('import socket\nsocket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)'));
+    assert.deepEqual([v.ok, v.err], [false, 'EAFNOSUPPORT'], JSON.stringify(v));
+});
+
+test('packet socket is refused', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, tryIt('import socket\nsocket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)'));
+    assert.deepEqual([v.ok, v.err], [false, 'EAFNOSUPPORT'], JSON.stringify(v));
+});
+
+test('the run\'s network namespace has only lo', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, 'import json\nprint(json.dumps([l.split(":")[0].strip() for l in open("/proc/self/net/dev").read().splitlines()[2:]]))');
+    assert.deepEqual(v, ['lo']);
+});
+
+test('an abstract AF_UNIX socket the test listens on is unreachable (own network namespace)', async (t) => {
+    const name = uniqueMarker('bb-abstract');
+    let accepted = 0;
+    const server = net.createServer((s) => { accepted++; s.destroy(); });
+    await new Promise((r, j) => { server.once('error', j); server.listen(`\0${name}`, r); });
+    t.after(() => server.close());
+    const d = await startDaemon(t);
+    const v = await verdict(d, tryIt(`import socket\nsocket.socket(socket.AF_UNIX).connect("\\0${name}")`));
+    assert.equal(v.ok, false, JSON.stringify(v));
+    assert.equal(v.err, 'ECONNREFUSED', JSON.stringify(v));
+    assert.equal(accepted, 0);
+});
+
+for (const p of ['/run/dbus/system_bus_socket', '/run/systemd/private', '/run/systemd/journal/socket']) {
+    test(`AF_UNIX connect to the host's ${p} fails: it does not even exist`, async (t) => {
+        const d = await startDaemon(t);
+        const v = await verdict(d, [
+            'import json, os, socket, errno',
+            `p = ${JSON.stringify(p)}`,
+            'out = {"exists": os.path.exists(p)}',
+            'try:',
+            '    socket.socket(socket.AF_UNIX).connect(p); out["connected"] = True',
+            'except OSError as e:',
+            '    out["err"] = errno.errorcode[e.errno]',
+            'print(json.dumps(out))',
+        ].join('\n'));
+        assert.deepEqual(v, { exists: false, err: 'ENOENT' });
+    });
+}
+
+// ---- the host's files -----------------------------------------------------------------------
+
+test('a secret planted in /root is not readable (no /root at all)', async (t) => {
+    const marker = uniqueMarker('bb-secret');
+    const file = path.join(os.homedir(), `${marker}.txt`);
+    try {
+        fs.writeFileSync(file, marker, { mode: 0o644 });
+    } catch (e) {
+        t.skip(`cannot plant a secret in ${os.homedir()}: ${e.message}`);
+        return;
+    }
+    t.after(() => fs.rmSync(file, { force: true }));
+    const d = await startDaemon(t);
+    const r = await run(d, [
+        'import os',
+        `M = ${JSON.stringify(marker)}`,
+        `for p in (${JSON.stringify(file)}, "/root/" + M + ".txt", "/proc/1/root/root/" + M + ".txt"):`,
+        '    try:',
+        '        print("LEAK" if open(p).read() == M else "other")',
+        '    except OSError as e:',
+        '        print("refused", e.errno)',
+        'print(os.path.exists("/root"), os.path.exists("/home"))',
+    ].join('\n'));
+    assert.ok(!r.sc.stdout.includes('LEAK'), summarize(r));
+    assert.match(r.sc.stdout, /False False\n/, summarize(r));
+});
+
+test('a secret in the daemon\'s working directory is not readable', async (t) => {
+    const marker = uniqueMarker('bb-cwd-secret');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bb-escape-'));
+    fs.writeFileSync(path.join(dir, 'secret.txt'), marker, { mode: 0o644 });
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const old = process.cwd();
+    process.chdir(dir);   // the daemon inherits it
+    let d;
+    try {
+        d = await startDaemon(t);
+    } finally {
+        process.chdir(old);
+    }
+    const r = await run(d, [
+        'import os',
+        `for p in (${JSON.stringify(path.join(dir, 'secret.txt'))}, "secret.txt", "/proc/1/cwd/secret.txt"):`,
+        '    try:',
+        '        print(open(p).read())',
+        '    except OSError as e:',
+        '        print("refused", e.errno)',
+        'print(os.getcwd(), sorted(os.listdir(".")))',
+    ].join('\n'));
+    assert.ok(!r.sc.stdout.includes(marker), `the secret leaked: ${summarize(r)}`);
+    assert.match(r.sc.stdout, /^\/tmp \[/m, summarize(r));
+});
+
+for (const p of ['/usr/bin/escape', '/usr/lib/python3/dist-packages/escape.py', '/etc/escape', '/etc/passwd', '/escape']) {
+    test(`writing ${p} fails (read-only view of the system)`, async (t) => {
+        const d = await startDaemon(t);
+        const v = await verdict(d, tryIt(`open(${JSON.stringify(p)}, "a").write("x")`));
+        assert.equal(v.ok, false, JSON.stringify(v));
+        assert.ok(['EROFS', 'EACCES'].includes(v.err), JSON.stringify(v));
+    });
+}
+
+test('nothing of the host\'s /run, /home, /root, /var, /srv, /mnt, /media, /boot, /sys is visible', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, 'import json, os\nprint(json.dumps([p for p in ("/run", "/home", "/root", "/var", "/srv", "/mnt", "/media", "/boot", "/sys", "/opt") if os.path.exists(p)]))');
+    assert.deepEqual(v, []);
+});
+
+test('/dev holds only null zero full random urandom', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, 'import json, os\nprint(json.dumps(sorted(n for n in os.listdir("/dev") if not os.path.islink("/dev/" + n))))');
+    assert.deepEqual(v, ['full', 'null', 'random', 'urandom', 'zero']);
+});
+
+test('/proc/sys and /proc/sysrq-trigger cannot be written', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, [
+        'import json, errno',
+        'out = {}',
+        'for p in ("/proc/sys/kernel/hostname", "/proc/sys/vm/drop_caches", "/proc/sysrq-trigger"):',
+        '    try:',
+        '        open(p, "w").write("1"); out[p] = "written"',
+        '    except OSError as e:',
+        '        out[p] = errno.errorcode[e.errno]',
+        'print(json.dumps(out))',
+    ].join('\n'));
+    for (const [p, e] of Object.entries(v)) assert.ok(['EROFS', 'EACCES', 'ENOENT'].includes(e), `${p}: ${e}`);
+});
+
+// ---- processes: the daemon, PID 1, ptrace ---------------------------------------------------
+
+test('/proc/1 is the run\'s own init: its root, environ and memory are closed to the run', async (t) => {
+    const d = await startDaemon(t, { env: { MCP_EXEC_AUTH_TOKEN: 'bb-token-must-not-leak' } });
+    const r = await run(d, [
+        'import json, errno, os',
+        'out = {}',
+        'for p in ("/proc/1/root/etc/hostname", "/proc/1/environ", "/proc/1/mem", "/proc/1/cwd"):',
+        '    try:',
+        '        out[p] = "opened: " + (os.listdir(p) if os.path.isdir(p) else open(p, "rb").read(4096).decode("latin1"))',
+        '    except OSError as e:',
+        '        out[p] = errno.errorcode[e.errno]',
+        'print(json.dumps(out))',
+    ].join('\n'));
+    assert.ok(!r.sc.stdout.includes('bb-token-must-not-leak'), `the token leaked: ${summarize(r)}`);
+    const v = JSON.parse(r.sc.stdout);
+    for (const [p, e] of Object.entries(v)) assert.equal(e, 'EACCES', `${p}: ${e}`);
+});
+
+test('the daemon\'s pid is not visible in the run\'s /proc, and kill(daemon pid) does not reach it', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, [
+        'import json, os, signal',
+        `pid = ${d.pid}`,
+        'pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())',
+        'try:',
+        '    os.kill(pid, signal.SIGKILL); k = "sent"',
+        'except ProcessLookupError:',
+        '    k = "ESRCH"',
+        'print(json.dumps({"pids": pids, "self": os.getpid(), "kill": k}))',
+    ].join('\n'));
+    assert.deepEqual(v.pids, [1, v.self], `the run sees other processes: ${JSON.stringify(v)}`);
+    if (d.pid !== 1 && d.pid !== v.self) assert.equal(v.kill, 'ESRCH', JSON.stringify(v));
+    await d.client.ping();   // the daemon is alive
+    const again = await run(d, 'print("still serving")');
+    assert.equal(again.sc.stdout, 'still serving\n');
+});
+
+test('kill(-1) and SIGKILL to PID 1 from the run leave the daemon and the run\'s init standing', async (t) => {
+    const d = await startDaemon(t);
+    const r = await run(d, 'import os, signal\nos.kill(1, signal.SIGKILL)\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\nprint("unreached")');
+    assert.equal(r.sc.signal, 'SIGKILL', summarize(r));   // kill(-1) hits the caller too
+    const again = await run(d, 'print("alive")');
+    assert.equal(again.sc.stdout, 'alive\n');
+});
+
+test('ptrace: PTRACE_ATTACH to PID 1 and PTRACE_TRACEME are refused', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, `${SYSCALL}\nprint(json.dumps({"attach": sc(101, 16, 1, 0, 0), "traceme": sc(101, 0, 0, 0, 0)}))`);
+    assert.deepEqual(v, { attach: 'EPERM', traceme: 'EPERM' });
+});
+
+test('mount (tmpfs, bind, proc) is refused', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, [
+        SYSCALL,
+        'r = {}',
+        'for args in ((b"none", b"/tmp", b"tmpfs", 0), (b"/usr", b"/tmp", None, 4096), (b"proc", b"/tmp", b"proc", 0)):',
+        '    r[str(args[1:3])] = errno.errorcode.get(-libc.mount(*args, None) and ctypes.get_errno(), "OK")',
+        'print(json.dumps(sorted(set(r.values()))))',
+    ].join('\n'));
+    assert.deepEqual(v, ['EPERM']);
+});
+
+test('unshare of every namespace kind is refused', async (t) => {
+    const d = await startDaemon(t);
+    const flags = { user: 0x10000000, net: 0x40000000, mnt: 0x00020000, pid: 0x20000000, ipc: 0x08000000, uts: 0x04000000, cgroup: 0x02000000, time: 0x80 };
+    const v = await verdict(d, `${SYSCALL}\nprint(json.dumps({k: sc(272, f) for k, f in ${JSON.stringify(flags)}.items()}))`);
+    for (const [k, e] of Object.entries(v)) assert.equal(e, 'EPERM', `unshare ${k}: ${e}`);
+});
+
+test('setns into PID 1\'s namespaces is refused', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, [
+        SYSCALL,
+        'out = {}',
+        'for ns in ("net", "mnt", "user", "pid"):',
+        '    try:',
+        '        fd = os.open(f"/proc/self/ns/{ns}", os.O_RDONLY)',
+        '    except OSError as e:',
+        '        out[ns] = "open " + errno.errorcode[e.errno]; continue',
+        '    out[ns] = sc(308, fd, 0)',
+        'print(json.dumps(out))',
+    ].join('\n'));
+    for (const [k, e] of Object.entries(v)) assert.ok(e === 'EPERM' || e.startsWith('open '), `setns ${k}: ${e}`);
+});
+
+test('clone3 is ENOSYS and clone() with namespace flags is refused; plain threads still work', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, [
+        SYSCALL,
+        'import threading',
+        'th = threading.Thread(target=lambda: None); th.start(); th.join()',
+        'print(json.dumps({"clone3": sc(435, 0, 0), "clone_newuser": sc(56, 0x10000000 | 17, 0, 0, 0, 0),',
+        '                  "clone_newnet": sc(56, 0x40000000 | 17, 0, 0, 0, 0)}))',
+    ].join('\n'));
+    assert.deepEqual(v, { clone3: 'ENOSYS', clone_newuser: 'EPERM', clone_newnet: 'EPERM' });
+});
+
+test('io_uring_setup is refused (IORING_OP_SOCKET would bypass the socket filter)', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, [
+        SYSCALL,
+        'params = ctypes.create_string_buffer(120)',
+        'print(json.dumps({"setup": sc(425, 8, ctypes.addressof(params)), "enter": sc(426, 0, 1, 0, 0, 0, 0), "register": sc(427, 0, 0, 0, 0)}))',
+    ].join('\n'));
+    assert.deepEqual(v, { setup: 'EPERM', enter: 'EPERM', register: 'EPERM' });
+});
+
+test('keyctl, bpf, perf_event_open, userfaultfd, kexec, init_module, open_by_handle_at are refused', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, `${SYSCALL}\nprint(json.dumps({"keyctl": sc(250, 0, 0), "add_key": sc(248, 0, 0, 0, 0, 0), "bpf": sc(321, 0, 0, 0), "perf_event_open": sc(298, 0, 0, -1, -1, 0), "userfaultfd": sc(323, 0), "kexec_load": sc(246, 0, 0, 0, 0), "init_module": sc(175, 0, 0, 0), "open_by_handle_at": sc(304, 0, 0, 0)}))`);
+    for (const [k, e] of Object.entries(v)) assert.equal(e, 'EPERM', `${k}: ${e}`);
+});
+
+test('an x32 system call kills the run with SIGSYS', async (t) => {
+    const d = await startDaemon(t);
+    const r = await run(d, 'import ctypes\nprint("before", flush=True)\nctypes.CDLL(None).syscall(0x40000000 | 39)\nprint("survived")');
+    assert.equal(r.sc.stdout, 'before\n', summarize(r));
+    assert.equal(r.sc.signal, 'SIGSYS', summarize(r));
+    assert.equal(r.sc.exit_code, -31, summarize(r));
+});
+
+test('an ia32 system call (int 0x80) kills the run with SIGSYS', async (t) => {
+    const d = await startDaemon(t);
+    // mmap an executable page holding: mov eax, 20 (getpid); int 0x80; ret
+    const r = await run(d, [
+        'import ctypes, mmap',
+        'code = bytes([0xb8, 20, 0, 0, 0, 0xcd, 0x80, 0xc3])',
+        'm = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)',
+        'm.write(code)',
+        'f = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))',
+        'print("before", flush=True)',
+        'f()',
+        'print("survived")',
+    ].join('\n'));
+    assert.equal(r.sc.stdout, 'before\n', summarize(r));
+    // SIGSYS from the filter's bad-architecture action; SIGSEGV on a kernel without ia32 emulation.
+    t.diagnostic(`signal ${r.sc.signal}`);
+    assert.ok(['SIGSYS', 'SIGSEGV'].includes(r.sc.signal), summarize(r));
+});
+
+// ---- privileges -----------------------------------------------------------------------------
+
+test('a setuid-root binary gains nothing (nosuid, no_new_privs)', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, [
+        'import json, os, subprocess',
+        'b = "/usr/bin/mount"',
+        'suid = os.path.exists(b) and bool(os.stat(b).st_mode & 0o4000)',
+        'r = subprocess.run([b, "-t", "tmpfs", "none", "/tmp"], capture_output=True, text=True) if suid else None',
+        'mounts = [l.split()[4] for l in open("/proc/self/mountinfo")].count("/tmp")',
+        'print(json.dumps({"suid": suid, "rc": r and r.returncode, "tmp_mounts": mounts, "nosuid": bool(os.statvfs("/usr").f_flag & os.ST_NOSUID)}))',
+    ].join('\n'));
+    assert.equal(v.nosuid, true, JSON.stringify(v));
+    assert.equal(v.tmp_mounts, 1, JSON.stringify(v));
+    if (v.suid) assert.notEqual(v.rc, 0, JSON.stringify(v));
+});
+
+test('no capabilities in any set (effective, permitted, inheritable, ambient, bounding)', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, 'import json\nprint(json.dumps({l.split(":")[0]: l.split()[1] for l in open("/proc/self/status") if l.startswith("Cap")}))');
+    assert.deepEqual(v, { CapInh: '0000000000000000', CapPrm: '0000000000000000', CapEff: '0000000000000000', CapBnd: '0000000000000000', CapAmb: '0000000000000000' });
+});
+
+test('no_new_privs is set and seccomp is in filter mode', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, 'import json\nprint(json.dumps({l.split(":")[0]: l.split()[1] for l in open("/proc/self/status") if l.startswith(("NoNewPrivs", "Seccomp:"))}))');
+    assert.deepEqual(v, { NoNewPrivs: '1', Seccomp: '2' });
+});
+
+test('uid and gid are 65532 ("sandbox"), with no supplementary groups, and not root', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, 'import json, os, pwd\nprint(json.dumps([os.getresuid(), os.getresgid(), os.getgroups(), pwd.getpwuid(os.getuid()).pw_name]))');
+    assert.deepEqual(v, [[65532, 65532, 65532], [65532, 65532, 65532], [], 'sandbox']);
+});
+
+test('the environment holds none of the daemon\'s variables', async (t) => {
+    const marker = uniqueMarker('bb-env');
+    const d = await startDaemon(t, { env: { BLACKBOX_ESCAPE_MARKER: marker, MCP_EXEC_AUTH_TOKEN: marker } });
+    const r = await run(d, 'import os\nprint(sorted(os.environ))\nprint(open("/proc/self/environ", "rb").read())');
+    assert.ok(!r.sc.stdout.includes(marker), `the marker leaked: ${summarize(r)}`);
+    assert.ok(!/MCP_EXEC|BLACKBOX/.test(r.sc.stdout), summarize(r));
+});
+
+test('the fd table holds only 0, 1 and 2', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, [
+        'import fcntl, json',
+        'def is_open(fd):',
+        '    try:',
+        '        fcntl.fcntl(fd, fcntl.F_GETFD); return True',
+        '    except OSError:',
+        '        return False',
+        'print(json.dumps([fd for fd in range(4096) if is_open(fd)]))',
+    ].join('\n'));
+    assert.deepEqual(v, [0, 1, 2]);
+});
+
+test('hostname is "sandbox" and cannot be changed', async (t) => {
+    const d = await startDaemon(t);
+    const v = await verdict(d, `${SYSCALL}\nimport socket\nr = libc.sethostname(b"pwned", 5)\nprint(json.dumps([socket.gethostname(), errno.errorcode[ctypes.get_errno()] if r else "OK"]))`);
+    assert.deepEqual(v, ['sandbox', 'EPERM']);
+});
+
+// ---- runs and each other --------------------------------------------------------------------
+
+test('a file written in one run is gone in the next', async (t) => {
+    const d = await startDaemon(t);
+    const marker = uniqueMarker('bb-left');
+    await run(d, `open("/tmp/${marker}", "w").write("x")\nopen("${marker}-cwd", "w").write("x")`);
+    const v = await verdict(d, `import json, os\nprint(json.dumps([os.path.exists("/tmp/${marker}"), os.path.exists("${marker}-cwd"), sorted(os.listdir("/tmp"))]))`);
+    assert.equal(v[0], false);
+    assert.equal(v[1], false);
+    assert.ok(!v[2].some((n) => n.includes(marker)), JSON.stringify(v));
+});
+
+test('two concurrent runs see neither each other\'s files nor processes', async (t) => {
+    const d = await startDaemon(t, { env: { MCP_EXEC_MAX_CONCURRENT: 2 } });
+    const look = (me, other) => [
+        'import json, os, time',
+        `open("/tmp/${me}", "w").write("${me}")`,
+        'seen = {"files": set(), "pids": set()}',
+        'for _ in range(15):',
+        '    seen["files"] |= set(os.listdir("/tmp"))',
+        '    seen["pids"] |= {p for p in os.listdir("/proc") if p.isdigit()}',
+        '    time.sleep(0.1)',
+        `print(json.dumps({"other": "${other}" in seen["files"], "pids": sorted(seen["pids"]), "me": os.getpid()}))`,
+    ].join('\n');
+    const [a, b] = await Promise.all([run(d, look('run-a', 'run-b')), run(d, look('run-b', 'run-a'))]);
+    for (const r of [a, b]) {
+        const v = JSON.parse(r.sc.stdout);
+        assert.equal(v.other, false, summarize(r));
+        assert.deepEqual(v.pids, ['1', String(v.me)], summarize(r));
+    }
+});
+
+test('filling /tmp stops at MCP_EXEC_TMP_SIZE with ENOSPC', async (t) => {
+    const d = await startDaemon(t, { env: { MCP_EXEC_TMP_SIZE: '8M' } });
+    const v = await verdict(d, [
+        'import json, errno',
+        'n = 0',
+        'try:',
+        '    with open("/tmp/fill", "wb") as f:',
+        '        while n < 64 << 20:',
+        '            f.write(b"x" * 65536); f.flush(); n += 65536',
+        '    e = None',
+        'except OSError as ex:',
+        '    e = errno.errorcode[ex.errno]',
+        'print(json.dumps({"err": e, "mib": n / 1048576}))',
+    ].join('\n'));
+    assert.equal(v.err, 'ENOSPC', JSON.stringify(v));
+    assert.ok(v.mib >= 7 && v.mib <= 8, JSON.stringify(v));
+});
+
+// ---- it still works -------------------------------------------------------------------------
+
+test('the scientific stack imports; numpy, pandas and matplotlib (Agg, savefig to /tmp) work', async (t) => {
+    const d = await startDaemon(t);
+    const r = await run(d, [
+        'import json, os, yaml, jinja2, PIL.Image, numpy, pandas, matplotlib',
+        'import matplotlib.pyplot as plt',
+        'a = numpy.arange(6.0).reshape(2, 3)',
+        'df = pandas.DataFrame({"x": [1, 2, 3]})',
+        'plt.plot(df.x); plt.savefig("/tmp/fig.png")',
+        'print(json.dumps({"backend": matplotlib.get_backend().lower(), "dot": float((a @ a.T).sum()), "sum": int(df.x.sum()),',
+        '                  "png": os.path.getsize("/tmp/fig.png") > 1000, "size": PIL.Image.open("/tmp/fig.png").size[0] > 100,',
+        '                  "yaml": yaml.safe_load("a: 1"), "jinja": jinja2.Template("{{ x }}").render(x=5)}))',
+    ].join('\n'), { timeout_s: 60 });
+    assert.deepEqual(JSON.parse(r.sc.stdout), { backend: 'agg', dot: 83, sum: 6, png: true, size: true, yaml: { a: 1 }, jinja: '5' }, summarize(r));
+});
