@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""During a run its scope exists in mcp-execd.slice and its cgroup reads back exactly the configured
+memory.max, memory.swap.max, pids.max and cpu.max; after 50 runs no scope, cgroup or process is
+left; results say limits "cgroup"."""
+# tier-timeout: 300
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
+from mcpclient import Daemon, TestFailure, run  # noqa: E402
+from scopes import read, run_units, sc, scope_dirs, start_call, wait_reply, wait_until  # noqa: E402
+
+
+def main():
+    env = dict(os.environ, MCP_EXEC_MEMORY_MAX="128M", MCP_EXEC_PIDS_MAX="32", MCP_EXEC_CPU_QUOTA="50%")
+    with Daemon(env=env, verbose=False) as d:
+        d.initialize()
+        rid = start_call(d, "import time\ntime.sleep(4)\nprint('done')", timeout_s=30)
+        dirs = wait_until(scope_dirs, 20)
+        if len(dirs) != 1:
+            raise TestFailure("expected one run scope during the run, found %r" % dirs)
+        scope = dirs[0]
+        want = {"memory.max": "134217728", "memory.swap.max": "0", "pids.max": "32", "cpu.max": "50000 100000"}
+        got = {k: read(os.path.join(scope, k)) for k in want}
+        print("scope %s: %r" % (os.path.basename(scope), got))
+        if got != want:
+            raise TestFailure("limits read back %r, want %r" % (got, want))
+        for leaf in ("supervisor", "payload"):
+            if not os.path.isdir(os.path.join(scope, leaf)):
+                raise TestFailure("no %s/ in the scope" % leaf)
+        procs = read(os.path.join(scope, "payload/cgroup.procs")).split()
+        sup = read(os.path.join(scope, "supervisor/cgroup.procs")).split()
+        if len(sup) != 1 or not procs:
+            raise TestFailure("supervisor/ holds %r, payload/ holds %r" % (sup, procs))
+        res = sc(wait_reply(d, rid))
+        if res["stdout"] != "done\n" or res["limits"] != "cgroup":
+            raise TestFailure("result %r" % res)
+
+        t = time.monotonic()
+        for i in range(50):
+            r = sc(d.exec_code("print(%d)" % i))
+            if r["stdout"] != "%d\n" % i or r["exit_code"] != 0 or r["limits"] != "cgroup":
+                raise TestFailure("run %d: %r" % (i, r))
+        print("50 runs in %.1f s" % (time.monotonic() - t))
+        left = wait_until(lambda: not scope_dirs() and not run_units(), 10)
+        if not left:
+            raise TestFailure("leftovers after 50 runs: cgroups %r units %r" % (scope_dirs(), run_units()))
+        print("no scope, cgroup or unit left after 50 runs")
+        if d.close_stdin_and_wait() != 0:
+            raise TestFailure("daemon exit status not 0")
+
+
+run(main)

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""The user-manager path: the same exec, as an unprivileged user with its own systemd --user,
+creates its scope under that user's manager (user@UID.service), with its limits."""
+# tier-timeout: 240
+import os
+import pwd
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
+from mcpclient import Daemon, TestFailure, run  # noqa: E402
+from scopes import read, sc, scope_dirs, start_call, wait_reply, wait_until  # noqa: E402
+
+USER = "mcpexecd-t"
+
+
+def main():
+    try:
+        pw = pwd.getpwnam(USER)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
+        pw = pwd.getpwnam(USER)
+    uid = pw.pw_uid
+    subprocess.run(["systemctl", "start", "user@%d.service" % uid], check=True, timeout=120)
+    runtime = "/run/user/%d" % uid
+    if not wait_until(lambda: os.path.exists(runtime + "/systemd/private"), 60):
+        raise TestFailure("the user manager did not come up")
+    mgr = "/sys/fs/cgroup/user.slice/user-%d.slice/user@%d.service" % (uid, uid)
+
+    def drop():
+        os.setgroups([])
+        os.setgid(pw.pw_gid)
+        os.setuid(uid)
+
+    env = {"PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": runtime, "HOME": "/",
+           "MCP_EXECD": os.environ["MCP_EXECD"], "MCP_EXEC_CGROUP": "systemd", "MCP_EXEC_MEMORY_MAX": "96M"}
+    d = Daemon(env=env, verbose=False)
+    d.env["MCP_EXEC_CGROUP"] = "systemd"  # Daemon() drops it; this test wants it explicit
+    d.proc = subprocess.Popen([os.environ["MCP_EXECD"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=d.env, preexec_fn=drop)
+    with d:
+        d.initialize()
+        rid = start_call(d, "import time\ntime.sleep(3)\nprint('as user')", timeout_s=30)
+        dirs = wait_until(lambda: scope_dirs(root=mgr), 30)
+        if not dirs:
+            raise TestFailure("no run scope under %s" % mgr)
+        print("scope under the user manager: %s, memory.max %s" % (dirs[0], read(dirs[0] + "/memory.max")))
+        if read(dirs[0] + "/memory.max") != str(96 * 1024 * 1024):
+            raise TestFailure("memory.max is not 96M")
+        r = sc(wait_reply(d, rid))
+        if r["stdout"] != "as user\n" or r["limits"] != "cgroup":
+            raise TestFailure("result %r" % r)
+
+
+run(main)

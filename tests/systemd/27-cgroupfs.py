@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The cgroupfs backend: the daemon started inside a Delegate=yes service creates per-run child
+cgroups (the same two leaves) with the limits, and passes the OOM, pids and peak checks."""
+# tier-timeout: 240
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
+from mcpclient import Daemon, TestFailure, run  # noqa: E402
+from scopes import read, sc, start_call, wait_reply, wait_until  # noqa: E402
+
+
+def main():
+    unit = "mcp-execd-cgfs-%s" % uuid.uuid4().hex[:8]
+    base = "/sys/fs/cgroup/system.slice/%s.service" % unit
+    d = Daemon(verbose=False)
+    # systemd-run --pipe gives the service our stdin/stdout: an MCP stdio server in a delegated unit.
+    d.proc = subprocess.Popen(
+        ["systemd-run", "--quiet", "--pipe", "--wait", "--unit=" + unit, "-p", "Delegate=yes",
+         "-E", "MCP_EXEC_CGROUP=cgroupfs", "-E", "MCP_EXEC_MEMORY_MAX=128M", "-E", "MCP_EXEC_PIDS_MAX=32",
+         "-E", "MCP_EXEC_CPU_QUOTA=50%", os.environ["MCP_EXECD"]],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with d:
+        d.initialize()
+        rid = start_call(d, "import time\ntime.sleep(3)\nprint('delegated')", timeout_s=30)
+        runs = wait_until(lambda: [e for e in os.listdir(base) if e.startswith("run-")] if os.path.isdir(base)
+                          else [], 20)
+        if len(runs) != 1:
+            raise TestFailure("expected one run cgroup in %s, found %r" % (base, runs))
+        rc = os.path.join(base, runs[0])
+        got = {k: read(os.path.join(rc, k)) for k in ("memory.max", "pids.max", "cpu.max")}
+        print("run cgroup %s: %r" % (rc, got))
+        if got != {"memory.max": "134217728", "pids.max": "32", "cpu.max": "50000 100000"}:
+            raise TestFailure("limits %r" % got)
+        for leaf in ("supervisor", "payload"):
+            if not os.path.isdir(os.path.join(rc, leaf)):
+                raise TestFailure("no %s/" % leaf)
+        r = sc(wait_reply(d, rid))
+        if r["stdout"] != "delegated\n" or r["limits"] != "cgroup":
+            raise TestFailure("result %r" % r)
+
+        oom = sc(d.exec_code("b = b'\\x01' * (1024 * 1024 * 1024)", timeout_s=60))
+        if not oom["oom_killed"]:
+            raise TestFailure("no OOM kill: %r" % oom)
+        bomb = sc(d.exec_code("import os\ntry:\n    while True:\n        if os.fork() == 0:\n"
+                              "            import time; time.sleep(60)\nexcept OSError as e:\n    print(e)",
+                              timeout_s=60))
+        if not bomb["pids_limit_hit"]:
+            raise TestFailure("pids_limit_hit false: %r" % bomb)
+        for _ in range(2):
+            sc(d.exec_code("print(1)"))
+        base_peak = sc(d.exec_code("print(1)"))["memory_peak_bytes"]
+        big = sc(d.exec_code("b = b'\\x01' * (64 * 1024 * 1024)"))["memory_peak_bytes"]
+        delta = (big - base_peak) / 1048576
+        print("oom_killed ok, pids_limit_hit ok, 64 MiB run peak difference %.2f MiB" % delta)
+        if abs(delta - 64) > 3.2:
+            raise TestFailure("peak difference %.2f MiB not within 5%% of 64 MiB" % delta)
+        left = [e for e in os.listdir(base) if e.startswith("run-")]
+        if not wait_until(lambda: not [e for e in os.listdir(base) if e.startswith("run-")], 5):
+            raise TestFailure("run cgroups left: %r" % left)
+        d.proc.stdin.close()
+        d.proc.wait(timeout=30)
+
+
+run(main)

@@ -1,0 +1,80 @@
+"""Helpers for the cgroup tests of the systemd tier: run scopes, their cgroups, processes."""
+import glob
+import os
+import subprocess
+import time
+
+from mcpclient import TestFailure
+
+CGROUP = "/sys/fs/cgroup"
+
+
+def scope_dirs(slice_name="mcp-execd.slice", root=CGROUP):
+    return sorted(glob.glob(os.path.join(root, slice_name, "mcp-execd-run-*.scope")))
+
+
+def run_units():
+    out = subprocess.run(["systemctl", "list-units", "--all", "--plain", "--no-legend", "mcp-execd-run-*"],
+                         capture_output=True, text=True, timeout=30).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def read(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def marker_pids(marker):
+    """Pids of processes whose command line contains marker."""
+    found = []
+    for p in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(p, "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(p.split("/")[2]))
+        except OSError:
+            pass
+    return [p for p in found if p != os.getpid()]
+
+
+def wait_until(pred, timeout, step=0.05):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
+def start_call(d, code, **arguments):
+    """Sends a tools/call exec without waiting; returns its id."""
+    rid = d.next_id
+    d.next_id += 1
+    arguments["code"] = code
+    d.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "exec", "arguments": arguments}})
+    return rid
+
+
+def wait_reply(d, rid, timeout=60):
+    until = time.monotonic() + timeout
+    while True:
+        import json
+        line = d._readline(until)
+        if not line.strip():
+            continue
+        reply = json.loads(line)
+        if reply.get("id") == rid:
+            if "result" not in reply:
+                raise TestFailure("call %d answered an error: %r" % (rid, reply))
+            return reply["result"]
+
+
+def sc(result):
+    if result.get("isError"):
+        raise TestFailure("tool error: %s" % result["content"][0]["text"])
+    s = result.get("structuredContent")
+    if not s:
+        raise TestFailure("no structuredContent in %r" % result)
+    return s
