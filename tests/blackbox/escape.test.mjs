@@ -280,10 +280,24 @@ test('the daemon\'s pid is not visible in the run\'s /proc, and kill(daemon pid)
     assert.equal(again.sc.stdout, 'still serving\n');
 });
 
-test('kill(-1) and SIGKILL to PID 1 from the run leave the daemon and the run\'s init standing', async (t) => {
+test('SIGKILL to PID 1 and kill(-1) from the run leave the daemon and the run\'s init standing', async (t) => {
     const d = await startDaemon(t);
-    const r = await run(d, 'import os, signal\nos.kill(1, signal.SIGKILL)\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\nprint("unreached")');
-    assert.equal(r.sc.signal, 'SIGKILL', summarize(r));   // kill(-1) hits the caller too
+    const r = await run(d, [
+        'import os, signal, sys',
+        'try:',
+        '    os.kill(1, signal.SIGKILL)',
+        '    print("pid1: sent", flush=True)',   // same host uid (unprivileged daemon): sent, and dropped
+        'except PermissionError:',
+        '    print("pid1: EPERM", flush=True)',
+        'print("pid1 alive:", os.path.exists("/proc/1/status"), flush=True)',
+        'import subprocess',
+        'p = subprocess.Popen(["sleep", "30"])',
+        'os.kill(-1, signal.SIGKILL)',         // every process the run may signal but itself and PID 1
+        'print("sleeper:", p.wait(), flush=True)',
+    ].join('\n'));
+    assert.match(r.sc.stdout, /^pid1: (EPERM|sent)\npid1 alive: True\nsleeper: -9\n$/, summarize(r));
+    assert.equal(r.sc.exit_code, 0, summarize(r));
+    await d.client.ping();
     const again = await run(d, 'print("alive")');
     assert.equal(again.sc.stdout, 'alive\n');
 });
