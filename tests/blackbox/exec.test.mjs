@@ -197,26 +197,30 @@ test('a run that finishes in time is not marked timed out', async (t) => {
     assert.ok(r.sc.duration_ms >= 250, `duration_ms ${r.sc.duration_ms} for a 300 ms sleep`);
 });
 
-test('python runs isolated (-I) from a file, in a fresh private working directory each run', async (t) => {
+test('python runs isolated (-I) from a file', async (t) => {
+    const d = await startDaemon(t);
+    const r = await callExec(d.client, { code: 'import os, sys\nprint(sys.flags.isolated)\nprint(os.path.isfile(sys.argv[0]))' });
+    assertResultShape(r);
+    assert.equal(r.sc.stdout, '1\nTrue\n', 'not run as python3 -I <file>');
+});
+
+test('each run gets a fresh working directory it can write to', async (t) => {
     const d = await startDaemon(t);
     const probe = [
-        'import os, sys',
-        'print(sys.flags.isolated)',
-        'print(os.path.isfile(sys.argv[0]))',
-        'print(os.getcwd())',
-        'print(sorted(os.listdir(".")) == [] or sorted(os.listdir(".")))',
+        'import os',
         'print(os.path.exists("left-behind"))',
         'open("left-behind", "w").write("x")',
+        'os.makedirs("sub/dir")',
+        'print(open("left-behind").read())',
     ].join('\n');
     const a = await callExec(d.client, { code: probe });
     assertResultShape(a);
-    const la = a.sc.stdout.split('\n');
-    assert.equal(la[0], '1', 'sys.flags.isolated is not set: not run with -I');
-    assert.equal(la[1], 'True', 'the code is not run from a file');
-    assert.equal(la[4], 'False');
+    t.diagnostic(`cwd probe: exit ${a.sc.exit_code}; stderr ${JSON.stringify(a.sc.stderr.slice(-200))}`);
+    assert.equal(a.sc.exit_code, 0, `writing in the working directory failed: ${a.sc.stderr.slice(-300)}`);
+    assert.equal(a.sc.stdout, 'False\nx\n');
     const b = await callExec(d.client, { code: probe });
     assertResultShape(b);
-    assert.equal(b.sc.stdout.split('\n')[4], 'False', 'a file written by the previous run is visible');
+    assert.equal(b.sc.stdout.split('\n')[0], 'False', 'a file written by the previous run is visible');
 });
 
 test('the run gets an environment built from nothing (no daemon variable inherited)', async (t) => {
@@ -334,6 +338,7 @@ async function treeSettles(dir, pred, ms = 1000) {
 for (const how of ['EOF', 'SIGTERM']) {
     test(`nothing of the runs is left on the host after each run and after exit (${how})`, async (t) => {
         const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bb-tmpdir-'));
+        fs.chmodSync(tmp, 0o755);   // see the next test for a 0700 one
         t.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
         const d = RawDaemon.spawn(t, { env: { TMPDIR: tmp, MCP_EXEC_MAX_CONCURRENT: 1 } });
         await d.initialize();
@@ -349,14 +354,15 @@ for (const how of ['EOF', 'SIGTERM']) {
         }
         const onlyDirs = (tree) => tree.every((p) => fs.existsSync(p) && fs.statSync(p).isDirectory() && !/run-/.test(path.basename(p)));
         const calls = [
-            { code: 'print(1)' },
-            { code: 'import os\nfor i in range(50): open(f"f{i}", "w").write("x" * 1000)\nos.makedirs("a/b/c")' },
-            { code: 'while True: pass', timeout_s: 1 },
-            { code: 'raise SystemExit(4)' },
+            [{ code: 'print(1)' }, { exit_code: 0, timed_out: false }],
+            [{ code: 'while True: pass', timeout_s: 1 }, { exit_code: -1, timed_out: true }],
+            [{ code: 'raise SystemExit(4)' }, { exit_code: 4, timed_out: false }],
         ];
-        for (const args of calls) {
+        for (const [args, want] of calls) {
             const res = await d.response(d.callExec(args), 10000);
-            assert.ok(res.result, JSON.stringify(res));
+            const sc = res.result?.structuredContent;
+            assert.ok(sc, `not a run result: ${JSON.stringify(res)}`);
+            assert.deepEqual({ exit_code: sc.exit_code, timed_out: sc.timed_out }, want, JSON.stringify(sc));
             const tree = await treeSettles(tmp, onlyDirs);
             assert.ok(onlyDirs(tree), `left behind after ${JSON.stringify(args)}: ${JSON.stringify(tree.map((p) => path.relative(tmp, p)))}`);
         }
@@ -372,3 +378,25 @@ for (const how of ['EOF', 'SIGTERM']) {
         assert.deepEqual(listTree(tmp).map((p) => path.relative(tmp, p)), [], 'left behind after the daemon exited');
     });
 }
+
+// A private TMPDIR (mode 0700, as mkdtemp makes it; also what a per-user runtime directory
+// looks like) must work: the daemon stages runs there.
+test('runs work when $TMPDIR is a private (0700) directory', async (t) => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bb-tmpdir-'));
+    assert.equal(fs.statSync(tmp).mode & 0o777, 0o700);
+    t.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+    const d = await startDaemon(t, { env: { TMPDIR: tmp } });
+    const r = await callExec(d.client, { code: 'print(1)' });
+    assert.equal(r.isError, false, summarize(r));
+    assert.equal(r.sc.stdout, '1\n');
+});
+
+// Open question (accounting is the cgroup issue's): with the rlimit backend a timed-out run
+// reports 0 CPU and 0 memory although it burned a whole second of CPU.
+test('a timed-out busy loop still reports its CPU time', { todo: 'open question: accounting of killed runs without cgroups' }, async (t) => {
+    const d = await startDaemon(t);
+    const r = await callExec(d.client, { code: 'while True: pass', timeout_s: 1 });
+    assert.equal(r.sc.timed_out, true);
+    assert.ok(r.sc.cpu_user_us > 300_000, `cpu_user_us ${r.sc.cpu_user_us} after ~1 s of busy loop`);
+    assert.ok(r.sc.memory_peak_bytes > 0, `memory_peak_bytes ${r.sc.memory_peak_bytes}`);
+});

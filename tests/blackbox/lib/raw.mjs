@@ -27,7 +27,7 @@ export class RawDaemon {
             stdio: ['pipe', 'pipe', 'pipe'],
         });
         const d = new RawDaemon(proc);
-        if (t) t.after(() => d.kill('SIGKILL'));
+        if (t) t.after(() => d.stop());
         return d;
     }
 
@@ -176,6 +176,19 @@ export class RawDaemon {
     kill(sig = 'SIGTERM') {
         if (this.exit) return;
         try { this.proc.kill(sig); } catch { /* gone */ }
+    }
+
+    /**
+     * End the daemon the way an MCP client does: close stdin, wait 1 s, SIGTERM, wait 1 s,
+     * SIGKILL (so that it can clean up after itself). Never throws.
+     */
+    async stop() {
+        if (this.exit) return;
+        try { this.endStdin(); } catch { /* closed */ }
+        for (const [sig, ms] of [['SIGTERM', 1000], ['SIGKILL', 1000], [null, 1000]]) {
+            try { await this.waitExit(ms); return; } catch { /* still running */ }
+            if (sig) this.kill(sig);
+        }
     }
 
     /** Resolve with {code, signal} when the daemon exits; reject after timeoutMs. */
