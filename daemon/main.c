@@ -17,6 +17,8 @@
 #include "fd-util.h"
 #include "log.h"
 #include "mcp.h"
+#include "metrics.h"
+#include "notify.h"
 #include "project-config.h"
 #include "ring.h"
 #include "run.h"
@@ -205,6 +207,8 @@ static void signals_read(Ring *ring, Signals *s) {
 
 static int run_daemon(const Config *cfg) {
         _cleanup_free_ char *python = NULL;
+        _cleanup_(metrics_freep) Metrics *metrics = NULL;
+        Notify notify = {};
         int r;
 
         if (cfg->transport != TRANSPORT_STDIO) {
@@ -362,6 +366,17 @@ static int run_daemon(const Config *cfg) {
         Scheduler scheduler;
         scheduler_init(&scheduler, &env, cfg->max_concurrent, cfg->queue_max);
 
+        /* Run records: structured into the journal when stderr is our journal stream (we are a
+         * service), else one line each on stderr (metrics_stderr_is_journal()). */
+        r = metrics_new(PROJECT_VERSION,
+                        cfg->transport == TRANSPORT_STDIO ? "stdio" : cfg->transport == TRANSPORT_HTTP ? "http" : "sse",
+                        metrics_stderr_is_journal() ? NULL : stderr, &metrics);
+        if (r < 0) {
+                log_error_errno(r, "cannot set up the metrics: %m");
+                goto out_mcp;
+        }
+        scheduler.metrics = metrics;
+
         Stdio *stdio = NULL;
         r = stdio_start(&ring, &scheduler, mcp, cfg->max_message_bytes, &stdio);
         if (r < 0) {
@@ -372,6 +387,12 @@ static int run_daemon(const Config *cfg) {
         log_info("%s %s serving MCP over stdio (max %u concurrent runs, queue %u)", PROJECT_NAME,
                  PROJECT_VERSION, cfg->max_concurrent, cfg->queue_max);
 
+        metrics_daemon_started(metrics, &(MetricsStart) { .limits = limits.limits_by,
+                                                          .max_concurrent = cfg->max_concurrent,
+                                                          .queue_max = cfg->queue_max });
+        notify_init(&notify, &ring);
+        notify_ready(&notify, 0, 0, 0);
+
         uint64_t shutdown_deadline = 0;
         while (!stdio_finished(stdio)) {
                 r = ring_run_once(&ring, shutdown_deadline ? 100000 : 0);
@@ -379,6 +400,7 @@ static int run_daemon(const Config *cfg) {
                         log_error_errno(r, "the io_uring loop failed: %m");
                         break;
                 }
+                notify_status(&notify, scheduler.n_running, scheduler.n_queued, scheduler.n_finished);
                 if (sig.received && !sig.op.busy) {
                         if (sig.count > 1 || !shutdown_deadline) {
                                 log_info("received %s: stopping; running calls are killed and answered",
@@ -388,6 +410,13 @@ static int run_daemon(const Config *cfg) {
                                 snprintf(why, sizeof(why),
                                          "the run was stopped because mcp-execd is shutting down (SIG%s)",
                                          sigabbrev_np(sig.received) ?: "?");
+                                if (!shutdown_deadline) {
+                                        char sigwhy[32];
+                                        snprintf(sigwhy, sizeof(sigwhy), "SIG%s", sigabbrev_np(sig.received) ?: "?");
+                                        metrics_set_runs(metrics, scheduler.n_running, scheduler.n_queued);
+                                        metrics_daemon_stopping(metrics, sigwhy);
+                                        notify_stopping(&notify, sigwhy);
+                                }
                                 scheduler_shutdown(&scheduler, why);
                                 shutdown_deadline = now_usec() + SHUTDOWN_DEADLINE_USEC;
                         }
@@ -399,6 +428,12 @@ static int run_daemon(const Config *cfg) {
                         break;
                 }
         }
+        if (!notify.stopping) {
+                const char *why = r < 0 ? "loop-failed" : stdio && stdio_client_gone(stdio) ? "client-gone" : "end-of-input";
+                metrics_set_runs(metrics, scheduler.n_running, scheduler.n_queued);
+                metrics_daemon_stopping(metrics, why);
+                notify_stopping(&notify, why);
+        }
         r = 0;
         ring_cancel(&ring, &sig.op);
         stdio_free(stdio);
@@ -407,6 +442,9 @@ out_mcp:
         mcp_server_free(mcp);
         scheduler_done(&scheduler);
 out_ring:
+        notify_done(&notify);
+        for (int i = 0; i < 20 && notify.op_watchdog.busy; i++)
+                (void) ring_run_once(&ring, 10000);
         bus_events_stop(&bus);
         for (int i = 0; i < 20 && (sig.op.busy || bus.op_poll.busy || bus.op_timer.busy); i++)
                 (void) ring_run_once(&ring, 10000);

@@ -16,6 +16,7 @@ struct Job {
         void *owner;
         JobReplyFn reply;
         uint64_t t_queued;
+        uint64_t queue_ms;
         Run *run;
         bool cancelled;
         bool shutdown;
@@ -56,10 +57,49 @@ static void job_answer_error(Job *j, const char *message) {
 
 static void scheduler_pump(Scheduler *s);
 
+/* The run's journal record (metadata only: sizes, never the bytes) and counters. */
+static void job_record(Job *j, Run *run) {
+        Scheduler *s = j->scheduler;
+        if (!s->metrics)
+                return;
+        const McpExecArgs *a = mcp_call_args(j->call);
+        MetricsRun m = {
+                .run_id = run_id(run),
+                .unit = run_unit(run),
+                .error = run_error(run),
+                .cancelled = j->cancelled || j->shutdown,
+                .queue_ms = j->queue_ms,
+                .timeout_s = a->timeout_s,
+                .code_bytes = a->code_len,
+                .stdin_bytes = a->stdin_len,
+                .scope_start_usec = run_place_usec(run),
+        };
+        if (!m.error) {
+                McpExecResult r;
+                run_result(run, &r);
+                m.limits = r.limits;
+                m.exit_code = r.exit_code;
+                m.signal = r.signal;
+                m.timed_out = r.timed_out;
+                m.oom_killed = r.oom_killed;
+                m.pids_limit_hit = r.pids_limit_hit;
+                m.truncated = r.truncated;
+                m.duration_ms = r.duration_ms;
+                m.memory_peak_bytes = r.memory_peak_bytes;
+                m.cpu_user_us = r.cpu_user_us;
+                m.cpu_system_us = r.cpu_system_us;
+                m.stdout_bytes = r.stdout_len;
+                m.stderr_bytes = r.stderr_len;
+        }
+        metrics_set_runs(s->metrics, s->n_running, s->n_queued);
+        metrics_run_finished(s->metrics, &m);
+}
+
 static void on_run_done(Run *run, void *userdata) {
         Job *j = userdata;
         Scheduler *s = j->scheduler;
 
+        job_record(j, run);
         if (j->cancelled) {
                 j->reply(j->owner, NULL);
         } else if (j->shutdown) {
@@ -70,9 +110,6 @@ static void on_run_done(Run *run, void *userdata) {
         } else {
                 McpExecResult r;
                 run_result(run, &r);
-                log_info("run %s: exit_code=%d timed_out=%s truncated=%s duration_ms=%" PRIu64 " queue_ms=%" PRIu64,
-                         run_id(run), r.exit_code, r.timed_out ? "yes" : "no", r.truncated ? "yes" : "no",
-                         r.duration_ms, r.queue_ms);
                 char *reply = mcp_call_reply_result(j->call, &r);
                 if (!reply)
                         log_error("out of memory building a reply; the call stays unanswered");
@@ -97,6 +134,7 @@ static void job_start(Scheduler *s, Job *j) {
                 .timeout_s = a->timeout_s,
                 .queue_ms = (now_usec() - j->t_queued) / 1000,
         };
+        j->queue_ms = p.queue_ms;
         j->next = s->running;
         if (s->running)
                 s->running->prev = j;
@@ -122,10 +160,10 @@ static void scheduler_pump(Scheduler *s) {
 }
 
 int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply) {
-        if (s->shutting_down)
+        if (s->shutting_down || (s->n_running >= s->max_running && s->n_queued >= s->queue_max)) {
+                scheduler_note_rejected(s, call, s->shutting_down ? "shutting-down" : "queue-full");
                 return -EBUSY;
-        if (s->n_running >= s->max_running && s->n_queued >= s->queue_max)
-                return -EBUSY;
+        }
 
         Job *j = calloc(1, sizeof(*j));
         if (!j)
@@ -201,4 +239,25 @@ void scheduler_shutdown(Scheduler *s, const char *reason) {
                         j->shutdown = true;
                         run_kill(j->run);
                 }
+}
+
+void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason) {
+        if (!s->metrics)
+                return;
+        const McpExecArgs *a = call ? mcp_call_args(call) : NULL;
+        MetricsRejection rej = {
+                .reason = reason,
+                .code_bytes = a ? a->code_len : 0,
+                .stdin_bytes = a ? a->stdin_len : 0,
+                .timeout_s = a ? a->timeout_s : 0,
+        };
+        metrics_set_runs(s->metrics, s->n_running, s->n_queued);
+        metrics_run_rejected(s->metrics, &rej);
+}
+
+int scheduler_metrics_render(Scheduler *s, char **ret, size_t *ret_len) {
+        if (!s->metrics)
+                return -ENODATA;
+        metrics_set_runs(s->metrics, s->n_running, s->n_queued);
+        return metrics_render(s->metrics, ret, ret_len);
 }

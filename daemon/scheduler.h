@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "mcp.h"
+#include "metrics.h"
 #include "run.h"
 
 /* Receives the serialized reply of a call (malloc'd; the callee takes it), or NULL when the call
@@ -23,6 +24,7 @@ typedef struct Scheduler {
         uint32_t n_running, n_queued;
         uint64_t n_finished;
         bool shutting_down;  /* refuse new calls, kill what runs */
+        Metrics *metrics;    /* run records and counters (issue 7), or NULL */
         char shutdown_reason[256];
 } Scheduler;
 
@@ -49,3 +51,10 @@ void scheduler_shutdown(Scheduler *s, const char *reason);
 static inline uint32_t scheduler_active(const Scheduler *s) {
         return s->n_running + s->n_queued;
 }
+
+/* A call refused before reaching the queue (invalid arguments, a duplicate request id): one
+ * "run rejected" record and the rejected counter. call may be NULL when it was never parsed. */
+void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason);
+
+/* The metrics as Prometheus text (GET /metrics), with the queue gauges as they are now. */
+int scheduler_metrics_render(Scheduler *s, char **ret, size_t *ret_len);

@@ -105,6 +105,8 @@ static void handle_message(Stdio *t, const char *line, size_t len) {
         case MCP_ACTION_NONE:
                 break;
         case MCP_ACTION_REPLY:
+                if (a.is_tool_error)
+                        scheduler_note_rejected(t->scheduler, NULL, "invalid-arguments");
                 stdio_queue_reply(t, TAKE_PTR(a.reply));
                 break;
         case MCP_ACTION_CANCEL:
@@ -114,6 +116,7 @@ static void handle_message(Stdio *t, const char *line, size_t len) {
         case MCP_ACTION_CALL: {
                 McpCall *call = a.call;
                 if (scheduler_has(t->scheduler, t, mcp_call_id_key(call))) {
+                        scheduler_note_rejected(t->scheduler, call, "duplicate-id");
                         stdio_queue_reply(t, mcp_call_reply_tool_error(call,
                                 "a call with this request id is still running; request ids must be unique"));
                         break;

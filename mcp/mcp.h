@@ -64,6 +64,7 @@ typedef struct McpAction {
         McpCall *call;    /* CALL */
         char *cancel_key; /* CANCEL: malloc'd */
         bool is_initialize; /* REPLY to a successful initialize (HTTP issues a session then) */
+        bool is_tool_error; /* REPLY refusing a tools/call's arguments (isError: true): a rejected run */
 } McpAction;
 
 void mcp_action_done(McpAction *a);

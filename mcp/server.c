@@ -208,6 +208,7 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, McpAction
         _cleanup_free_ char *problem = mcp_tool_args_validate(&s->limits, json_string_value(name),
                                                               c->arguments, &c->args);
         if (problem) {
+                ret->is_tool_error = true;
                 ret->reply = tool_result_error(id, problem);
                 return ret->reply ? 0 : -ENOMEM;
         }

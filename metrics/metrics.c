@@ -403,7 +403,8 @@ void metrics_daemon_started(Metrics *m, const MetricsStart *start) {
         record_add(&r, "VERSION", "%s", m->version);
         record_add(&r, "TRANSPORT", "%s", m->transport);
         record_add(&r, "LIMITS", "%s", start->limits ?: "");
-        record_add(&r, "PYTHON_VERSION", "%s", start->python_version ?: "");
+        if (start->python_version)
+                record_add(&r, "PYTHON_VERSION", "%s", start->python_version);
         record_add(&r, "MAX_CONCURRENT", "%" PRIu32, start->max_concurrent);
         record_add(&r, "QUEUE_MAX", "%" PRIu32, start->queue_max);
         record_emit(m, &r);

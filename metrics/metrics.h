@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cleanup.h"
+
 /* Our journal MESSAGE_IDs (systemd.journal-fields(7): 128 bits, lowercase hex, no dashes), made
  * once with systemd-id128 new. Never change them: operators filter on them. */
 #define METRICS_MESSAGE_RUN_FINISHED "0a6bda1f24cf4b5188307da770817b6b"
@@ -90,6 +92,7 @@ bool metrics_stderr_is_journal(void);
  * to the journal (sd_journal_sendv); else one line each to stream. Returns 0 or -ENOMEM. */
 int metrics_new(const char *version, const char *transport, FILE *stream, Metrics **ret);
 Metrics *metrics_free(Metrics *m);
+DEFINE_POINTER_CLEANUP(Metrics, metrics_free)
 
 /* Each writes one record and moves the counters. */
 void metrics_run_finished(Metrics *m, const MetricsRun *run);

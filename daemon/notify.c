@@ -1,0 +1,82 @@
+/* notify.c: sd_notify READY/STATUS/STOPPING and the watchdog ping, driven by the ring. */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "log.h"
+#include "notify.h"
+
+static void watchdog_arm(Notify *n) {
+        n->ts.tv_sec = (long long) (n->interval_usec / 1000000);
+        n->ts.tv_nsec = (long long) (n->interval_usec % 1000000) * 1000;
+        struct io_uring_sqe *sqe = ring_get_sqe(n->ring, &n->op_watchdog);
+        io_uring_prep_timeout(sqe, &n->ts, 0, 0);
+}
+
+static void on_watchdog(RingOp *op, int res) {
+        Notify *n = container_of(op, Notify, op_watchdog);
+        if (res == -ECANCELED || n->interval_usec == 0)
+                return;
+        (void) sd_notify(0, "WATCHDOG=1");
+        watchdog_arm(n);
+}
+
+void notify_init(Notify *n, Ring *ring) {
+        *n = (Notify) { .ring = ring, .op_watchdog.callback = on_watchdog };
+        uint64_t usec = 0;
+        /* sd_watchdog_enabled(3): > 0 when WATCHDOG_USEC is set and WATCHDOG_PID is us (or unset). */
+        int r = sd_watchdog_enabled(0, &usec);
+        if (r < 0)
+                log_warning_errno(r, "ignoring a malformed $WATCHDOG_USEC: %m");
+        if (r <= 0 || usec == 0)
+                return;
+        n->interval_usec = usec / 2;
+        if (n->interval_usec == 0)
+                n->interval_usec = 1;
+        log_debug("watchdog: pinging every %" PRIu64 " ms", n->interval_usec / 1000);
+        (void) sd_notify(0, "WATCHDOG=1");
+        watchdog_arm(n);
+}
+
+static void status_send(Notify *n, const char *prefix) {
+        char msg[192];
+        snprintf(msg, sizeof(msg), "%sSTATUS=%" PRIu32 " runs in flight, %" PRIu32 " queued, %" PRIu64 " total", prefix,
+                 n->running, n->queued, n->total);
+        (void) sd_notify(0, msg);
+        n->status_sent = true;
+}
+
+void notify_ready(Notify *n, uint32_t running, uint32_t queued, uint64_t total) {
+        n->running = running;
+        n->queued = queued;
+        n->total = total;
+        status_send(n, "READY=1\n");
+}
+
+void notify_status(Notify *n, uint32_t running, uint32_t queued, uint64_t total) {
+        if (n->stopping || !n->status_sent ||
+            (running == n->running && queued == n->queued && total == n->total))
+                return;
+        n->running = running;
+        n->queued = queued;
+        n->total = total;
+        status_send(n, "");
+}
+
+void notify_stopping(Notify *n, const char *why) {
+        if (n->stopping)
+                return;
+        n->stopping = true;
+        char msg[192];
+        snprintf(msg, sizeof(msg), "STOPPING=1\nSTATUS=stopping (%s): %" PRIu32 " runs in flight, %" PRIu64 " total",
+                 why, n->running, n->total);
+        (void) sd_notify(0, msg);
+}
+
+void notify_done(Notify *n) {
+        n->interval_usec = 0;
+        if (n->op_watchdog.busy)
+                ring_cancel(n->ring, &n->op_watchdog);
+}
