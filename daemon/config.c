@@ -21,6 +21,7 @@ const char *const config_variables[] = {
         "MCP_EXEC_MAX_MESSAGE_BYTES", "MCP_EXEC_PYTHON", "MCP_EXEC_AUTH_TOKEN", "MCP_EXEC_MEMORY_MAX",
         "MCP_EXEC_PIDS_MAX", "MCP_EXEC_CPU_QUOTA", "MCP_EXEC_TMP_SIZE", "MCP_EXEC_MAX_CONCURRENT",
         "MCP_EXEC_QUEUE_MAX", "MCP_EXEC_CGROUP", "MCP_EXEC_SLICE", "MCP_EXEC_REQUIRE_CGROUP",
+        "MCP_EXEC_ALLOWED_HOSTS", "MCP_EXEC_ALLOWED_ORIGINS", "MCP_EXEC_SESSION_IDLE_S", "MCP_EXEC_SSE_KEEPALIVE_S",
         NULL,
 };
 
@@ -144,6 +145,32 @@ int config_parse_addr(const char *s) {
         return inet_pton(AF_INET, host, buf) == 1 ? 0 : -EINVAL;
 }
 
+/* Entries are what the HTTP allow-list compares with (mcp/http-check.c): Host values "name" or
+ * "name:port", Origins "scheme://name[:port]"; "*" alone turns the check off. */
+int config_parse_http_list(const char *s, bool origins) {
+        if (!s || !*s)
+                return -EINVAL;
+        if (strcmp(s, "*") == 0)
+                return 0;
+        const char *p = s;
+        while (*p) {
+                size_t n = strcspn(p, ",");
+                if (n == 0)
+                        return -EINVAL;
+                for (size_t i = 0; i < n; i++)
+                        if ((unsigned char) p[i] <= 0x20 || (unsigned char) p[i] >= 0x7f)
+                                return -EINVAL;
+                const char *sep = memmem(p, n, "://", 3);
+                if (origins ? !sep || sep == p || (size_t) (sep - p) + 3 >= n || memchr(sep + 3, '/', n - (size_t) (sep - p) - 3)
+                            : sep || memchr(p, '/', n) != NULL)
+                        return -EINVAL;
+                p += n;
+                if (*p == ',' && *++p == '\0')
+                        return -EINVAL;
+        }
+        return 0;
+}
+
 static int bad(char **reterr, const char *name, const char *value, const char *accepted) {
         if (reterr && asprintf(reterr, "%s=\"%s\" is invalid: expected %s", name, value, accepted) < 0)
                 *reterr = NULL;
@@ -201,6 +228,8 @@ int config_load(char *(*env)(const char *name), Config *ret, char **reterr) {
                 .max_concurrent = ncpu > 0 ? (uint32_t) ncpu : 1,
                 .queue_max = 64,
                 .cgroup = CGROUP_MODE_AUTO,
+                .session_idle_s = 3600,
+                .sse_keepalive_s = 15,
         };
         const char *v;
         uint64_t u;
@@ -348,6 +377,31 @@ int config_load(char *(*env)(const char *name), Config *ret, char **reterr) {
                 v = "1";
                 FAIL("MCP_EXEC_REQUIRE_CGROUP", "0 when MCP_EXEC_CGROUP=none (the two contradict each other)");
         }
+
+        if ((v = env("MCP_EXEC_ALLOWED_HOSTS"))) {
+                if (config_parse_http_list(v, false) < 0)
+                        FAIL("MCP_EXEC_ALLOWED_HOSTS", "a comma-separated list of host names or host:port (no spaces, "
+                                                       "no scheme), or * to accept any Host");
+                if (!(c.allowed_hosts = strdup(v)))
+                        return -ENOMEM;
+        }
+        if ((v = env("MCP_EXEC_ALLOWED_ORIGINS"))) {
+                if (config_parse_http_list(v, true) < 0)
+                        FAIL("MCP_EXEC_ALLOWED_ORIGINS", "a comma-separated list of origins such as "
+                                                         "https://app.example.com:8443 (no path), or * to accept any Origin");
+                if (!(c.allowed_origins = strdup(v)))
+                        return -ENOMEM;
+        }
+        if ((v = env("MCP_EXEC_SESSION_IDLE_S"))) {
+                if (config_parse_uint(v, 1, 604800, &u) < 0)
+                        FAIL("MCP_EXEC_SESSION_IDLE_S", "whole seconds from 1 to 604800");
+                c.session_idle_s = (uint32_t) u;
+        }
+        if ((v = env("MCP_EXEC_SSE_KEEPALIVE_S"))) {
+                if (config_parse_uint(v, 1, 3600, &u) < 0)
+                        FAIL("MCP_EXEC_SSE_KEEPALIVE_S", "whole seconds from 1 to 3600");
+                c.sse_keepalive_s = (uint32_t) u;
+        }
 #undef FAIL
 
         *ret = c;
@@ -363,5 +417,7 @@ void config_done(Config *c) {
                 free(c->auth_token);
         }
         free(c->slice);
+        free(c->allowed_hosts);
+        free(c->allowed_origins);
         *c = (Config) {};
 }

@@ -37,6 +37,10 @@ typedef struct Config {
         CgroupMode cgroup;
         char *slice;
         bool require_cgroup;
+        char *allowed_hosts;        /* HTTP: extra Host values beyond loopback, comma-separated; NULL: none */
+        char *allowed_origins;      /* HTTP: extra Origins beyond loopback pages, comma-separated; NULL: none */
+        uint32_t session_idle_s;    /* HTTP: an idle Streamable HTTP session is ended after this long */
+        uint32_t sse_keepalive_s;   /* HTTP: a comment on a quiet event stream this often */
 } Config;
 
 /* Reads the configuration from getenv-like lookup (env(name) returns the value or NULL).
@@ -55,3 +59,5 @@ int config_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
 int config_parse_bool(const char *s, bool *ret);
 int config_parse_percent(const char *s, uint32_t *ret);
 int config_parse_addr(const char *s);
+/* A comma-separated list of Host or Origin values (visible ASCII, no spaces), or "*". */
+int config_parse_http_list(const char *s, bool origins);

@@ -15,6 +15,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "fd-util.h"
+#include "http-transport.h"
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
@@ -211,11 +212,6 @@ static int run_daemon(const Config *cfg) {
         Notify notify = {};
         int r;
 
-        if (cfg->transport != TRANSPORT_STDIO) {
-                log_error("MCP_EXEC_TRANSPORT=%s: this version serves stdio only; the HTTP transports are not "
-                          "available yet", cfg->transport == TRANSPORT_HTTP ? "http" : "sse");
-                return -EOPNOTSUPP;
-        }
         static const CgroupWant wants[] = {
                 [CGROUP_MODE_AUTO] = CGROUP_WANT_AUTO,
                 [CGROUP_MODE_SYSTEMD] = CGROUP_WANT_SYSTEMD,
@@ -377,15 +373,23 @@ static int run_daemon(const Config *cfg) {
         }
         scheduler.metrics = metrics;
 
+        /* stdio: mcp is the one session. HTTP: each session gets its own, made like mcp. */
         Stdio *stdio = NULL;
-        r = stdio_start(&ring, &scheduler, mcp, cfg->max_message_bytes, &stdio);
+        Http *http = NULL;
+        const char *transport = cfg->transport == TRANSPORT_STDIO ? "stdio"
+                                : cfg->transport == TRANSPORT_HTTP ? "HTTP (Streamable HTTP and HTTP+SSE)"
+                                                                   : "HTTP+SSE";
+        if (cfg->transport == TRANSPORT_STDIO)
+                r = stdio_start(&ring, &scheduler, mcp, cfg->max_message_bytes, &stdio);
+        else
+                r = http_start(&ring, &scheduler, mcp, cfg, &http);
         if (r < 0) {
-                log_error_errno(r, "cannot start the stdio transport: %m");
+                log_error_errno(r, "cannot start the %s transport: %m", transport);
                 goto out_mcp;
         }
         signals_read(&ring, &sig);
-        log_info("%s %s serving MCP over stdio (max %u concurrent runs, queue %u)", PROJECT_NAME,
-                 PROJECT_VERSION, cfg->max_concurrent, cfg->queue_max);
+        log_info("%s %s serving MCP over %s (max %u concurrent runs, queue %u)", PROJECT_NAME,
+                 PROJECT_VERSION, transport, cfg->max_concurrent, cfg->queue_max);
 
         metrics_daemon_started(metrics, &(MetricsStart) { .limits = limits.limits_by,
                                                           .max_concurrent = cfg->max_concurrent,
@@ -394,7 +398,7 @@ static int run_daemon(const Config *cfg) {
         notify_ready(&notify, 0, 0, 0);
 
         uint64_t shutdown_deadline = 0;
-        while (!stdio_finished(stdio)) {
+        while (stdio ? !stdio_finished(stdio) : !http_finished(http)) {
                 r = ring_run_once(&ring, shutdown_deadline ? 100000 : 0);
                 if (r < 0) {
                         log_error_errno(r, "the io_uring loop failed: %m");
@@ -405,7 +409,10 @@ static int run_daemon(const Config *cfg) {
                         if (sig.count > 1 || !shutdown_deadline) {
                                 log_info("received %s: stopping; running calls are killed and answered",
                                          sigabbrev_np(sig.received) ?: "a signal");
-                                stdio_stop_reading(stdio);
+                                if (stdio)
+                                        stdio_stop_reading(stdio);
+                                else
+                                        http_stop(http); /* stop accepting; streams end after their answers */
                                 char why[128];
                                 snprintf(why, sizeof(why),
                                          "the run was stopped because mcp-execd is shutting down (SIG%s)",
@@ -437,6 +444,7 @@ static int run_daemon(const Config *cfg) {
         r = 0;
         ring_cancel(&ring, &sig.op);
         stdio_free(stdio);
+        http_free(http);
 
 out_mcp:
         mcp_server_free(mcp);

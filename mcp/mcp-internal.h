@@ -9,6 +9,7 @@ struct McpCall {
         json_t *id;          /* the request id, as sent */
         char *id_key;        /* its compact JSON */
         json_t *arguments;   /* owns the strings args points into */
+        char *progress_token; /* params._meta.progressToken as compact JSON, or NULL */
         McpExecArgs args;
 };
 

@@ -31,6 +31,9 @@ typedef struct McpServer McpServer;
 McpServer *mcp_server_new(const McpLimits *limits, const char *server_version);
 McpServer *mcp_server_free(McpServer *s);
 
+/* A fresh session with the same limits and version as s (one per HTTP session). NULL on ENOMEM. */
+McpServer *mcp_server_new_like(const McpServer *s);
+
 /* Negotiated protocol version, or NULL before initialize. */
 const char *mcp_server_protocol_version(const McpServer *s);
 
@@ -49,6 +52,9 @@ typedef struct McpCall McpCall;
 const McpExecArgs *mcp_call_args(const McpCall *c);
 /* A canonical text form of the request id (its compact JSON), for matching cancellations. */
 const char *mcp_call_id_key(const McpCall *c);
+/* The call's _meta.progressToken as compact JSON (a string or an integer), or NULL if it asked for
+ * no progress. */
+const char *mcp_call_progress_token(const McpCall *c);
 McpCall *mcp_call_free(McpCall *c);
 
 typedef enum McpActionKind {

@@ -60,6 +60,10 @@ McpServer *mcp_server_free(McpServer *s) {
         return NULL;
 }
 
+McpServer *mcp_server_new_like(const McpServer *s) {
+        return mcp_server_new(&s->limits, s->server_version);
+}
+
 const char *mcp_server_protocol_version(const McpServer *s) {
         return s->protocol_version;
 }
@@ -125,12 +129,17 @@ const char *mcp_call_id_key(const McpCall *c) {
         return c->id_key;
 }
 
+const char *mcp_call_progress_token(const McpCall *c) {
+        return c->progress_token;
+}
+
 McpCall *mcp_call_free(McpCall *c) {
         if (!c)
                 return NULL;
         json_decref(c->id);
         json_decref(c->arguments);
         free(c->id_key);
+        free(c->progress_token);
         free(c);
         return NULL;
 }
@@ -201,6 +210,11 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, McpAction
         c->arguments = arguments ? json_incref(arguments) : json_object();
         c->id_key = mcp_json_dump(id);
         if (!c->arguments || !c->id_key)
+                return -ENOMEM;
+        /* progress.mdx: a token is a string or an integer; anything else asks for nothing. */
+        json_t *meta = json_object_get(params, "_meta");
+        json_t *token = json_is_object(meta) ? json_object_get(meta, "progressToken") : NULL;
+        if ((json_is_string(token) || json_is_integer(token)) && !(c->progress_token = mcp_json_dump(token)))
                 return -ENOMEM;
 
         /* Invalid arguments are tool execution errors (isError), so the model can correct itself

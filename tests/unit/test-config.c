@@ -240,8 +240,64 @@ static void test_credential_token(void **state) {
         rmdir(dir);
 }
 
+/* The HTTP variables (issue 6): defaults, good values kept as given, bad values refused. */
+static void test_http_variables(void **state) {
+        Config c;
+        char *err = NULL;
+        const char *const none[] = { NULL };
+        assert_int_equal(load(none, &c, &err), 0);
+        assert_null(c.allowed_hosts);
+        assert_null(c.allowed_origins);
+        assert_int_equal(c.session_idle_s, 3600);
+        assert_int_equal(c.sse_keepalive_s, 15);
+        config_done(&c);
+
+        const char *const good[] = {
+                "MCP_EXEC_ALLOWED_HOSTS", "mcp.example.com,10.0.0.5:8080",
+                "MCP_EXEC_ALLOWED_ORIGINS", "https://app.example.com,http://10.0.0.5:3000",
+                "MCP_EXEC_SESSION_IDLE_S", "60",
+                "MCP_EXEC_SSE_KEEPALIVE_S", "1",
+                NULL,
+        };
+        assert_int_equal(load(good, &c, &err), 0);
+        assert_string_equal(c.allowed_hosts, "mcp.example.com,10.0.0.5:8080");
+        assert_string_equal(c.allowed_origins, "https://app.example.com,http://10.0.0.5:3000");
+        assert_int_equal(c.session_idle_s, 60);
+        assert_int_equal(c.sse_keepalive_s, 1);
+        config_done(&c);
+
+        const char *const star[] = { "MCP_EXEC_ALLOWED_HOSTS", "*", "MCP_EXEC_ALLOWED_ORIGINS", "*", NULL };
+        assert_int_equal(load(star, &c, &err), 0);
+        config_done(&c);
+
+        static const char *const bad[][2] = {
+                { "MCP_EXEC_ALLOWED_HOSTS", "" },
+                { "MCP_EXEC_ALLOWED_HOSTS", "a.example.com, b.example.com" },
+                { "MCP_EXEC_ALLOWED_HOSTS", "a,,b" },
+                { "MCP_EXEC_ALLOWED_HOSTS", "a," },
+                { "MCP_EXEC_ALLOWED_HOSTS", "http://a.example.com" },
+                { "MCP_EXEC_ALLOWED_ORIGINS", "app.example.com" },
+                { "MCP_EXEC_ALLOWED_ORIGINS", "https://app.example.com/path" },
+                { "MCP_EXEC_ALLOWED_ORIGINS", "https://" },
+                { "MCP_EXEC_SESSION_IDLE_S", "0" },
+                { "MCP_EXEC_SESSION_IDLE_S", "604801" },
+                { "MCP_EXEC_SESSION_IDLE_S", "1h" },
+                { "MCP_EXEC_SSE_KEEPALIVE_S", "0" },
+                { "MCP_EXEC_SSE_KEEPALIVE_S", "3601" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                const char *const env[] = { bad[i][0], bad[i][1], NULL };
+                err = NULL;
+                assert_int_equal(load(env, &c, &err), -EINVAL);
+                assert_non_null(err);
+                assert_non_null(strstr(err, bad[i][0]));
+                free(err);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_http_variables),
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_good_values),
                 cmocka_unit_test(test_bad_values),

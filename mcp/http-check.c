@@ -1,0 +1,379 @@
+/* http-check.c: what an HTTP request may do, decided from its head: the Host/Origin allow-list
+ * (DNS rebinding), the token, the route, media types, the protocol version and session ids. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cleanup.h"
+#include "mcp-http.h"
+
+/* Versions a Streamable HTTP client may name in MCP-Protocol-Version (the header exists since
+ * 2025-06-18; 2025-03-26 is what its absence means; 2024-11-05 clients use the legacy transport
+ * but a proxy may still forward the header). */
+static const char *const http_versions[] = {
+        "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
+};
+
+static bool ascii_ieq(const char *a, size_t alen, const char *b) {
+        return strlen(b) == alen && strncasecmp(a, b, alen) == 0;
+}
+
+/* The host part of an authority ("name", "name:port", "[v6]", "[v6]:port"), as a span. */
+static void authority_host(const char *auth, size_t len, const char **ret, size_t *ret_len) {
+        if (len > 0 && auth[0] == '[') {
+                const char *end = memchr(auth, ']', len);
+                *ret = auth;
+                *ret_len = end ? (size_t) (end - auth) + 1 : len;
+                return;
+        }
+        const char *colon = memchr(auth, ':', len);
+        *ret = auth;
+        *ret_len = colon ? (size_t) (colon - auth) : len;
+}
+
+static bool host_is_loopback(const char *h, size_t n) {
+        if (ascii_ieq(h, n, "localhost") || ascii_ieq(h, n, "[::1]"))
+                return true;
+        /* 127.0.0.0/8, written as a dotted quad. */
+        if (n < 9 || n > 15 || strncmp(h, "127.", 4) != 0)
+                return false;
+        for (size_t i = 4; i < n; i++)
+                if (!(h[i] == '.' || (h[i] >= '0' && h[i] <= '9')))
+                        return false;
+        return true;
+}
+
+/* An authority is allowed if its host is loopback, or it matches a configured entry either whole
+ * (with the port) or by host alone (an entry without a port allows every port). */
+static bool authority_allowed(const char *auth, size_t len, const char *const *list, size_t n_list) {
+        const char *h;
+        size_t hl;
+        authority_host(auth, len, &h, &hl);
+        if (hl == 0)
+                return false;
+        if (host_is_loopback(h, hl))
+                return true;
+        for (size_t i = 0; i < n_list; i++)
+                if (ascii_ieq(auth, len, list[i]) || ascii_ieq(h, hl, list[i]))
+                        return true;
+        return false;
+}
+
+bool mcp_http_host_allowed(const McpHttpPolicy *p, const char *host) {
+        if (p->any_host || !host)
+                return true; /* HTTP/1.0 without Host: no browser sends that, so no rebinding */
+        return authority_allowed(host, strlen(host), p->allowed_hosts, p->n_allowed_hosts);
+}
+
+bool mcp_http_origin_allowed(const McpHttpPolicy *p, const char *origin) {
+        if (p->any_origin || !origin)
+                return true; /* not a browser: nothing to check (Host still is) */
+        size_t len = strlen(origin);
+        while (len > 0 && origin[len - 1] == '/')
+                len--;
+        for (size_t i = 0; i < p->n_allowed_origins; i++)
+                if (ascii_ieq(origin, len, p->allowed_origins[i]))
+                        return true;
+        /* Loopback pages, http or https, any port. "null" (sandboxed frames, file:) is refused. */
+        const char *sep = strstr(origin, "://");
+        if (!sep || (size_t) (sep - origin) > len)
+                return false;
+        size_t scheme_len = (size_t) (sep - origin);
+        if (!ascii_ieq(origin, scheme_len, "http") && !ascii_ieq(origin, scheme_len, "https"))
+                return false;
+        const char *auth = sep + 3;
+        size_t alen = len - (size_t) (auth - origin);
+        if (memchr(auth, '/', alen) || memchr(auth, '@', alen))
+                return false;
+        const char *h;
+        size_t hl;
+        authority_host(auth, alen, &h, &hl);
+        return hl > 0 && host_is_loopback(h, hl);
+}
+
+bool mcp_http_secret_equal(const char *a, size_t alen, const char *b, size_t blen) {
+        /* Loop over the secret's length whatever a is; no early exit on content. */
+        volatile unsigned char d = alen != blen;
+        for (size_t i = 0; i < blen; i++)
+                d |= (unsigned char) ((i < alen ? (unsigned char) a[i] : 0) ^ (unsigned char) b[i]);
+        return d == 0;
+}
+
+/* "Bearer <t>" (scheme case-insensitive, RFC 7235) → <t>; else NULL. */
+static const char *bearer_value(const char *v) {
+        if (strncasecmp(v, "Bearer", 6) != 0 || (v[6] != ' ' && v[6] != '\t'))
+                return NULL;
+        v += 6;
+        while (*v == ' ' || *v == '\t')
+                v++;
+        return v;
+}
+
+static bool token_matches(const char *token, const char *value) {
+        if (!value)
+                return false;
+        size_t n = strlen(value);
+        while (n > 0 && (value[n - 1] == ' ' || value[n - 1] == '\t'))
+                n--;
+        return mcp_http_secret_equal(value, n, token, strlen(token));
+}
+
+bool mcp_http_authorized(const char *token, const char *authorization, const char *x_mcp_auth) {
+        if (!token || !*token)
+                return true;
+        bool ok = false;
+        if (authorization)
+                ok |= token_matches(token, bearer_value(authorization));
+        if (x_mcp_auth) {
+                /* mcp-exec sends the bare token; accept a Bearer prefix too. */
+                const char *b = bearer_value(x_mcp_auth);
+                ok |= token_matches(token, x_mcp_auth);
+                if (b)
+                        ok |= token_matches(token, b);
+        }
+        return ok;
+}
+
+static const char *skip_ws(const char *s) {
+        while (*s == ' ' || *s == '\t')
+                s++;
+        return s;
+}
+
+/* q=0 in a media range's parameters means "not acceptable" (RFC 9110 §12.4.2). */
+static bool params_q_zero(const char *p, size_t n) {
+        for (size_t i = 0; i + 1 < n; i++) {
+                if (p[i] != ';')
+                        continue;
+                const char *q = skip_ws(p + i + 1);
+                if ((q[0] == 'q' || q[0] == 'Q') && q[1] == '=') {
+                        q += 2;
+                        if (*q != '0')
+                                return false;
+                        q++;
+                        if (*q == '.')
+                                for (q++; *q == '0'; q++)
+                                        ;
+                        return *q == '\0' || *q == ';' || *q == ',' || *q == ' ' || *q == '\t';
+                }
+        }
+        return false;
+}
+
+bool mcp_http_accepts(const char *accept, const char *type) {
+        if (!accept)
+                return true;
+        const char *slash = strchr(type, '/');
+        size_t major_len = slash ? (size_t) (slash - type) : strlen(type);
+        for (const char *p = accept; *p;) {
+                p = skip_ws(p);
+                size_t n = strcspn(p, ",");
+                size_t essence = strcspn(p, ";,");
+                size_t e = essence;
+                while (e > 0 && (p[e - 1] == ' ' || p[e - 1] == '\t'))
+                        e--;
+                bool match = ascii_ieq(p, e, type) || ascii_ieq(p, e, "*/*") ||
+                             (e == major_len + 2 && strncasecmp(p, type, major_len + 1) == 0 &&
+                              p[major_len + 1] == '*');
+                if (match && !params_q_zero(p + essence, n - essence))
+                        return true;
+                p += n;
+                if (*p == ',')
+                        p++;
+        }
+        return false;
+}
+
+bool mcp_http_content_type_is_json(const char *ct) {
+        if (!ct)
+                return false;
+        ct = skip_ws(ct);
+        size_t e = strcspn(ct, ";");
+        while (e > 0 && (ct[e - 1] == ' ' || ct[e - 1] == '\t'))
+                e--;
+        return ascii_ieq(ct, e, "application/json");
+}
+
+const char *mcp_http_protocol_version(const char *header) {
+        if (!header)
+                return MCP_HTTP_DEFAULT_PROTOCOL_VERSION;
+        for (size_t i = 0; i < ELEMENTSOF(http_versions); i++)
+                if (strcmp(header, http_versions[i]) == 0)
+                        return http_versions[i];
+        return NULL;
+}
+
+void mcp_http_session_id_format(const uint8_t *bytes, size_t n, char *out) {
+        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        size_t o = 0;
+        for (size_t i = 0; i < n; i += 3) {
+                uint32_t v = (uint32_t) bytes[i] << 16;
+                size_t k = MIN(n - i, (size_t) 3);
+                if (k > 1)
+                        v |= (uint32_t) bytes[i + 1] << 8;
+                if (k > 2)
+                        v |= bytes[i + 2];
+                out[o++] = alphabet[(v >> 18) & 63];
+                out[o++] = alphabet[(v >> 12) & 63];
+                if (k > 1)
+                        out[o++] = alphabet[(v >> 6) & 63];
+                if (k > 2)
+                        out[o++] = alphabet[v & 63];
+        }
+        out[o] = '\0';
+}
+
+bool mcp_http_session_id_valid(const char *id) {
+        size_t n = 0;
+        for (; id[n]; n++)
+                if ((unsigned char) id[n] < 0x21 || (unsigned char) id[n] > 0x7e || n >= MCP_HTTP_SESSION_ID_MAX)
+                        return false;
+        return n > 0;
+}
+
+static void reject(McpHttpVerdict *v, unsigned status, int code, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static void reject(McpHttpVerdict *v, unsigned status, int code, const char *fmt, ...) {
+        va_list ap;
+        v->next = MCP_HTTP_REJECT;
+        v->status = status;
+        v->rpc_code = code;
+        va_start(ap, fmt);
+        (void) vsnprintf(v->message, sizeof(v->message), fmt, ap);
+        va_end(ap);
+}
+
+#define REJECT(...) do { reject(__VA_ARGS__); return; } while (0)
+
+static McpHttpEndpoint route(const McpHttpPolicy *p, const char *path) {
+        if (!path)
+                return MCP_HTTP_EP_NONE;
+        if (p->streamable && (strcmp(path, MCP_HTTP_PATH_MCP) == 0 || strcmp(path, MCP_HTTP_PATH_MCP "/") == 0))
+                return MCP_HTTP_EP_MCP;
+        if (p->legacy && (strcmp(path, MCP_HTTP_PATH_SSE) == 0 || strcmp(path, MCP_HTTP_PATH_SSE "/") == 0))
+                return MCP_HTTP_EP_SSE;
+        if (p->legacy &&
+            (strcmp(path, MCP_HTTP_PATH_MESSAGES) == 0 || strcmp(path, MCP_HTTP_PATH_MESSAGES "/") == 0))
+                return MCP_HTTP_EP_MESSAGES;
+        return MCP_HTTP_EP_NONE;
+}
+
+static bool body_checks(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVerdict *v) {
+        if (h->has_content_length && h->content_length > p->max_body_bytes) {
+                reject(v, 413, MCP_HTTP_ERROR_SERVER,
+                       "Payload Too Large: the body is over %llu bytes (MCP_EXEC_MAX_MESSAGE_BYTES)",
+                       (unsigned long long) p->max_body_bytes);
+                return false;
+        }
+        if (!mcp_http_content_type_is_json(h->content_type)) {
+                reject(v, 415, MCP_HTTP_ERROR_SERVER,
+                       "Unsupported Media Type: Content-Type must be application/json");
+                return false;
+        }
+        return true;
+}
+
+static bool version_check(const McpHttpHead *h, McpHttpVerdict *v) {
+        v->protocol_version = mcp_http_protocol_version(h->protocol_version);
+        if (v->protocol_version)
+                return true;
+        /* The value is the client's; quote it only if it is short and printable. */
+        bool printable = strlen(h->protocol_version) <= 32;
+        for (const char *c = h->protocol_version; printable && *c; c++)
+                printable = *c >= 0x20 && *c < 0x7f && *c != '"';
+        reject(v, 400, MCP_HTTP_ERROR_SERVER,
+               "Bad Request: Unsupported protocol version: %s (supported versions: 2025-11-25, 2025-06-18, "
+               "2025-03-26, 2024-11-05)",
+               printable ? h->protocol_version : "(unprintable)");
+        return false;
+}
+
+static bool session_syntax(const McpHttpHead *h, McpHttpVerdict *v) {
+        if (h->session_id && !mcp_http_session_id_valid(h->session_id)) {
+                reject(v, 404, MCP_HTTP_ERROR_SESSION_NOT_FOUND, "Session not found");
+                return false;
+        }
+        return true;
+}
+
+void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVerdict *v) {
+        *v = (McpHttpVerdict) { .next = MCP_HTTP_REJECT, .protocol_version = MCP_HTTP_DEFAULT_PROTOCOL_VERSION };
+
+        /* 403 before anything else: a rebinding page learns nothing, not even whether a token is
+         * needed (transports.mdx "Security Warning"). */
+        if (!mcp_http_host_allowed(p, h->host))
+                REJECT(v, 403, MCP_HTTP_ERROR_SERVER, "Forbidden: Host header not allowed");
+        if (!mcp_http_origin_allowed(p, h->origin))
+                REJECT(v, 403, MCP_HTTP_ERROR_SERVER, "Forbidden: Origin header not allowed");
+        if (!mcp_http_authorized(p->token, h->authorization, h->x_mcp_auth)) {
+                v->www_authenticate = true;
+                REJECT(v, 401, MCP_HTTP_ERROR_SESSION_NOT_FOUND,
+                              "Unauthorized: send the token as Authorization: Bearer <token> or X-MCP-AUTH");
+        }
+
+        v->endpoint = route(p, h->path);
+        const char *m = h->method ? h->method : "";
+        switch (v->endpoint) {
+        case MCP_HTTP_EP_NONE:
+                REJECT(v, 404, MCP_HTTP_ERROR_SERVER, "Not Found");
+
+        case MCP_HTTP_EP_MCP:
+                if (strcmp(m, "POST") == 0) {
+                        if (!body_checks(p, h, v))
+                                return;
+                        if (!mcp_http_accepts(h->accept, "application/json") ||
+                            !mcp_http_accepts(h->accept, "text/event-stream") || !h->accept)
+                                REJECT(v, 406, MCP_HTTP_ERROR_SERVER,
+                                              "Not Acceptable: Client must accept both application/json and "
+                                              "text/event-stream");
+                        if (!version_check(h, v) || !session_syntax(h, v))
+                                return;
+                        v->next = MCP_HTTP_MCP_POST;
+                        return;
+                }
+                if (strcmp(m, "DELETE") == 0) {
+                        if (!version_check(h, v))
+                                return;
+                        if (!h->session_id)
+                                REJECT(v, 400, MCP_HTTP_ERROR_SERVER,
+                                              "Bad Request: Mcp-Session-Id header is required");
+                        if (!session_syntax(h, v))
+                                return;
+                        v->next = MCP_HTTP_MCP_DELETE;
+                        return;
+                }
+                v->allow = "POST, DELETE";
+                REJECT(v, 405, MCP_HTTP_ERROR_SERVER,
+                              strcmp(m, "GET") == 0 ? "Method Not Allowed: this server offers no GET stream"
+                                                    : "Method not allowed.");
+
+        case MCP_HTTP_EP_SSE:
+                if (strcmp(m, "GET") != 0) {
+                        v->allow = "GET";
+                        REJECT(v, 405, MCP_HTTP_ERROR_SERVER, "Method not allowed.");
+                }
+                if (!mcp_http_accepts(h->accept, "text/event-stream"))
+                        REJECT(v, 406, MCP_HTTP_ERROR_SERVER,
+                                      "Not Acceptable: Client must accept text/event-stream");
+                v->protocol_version = "2024-11-05";
+                v->next = MCP_HTTP_SSE_OPEN;
+                return;
+
+        case MCP_HTTP_EP_MESSAGES:
+                if (strcmp(m, "POST") != 0) {
+                        v->allow = "POST";
+                        REJECT(v, 405, MCP_HTTP_ERROR_SERVER, "Method not allowed.");
+                }
+                if (!body_checks(p, h, v))
+                        return;
+                if (!h->query_session_id || !*h->query_session_id)
+                        REJECT(v, 400, MCP_HTTP_ERROR_SERVER,
+                                      "Bad Request: the sessionId query parameter is required");
+                if (!mcp_http_session_id_valid(h->query_session_id))
+                        REJECT(v, 404, MCP_HTTP_ERROR_SESSION_NOT_FOUND, "Session not found");
+                v->protocol_version = "2024-11-05";
+                v->next = MCP_HTTP_MESSAGES_POST;
+                return;
+        }
+}

@@ -1,0 +1,87 @@
+/* http-message.c: message-level pieces of the HTTP transports: classifying a body, error bodies,
+ * SSE framing and progress notifications. */
+#include <errno.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cleanup.h"
+#include "mcp-http.h"
+#include "mcp-internal.h"
+
+int mcp_http_message_classify(const char *body, size_t len, McpHttpMessageInfo *ret) {
+        *ret = (McpHttpMessageInfo) { .kind = MCP_HTTP_MSG_INVALID };
+        json_error_t err;
+        _cleanup_(json_decrefp) json_t *m = json_loadb(body, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &err);
+        if (!m || !json_is_object(m))
+                return 0;
+        json_t *id = json_object_get(m, "id");
+        json_t *method = json_object_get(m, "method");
+        if (json_is_string(method)) {
+                if (!id) {
+                        ret->kind = MCP_HTTP_MSG_NOTIFICATION;
+                        return 0;
+                }
+                if (!json_is_string(id) && !json_is_integer(id))
+                        return 0;
+                ret->kind = MCP_HTTP_MSG_REQUEST;
+                ret->is_initialize = strcmp(json_string_value(method), "initialize") == 0;
+                return 0;
+        }
+        if (!method && id && (json_object_get(m, "result") || json_object_get(m, "error")))
+                ret->kind = MCP_HTTP_MSG_RESPONSE;
+        return 0;
+}
+
+char *mcp_http_error_body(int code, const char *message) {
+        _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:{s:i, s:s}, s:n}", "jsonrpc", "2.0", "error", "code",
+                                                      code, "message", message, "id");
+        return m ? mcp_json_dump(m) : NULL;
+}
+
+int mcp_http_sse_event(Buf *b, const char *event, const char *data, size_t len) {
+        if (event && (buf_append(b, "event: ", 7) < 0 || buf_append(b, event, strlen(event)) < 0 ||
+                      buf_append(b, "\n", 1) < 0))
+                return -ENOMEM;
+        /* A CR, LF or CRLF ends an SSE line: split there so the payload stays inside this event. */
+        size_t i = 0;
+        do {
+                size_t n = 0;
+                while (i + n < len && data[i + n] != '\n' && data[i + n] != '\r')
+                        n++;
+                if (buf_append(b, "data: ", 6) < 0 || buf_append(b, data + i, n) < 0 || buf_append(b, "\n", 1) < 0)
+                        return -ENOMEM;
+                i += n;
+                if (i < len && data[i] == '\r' && i + 1 < len && data[i + 1] == '\n')
+                        i++;
+                if (i < len)
+                        i++;
+                else
+                        break;
+        } while (true);
+        return buf_append(b, "\n", 1);
+}
+
+int mcp_http_sse_comment(Buf *b, const char *text) {
+        if (buf_append(b, ": ", 2) < 0 || buf_append(b, text, strlen(text)) < 0 || buf_append(b, "\n\n", 2) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+char *mcp_http_progress_new(const char *token_json, uint64_t progress, uint64_t total, const char *message) {
+        json_error_t err;
+        json_t *token = json_loads(token_json, JSON_DECODE_ANY, &err);
+        if (!token)
+                return NULL;
+        _cleanup_(json_decrefp) json_t *params = json_pack("{s:o, s:I}", "progressToken", token, "progress",
+                                                           (json_int_t) progress);
+        if (!params)
+                return NULL;
+        if (total > 0 && json_object_set_new(params, "total", json_integer((json_int_t) total)) < 0)
+                return NULL;
+        if (message && json_object_set_new(params, "message", json_string(message)) < 0)
+                return NULL;
+        _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:s, s:O}", "jsonrpc", "2.0", "method",
+                                                      "notifications/progress", "params", params);
+        return m ? mcp_json_dump(m) : NULL;
+}

@@ -1,0 +1,146 @@
+/* mcp-http.h: the protocol side of the HTTP transports (Streamable HTTP at /mcp, legacy HTTP+SSE at
+ * /sse + /messages), pure and I/O-free: request-head checks and the status each failure gets,
+ * the Host/Origin allow-list, the token compare, session ids, message classification, error
+ * bodies, SSE framing and progress notifications. The daemon's glue (libmicrohttpd, the ring)
+ * asks these functions what to answer and only moves bytes. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "str-util.h"
+
+/* Paths served. */
+#define MCP_HTTP_PATH_MCP "/mcp"
+#define MCP_HTTP_PATH_SSE "/sse"
+#define MCP_HTTP_PATH_MESSAGES "/messages"
+
+/* The `MCP-Protocol-Version` assumed when the header is absent (transports.mdx, 2025-06-18+). */
+#define MCP_HTTP_DEFAULT_PROTOCOL_VERSION "2025-03-26"
+
+/* Session ids: base64url of MCP_HTTP_SESSION_ID_BYTES random bytes (visible ASCII only). */
+#define MCP_HTTP_SESSION_ID_BYTES 24u
+#define MCP_HTTP_SESSION_ID_LEN 32u /* characters, without the NUL */
+#define MCP_HTTP_SESSION_ID_MAX 128u /* longest id we look up at all */
+
+/* JSON-RPC codes used in HTTP error bodies (the SDK's choices, mcp.md §2.2). */
+enum {
+        MCP_HTTP_ERROR_SERVER = -32000,          /* generic transport-level rejection */
+        MCP_HTTP_ERROR_SESSION_NOT_FOUND = -32001,
+};
+
+typedef enum McpHttpEndpoint {
+        MCP_HTTP_EP_NONE,     /* not one of ours */
+        MCP_HTTP_EP_MCP,      /* Streamable HTTP */
+        MCP_HTTP_EP_SSE,      /* legacy: the event stream (GET) */
+        MCP_HTTP_EP_MESSAGES, /* legacy: the POST endpoint */
+} McpHttpEndpoint;
+
+/* What the server accepts; strings are borrowed. */
+typedef struct McpHttpPolicy {
+        bool streamable;                   /* serve /mcp */
+        bool legacy;                       /* serve /sse and /messages */
+        const char *token;                 /* NULL or "": no authentication */
+        const char *const *allowed_hosts;  /* extra Host values (name or name:port), beyond loopback */
+        size_t n_allowed_hosts;
+        bool any_host;                     /* "*" given: no Host check */
+        const char *const *allowed_origins; /* extra Origins (scheme://host[:port]), beyond loopback */
+        size_t n_allowed_origins;
+        bool any_origin;                   /* "*" given: no Origin check */
+        uint64_t max_body_bytes;
+} McpHttpPolicy;
+
+/* The head of one request, as the HTTP library parsed it. NULL = header absent. */
+typedef struct McpHttpHead {
+        const char *method;
+        const char *path;  /* without the query */
+        const char *host;
+        const char *origin;
+        const char *authorization;
+        const char *x_mcp_auth;
+        const char *accept;
+        const char *content_type;
+        const char *protocol_version; /* MCP-Protocol-Version */
+        const char *session_id;       /* Mcp-Session-Id (Streamable) */
+        const char *query_session_id; /* ?sessionId= (legacy /messages) */
+        bool has_content_length;
+        uint64_t content_length;
+} McpHttpHead;
+
+typedef enum McpHttpNext {
+        MCP_HTTP_REJECT,        /* answer status with an error body now */
+        MCP_HTTP_MCP_POST,      /* read the body; then classify (session or initialize) */
+        MCP_HTTP_MCP_DELETE,    /* end the session named by the header */
+        MCP_HTTP_SSE_OPEN,      /* open a legacy event stream (new session) */
+        MCP_HTTP_MESSAGES_POST, /* read the body; the session is query_session_id */
+} McpHttpNext;
+
+typedef struct McpHttpVerdict {
+        McpHttpNext next;
+        McpHttpEndpoint endpoint;
+        unsigned status;            /* REJECT: the HTTP status */
+        int rpc_code;               /* REJECT: JSON-RPC error code for the body */
+        char message[192];          /* REJECT: error message for the body (never echoes secrets) */
+        const char *allow;          /* 405: the Allow header */
+        bool www_authenticate;      /* 401: add `WWW-Authenticate: Bearer` */
+        const char *protocol_version; /* effective version (static string) */
+} McpHttpVerdict;
+
+/* Decides what to do with a request from its head alone, in this order: Host/Origin (403), token
+ * (401), path (404), method (405 + Allow), Content-Length over the cap (413), Content-Type (415),
+ * Accept (406), MCP-Protocol-Version (400), session header syntax (400/404). The session's
+ * existence is the caller's to check. */
+void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVerdict *ret);
+
+/* The pieces, exposed for tests. */
+bool mcp_http_host_allowed(const McpHttpPolicy *p, const char *host);
+bool mcp_http_origin_allowed(const McpHttpPolicy *p, const char *origin);
+/* True if the request carries the token as `Authorization: Bearer <t>` or `X-MCP-AUTH: <t>`
+ * (also `X-MCP-AUTH: Bearer <t>`). Constant time in the token's content. */
+bool mcp_http_authorized(const char *token, const char *authorization, const char *x_mcp_auth);
+/* Constant-time comparison of two byte strings (time depends on the lengths only). */
+bool mcp_http_secret_equal(const char *a, size_t alen, const char *b, size_t blen);
+/* True if an Accept header value admits media type `type` ("application/json"), with wildcards,
+ * parameters and q=0 handled. NULL (absent) admits everything. */
+bool mcp_http_accepts(const char *accept, const char *type);
+/* True if a Content-Type's essence is application/json. */
+bool mcp_http_content_type_is_json(const char *content_type);
+/* The version named by an MCP-Protocol-Version header: the default when absent, NULL when
+ * unsupported. Returns a static string. */
+const char *mcp_http_protocol_version(const char *header);
+
+/* Session ids. format writes base64url of bytes[0..n) into out (size ≥ 4*n/3+2); valid checks the
+ * syntax of a received id (1..MCP_HTTP_SESSION_ID_MAX visible ASCII characters, 0x21–0x7E). */
+void mcp_http_session_id_format(const uint8_t *bytes, size_t n, char *out);
+bool mcp_http_session_id_valid(const char *id);
+
+typedef enum McpHttpMessageKind {
+        MCP_HTTP_MSG_INVALID,      /* not JSON, not an object, a batch: mcp_server_handle() will say why */
+        MCP_HTTP_MSG_REQUEST,
+        MCP_HTTP_MSG_NOTIFICATION,
+        MCP_HTTP_MSG_RESPONSE,
+} McpHttpMessageKind;
+
+typedef struct McpHttpMessageInfo {
+        McpHttpMessageKind kind;
+        bool is_initialize; /* a request whose method is "initialize" */
+} McpHttpMessageInfo;
+
+/* Classifies one message body (the decision between 200, 202 and 400, and whether a session-less
+ * POST may create a session). Returns 0 or -ENOMEM. */
+int mcp_http_message_classify(const char *body, size_t len, McpHttpMessageInfo *ret);
+
+/* {"jsonrpc":"2.0","error":{"code":…,"message":…},"id":null}, malloc'd or NULL. */
+char *mcp_http_error_body(int code, const char *message);
+
+/* SSE framing (WHATWG "server-sent events"): an event with an optional name; every line of data
+ * becomes its own `data:` line, so a payload can never end the event early. Returns 0 or -ENOMEM. */
+int mcp_http_sse_event(Buf *b, const char *event, const char *data, size_t len);
+/* A comment line (keep-alive): ": text\n\n". text must hold no newline. */
+int mcp_http_sse_comment(Buf *b, const char *text);
+
+/* A notifications/progress message for a call's progress token (token_json: the token as compact
+ * JSON, from mcp_call_progress_token()); progress strictly increases by the caller's contract;
+ * total 0 = omitted. malloc'd or NULL. */
+char *mcp_http_progress_new(const char *token_json, uint64_t progress, uint64_t total, const char *message);
