@@ -33,17 +33,23 @@ test('output printed before the deadline is kept', async (t) => {
 // The run's process forks; the child calls setsid() and forks again; the grandchild holds
 // the stdout/stderr pipes and sleeps with the marker in its argv.
 function setsidCode(marker, parentSleeps) {
+    // the grandchild reports "up" through a pipe once it has written to stdout, so the parent
+    // exits only when the grandchild really holds the pipe
+    const grandchild = 'import os, sys, time; print("grandchild-up", flush=True); os.write(int(sys.argv[1]), b"x"); time.sleep(300)';
     return [
         'import os, sys, time',
         `exe = sys.executable or '/usr/bin/python3'`,
+        'r, w = os.pipe()',
+        'os.set_inheritable(w, True)',
         'pid = os.fork()',
         'if pid == 0:',
         '    os.setsid()',
         '    if os.fork() == 0:',
-        `        os.execv(exe, [exe, '-c', 'import time; print("grandchild-up", flush=True); time.sleep(300)', ${JSON.stringify(marker)}])`,
+        `        os.execv(exe, [exe, '-c', ${JSON.stringify(grandchild)}, str(w), ${JSON.stringify(marker)}])`,
         '    os._exit(0)',
+        'os.close(w)',
         'os.waitpid(pid, 0)',
-        'time.sleep(0.5)   # the grandchild is up and has written to the pipe',
+        'assert os.read(r, 1) == b"x"',
         'print("parent-done", flush=True)',
         parentSleeps ? 'time.sleep(300)' : '',
     ].join('\n');

@@ -27,6 +27,11 @@ export function daemonEnv(extra = {}) {
         HOME: process.env.HOME ?? '/root',
         MCP_EXEC_CGROUP: process.env.BLACKBOX_CGROUP ?? 'none',
     };
+    // $BLACKBOX_PASS_ENV: names of variables copied from the runner's own environment (the asan
+    // tier passes ASAN_OPTIONS and UBSAN_OPTIONS so that a sanitizer report is fatal in the daemon).
+    for (const k of (process.env.BLACKBOX_PASS_ENV ?? '').split(/\s+/).filter(Boolean)) {
+        if (process.env[k] !== undefined) env[k] = process.env[k];
+    }
     for (const [k, v] of Object.entries(extra)) {
         if (v === undefined) delete env[k];
         else env[k] = String(v);
