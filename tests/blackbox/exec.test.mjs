@@ -30,8 +30,9 @@ function assertResultShape(r) {
     for (const f of ['duration_ms', 'memory_peak_bytes', 'cpu_user_us', 'cpu_system_us', 'queue_ms']) {
         assert.ok(r.sc[f] >= 0, `${f} is negative: ${r.sc[f]}`);
     }
-    // the same JSON as one text content item
+    // the same JSON as one text content item, content[0]
     assert.equal(r.result.content.filter((c) => c.type === 'text').length, 1, JSON.stringify(r.result.content));
+    assert.equal(r.result.content[0].type, 'text');
     assert.deepEqual(r.textJson, r.sc, 'text content is not the same JSON as structuredContent');
 }
 
