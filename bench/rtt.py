@@ -6,25 +6,60 @@ measured in the same run. Prints the medians and their ratio.
 """
 import argparse
 import json
-import os
 import statistics
 import subprocess
-import sys
 import time
 
 
-def rpc(proc, msg):
-    proc.stdin.write((json.dumps(msg) + "\n").encode())
-    proc.stdin.flush()
-    if "id" not in msg:
-        return None
-    while True:
-        line = proc.stdout.readline()
-        if not line:
-            raise SystemExit("mcp-execd closed stdout")
-        reply = json.loads(line)
-        if reply.get("id") == msg["id"]:
-            return reply
+class Daemon:
+    """mcp-execd over stdio, initialized; call() times one exec of print(1)."""
+
+    def __init__(self, binary, env):
+        full = {"PATH": "/usr/bin:/bin"}
+        full.update(env)
+        self.proc = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=full)
+        self.next_id = 0
+        self.rpc({"jsonrpc": "2.0", "id": self.id(), "method": "initialize",
+                  "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                             "clientInfo": {"name": "bench", "version": "1"}}})
+        self.rpc({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def id(self):
+        self.next_id += 1
+        return self.next_id
+
+    def rpc(self, msg):
+        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+        self.proc.stdin.flush()
+        if "id" not in msg:
+            return None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise SystemExit("mcp-execd closed stdout")
+            reply = json.loads(line)
+            if reply.get("id") == msg["id"]:
+                return reply
+
+    def call(self, code="print(1)"):
+        t = time.perf_counter()
+        r = self.rpc({"jsonrpc": "2.0", "id": self.id(), "method": "tools/call",
+                      "params": {"name": "exec", "arguments": {"code": code}}})
+        dt = time.perf_counter() - t
+        sc = r["result"].get("structuredContent")
+        assert sc and sc["stdout"] == "1\n" and sc["exit_code"] == 0, r
+        return dt, sc
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def bare(python):
+    t = time.perf_counter()
+    subprocess.run([python, "-I", "-c", "pass"], check=True)
+    return time.perf_counter() - t
 
 
 def main():
@@ -35,39 +70,16 @@ def main():
     ap.add_argument("--env", action="append", default=[])
     a = ap.parse_args()
 
-    env = {"PATH": "/usr/bin:/bin"}
-    env.update(kv.split("=", 1) for kv in a.env)
-    proc = subprocess.Popen([a.binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=env)
-    rpc(proc, {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                          "clientInfo": {"name": "bench", "version": "1"}}})
-    rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def call(i):
-        t = time.perf_counter()
-        r = rpc(proc, {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                       "params": {"name": "exec", "arguments": {"code": "print(1)"}}})
-        dt = time.perf_counter() - t
-        sc = r["result"]["structuredContent"]
-        assert sc["stdout"] == "1\n" and sc["exit_code"] == 0, r
-        return dt
-
-    def bare():
-        t = time.perf_counter()
-        subprocess.run([a.python, "-I", "-c", "pass"], check=True)
-        return time.perf_counter() - t
-
-    for i in range(5):  # warm-up: page cache, first mounts
-        call(1000 + i)
-        bare()
+    d = Daemon(a.binary, dict(kv.split("=", 1) for kv in a.env))
+    for _ in range(5):  # warm-up: page cache, first mounts
+        d.call()
+        bare(a.python)
     # Interleaved, so both see the same machine load.
     rtt, base = [], []
-    for i in range(a.n):
-        rtt.append(call(i + 1))
-        base.append(bare())
-    proc.stdin.close()
-    proc.wait(timeout=10)
+    for _ in range(a.n):
+        rtt.append(d.call()[0])
+        base.append(bare(a.python))
+    d.close()
 
     m_rtt, m_base = statistics.median(rtt), statistics.median(base)
     print(f"exec print(1) round trip over stdio: median {m_rtt * 1000:.2f} ms (n={a.n})")
