@@ -77,6 +77,8 @@ static int fail(SpawnPlan *plan, int err, const char *step, const char *what) {
  * daemon's private directory, mode 0700); the copies are made after the switch to 65532, so they
  * belong to the run's user. Subdirectories, symlinks and other types are not copied. */
 int sandbox_fs_prepare(SpawnPlan *plan) {
+        if (!plan->staging_dir)
+                return 0; /* the self-test */
         _cleanup_close_ int dfd = open(plan->staging_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return fail(plan, errno, "open ", plan->staging_dir);

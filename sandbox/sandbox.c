@@ -138,6 +138,83 @@ static int probe_namespaces(char **reterr_reason) {
         return -err;
 }
 
+static int spawn_internal(const Sandbox *s, const SandboxRunSpec *spec, bool self_test, SandboxChild *ret);
+
+static int self_test_fail(char **reterr_reason, int r, const char *step) {
+        if (reterr_reason) {
+                char *m = NULL;
+                if (asprintf(&m, "the sandbox self-test failed at \"%s\": %s", step, strerror(-r)) >= 0)
+                        *reterr_reason = m;
+        }
+        return r;
+}
+
+/* Runs the whole spawn path once at start, with /usr/bin/true in place of Python: a kernel or
+ * container that refuses a mount, pivot_root, the id maps or the seccomp filter is found now,
+ * with the step that failed, instead of at the first run (issue 4, point 9). An execve that
+ * fails with ENOENT still counts: every step of the confinement ran before it. */
+static int sandbox_self_test(const Sandbox *s, char **reterr_reason) {
+        _cleanup_close_ int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (nul < 0)
+                return self_test_fail(reterr_reason, -errno, "open /dev/null");
+
+        SandboxRunSpec spec = {
+                .python = "/usr/bin/true",
+                .script = "self-test",
+                .stdin_fd = nul,
+                .stdout_fd = nul,
+                .stderr_fd = nul,
+                .supervisor_cgroup_fd = -EBADF,
+                .payload_cgroup_fd = -EBADF,
+        };
+        SandboxChild c;
+        int r = spawn_internal(s, &spec, true, &c);
+        if (r < 0)
+                return self_test_fail(reterr_reason, r, "clone3 and id maps");
+        r = sandbox_child_release(&c);
+
+        SandboxReport rep = {};
+        while (r >= 0) {
+                struct pollfd p = { .fd = c.control_fd, .events = POLLIN };
+                int n = poll(&p, 1, 10000);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        r = n < 0 ? -errno : -ETIMEDOUT;
+                        break;
+                }
+                ssize_t k = recv(c.control_fd, &rep, sizeof(rep), 0);
+                if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                if (k != (ssize_t) sizeof(rep)) {
+                        r = k < 0 ? -errno : -EPROTO;
+                        break;
+                }
+                if (rep.kind == SANDBOX_REPORT_EXITED) {
+                        r = WIFEXITED(rep.value) && WEXITSTATUS(rep.value) == 0 ? 0 : -ECHILD;
+                        break;
+                }
+                if (rep.kind == SANDBOX_REPORT_FAILED) {
+                        rep.detail[sizeof(rep.detail) - 1] = 0;
+                        if (rep.value == ENOENT && strncmp(rep.detail, "execve ", 7) == 0)
+                                r = 0;
+                        else
+                                r = -(rep.value > 0 ? rep.value : EIO);
+                        break;
+                }
+        }
+        if (r < 0)
+                (void) sandbox_child_kill(&c);
+        c.control_fd = safe_close(c.control_fd);
+        siginfo_t si;
+        while (waitid(P_PIDFD, (id_t) c.pidfd, &si, WEXITED) < 0 && errno == EINTR)
+                ;
+        sandbox_child_done(&c);
+        if (r < 0)
+                return self_test_fail(reterr_reason, r, rep.kind == SANDBOX_REPORT_FAILED ? rep.detail : "waiting for the init");
+        return 0;
+}
+
 int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason) {
         _cleanup_free_ Sandbox *s = calloc(1, sizeof(Sandbox));
         if (!s)
@@ -154,6 +231,10 @@ int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason
                 return r;
 
         r = sandbox_seccomp_build(s, reterr_reason);
+        if (r < 0)
+                return r;
+
+        r = sandbox_self_test(s, reterr_reason);
         if (r < 0)
                 return r;
 
@@ -549,7 +630,8 @@ static int write_id_maps(const Sandbox *s, pid_t pid) {
         return write_file(path, map);
 }
 
-static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, SpawnPlan *plan) {
+/* staging_dir may be NULL only for our own self-test (nothing to copy). */
+static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, bool self_test, SpawnPlan *plan) {
         *plan = (SpawnPlan) {
                 .sandbox = s,
                 .privileged = s->privileged,
@@ -563,7 +645,7 @@ static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, SpawnPlan *p
                 .exec_fd = -EBADF,
                 .control_fd = -EBADF,
         };
-        if (!spec->python || spec->python[0] != '/' || !spec->script || !spec->staging_dir)
+        if (!spec->python || spec->python[0] != '/' || !spec->script || (!spec->staging_dir && !self_test))
                 return -EINVAL;
         if (strchr(spec->script, '/'))
                 return -EINVAL;
@@ -593,11 +675,11 @@ static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, SpawnPlan *p
         return sandbox_fs_plan(s, spec, plan);
 }
 
-int sandbox_spawn(Sandbox *s, const SandboxRunSpec *spec, SandboxChild *ret) {
+static int spawn_internal(const Sandbox *s, const SandboxRunSpec *spec, bool self_test, SandboxChild *ret) {
         _cleanup_free_ SpawnPlan *plan = malloc(sizeof(SpawnPlan));
         if (!plan)
                 return -ENOMEM;
-        int r = plan_build(s, spec, plan);
+        int r = plan_build(s, spec, self_test, plan);
         if (r < 0)
                 return r;
 
@@ -633,6 +715,10 @@ int sandbox_spawn(Sandbox *s, const SandboxRunSpec *spec, SandboxChild *ret) {
                 .control_fd = TAKE_FD(ours),
         };
         return 0;
+}
+
+int sandbox_spawn(Sandbox *s, const SandboxRunSpec *spec, SandboxChild *ret) {
+        return spawn_internal(s, spec, false, ret);
 }
 
 int sandbox_child_release_into(SandboxChild *c, int payload_cgroup_fd) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <seccomp.h>
 
 #include "cleanup.h"
 #include "fd-util.h"
@@ -729,6 +730,51 @@ static void test_clone_into_cgroup(void **state) {
         assert_int_equal(rmdir(base), 0);
 }
 
+/* sandbox_new() in a process where the kernel (here: a seccomp filter of ours) refuses one step:
+ * it fails, with a sentence naming the step. */
+static char *new_under_filter(int syscall_nr) {
+        int p[2];
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+                if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), syscall_nr, 0) < 0 || seccomp_load(ctx) < 0)
+                        _exit(2);
+                SandboxConfig cfg = { .tmp_size_bytes = 1 << 20, .cpu_threads = 1 };
+                Sandbox *s = NULL;
+                char *reason = NULL;
+                int r = sandbox_new(&cfg, &s, &reason);
+                if (r >= 0)
+                        _exit(3);
+                if (reason)
+                        (void) !write(p[1], reason, strlen(reason));
+                _exit(0);
+        }
+        close(p[1]);
+        static char buf[512];
+        memset(buf, 0, sizeof(buf));
+        (void) !read(p[0], buf, sizeof(buf) - 1);
+        close(p[0]);
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 0);
+        return buf;
+}
+
+static void test_new_names_the_refusal(void **state) {
+        const char *reason = new_under_filter(SCMP_SYS(clone3));
+        assert_non_null(strstr(reason, "user namespace"));
+        assert_non_null(strstr(reason, "Operation not permitted"));
+
+        reason = new_under_filter(SCMP_SYS(mount));
+        assert_non_null(strstr(reason, "self-test failed at \"make / private\""));
+
+        reason = new_under_filter(SCMP_SYS(pivot_root));
+        assert_non_null(strstr(reason, "self-test failed at \"pivot_root\""));
+}
+
 static int setup(void **state) {
         SandboxConfig cfg = {
                 .tmp_size_bytes = 8 * 1024 * 1024,
@@ -861,6 +907,7 @@ int main(void) {
                 cmocka_unit_test(test_rlimits),
                 cmocka_unit_test(test_concurrent_runs_isolated),
                 cmocka_unit_test(test_clone_into_cgroup),
+                cmocka_unit_test(test_new_names_the_refusal),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
