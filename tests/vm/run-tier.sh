@@ -68,6 +68,7 @@ done
 [ "${MCP_EXECD_VM_DEMO_FAIL:-}" = 1 ] && all_tests+=("tests/vm/demo/98-demo-fail.sh")
 [ "${MCP_EXECD_VM_DEMO_HANG:-}" = 1 ] && all_tests+=("tests/vm/demo/98-demo-hang.sh")
 [ "${MCP_EXECD_VM_DEMO_PANIC:-}" = 1 ] && all_tests+=("tests/vm/demo/99-demo-panic.sh")
+[ "${MCP_EXECD_VM_DEMO_FREEZE:-}" = 1 ] && all_tests+=("tests/vm/demo/99-demo-freeze.sh")
 mapfile -t all_tests < <(printf '%s\n' "${all_tests[@]}" | awk -F/ '{ print $NF "\t" $0 }' | sort | cut -f2)
 
 tests=()
@@ -110,7 +111,7 @@ report_missing() {   # WHY
 	local n
 	for n in "${names[@]}"; do
 		[ -n "${reported[$n]:-}" ] && continue
-		n_fail=$((n_fail + 1)); echo "FAIL $n (not run: $1)"
+		n_fail=$((n_fail + 1)); echo "FAIL $n (no result: $1)"
 	done
 }
 finish() {
@@ -233,7 +234,9 @@ if [ ! -s "$base_cpio" ]; then
 	) || { rm -rf "$stage" "$base_cpio.tmp"; say "could not build the initramfs"; say "0 passed, 1 failed"; exit 1; }
 	mv "$base_cpio.tmp" "$base_cpio"
 	rm -rf "$stage"
-	ls "$cache"/initramfs-*.cpio | grep -vF "$base_cpio" | xargs -r rm -f
+	# Stale ones (another kernel or version of these scripts), unless another run may use them.
+	find "$cache" -maxdepth 1 -name 'initramfs-*.cpio' ! -name "${base_cpio##*/}" -mmin +120 -delete
+	find "$cache" -maxdepth 1 -name 'stage.*' -mmin +120 -exec rm -rf {} +
 fi
 
 # This run's part: its configuration, the guest's script and unit, appended as a 2nd archive.
@@ -261,7 +264,7 @@ smp=$(nproc); [ "$smp" -gt 4 ] && smp=4
 qemu=("$qemu_bin" -accel tcg -m "$mem" -smp "$smp" -nodefaults -no-user-config
 	-display none -monitor none -no-reboot -serial "file:$console"
 	-kernel "/boot/vmlinuz-$kver" -initrd "$initrd"
-	-append "console=ttyS0 panic=1 oops=panic quiet loglevel=4 systemd.show_status=error"
+	-append "console=ttyS0 panic=1 oops=panic quiet loglevel=4 systemd.show_status=true"
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$(vfs "$src"),mount_tag=tiersrc,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$(vfs "$build"),mount_tag=tierbuild,security_model=none,readonly=on,multidevs=remap"
