@@ -401,3 +401,38 @@ test('a timed-out busy loop still reports its CPU time', { todo: 'open question:
     assert.ok(r.sc.cpu_user_us > 300_000, `cpu_user_us ${r.sc.cpu_user_us} after ~1 s of busy loop`);
     assert.ok(r.sc.memory_peak_bytes > 0, `memory_peak_bytes ${r.sc.memory_peak_bytes}`);
 });
+
+// A valid JSON integer beyond 64 bits is still valid JSON: the call must get an answer with its
+// id (clamped like any large timeout, or a tool error naming timeout_s), never an id-less
+// -32700 that leaves the client waiting for ever.
+test('timeout_s = 99999999999999999999 is answered for its id (clamped or a tool error), not -32700', async (t) => {
+    const d = RawDaemon.spawn(t, { env: { MCP_EXEC_MAX_TIMEOUT_S: 2, MCP_EXEC_DEFAULT_TIMEOUT_S: 1 } });
+    await d.initialize();
+    d.sendLine('{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{"name":"exec","arguments":{"code":"print(1)","timeout_s":99999999999999999999}}}');
+    const res = await d.waitFor((m) => m.id === 'huge' || m.error, 5000, 'an answer');
+    assert.equal(res.id, 'huge', `answered without the request id: ${JSON.stringify(res)}`);
+    if (res.result?.isError) {
+        assert.match(res.result.content.map((c) => c.text).join(' '), /timeout_s/);
+    } else {
+        assert.equal(res.result?.structuredContent?.stdout, '1\n', JSON.stringify(res));
+    }
+});
+
+// Infrastructure failure of another kind: the daemon's staging directory disappears under it
+// (tmp cleaner, operator). The run must fail as a tool error saying what failed; the daemon
+// must go on serving.
+test('the daemon\'s staging directory removed under it: a tool error saying what failed, not a crash', async (t) => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bb-tmpdir-'));
+    fs.chmodSync(tmp, 0o755);
+    t.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+    const d = RawDaemon.spawn(t, { env: { TMPDIR: tmp } });
+    await d.initialize();
+    const created = fs.readdirSync(tmp);
+    if (created.length === 0) { t.skip('the daemon does not stage runs under $TMPDIR'); return; }
+    for (const e of created) fs.rmSync(path.join(tmp, e), { recursive: true, force: true });
+    const res = await d.response(d.callExec({ code: 'print(1)' }), 5000);
+    assert.equal(res.result?.isError, true, JSON.stringify(res));
+    assert.match(res.result.content.map((c) => c.text).join(' '), /director|staging|No such file/i);
+    const ping = await d.request('ping');
+    assert.deepEqual(ping.result, {});
+});
