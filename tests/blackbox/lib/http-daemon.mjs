@@ -12,6 +12,7 @@
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
@@ -262,4 +263,43 @@ export async function until(fn, timeoutMs = 5000) {
 export function median(xs) {
     const s = [...xs].sort((a, b) => a - b);
     return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
+}
+
+/**
+ * One HTTP request with node:http (fetch cannot set Host): {status, headers, body, json}.
+ * opts: {method, path, headers, body (string or object → JSON), chunked (no Content-Length),
+ * agent}. json is the parsed body or undefined.
+ */
+export function rawRequest(d, opts = {}) {
+    return new Promise((resolve, reject) => {
+        const body = opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+        const headers = { ...opts.headers };
+        if (body !== undefined && !opts.chunked && !Object.keys(headers).some((k) => k.toLowerCase() === 'content-length'))
+            headers['Content-Length'] = Buffer.byteLength(body);
+        const req = http.request({
+            host: d.host.replace(/^\[|\]$/g, ''), port: d.port, method: opts.method ?? 'GET', path: opts.path ?? '/mcp',
+            headers, agent: opts.agent ?? false, setHost: !Object.keys(headers).some((k) => k.toLowerCase() === 'host'),
+        }, (res) => {
+            const chunks = [];
+            res.on('data', (c) => chunks.push(c));
+            res.on('end', () => {
+                const text = Buffer.concat(chunks).toString('utf8');
+                let json;
+                try { json = JSON.parse(text); } catch { json = undefined; }
+                resolve({ status: res.statusCode, headers: res.headers, body: text, json });
+            });
+            res.on('error', reject);
+        });
+        req.on('error', reject);
+        if (body !== undefined) {
+            if (opts.chunked) for (let i = 0; i < body.length; i += 65536) req.write(body.slice(i, i + 65536));
+            else req.write(body);
+        }
+        req.end();
+    });
+}
+
+/** Headers of a well-formed Streamable HTTP POST (plus extra). */
+export function postHeaders(extra = {}) {
+    return { 'Content-Type': 'application/json', Accept: MCP_ACCEPT, ...extra };
 }
