@@ -39,6 +39,8 @@ test('20 MB of output with a 4 KiB cap: truncated, exactly the first 4096 bytes,
     assert.equal(r.sc.stderr, '');
     assert.ok(after, 'the daemon is gone');
     assert.ok(after.hwm < 64 * 1024 * 1024, `daemon VmHWM ${after.hwm} bytes >= 64 MiB`);
+    // and the flood did not pass through the daemon's memory: its peak grew by far less than 20 MB
+    assert.ok(after.hwm - before.hwm < 8 * 1024 * 1024, `daemon VmHWM grew by ${after.hwm - before.hwm} bytes during a 20 MB flood`);
 });
 
 test('output exactly at the cap is not truncated; one byte more is', async (t) => {
@@ -80,6 +82,7 @@ test('a flood on stderr is capped too', async (t) => {
 
 test('a flood that never ends is still killed at the deadline and capped', async (t) => {
     const d = await startDaemon(t, { env: { MCP_EXEC_MAX_OUTPUT_BYTES: 4096 } });
+    const before = procMemory(d.pid);
     const r = await callExec(d.client, { code: 'import sys\nwhile True: sys.stdout.write("x" * 65536)', timeout_s: 1 });
     assert.equal(r.sc.timed_out, true, summarize(r));
     assert.equal(r.sc.truncated, true);
@@ -87,6 +90,7 @@ test('a flood that never ends is still killed at the deadline and capped', async
     assert.ok(r.ms < 4000, `answered after ${Math.round(r.ms)} ms`);
     const m = procMemory(d.pid);
     assert.ok(m.hwm < 64 * 1024 * 1024, `daemon VmHWM ${m.hwm}`);
+    assert.ok(m.hwm - before.hwm < 8 * 1024 * 1024, `daemon VmHWM grew by ${m.hwm - before.hwm} bytes during the flood`);
 });
 
 test('invalid UTF-8 in output becomes U+FFFD', async (t) => {
