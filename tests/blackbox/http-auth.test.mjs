@@ -1,0 +1,117 @@
+// Authentication over HTTP (issue 6, point 3): with MCP_EXEC_AUTH_TOKEN (or the systemd credential
+// auth-token) every request to every path carries the token as `Authorization: Bearer` or
+// `X-MCP-AUTH`, else 401 with `WWW-Authenticate: Bearer`; a token one byte off is refused; the
+// token never appears in the log; the Host/Origin check (403) comes first.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { callExec } from './lib/index.mjs';
+import { startHttpDaemon, connectSdk, rawRequest, postHeaders, INIT, openLegacy } from './lib/http-daemon.mjs';
+
+const TOKEN = 'tok-3f9a1c77e2b845d0a1b2c3d4e5f60718';
+
+// Variants of the token that must all be refused.
+const WRONG = [
+    ['a different token', 'wrong'],
+    ['the last byte off', TOKEN.slice(0, -1) + (TOKEN.at(-1) === '8' ? '9' : '8')],
+    ['the first byte off', 'u' + TOKEN.slice(1)],
+    ['one byte short', TOKEN.slice(0, -1)],
+    ['one byte long', TOKEN + 'x'],
+    ['upper-cased', TOKEN.toUpperCase()],
+    ['empty', ''],
+];
+
+const PATHS = [
+    ['POST', '/mcp', () => INIT],
+    ['DELETE', '/mcp', () => undefined],
+    ['GET', '/mcp', () => undefined],
+    ['GET', '/sse', () => undefined],
+    ['POST', '/messages?sessionId=x', () => INIT],
+    ['GET', '/nope', () => undefined],
+];
+
+function assert401(r, what) {
+    assert.equal(r.status, 401, `${what}: ${r.status} ${r.body}`);
+    assert.match(r.headers['www-authenticate'] ?? '', /^Bearer\b/, `${what}: WWW-Authenticate`);
+    assert.ok(!/resource_metadata/.test(r.headers['www-authenticate']), 'no OAuth metadata advertised');
+    assert.equal(r.json?.jsonrpc, '2.0', `${what}: body ${r.body}`);
+    assert.ok(!r.body.includes(TOKEN), 'the token is echoed');
+}
+
+test('no token, a wrong token and a token one byte off → 401 + WWW-Authenticate: Bearer, on every path', async (t) => {
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_AUTH_TOKEN: TOKEN } });
+    for (const [method, p, body] of PATHS) {
+        const h = { ...postHeaders(), Accept: 'application/json, text/event-stream' };
+        assert401(await rawRequest(d, { method, path: p, headers: h, body: body() }), `${method} ${p} without a token`);
+        for (const [name, tok] of WRONG) {
+            assert401(await rawRequest(d, { method, path: p, headers: { ...h, Authorization: `Bearer ${tok}` }, body: body() }),
+                `${method} ${p} Bearer ${name}`);
+            assert401(await rawRequest(d, { method, path: p, headers: { ...h, 'X-MCP-AUTH': tok }, body: body() }),
+                `${method} ${p} X-MCP-AUTH ${name}`);
+        }
+        // other schemes and the token in the query string are not accepted
+        assert401(await rawRequest(d, { method, path: p, headers: { ...h, Authorization: `Basic ${TOKEN}` }, body: body() }), 'Basic');
+        assert401(await rawRequest(d, { method, path: p, headers: { ...h, Authorization: TOKEN }, body: body() }), 'no scheme');
+        const q = p.includes('?') ? `${p}&token=${TOKEN}` : `${p}?token=${TOKEN}`;
+        assert401(await rawRequest(d, { method, path: q, headers: h, body: body() }), 'query string');
+    }
+    assert.ok(!d.stderr().includes(TOKEN), 'the token is in the log');
+});
+
+test('the right token in either header form is accepted (raw), and the session then works', async (t) => {
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_AUTH_TOKEN: TOKEN } });
+    for (const h of [{ Authorization: `Bearer ${TOKEN}` }, { authorization: `bearer ${TOKEN}` }, { 'X-MCP-AUTH': TOKEN },
+        { 'x-mcp-auth': `Bearer ${TOKEN}` }]) {
+        const r = await rawRequest(d, { method: 'POST', headers: postHeaders(h), body: INIT });
+        assert.equal(r.status, 200, `${JSON.stringify(h)}: ${r.body}`);
+        const sid = r.headers['mcp-session-id'];
+        const p = await rawRequest(d, { method: 'POST', headers: postHeaders({ ...h, 'Mcp-Session-Id': sid }), body: { jsonrpc: '2.0', id: 2, method: 'ping' } });
+        assert.equal(p.status, 200);
+        // the session id is not a credential: without the token it is refused
+        const noTok = await rawRequest(d, { method: 'POST', headers: postHeaders({ 'Mcp-Session-Id': sid }), body: { jsonrpc: '2.0', id: 3, method: 'ping' } });
+        assert401(noTok, 'session id without the token');
+    }
+});
+
+test('Host/Origin (403) is checked before the token (401)', async (t) => {
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_AUTH_TOKEN: TOKEN } });
+    const r = await rawRequest(d, { method: 'POST', headers: postHeaders({ Host: 'evil.example.com' }), body: INIT });
+    assert.equal(r.status, 403);
+    const o = await rawRequest(d, { method: 'POST', headers: postHeaders({ Origin: 'http://evil.example.com', Authorization: `Bearer ${TOKEN}` }), body: INIT });
+    assert.equal(o.status, 403, 'a right token does not lift the Origin check');
+});
+
+for (const kind of ['http', 'sse']) {
+    for (const [form, headers] of [['Authorization: Bearer', { Authorization: `Bearer ${TOKEN}` }], ['X-MCP-AUTH', { 'X-MCP-AUTH': TOKEN }]]) {
+        test(`SDK over ${kind} with ${form}: connects and runs print(1); without it the connect fails`, async (t) => {
+            const d = await startHttpDaemon(t, { env: { MCP_EXEC_AUTH_TOKEN: TOKEN } });
+            const c = await connectSdk(t, d, kind, { headers });
+            const r = await callExec(c, { code: 'print(1)' });
+            assert.equal(r.sc.stdout, '1\n');
+            await assert.rejects(connectSdk(t, d, kind, { headers: {}, connectTimeoutMs: 5000 }), /401|Unauthorized/i);
+            await assert.rejects(connectSdk(t, d, kind, { headers: { Authorization: `Bearer ${TOKEN.slice(0, -1)}` }, connectTimeoutMs: 5000 }), /401|Unauthorized/i);
+        });
+    }
+}
+
+test('the token from the systemd credential auth-token ($CREDENTIALS_DIRECTORY) is enforced', async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-execd-cred-'));
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    fs.writeFileSync(path.join(dir, 'auth-token'), `${TOKEN}\n`, { mode: 0o600 });
+    const d = await startHttpDaemon(t, { env: { CREDENTIALS_DIRECTORY: dir } });
+    assert401(await rawRequest(d, { method: 'POST', headers: postHeaders(), body: INIT }), 'without the token');
+    const r = await rawRequest(d, { method: 'POST', headers: postHeaders({ Authorization: `Bearer ${TOKEN}` }), body: INIT });
+    assert.equal(r.status, 200);
+    const l = await openLegacy(d, { 'X-MCP-AUTH': TOKEN });
+    assert.equal((await l.request(INIT)).result.serverInfo.name, 'mcp-execd');
+    await l.close();
+});
+
+test('without a token configured, requests need none (and the daemon warns at start)', async (t) => {
+    const d = await startHttpDaemon(t);
+    const r = await rawRequest(d, { method: 'POST', headers: postHeaders(), body: INIT });
+    assert.equal(r.status, 200);
+    assert.match(d.stderr(), /MCP_EXEC_AUTH_TOKEN is not set/);
+});
