@@ -150,6 +150,24 @@ static int copy_staged(SpawnPlan *plan, int tmpfd) {
         return 0;
 }
 
+/* matplotlib's font cache from sandbox_warm_up(), so an import does not rebuild it (seconds).
+ * Best effort: a staged file called ".cache" simply wins. */
+static void write_seeds(const Sandbox *s, int tmpfd) {
+        if (s->n_seeds == 0)
+                return;
+        if (mkdirat(tmpfd, ".cache", 0755) < 0 || mkdirat(tmpfd, SANDBOX_MPL_CACHE_DIR, 0755) < 0)
+                return;
+        _cleanup_close_ int dfd = openat(tmpfd, SANDBOX_MPL_CACHE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return;
+        for (size_t i = 0; i < s->n_seeds; i++) {
+                _cleanup_close_ int fd = openat(dfd, s->seeds[i].name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                                0644);
+                if (fd >= 0)
+                        (void) !write(fd, s->seeds[i].data, s->seeds[i].len);
+        }
+}
+
 /* The flags of the mount at path that a remount must keep: in a user namespace the atime and
  * nosuid/nodev/noexec flags of a mount inherited from the host are locked (EPERM otherwise). */
 static unsigned long mount_locked_flags(const char *path) {
@@ -309,6 +327,7 @@ int sandbox_fs_setup(SpawnPlan *plan) {
                 r = copy_staged(plan, tmpfd);
                 if (r < 0)
                         return r;
+                write_seeds(plan->sandbox, tmpfd);
         }
 
         /* pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves

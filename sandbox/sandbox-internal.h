@@ -14,6 +14,17 @@ struct sock_filter;
 #define SANDBOX_TMP_SIZE_DEFAULT (64ULL * 1024 * 1024)  /* when the config says 0 */
 #define SANDBOX_NOFILE_MAX 1024                         /* RLIMIT_NOFILE of the run */
 
+/* matplotlib's font cache, relative to the run's HOME (SANDBOX_WORK_DIR). */
+#define SANDBOX_MPL_CACHE_DIR ".cache/matplotlib"
+#define SANDBOX_SEED_MAX_BYTES (4 * 1024 * 1024)
+
+/* A file every run starts with in SANDBOX_MPL_CACHE_DIR, made by sandbox_warm_up(). */
+typedef struct SandboxSeed {
+        char name[64];
+        char *data;
+        size_t len;
+} SandboxSeed;
+
 struct Sandbox {
         SandboxConfig config;
         uid_t host_uid; /* the daemon's euid/egid at sandbox_new() */
@@ -21,6 +32,8 @@ struct Sandbox {
         bool privileged; /* root: maps 65532 → 65532; else 65532 → host_uid with setgroups denied */
         struct sock_filter *seccomp_bpf; /* built once by sandbox_seccomp_build() */
         size_t seccomp_len;              /* number of instructions */
+        SandboxSeed seeds[4];
+        size_t n_seeds;
 };
 
 /* Everything the init and the Python child need, prepared by the daemon before clone3: after the

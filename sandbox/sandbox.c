@@ -1,4 +1,5 @@
 /* sandbox.c: namespace probe, clone3 of a run's init, the init (PID 1 of the run) and the Python child. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -11,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -149,6 +151,37 @@ static int self_test_fail(char **reterr_reason, int r, const char *step) {
         return r;
 }
 
+/* Waits (blocking, up to timeout_ms) for the run's last report: EXITED or FAILED. */
+static int child_wait_final(SandboxChild *c, int timeout_ms, SandboxReport *rep) {
+        for (;;) {
+                struct pollfd p = { .fd = c->control_fd, .events = POLLIN };
+                int n = poll(&p, 1, timeout_ms);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -ETIMEDOUT;
+                ssize_t k = recv(c->control_fd, rep, sizeof(*rep), 0);
+                if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                if (k != (ssize_t) sizeof(*rep))
+                        return k < 0 ? -errno : -EPROTO;
+                rep->detail[sizeof(rep->detail) - 1] = 0;
+                if (rep->kind == SANDBOX_REPORT_EXITED || rep->kind == SANDBOX_REPORT_FAILED)
+                        return 0;
+        }
+}
+
+/* Lets the init go (killing the run first if asked) and reaps it. */
+static void child_end(SandboxChild *c, bool kill) {
+        if (kill)
+                (void) sandbox_child_kill(c);
+        c->control_fd = safe_close(c->control_fd);
+        siginfo_t si;
+        while (waitid(P_PIDFD, (id_t) c->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+                ;
+        sandbox_child_done(c);
+}
+
 /* Runs the whole spawn path once at start, with /usr/bin/true in place of Python: a kernel or
  * container that refuses a mount, pivot_root, the id maps or the seccomp filter is found now,
  * with the step that failed, instead of at the first run (issue 4, point 9). An execve that
@@ -171,48 +204,106 @@ static int sandbox_self_test(const Sandbox *s, char **reterr_reason) {
         int r = spawn_internal(s, &spec, true, &c);
         if (r < 0)
                 return self_test_fail(reterr_reason, r, "clone3 and id maps");
-        r = sandbox_child_release(&c);
 
         SandboxReport rep = {};
-        while (r >= 0) {
-                struct pollfd p = { .fd = c.control_fd, .events = POLLIN };
-                int n = poll(&p, 1, 10000);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0) {
-                        r = n < 0 ? -errno : -ETIMEDOUT;
-                        break;
-                }
-                ssize_t k = recv(c.control_fd, &rep, sizeof(rep), 0);
-                if (k < 0 && (errno == EINTR || errno == EAGAIN))
-                        continue;
-                if (k != (ssize_t) sizeof(rep)) {
-                        r = k < 0 ? -errno : -EPROTO;
-                        break;
-                }
-                if (rep.kind == SANDBOX_REPORT_EXITED) {
-                        r = WIFEXITED(rep.value) && WEXITSTATUS(rep.value) == 0 ? 0 : -ECHILD;
-                        break;
-                }
-                if (rep.kind == SANDBOX_REPORT_FAILED) {
-                        rep.detail[sizeof(rep.detail) - 1] = 0;
-                        if (rep.value == ENOENT && strncmp(rep.detail, "execve ", 7) == 0)
-                                r = 0;
-                        else
-                                r = -(rep.value > 0 ? rep.value : EIO);
-                        break;
-                }
-        }
+        r = sandbox_child_release(&c);
+        if (r >= 0)
+                r = child_wait_final(&c, 10000, &rep);
+        if (r >= 0 && rep.kind == SANDBOX_REPORT_EXITED)
+                r = WIFEXITED(rep.value) && WEXITSTATUS(rep.value) == 0 ? 0 : -ECHILD;
+        else if (r >= 0 && !(rep.value == ENOENT && strncmp(rep.detail, "execve ", 7) == 0))
+                r = -(rep.value > 0 ? rep.value : EIO);
+        child_end(&c, r < 0);
         if (r < 0)
-                (void) sandbox_child_kill(&c);
-        c.control_fd = safe_close(c.control_fd);
-        siginfo_t si;
-        while (waitid(P_PIDFD, (id_t) c.pidfd, &si, WEXITED) < 0 && errno == EINTR)
-                ;
-        sandbox_child_done(&c);
-        if (r < 0)
-                return self_test_fail(reterr_reason, r, rep.kind == SANDBOX_REPORT_FAILED ? rep.detail : "waiting for the init");
+                return self_test_fail(reterr_reason, r,
+                                      rep.kind == SANDBOX_REPORT_FAILED ? rep.detail : "waiting for the init");
         return 0;
+}
+
+/* Reads the files matplotlib left in the warm-up run's cache directory (through the init's root,
+ * as the daemon reads outputs). */
+static int warm_up_harvest(Sandbox *s, pid_t init) {
+        char path[128];
+        snprintf(path, sizeof(path), "/proc/%d/root" SANDBOX_WORK_DIR "/" SANDBOX_MPL_CACHE_DIR, (int) init);
+        _cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return errno == ENOENT ? 0 : -errno; /* no matplotlib: nothing to keep */
+        DIR *d = fdopendir(dfd);
+        if (!d)
+                return -errno;
+        TAKE_FD(dfd);
+        int r = 0;
+        struct dirent *de;
+        while ((de = readdir(d)) && s->n_seeds < ELEMENTSOF(s->seeds)) {
+                if (strncmp(de->d_name, "fontlist-", 9) != 0 || strlen(de->d_name) >= sizeof(s->seeds[0].name))
+                        continue;
+                _cleanup_close_ int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                struct stat st;
+                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > SANDBOX_SEED_MAX_BYTES)
+                        continue;
+                char *data = malloc((size_t) st.st_size + 1);
+                if (!data) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if (pread(fd, data, (size_t) st.st_size, 0) != st.st_size) {
+                        free(data);
+                        continue;
+                }
+                SandboxSeed *seed = &s->seeds[s->n_seeds++];
+                strcpy(seed->name, de->d_name);
+                seed->data = data;
+                seed->len = (size_t) st.st_size;
+        }
+        closedir(d);
+        return r;
+}
+
+int sandbox_warm_up(Sandbox *s, const char *python) {
+        static const char code[] = "try:\n    import matplotlib.font_manager\nexcept ImportError:\n    pass\n";
+        char staging[] = "/tmp/sandbox-warm-up-XXXXXX";
+        int r;
+
+        if (s->n_seeds > 0)
+                return 0;
+        if (!mkdtemp(staging))
+                return -errno;
+        {
+                _cleanup_close_ int dfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                r = dfd < 0 ? -errno : fd_write_file_at(dfd, "warm-up.py", code, sizeof(code) - 1, 0600);
+        }
+        _cleanup_close_ int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (r >= 0 && nul < 0)
+                r = -errno;
+        SandboxChild c = { .pidfd = -EBADF, .control_fd = -EBADF };
+        if (r >= 0) {
+                SandboxRunSpec spec = {
+                        .python = python,
+                        .staging_dir = staging,
+                        .script = "warm-up.py",
+                        .stdin_fd = nul,
+                        .stdout_fd = nul,
+                        .stderr_fd = nul,
+                        .supervisor_cgroup_fd = -EBADF,
+                        .payload_cgroup_fd = -EBADF,
+                };
+                r = sandbox_spawn(s, &spec, &c);
+        }
+        if (r >= 0) {
+                SandboxReport rep = {};
+                r = sandbox_child_release(&c);
+                if (r >= 0)
+                        r = child_wait_final(&c, 120000, &rep);
+                if (r >= 0 && rep.kind == SANDBOX_REPORT_FAILED)
+                        r = -(rep.value > 0 ? rep.value : EIO);
+                else if (r >= 0 && !(WIFEXITED(rep.value) && WEXITSTATUS(rep.value) == 0))
+                        r = -ECHILD;
+                if (r >= 0)
+                        r = warm_up_harvest(s, c.pid); /* while the init keeps the run's /tmp */
+                child_end(&c, r < 0);
+        }
+        (void) rm_rf(staging);
+        return r;
 }
 
 int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason) {
@@ -245,6 +336,8 @@ int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason
 Sandbox *sandbox_free(Sandbox *s) {
         if (!s)
                 return NULL;
+        for (size_t i = 0; i < s->n_seeds; i++)
+                free(s->seeds[i].data);
         free(s->seccomp_bpf);
         free(s);
         return NULL;

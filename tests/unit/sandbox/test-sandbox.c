@@ -775,6 +775,24 @@ static void test_new_names_the_refusal(void **state) {
         assert_non_null(strstr(reason, "self-test failed at \"pivot_root\""));
 }
 
+/* sandbox_warm_up() keeps matplotlib's font cache: later runs do not rebuild it. */
+static void test_warm_up_font_cache(void **state) {
+        static Run run;
+        const char *code = "import logging, os\nlogging.basicConfig(level=logging.INFO)\n"
+                           "import matplotlib.font_manager\n"
+                           "print(sorted(os.listdir('/tmp/.cache/matplotlib')) if os.path.isdir('/tmp/.cache/matplotlib') else None)\n";
+        assert_int_equal(run_code(code, &run), 0);
+        assert_non_null(strstr(run.err, "generated new fontManager")); /* without: rebuilt */
+
+        assert_int_equal(sandbox_warm_up(sbx, PYTHON), 0);
+        assert_int_equal(run_code(code, &run), 0);
+        if (strstr(run.err, "generated new fontManager"))
+                print_run(&run);
+        assert_null(strstr(run.err, "generated new fontManager"));
+        assert_non_null(strstr(run.out, "fontlist-"));
+        assert_int_equal(sandbox_warm_up(sbx, PYTHON), 0); /* idempotent */
+}
+
 static int setup(void **state) {
         SandboxConfig cfg = {
                 .tmp_size_bytes = 8 * 1024 * 1024,
@@ -807,6 +825,8 @@ static int run_one(const char *path) {
         static Run run;
         if (setup(NULL) < 0)
                 return 1;
+        if (getenv("TEST_SANDBOX_WARM_UP"))
+                fprintf(stderr, "warm-up: %d\n", sandbox_warm_up(sbx, PYTHON));
         int r = run_code(code, &run);
         if (r < 0) {
                 fprintf(stderr, "sandbox_spawn: %s\n", strerror(-r));
@@ -908,6 +928,7 @@ int main(void) {
                 cmocka_unit_test(test_concurrent_runs_isolated),
                 cmocka_unit_test(test_clone_into_cgroup),
                 cmocka_unit_test(test_new_names_the_refusal),
+                cmocka_unit_test(test_warm_up_font_cache), /* last: later runs get the cache */
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
