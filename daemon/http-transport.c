@@ -1,5 +1,5 @@
 /* http-transport.c: the HTTP transports on libmicrohttpd (MHD), single-threaded, driven from the
- * ring. MHD runs in "external epoll" mode: the ring keeps a poll on MHD's epoll fd and a 1 s tick,
+ * ring. MHD runs in "external epoll" mode: the ring keeps a poll on MHD's epoll fd and a 250 ms tick,
  * and calls MHD_run() when either fires. A request whose answer comes later (a tools/call) is
  * suspended (MHD_suspend_connection) and resumed when the scheduler replies; an event stream's
  * reader suspends its connection when it has nothing to send. A suspended connection is invisible
@@ -29,7 +29,7 @@
 #include "mcp-http.h"
 #include "str-util.h"
 
-#define HTTP_TICK_USEC (1000u * 1000u)
+#define HTTP_TICK_USEC (250u * 1000u) /* progress within 250 ms of each whole second */
 #define HTTP_CONNECTION_TIMEOUT_S 60u
 #define HTTP_CONNECTION_LIMIT 1024u
 #define HTTP_STREAM_BLOCK_BYTES (32u * 1024u)
@@ -249,20 +249,32 @@ static void request_free(HttpRequest *req) {
         free(req);
 }
 
+static void hup_watch(HttpRequest *req) {
+        if (req->fd < 0 || req->op_hup.busy)
+                return;
+        struct io_uring_sqe *sqe = ring_get_sqe(req->http->ring, &req->op_hup);
+        io_uring_prep_poll_add(sqe, req->fd, POLLRDHUP);
+}
+
 static void on_hup(RingOp *op, int res) {
         HttpRequest *req = container_of(op, HttpRequest, op_hup);
         if (req->completed) {
                 request_free(req);
                 return;
         }
-        if (res > 0 && req->suspended) {
+        if (!req->suspended)
+                return; /* resumed meanwhile: MHD watches the socket again */
+        if (res > 0) {
                 /* The peer closed while MHD was not looking: resume so MHD sees it and ends the
                  * request (which cancels its call or its session's runs). */
                 req->hup = true;
                 req->suspended = false;
                 MHD_resume_connection(req->conn);
                 http_schedule(req->http);
+                return;
         }
+        /* Cancelled by a resume, then suspended again before this completion arrived: watch again. */
+        hup_watch(req);
 }
 
 static void request_suspend(HttpRequest *req) {
@@ -270,10 +282,7 @@ static void request_suspend(HttpRequest *req) {
                 return;
         MHD_suspend_connection(req->conn);
         req->suspended = true;
-        if (req->fd >= 0 && !req->op_hup.busy) {
-                struct io_uring_sqe *sqe = ring_get_sqe(req->http->ring, &req->op_hup);
-                io_uring_prep_poll_add(sqe, req->fd, POLLRDHUP);
-        }
+        hup_watch(req); /* if the previous watch is still being cancelled, on_hup() re-arms */
 }
 
 static void request_resume(HttpRequest *req) {
@@ -454,6 +463,7 @@ static void on_call_reply(void *owner, char *reply) {
                 return;
         }
         HttpSession *s = session_ref(c->session);
+        s->last_used_usec = now_usec(); /* an answer is activity: the idle clock starts now */
         if (s->legacy) {
                 if (reply && s->stream && !s->closed)
                         stream_push(s->stream, "message", reply);
@@ -907,8 +917,8 @@ static void arm_tick(Http *h) {
         io_uring_prep_timeout(sqe, &h->tick_ts, 0, 0);
 }
 
-/* Once a second: progress of calls that asked for it, keep-alive comments on quiet streams, idle
- * sessions expired, and MHD's own timeouts (which are whole seconds). */
+/* Four times a second: progress at each whole second of a call that asked for it, keep-alive
+ * comments on quiet streams, idle sessions expired, and MHD's own timeouts (whole seconds). */
 static void on_tick(RingOp *op, int res) {
         Http *h = container_of(op, Http, op_tick);
         if (h->freeing)

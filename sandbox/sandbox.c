@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -261,11 +262,12 @@ static int warm_up_harvest(Sandbox *s, pid_t init) {
 
 int sandbox_warm_up(Sandbox *s, const char *python) {
         static const char code[] = "try:\n    import matplotlib.font_manager\nexcept ImportError:\n    pass\n";
-        char staging[] = "/tmp/sandbox-warm-up-XXXXXX";
+        char staging[PATH_MAX];
         int r;
 
         if (s->n_seeds > 0)
                 return 0;
+        snprintf(staging, sizeof(staging), "%s/sandbox-warm-up-XXXXXX", getenv("TMPDIR") ?: "/tmp");
         if (!mkdtemp(staging))
                 return -errno;
         {
@@ -642,6 +644,9 @@ _Noreturn static void init_main(SpawnPlan *plan) {
         (void) sigprocmask(SIG_BLOCK, &chld, NULL);
 
         InitState st = { .control_fd = plan->control_fd, .signal_fd = -EBADF };
+
+        /* What the host's ps and the run's /proc/1/comm show (we are a copy of the daemon). */
+        (void) prctl(PR_SET_NAME, "sandbox-init");
 
         /* Dying with the daemon: PR_SET_PDEATHSIG, and the race where the daemon died before it
          * was set. getppid() is 0 for us (the parent is outside our PID namespace), so the race is

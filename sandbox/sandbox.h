@@ -18,7 +18,9 @@ typedef struct SandboxConfig {
         uint64_t rlimit_cpu_sec;
 } SandboxConfig;
 
-/* Builds the process-wide state and checks that the kernel gives every namespace we need.
+/* Builds the process-wide state and checks that the kernel gives every namespace we need (then
+ * runs the whole spawn path once, with /usr/bin/true for Python, so a refused mount or filter
+ * is found here, a few ms).
  * On failure returns -errno and, if reterr_reason is non-NULL, a malloc'd sentence saying which
  * namespace or feature was refused and why (the daemon prints it and refuses to start). */
 int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason);
@@ -94,8 +96,10 @@ typedef struct SandboxReport {
 #define SANDBOX_GID 65532
 
 /* The run's working directory (and HOME, TMPDIR) inside the sandbox: the private size-capped tmpfs
- * holding a copy of staging_dir's regular files (top level only). While the init is alive the
- * daemon reads outputs at /proc/<init pid>/root/tmp/<name>. */
+ * holding a copy of staging_dir's regular files (top level only, at most 256; symlinks and
+ * subdirectories are skipped). staging_dir is read with the daemon's own uid, so it may be
+ * private (0700); the copies belong to the run's user. While the init is alive the daemon reads
+ * outputs at /proc/<init pid>/root/tmp/<name>. */
 #define SANDBOX_WORK_DIR "/tmp"
 
 /* Optional, once after sandbox_new(): runs trusted code (`import matplotlib.font_manager`) in one
