@@ -32,6 +32,8 @@ int mcp_line_reader_feed(McpLineReader *r, const char *p, size_t n) {
                 n -= (size_t) (nl + 1 - p);
                 p = nl + 1;
         }
+        if (n == 0)
+                return 0; /* nothing to copy; buf may still be NULL (memcpy(NULL, …, 0) is UB) */
         compact(r);
         if (r->len + n > r->cap) {
                 size_t cap = r->cap ? r->cap : 4096;
@@ -55,7 +57,8 @@ static void strip_cr(const char *line, size_t *len) {
 }
 
 McpLineStatus mcp_line_reader_next(McpLineReader *r, const char **ret_line, size_t *ret_len) {
-        if (r->discarding)
+        /* Nothing buffered (buf may still be NULL: EOF before any input; found by fuzz-mcp-server). */
+        if (r->discarding || r->start == r->len)
                 return MCP_LINE_NONE;
 
         char *s = r->buf + r->start;
