@@ -2,19 +2,19 @@
 """During a run its scope exists in mcp-execd.slice and its cgroup reads back exactly the configured
 memory.max, memory.swap.max, pids.max and cpu.max; after 50 runs no scope, cgroup or process is
 left; results say limits "cgroup"."""
-# tier-timeout: 300
+# tier-timeout: 420
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
-from scopes import read, run_units, sc, scope_dirs, start_call, wait_reply, wait_until  # noqa: E402
+from scopes import DEADLINE, read, run_units, sc, scope_dirs, start_call, wait_reply, wait_until  # noqa: E402
 
 
 def main():
     env = dict(os.environ, MCP_EXEC_MEMORY_MAX="128M", MCP_EXEC_PIDS_MAX="32", MCP_EXEC_CPU_QUOTA="50%")
-    with Daemon(env=env, verbose=False) as d:
+    with Daemon(env=env, verbose=False, deadline=DEADLINE) as d:
         d.initialize()
         rid = start_call(d, "import time\ntime.sleep(4)\nprint('done')", timeout_s=30)
         dirs = wait_until(scope_dirs, 20)

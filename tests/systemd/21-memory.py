@@ -1,28 +1,30 @@
 #!/usr/bin/env python3
 """Memory: touching 1 GiB under MemoryMax=128M ends with oom_killed true and the daemon fine; a run
 that touches 100 MiB reports memory_peak_bytes within 5% of 100 MiB above a warm baseline."""
-# tier-timeout: 240
+# tier-timeout: 420
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
-from scopes import sc  # noqa: E402
+from scopes import DEADLINE, sc  # noqa: E402
 
 MIB = 1024 * 1024
 
 
 def main():
     env = dict(os.environ, MCP_EXEC_MEMORY_MAX="128M")
-    with Daemon(env=env, verbose=False) as d:
+    with Daemon(env=env, verbose=False, deadline=DEADLINE) as d:
         d.initialize()
         r = sc(d.exec_code("b = b'\\x01' * (1024 * 1024 * 1024)\nprint(len(b))", timeout_s=60))
         print("1 GiB under 128M: exit_code=%s signal=%s oom_killed=%s memory_peak_bytes=%s"
               % (r["exit_code"], r["signal"], r["oom_killed"], r["memory_peak_bytes"]))
         if not r["oom_killed"] or r["timed_out"] or r["exit_code"] == 0:
             raise TestFailure("expected an OOM kill: %r" % r)
-        if r["memory_peak_bytes"] > 128 * MIB:
-            raise TestFailure("peak %d above the 128M limit" % r["memory_peak_bytes"])
+        # The kernel may overshoot memory.max by its per-CPU charge batches before reclaiming or
+        # killing; a peak far above the limit would mean the limit was not applied.
+        if r["memory_peak_bytes"] > 128 * MIB * 1.05:
+            raise TestFailure("peak %d far above the 128M limit" % r["memory_peak_bytes"])
         if d.call("ping") != {}:
             raise TestFailure("ping after the OOM")
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Tasks: a fork bomb under TasksMax=32 ends with pids_limit_hit true, contained (no process of
 it left), and the daemon fine."""
-# tier-timeout: 180
+# tier-timeout: 420
 import os
 import sys
 import uuid
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
-from scopes import marker_pids, sc, wait_until  # noqa: E402
+from scopes import DEADLINE, marker_pids, sc, wait_until  # noqa: E402
 
 CODE = """
 import os, sys, time
@@ -27,7 +27,7 @@ except OSError as e:
 def main():
     marker = "bomb-" + uuid.uuid4().hex
     env = dict(os.environ, MCP_EXEC_PIDS_MAX="32")
-    with Daemon(env=env, verbose=False) as d:
+    with Daemon(env=env, verbose=False, deadline=DEADLINE) as d:
         d.initialize()
         r = sc(d.exec_code(CODE % marker, timeout_s=60))
         print("stdout=%r pids_limit_hit=%s exit_code=%s" % (r["stdout"], r["pids_limit_hit"], r["exit_code"]))

@@ -2,7 +2,7 @@
 """SIGKILL the daemon while a run sleeps: no process of the run is left (PDEATHSIG, and the
 RuntimeMaxUSec backstop); a stale run scope left by an earlier instance is stopped by the next
 daemon at start."""
-# tier-timeout: 180
+# tier-timeout: 420
 import os
 import signal
 import subprocess
@@ -12,12 +12,12 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
-from scopes import marker_pids, run_units, scope_dirs, start_call, wait_until  # noqa: E402
+from scopes import DEADLINE, marker_pids, run_units, scope_dirs, start_call, wait_until  # noqa: E402
 
 
 def main():
     marker = "victim-" + uuid.uuid4().hex
-    d = Daemon(verbose=False)
+    d = Daemon(verbose=False, deadline=DEADLINE)
     with d:
         d.initialize()
         start_call(d, "import os\nos.execv('/usr/bin/sleep', ['sleep', '300', '%s'])" % marker, timeout_s=20)
@@ -39,7 +39,7 @@ def main():
                       "sleep", "300", marker], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if not wait_until(lambda: stale + ".scope" in run_units(), 20):
         raise TestFailure("could not create the stale scope")
-    with Daemon(verbose=False) as d2:
+    with Daemon(verbose=False, deadline=DEADLINE) as d2:
         d2.initialize()
         if not wait_until(lambda: stale + ".scope" not in run_units() and not marker_pids(marker), 20):
             raise TestFailure("the stale scope survived the daemon's start: %r" % run_units())

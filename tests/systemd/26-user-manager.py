@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The user-manager path: the same exec, as an unprivileged user with its own systemd --user,
 creates its scope under that user's manager (user@UID.service), with its limits."""
-# tier-timeout: 240
+# tier-timeout: 420
 import os
 import pwd
 import subprocess
@@ -10,7 +10,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
-from scopes import read, sc, scope_dirs, start_call, wait_reply, wait_until  # noqa: E402
+from scopes import DEADLINE, read, sc, scope_dirs, start_call, wait_reply, wait_until  # noqa: E402
 
 USER = "mcpexecd-t"
 
@@ -35,7 +35,7 @@ def main():
 
     env = {"PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": runtime, "HOME": "/",
            "MCP_EXECD": os.environ["MCP_EXECD"], "MCP_EXEC_CGROUP": "systemd", "MCP_EXEC_MEMORY_MAX": "96M"}
-    d = Daemon(env=env, verbose=False)
+    d = Daemon(env=env, verbose=False, deadline=DEADLINE)
     d.env["MCP_EXEC_CGROUP"] = "systemd"  # Daemon() drops it; this test wants it explicit
     d.proc = subprocess.Popen([os.environ["MCP_EXECD"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, env=d.env, preexec_fn=drop)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The cgroupfs backend: the daemon started inside a Delegate=yes service creates per-run child
 cgroups (the same two leaves) with the limits, and passes the OOM, pids and peak checks."""
-# tier-timeout: 240
+# tier-timeout: 420
 import os
 import subprocess
 import sys
@@ -10,13 +10,13 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
-from scopes import read, sc, start_call, wait_reply, wait_until  # noqa: E402
+from scopes import DEADLINE, read, sc, start_call, wait_reply, wait_until  # noqa: E402
 
 
 def main():
     unit = "mcp-execd-cgfs-%s" % uuid.uuid4().hex[:8]
     base = "/sys/fs/cgroup/system.slice/%s.service" % unit
-    d = Daemon(verbose=False)
+    d = Daemon(verbose=False, deadline=DEADLINE)
     # systemd-run --pipe gives the service our stdin/stdout: an MCP stdio server in a delegated unit.
     d.proc = subprocess.Popen(
         ["systemd-run", "--quiet", "--pipe", "--wait", "--unit=" + unit, "-p", "Delegate=yes",

@@ -55,4 +55,5 @@ cp /tier/mcp-execd-tier.service /newroot/etc/systemd/system/mcp-execd-tier.servi
 mount --move /dev /newroot/dev 2>/dev/null || umount /dev
 umount /sys /proc 2>/dev/null
 msg "switching root to systemd"
+export TERM=dumb   # plain status lines on the serial console (no colours, no animation)
 exec switch_root /newroot /lib/systemd/systemd --unit=mcp-execd-tier.service

@@ -177,8 +177,8 @@ if [ ${#pkgs[@]} -gt 0 ]; then
 		say "installing ${pkgs[*]} (apt-get, log in $results/apt.log)"
 		# INITRD=No: the host needs no initrd for the kernel the VM boots (saves a minute).
 		export DEBIAN_FRONTEND=noninteractive INITRD=No
-		inst() { timeout 600 apt-get install -y -q --no-install-recommends "${pkgs[@]}" >> "$results/apt.log" 2>&1; }
-		inst || { timeout 300 apt-get update -q >> "$results/apt.log" 2>&1; inst; } \
+		inst() { timeout 600 apt-get -o DPkg::Lock::Timeout=240 install -y -q --no-install-recommends "${pkgs[@]}" >> "$results/apt.log" 2>&1; }
+		inst || { timeout 300 apt-get -o DPkg::Lock::Timeout=240 update -q >> "$results/apt.log" 2>&1; inst; } \
 			|| vm_why="apt-get install ${pkgs[*]} failed (see $results/apt.log)"
 	fi
 fi
@@ -299,7 +299,7 @@ if [ ! -s "$run/done" ]; then
 		why="the guest stopped before the tier finished (qemu exit $rc)"
 	fi
 	echo "tier systemd: $why; last lines of the console ($console):"
-	tail -n 30 "$console" | tr -d '\r' | sed 's/^/    > /'
+	tail -n 30 "$console" | tr -d '\r' | sed -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\x1b.//g' -e 's/^/    > /'
 	[ -s "$results/qemu.log" ] && tail -n 5 "$results/qemu.log" | sed 's/^/    qemu: /'
 	report_missing "$why"
 fi

@@ -1,0 +1,68 @@
+"""Journal helpers for the systemd tier's tests (Debian's python3 stdlib only).
+
+    from journal import JournalStream, cursor, records, export
+
+JournalStream(identifier) is what systemd gives a service whose stderr goes to the journal: a
+stream connected to journald (sd_journal_stream_fd(3)) and the "<st_dev>:<st_ino>" that
+systemd puts in $JOURNAL_STREAM (systemd.exec(5)). A daemon started with it as fd 2 and that
+variable set believes it is a service logging to the journal.
+"""
+import json
+import os
+import socket
+import subprocess
+import time
+
+
+class JournalStream:
+    def __init__(self, identifier, priority=6):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect("/run/systemd/journal/stdout")
+        # identifier, unit id, priority, level prefix, forward to syslog, kmsg, console
+        header = "%s\n\n%d\n1\n0\n0\n0\n" % (identifier, priority)
+        self.sock.sendall(header.encode())
+        self.sock.shutdown(socket.SHUT_RD)
+        st = os.fstat(self.sock.fileno())
+        self.env_value = "%d:%d" % (st.st_dev, st.st_ino)
+
+    def fileno(self):
+        return self.sock.fileno()
+
+    def close(self):
+        self.sock.close()
+
+
+def cursor():
+    """The cursor of the journal's last entry now (so later queries can start after it)."""
+    out = subprocess.run(["journalctl", "-n", "0", "--show-cursor", "-q", "--no-pager"],
+                         capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("-- cursor: "):
+            return line[len("-- cursor: "):].strip()
+    return None
+
+
+def records(*matches, after=None):
+    """Entries (dicts of the JSON output) matching FIELD=VALUE strings, after a cursor."""
+    cmd = ["journalctl", "-o", "json", "--no-pager", "-q"]
+    if after:
+        cmd.append("--after-cursor=" + after)
+    cmd += list(matches)
+    out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    return [json.loads(l) for l in out.splitlines() if l.strip()]
+
+
+def wait_records(count, *matches, after=None, timeout=20.0):
+    """Polls until at least count entries match (journald works asynchronously)."""
+    until = time.monotonic() + timeout
+    while True:
+        got = records(*matches, after=after)
+        if len(got) >= count or time.monotonic() > until:
+            return got
+        time.sleep(0.3)
+
+
+def export():
+    """The whole journal in export format (bytes): every field of every entry."""
+    subprocess.run(["journalctl", "--sync"], capture_output=True)
+    return subprocess.run(["journalctl", "-o", "export", "--no-pager"], capture_output=True).stdout
