@@ -13,6 +13,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
@@ -29,8 +30,10 @@ function randomPort() {
  * @param t          node:test context or null (then call d.kill() yourself)
  * @param opts.env   extra environment (MCP_EXEC_TRANSPORT defaults to http)
  * @param opts.host  host part of MCP_EXEC_ADDR (default 127.0.0.1; '[::1]' for IPv6)
- * @param opts.wrap  (port) => [command, args] to start the daemon through something else
+ * @param opts.wrap  (port, env) => [command, args] to start the daemon through something else
  *                   (systemd-socket-activate); the daemon's argv is appended
+ * @param opts.ready regexp on stderr meaning "ready" (default: the daemon's "serving MCP over")
+ * @param opts.kick  connect once after `ready`, then wait for the daemon (socket activation)
  * @returns {{proc, pid, port, base, url, sseUrl, stderr: () => string, kill, waitExit, exit}}
  */
 export async function startHttpDaemon(t, opts = {}) {
@@ -44,7 +47,12 @@ export async function startHttpDaemon(t, opts = {}) {
         const proc = spawn(cmd, opts.wrap ? [...args, binaryPath()] : [], { env, stdio: ['ignore', 'pipe', 'pipe'] });
         const d = makeDaemon(proc, host, port);
         if (t) t.after(() => d.kill('SIGKILL'));
-        const ok = await d.waitListening(10000);
+        let ok = opts.ready ? await d.waitFor(opts.ready, 10000) : await d.waitListening(10000);
+        if (ok && opts.kick) {
+            // socket activation: a first connection starts the daemon; then wait for it to serve
+            await new Promise((res) => { const s = net.connect(port, host.replace(/^\[|\]$/g, ''), () => { s.end(); res(); }); s.on('error', res); });
+            ok = await d.waitListening(10000);
+        }
         if (ok) return d;
         lastErr = d.stderr();
         d.kill('SIGKILL');
