@@ -77,7 +77,9 @@ bool mcp_http_origin_allowed(const McpHttpPolicy *p, const char *origin) {
                         return true;
         /* Loopback pages, http or https, any port. "null" (sandboxed frames, file:) is refused. */
         const char *sep = strstr(origin, "://");
-        if (!sep || (size_t) (sep - origin) > len)
+        /* The authority starts after "://" and must lie within the trimmed length ("http://" trims to
+         * "http:", and len - (auth - origin) would wrap around; found by fuzz-mcp-http). */
+        if (!sep || (size_t) (sep - origin) + 3 > len)
                 return false;
         size_t scheme_len = (size_t) (sep - origin);
         if (!ascii_ieq(origin, scheme_len, "http") && !ascii_ieq(origin, scheme_len, "https"))
