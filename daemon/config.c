@@ -22,6 +22,8 @@ const char *const config_variables[] = {
         "MCP_EXEC_PIDS_MAX", "MCP_EXEC_CPU_QUOTA", "MCP_EXEC_TMP_SIZE", "MCP_EXEC_MAX_CONCURRENT",
         "MCP_EXEC_QUEUE_MAX", "MCP_EXEC_CGROUP", "MCP_EXEC_SLICE", "MCP_EXEC_REQUIRE_CGROUP",
         "MCP_EXEC_ALLOWED_HOSTS", "MCP_EXEC_ALLOWED_ORIGINS", "MCP_EXEC_SESSION_IDLE_S", "MCP_EXEC_SSE_KEEPALIVE_S",
+        "MCP_EXEC_PYTHONS", "MCP_EXEC_INDEX_URL", "MCP_EXEC_WHEELHOUSE", "MCP_EXEC_ENV_CACHE_DIR",
+        "MCP_EXEC_ENV_CACHE_MAX", "MCP_EXEC_INSTALL_TIMEOUT_S",
         NULL,
 };
 
@@ -171,6 +173,71 @@ int config_parse_http_list(const char *s, bool origins) {
         return 0;
 }
 
+static bool python_name_valid(const char *s, size_t n) {
+        if (n == 0 || n > 32)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", s[i]))
+                        return false;
+        return true;
+}
+
+int config_parse_pythons(const char *s, char *buf, size_t size, const char **names, const char **paths) {
+        size_t len = s ? strlen(s) : 0;
+        if (len == 0 || len >= size)
+                return -EINVAL;
+        memcpy(buf, s, len + 1);
+        int n = 0;
+        for (char *p = buf; p;) {
+                char *comma = strchr(p, ',');
+                if (comma)
+                        *comma = '\0';
+                char *eq = strchr(p, '=');
+                const char *name, *path;
+                if (eq) {
+                        *eq = '\0';
+                        name = p;
+                        path = eq + 1;
+                } else {
+                        /* "pypy3" or "/usr/bin/pypy3": named after its last component */
+                        const char *slash = strrchr(p, '/');
+                        name = slash ? slash + 1 : p;
+                        path = p;
+                }
+                if (!python_name_valid(name, strlen(name)) || !*path || strchr(path, ' ') || strchr(path, '=') ||
+                    (strchr(path, '/') && path[0] != '/') || n >= CONFIG_PYTHONS_MAX)
+                        return -EINVAL;
+                for (int i = 0; names && i < n; i++)
+                        if (strcmp(names[i], name) == 0)
+                                return -EINVAL;
+                if (names)
+                        names[n] = name;
+                if (paths)
+                        paths[n] = path;
+                n++;
+                p = comma ? comma + 1 : NULL;
+        }
+        return n;
+}
+
+int config_parse_index_url(const char *s) {
+        size_t skip;
+        if (strncmp(s, "http://", 7) == 0)
+                skip = 7;
+        else if (strncmp(s, "https://", 8) == 0)
+                skip = 8;
+        else if (strncmp(s, "file:///", 8) == 0)
+                skip = 7;
+        else
+                return -EINVAL;
+        if (!s[skip] || (s[skip] == '/' && skip != 7))
+                return -EINVAL;
+        for (const char *p = s; *p; p++)
+                if ((unsigned char) *p <= 0x20 || (unsigned char) *p >= 0x7f)
+                        return -EINVAL;
+        return 0;
+}
+
 static int bad(char **reterr, const char *name, const char *value, const char *accepted) {
         if (reterr && asprintf(reterr, "%s=\"%s\" is invalid: expected %s", name, value, accepted) < 0)
                 *reterr = NULL;
@@ -230,6 +297,8 @@ int config_load(char *(*env)(const char *name), Config *ret, char **reterr) {
                 .cgroup = CGROUP_MODE_AUTO,
                 .session_idle_s = 3600,
                 .sse_keepalive_s = 15,
+                .env_cache_max_bytes = (uint64_t) 2 << 30,
+                .install_timeout_s = 300,
         };
         const char *v;
         uint64_t u;
@@ -402,6 +471,46 @@ int config_load(char *(*env)(const char *name), Config *ret, char **reterr) {
                         FAIL("MCP_EXEC_SSE_KEEPALIVE_S", "whole seconds from 1 to 3600");
                 c.sse_keepalive_s = (uint32_t) u;
         }
+        if ((v = env("MCP_EXEC_PYTHONS"))) {
+                char buf[1024];
+                const char *names[CONFIG_PYTHONS_MAX];
+                if (config_parse_pythons(v, buf, sizeof(buf), names, NULL) < 0)
+                        FAIL("MCP_EXEC_PYTHONS", "a comma-separated list of name=path (name of letters, digits, . _ -; "
+                                                 "path absolute or looked up in /usr/local/bin:/usr/bin:/bin; names "
+                                                 "unique; at most 8), e.g. python3=/usr/bin/python3,pypy3=/usr/bin/pypy3");
+                if (!(c.pythons = strdup(v)))
+                        return -ENOMEM;
+        }
+        if ((v = env("MCP_EXEC_INDEX_URL")) && *v) {
+                if (config_parse_index_url(v) < 0)
+                        FAIL("MCP_EXEC_INDEX_URL", "the URL of a PEP 503 simple index (http://, https:// or file:///), "
+                                                   "e.g. http://127.0.0.1:3141/simple/");
+                if (!(c.index_url = strdup(v)))
+                        return -ENOMEM;
+        }
+        if ((v = env("MCP_EXEC_WHEELHOUSE")) && *v) {
+                if (v[0] != '/' || access(v, R_OK | X_OK) < 0)
+                        FAIL("MCP_EXEC_WHEELHOUSE", "an absolute path of a readable directory of wheels");
+                if (!(c.wheelhouse = strdup(v)))
+                        return -ENOMEM;
+        }
+        if ((v = env("MCP_EXEC_ENV_CACHE_DIR")) && *v) {
+                if (v[0] != '/' || strchr(v, ' '))
+                        FAIL("MCP_EXEC_ENV_CACHE_DIR", "an absolute path without spaces (created if missing)");
+                if (!(c.env_cache_dir = strdup(v)))
+                        return -ENOMEM;
+        }
+        if ((v = env("MCP_EXEC_ENV_CACHE_MAX"))) {
+                if (config_parse_size(v, false, &u) < 0 || u < (1 << 20))
+                        FAIL("MCP_EXEC_ENV_CACHE_MAX", "a size of at least 1M: bytes or a number with K, M, G or T "
+                                                       "(base 1024), or infinity");
+                c.env_cache_max_bytes = u;
+        }
+        if ((v = env("MCP_EXEC_INSTALL_TIMEOUT_S"))) {
+                if (config_parse_uint(v, 1, 86400, &u) < 0)
+                        FAIL("MCP_EXEC_INSTALL_TIMEOUT_S", "whole seconds from 1 to 86400");
+                c.install_timeout_s = (uint32_t) u;
+        }
 #undef FAIL
 
         *ret = c;
@@ -419,5 +528,9 @@ void config_done(Config *c) {
         free(c->slice);
         free(c->allowed_hosts);
         free(c->allowed_origins);
+        free(c->pythons);
+        free(c->index_url);
+        free(c->wheelhouse);
+        free(c->env_cache_dir);
         *c = (Config) {};
 }

@@ -41,6 +41,12 @@ typedef struct Config {
         char *allowed_origins;      /* HTTP: extra Origins beyond loopback pages, comma-separated; NULL: none */
         uint32_t session_idle_s;    /* HTTP: an idle Streamable HTTP session is ended after this long */
         uint32_t sse_keepalive_s;   /* HTTP: a comment on a quiet event stream this often */
+        char *pythons;              /* MCP_EXEC_PYTHONS "name=path,…" as given; NULL: just MCP_EXEC_PYTHON */
+        char *index_url;            /* PEP 503 simple index for dependencies, or NULL */
+        char *wheelhouse;           /* absolute directory of wheels, or NULL */
+        char *env_cache_dir;        /* where dependency environments are kept, or NULL: the default */
+        uint64_t env_cache_max_bytes; /* total size of the environments kept (LRU eviction beyond) */
+        uint32_t install_timeout_s; /* one installation of an environment */
 } Config;
 
 /* Reads the configuration from getenv-like lookup (env(name) returns the value or NULL).
@@ -61,3 +67,11 @@ int config_parse_percent(const char *s, uint32_t *ret);
 int config_parse_addr(const char *s);
 /* A comma-separated list of Host or Origin values (visible ASCII, no spaces), or "*". */
 int config_parse_http_list(const char *s, bool origins);
+/* MCP_EXEC_PYTHONS: "name=path,…" (name [A-Za-z0-9._-]{1,32}, path absolute or a bare name without
+ * spaces, names unique, at most CONFIG_PYTHONS_MAX entries), or a single name/path as shorthand.
+ * Returns the number of entries, or -EINVAL. Fills names/paths (pointers into buf, which is a
+ * modified copy of s) when they are non-NULL. */
+#define CONFIG_PYTHONS_MAX 8
+int config_parse_pythons(const char *s, char *buf, size_t size, const char **names, const char **paths);
+/* An index URL: http:// or https:// (or file://) with a host or path, no spaces or credentials shown. */
+int config_parse_index_url(const char *s);

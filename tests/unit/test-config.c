@@ -295,8 +295,80 @@ static void test_http_variables(void **state) {
         }
 }
 
+/* Issue 8: interpreters, dependency sources, the environment cache. */
+static void test_python_variables(void **state) {
+        Config c;
+        char *err = NULL;
+        const char *const defaults[] = { NULL };
+        assert_int_equal(load(defaults, &c, &err), 0);
+        assert_null(c.pythons);
+        assert_null(c.index_url);
+        assert_null(c.wheelhouse);
+        assert_null(c.env_cache_dir);
+        assert_int_equal(c.env_cache_max_bytes, (uint64_t) 2 << 30);
+        assert_int_equal(c.install_timeout_s, 300);
+        config_done(&c);
+
+        const char *const good[] = {
+                "MCP_EXEC_PYTHONS", "python3=/usr/bin/python3,pypy3=pypy3",
+                "MCP_EXEC_INDEX_URL", "http://127.0.0.1:3141/simple/",
+                "MCP_EXEC_WHEELHOUSE", "/",
+                "MCP_EXEC_ENV_CACHE_DIR", "/var/cache/mcp-execd",
+                "MCP_EXEC_ENV_CACHE_MAX", "5M",
+                "MCP_EXEC_INSTALL_TIMEOUT_S", "60",
+                NULL,
+        };
+        assert_int_equal(load(good, &c, &err), 0);
+        assert_string_equal(c.pythons, "python3=/usr/bin/python3,pypy3=pypy3");
+        assert_string_equal(c.index_url, "http://127.0.0.1:3141/simple/");
+        assert_string_equal(c.wheelhouse, "/");
+        assert_string_equal(c.env_cache_dir, "/var/cache/mcp-execd");
+        assert_int_equal(c.env_cache_max_bytes, 5u << 20);
+        assert_int_equal(c.install_timeout_s, 60);
+        config_done(&c);
+
+        static const char *const bad[][2] = {
+                { "MCP_EXEC_PYTHONS", "" },
+                { "MCP_EXEC_PYTHONS", "a=/usr/bin/python3,a=/usr/bin/pypy3" },
+                { "MCP_EXEC_PYTHONS", "bad name=/usr/bin/python3" },
+                { "MCP_EXEC_PYTHONS", "x=relative/python" },
+                { "MCP_EXEC_PYTHONS", "x=" },
+                { "MCP_EXEC_PYTHONS", "x=/usr/bin/python3," },
+                { "MCP_EXEC_INDEX_URL", "ftp://example.com/simple" },
+                { "MCP_EXEC_INDEX_URL", "http://" },
+                { "MCP_EXEC_INDEX_URL", "http://a b/" },
+                { "MCP_EXEC_WHEELHOUSE", "relative/dir" },
+                { "MCP_EXEC_WHEELHOUSE", "/nonexistent/wheels" },
+                { "MCP_EXEC_ENV_CACHE_DIR", "cache" },
+                { "MCP_EXEC_ENV_CACHE_MAX", "12Q" },
+                { "MCP_EXEC_ENV_CACHE_MAX", "1000" },
+                { "MCP_EXEC_INSTALL_TIMEOUT_S", "0" },
+                { "MCP_EXEC_INSTALL_TIMEOUT_S", "x" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                const char *const env[] = { bad[i][0], bad[i][1], NULL };
+                err = NULL;
+                assert_int_equal(load(env, &c, &err), -EINVAL);
+                assert_non_null(err);
+                assert_non_null(strstr(err, bad[i][0]));
+                free(err);
+        }
+
+        char buf[256];
+        const char *names[CONFIG_PYTHONS_MAX], *paths[CONFIG_PYTHONS_MAX];
+        assert_int_equal(config_parse_pythons("python3=/usr/bin/python3,pypy3", buf, sizeof(buf), names, paths), 2);
+        assert_string_equal(names[0], "python3");
+        assert_string_equal(paths[0], "/usr/bin/python3");
+        assert_string_equal(names[1], "pypy3");
+        assert_string_equal(paths[1], "pypy3");
+        assert_int_equal(config_parse_pythons("/usr/bin/pypy3", buf, sizeof(buf), names, paths), 1);
+        assert_string_equal(names[0], "pypy3");
+        assert_string_equal(paths[0], "/usr/bin/pypy3");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_python_variables),
                 cmocka_unit_test(test_http_variables),
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_good_values),
