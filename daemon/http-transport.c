@@ -641,6 +641,13 @@ static enum MHD_Result handle_head(Http *h, HttpRequest *req, const char *url, c
                 stream_push(req, "endpoint", endpoint);
                 return r;
         }
+        case MCP_HTTP_METRICS_GET: {
+                char *text = NULL;
+                if (scheduler_metrics_render(h->scheduler, &text, NULL) < 0)
+                        return respond_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, MCP_HTTP_ERROR_SERVER,
+                                             "Internal Server Error: the metrics are not available");
+                return respond(req, MHD_HTTP_OK, METRICS_CONTENT_TYPE, text, NULL, NULL);
+        }
         default:
                 return MHD_NO;
         }
@@ -673,6 +680,8 @@ static enum MHD_Result handle_mcp_post(Http *h, HttpRequest *req) {
                 return respond_error(req, MHD_HTTP_BAD_REQUEST, MCP_ERROR_INTERNAL, "Internal error: out of memory");
         }
         enum MHD_Result r = MHD_YES;
+        if (a.kind == MCP_ACTION_REPLY && a.is_tool_error)
+                scheduler_note_rejected(h->scheduler, NULL, "invalid-arguments");
         switch (a.kind) {
         case MCP_ACTION_REPLY: {
                 bool ok = info.kind == MCP_HTTP_MSG_REQUEST && !(info.is_initialize && !new_session) &&
@@ -746,6 +755,8 @@ static enum MHD_Result handle_messages_post(Http *h, HttpRequest *req) {
                 mcp_action_done(&a);
                 return r;
         }
+        if (a.kind == MCP_ACTION_REPLY && a.is_tool_error)
+                scheduler_note_rejected(h->scheduler, NULL, "invalid-arguments");
         switch (a.kind) {
         case MCP_ACTION_REPLY:
                 if (s->stream)

@@ -258,6 +258,8 @@ static McpHttpEndpoint route(const McpHttpPolicy *p, const char *path) {
         if (p->legacy &&
             (strcmp(path, MCP_HTTP_PATH_MESSAGES) == 0 || strcmp(path, MCP_HTTP_PATH_MESSAGES "/") == 0))
                 return MCP_HTTP_EP_MESSAGES;
+        if (strcmp(path, MCP_HTTP_PATH_METRICS) == 0)
+                return MCP_HTTP_EP_METRICS;
         return MCP_HTTP_EP_NONE;
 }
 
@@ -376,6 +378,14 @@ void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVe
                         REJECT(v, 404, MCP_HTTP_ERROR_SESSION_NOT_FOUND, "Session not found");
                 v->protocol_version = "2024-11-05";
                 v->next = MCP_HTTP_MESSAGES_POST;
+                return;
+
+        case MCP_HTTP_EP_METRICS:
+                if (strcmp(m, "GET") != 0) {
+                        v->allow = "GET";
+                        REJECT(v, 405, MCP_HTTP_ERROR_SERVER, "Method not allowed.");
+                }
+                v->next = MCP_HTTP_METRICS_GET;
                 return;
         }
 }

@@ -15,6 +15,7 @@
 #define MCP_HTTP_PATH_MCP "/mcp"
 #define MCP_HTTP_PATH_SSE "/sse"
 #define MCP_HTTP_PATH_MESSAGES "/messages"
+#define MCP_HTTP_PATH_METRICS "/metrics" /* Prometheus text (metrics/), whatever the transport */
 
 /* The `MCP-Protocol-Version` assumed when the header is absent (transports.mdx, 2025-06-18+). */
 #define MCP_HTTP_DEFAULT_PROTOCOL_VERSION "2025-03-26"
@@ -35,6 +36,7 @@ typedef enum McpHttpEndpoint {
         MCP_HTTP_EP_MCP,      /* Streamable HTTP */
         MCP_HTTP_EP_SSE,      /* legacy: the event stream (GET) */
         MCP_HTTP_EP_MESSAGES, /* legacy: the POST endpoint */
+        MCP_HTTP_EP_METRICS,  /* GET /metrics */
 } McpHttpEndpoint;
 
 /* What the server accepts; strings are borrowed. */
@@ -74,6 +76,7 @@ typedef enum McpHttpNext {
         MCP_HTTP_MCP_DELETE,    /* end the session named by the header */
         MCP_HTTP_SSE_OPEN,      /* open a legacy event stream (new session) */
         MCP_HTTP_MESSAGES_POST, /* read the body; the session is query_session_id */
+        MCP_HTTP_METRICS_GET,   /* answer the metrics text (same Host/Origin/token checks as every path) */
 } McpHttpNext;
 
 typedef struct McpHttpVerdict {
