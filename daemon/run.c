@@ -367,8 +367,9 @@ static void run_maybe_finish(Run *run) {
 static void on_start_failed(RingOp *op, int res) {
         Run *run = container_of(op, Run, op_start);
         run->phase = RUN_FINISHED;
+        /* done() may call run_release(), which frees the run (op_start is no longer busy): touch
+         * nothing after it. A run released later is freed by run_release() itself. */
         run->done(run, run->userdata);
-        run_maybe_free(run);
 }
 
 static int run_stage(Run *run) {
