@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -123,6 +124,7 @@ struct Http {
         unsigned n_calls;
         bool stopping;
         bool freeing;
+        bool trim;      /* requests were served since the heap was last trimmed */
 };
 
 static void http_pump(Http *h);
@@ -230,6 +232,7 @@ static HttpRequest *request_new(Http *h, struct MHD_Connection *conn) {
                 h->requests->prev = req;
         h->requests = req;
         h->n_requests++;
+        h->trim = true;
         return req;
 }
 
@@ -953,6 +956,13 @@ static void on_tick(RingOp *op, int res) {
                 next = s->next;
                 if (!s->legacy && !s->calls && now - s->last_used_usec > (uint64_t) h->idle_s * USEC_PER_SEC)
                         session_close(s, "idle for longer than MCP_EXEC_SESSION_IDLE_S");
+        }
+        /* A burst of clients leaves free memory scattered in the heap (bodies, replies, MHD's
+         * per-connection pools); once nothing is in flight, give whole free pages back
+         * (malloc_trim(3)), so the daemon's RSS returns to its idle size. */
+        if (h->trim && h->n_requests == 0 && h->n_calls == 0) {
+                h->trim = false;
+                (void) malloc_trim(0);
         }
         http_pump(h);
         arm_tick(h);

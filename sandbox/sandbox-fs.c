@@ -74,9 +74,17 @@ static int fail(SpawnPlan *plan, int err, const char *step, const char *what) {
 }
 
 /* Opens the staging directory's regular files while we still have the daemon's uid (it is the
- * daemon's private directory, mode 0700); the copies are made after the switch to 65532, so they
- * belong to the run's user. Subdirectories, symlinks and other types are not copied. */
+ * daemon's private directory, mode 0700) and the host's filesystem; the copies are made by the
+ * Python child as 65532, so they belong to the run's user. Subdirectories, symlinks and other
+ * types are not copied. */
 int sandbox_fs_prepare(SpawnPlan *plan) {
+        /* The dependency environment: an O_PATH fd now, while the path is reachable with the
+         * daemon's uid; bound through /proc/self/fd after the switch. */
+        if (plan->env_dir) {
+                plan->env_fd = open(plan->env_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (plan->env_fd < 0)
+                        return fail(plan, errno, "open ", plan->env_dir);
+        }
         if (!plan->staging_dir)
                 return 0; /* the self-test */
         _cleanup_close_ int dfd = open(plan->staging_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -291,6 +299,19 @@ int sandbox_fs_setup(SpawnPlan *plan) {
                 if (mount(ro_binds[i], dst, NULL, MS_BIND | MS_REC, NULL) < 0)
                         return fail(plan, errno, "bind ", ro_binds[i]);
         }
+        if (plan->env_fd >= 0) {
+                char src[64];
+                snprintf(src, sizeof(src), "/proc/self/fd/%d", plan->env_fd);
+                in_newroot(dst, sizeof(dst), SANDBOX_ENV_DIR);
+                r = make_mount_point(dst, true);
+                if (r < 0)
+                        return fail(plan, -r, "create mount point ", SANDBOX_ENV_DIR);
+                if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+                        return fail(plan, errno, "bind ", SANDBOX_ENV_DIR);
+                r = make_ro_tree(dst, NULL, 0);
+                if (r < 0)
+                        return fail(plan, -r, "make read-only ", SANDBOX_ENV_DIR);
+        }
         r = make_ro_tree(NEWROOT, ro_binds, ELEMENTSOF(ro_binds));
         if (r < 0)
                 return fail(plan, -r, "make the new root read-only", NULL);
@@ -317,18 +338,9 @@ int sandbox_fs_setup(SpawnPlan *plan) {
                         return fail(plan, -r, "make read-only ", proc_ro[i]);
         }
 
-        /* The run's private /tmp, capped; the working directory. */
+        /* The run's private /tmp, capped; the working directory (filled by sandbox_fs_populate()). */
         if (mount("tmpfs", NEWROOT "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, plan->tmp_options) < 0)
                 return fail(plan, errno, "mount tmpfs /tmp", NULL);
-        {
-                _cleanup_close_ int tmpfd = open(NEWROOT "/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (tmpfd < 0)
-                        return fail(plan, errno, "open /tmp", NULL);
-                r = copy_staged(plan, tmpfd);
-                if (r < 0)
-                        return r;
-                write_seeds(plan->sandbox, tmpfd);
-        }
 
         /* pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves
          * nothing of the host reachable (pivot_root(2), "NOTES"). */
@@ -340,5 +352,16 @@ int sandbox_fs_setup(SpawnPlan *plan) {
                 return fail(plan, errno, "detach the old root", NULL);
         if (chdir("/") < 0)
                 return fail(plan, errno, "chdir /", NULL);
+        return 0;
+}
+
+int sandbox_fs_populate(SpawnPlan *plan) {
+        _cleanup_close_ int tmpfd = open(SANDBOX_WORK_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (tmpfd < 0)
+                return fail(plan, errno, "open " SANDBOX_WORK_DIR, NULL);
+        int r = copy_staged(plan, tmpfd);
+        if (r < 0)
+                return r;
+        write_seeds(plan->sandbox, tmpfd);
         return 0;
 }

@@ -44,6 +44,8 @@ typedef struct SpawnPlan {
         bool rlimits;
         const char *python;
         const char *staging_dir;
+        const char *env_dir;   /* bound read-only at SANDBOX_ENV_DIR, or NULL */
+        int env_fd;            /* O_PATH of env_dir, opened with the daemon's uid; or -EBADF */
         const char *workdir; /* the cwd given to Python */
         const char *argv[4];
         const char *envp[16];
@@ -53,7 +55,7 @@ typedef struct SpawnPlan {
         int control_fd;        /* the init's end of control_fd */
         int stdin_fd, stdout_fd, stderr_fd;
         int payload_cgroup_fd; /* or -EBADF */
-        int exec_fd;           /* Python child → init: ChildError on failure, EOF on execve */
+        int exec_fd;           /* child → init: ChildError on failure, EOF on success */
 
         /* sandbox-fs.c */
         char tmp_options[64];   /* mount options of the run's /tmp */
@@ -72,8 +74,9 @@ typedef struct SpawnPlan {
 
 /* sandbox-fs.c */
 int sandbox_fs_plan(const Sandbox *s, const SandboxRunSpec *spec, SpawnPlan *plan);
-int sandbox_fs_prepare(SpawnPlan *plan); /* before the uid switch: open what only the daemon's uid may read */
-int sandbox_fs_setup(SpawnPlan *plan);   /* after it: new root, /proc, /dev, /tmp, pivot_root */
+int sandbox_fs_prepare(SpawnPlan *plan);  /* the init, daemon's uid: open the staging files */
+int sandbox_fs_setup(SpawnPlan *plan);    /* mount helper, uid 65532: new root, /proc, /dev, /tmp, pivot_root */
+int sandbox_fs_populate(SpawnPlan *plan); /* Python child, uid 65532: staged files and seeds into /tmp */
 
 /* sandbox-lockdown.c */
 int sandbox_seccomp_build(Sandbox *s, char **reterr_reason);

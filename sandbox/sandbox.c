@@ -48,7 +48,9 @@ struct clone_args_v2 {
 
 #define RUN_NS_FLAGS (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNS)
 
-/* What the init sends and receives on control_fd before Python runs. */
+/* What the daemon sends the init on control_fd: the id maps are written (from sandbox_spawn), then
+ * the release (optionally with the payload cgroup). */
+#define MAPS_MESSAGE 'M'
 #define RELEASE_MESSAGE 'R'
 
 static pid_t raw_clone3(uint64_t flags, int *ret_pidfd, int cgroup_fd) {
@@ -408,10 +410,12 @@ static int close_all_but(const int *keep, size_t n) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * The Python child: forked by the init after the release, it builds the run's view of the system,
- * drops every privilege and execs Python. Any failure is written to exec_fd as a ChildError and
- * the child exits 127; a successful execve closes exec_fd (O_CLOEXEC), which the init reads as
- * EOF. */
+ * The init's two children. The mount helper, forked as soon as the id maps exist (before the
+ * release, so its work overlaps the daemon's cgroup placement), builds the run's view of the
+ * system in the shared mount namespace and exits. The Python child, forked after the release
+ * (into the payload cgroup), copies the staged files into /tmp, drops every privilege and execs
+ * Python. A failure is written to exec_fd as a ChildError and the child exits 127; success is
+ * EOF on exec_fd (the helper exits, the Python child's execve closes it: O_CLOEXEC). */
 
 typedef struct ChildError {
         int32_t err;
@@ -450,15 +454,11 @@ _Noreturn static void child_main(SpawnPlan *plan) {
         if (plan->privileged)
                 CHILD_CHECK(setgroups(0, NULL), "setgroups", NULL);
 
-        int r = sandbox_fs_prepare(plan);
-        if (r < 0)
-                child_fail(plan->exec_fd, -r, plan->fail_step, plan->fail_what);
-
         CHILD_CHECK(setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID), "setresgid", NULL);
         CHILD_CHECK(setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID), "setresuid", NULL);
         /* No uid 0 is mapped in the run's user namespace, so the switch keeps the namespace
-         * capabilities we still need for the mounts (capabilities(7): the "root" that loses
-         * them on setuid is uid 0 of the namespace). They are all dropped in sandbox_lockdown(). */
+         * capabilities (capabilities(7): the "root" that loses them on setuid is uid 0 of the
+         * namespace): unshare() below needs one. All are dropped in sandbox_lockdown(). */
 
         /* A new session: no controlling terminal of the daemon's is reachable (TIOCSTI). */
         CHILD_CHECK(setsid(), "setsid", NULL);
@@ -468,7 +468,9 @@ _Noreturn static void child_main(SpawnPlan *plan) {
          * CLONE_INTO_CGROUP outside the caller's cgroup namespace root fails. */
         CHILD_CHECK(unshare(CLONE_NEWCGROUP), "unshare", " CLONE_NEWCGROUP");
 
-        r = sandbox_fs_setup(plan);
+        /* The staged files (opened by the init with the daemon's uid) into the run's /tmp, as the
+         * run's user, charged to the payload cgroup. */
+        int r = sandbox_fs_populate(plan);
         if (r < 0)
                 child_fail(plan->exec_fd, -r, plan->fail_step, plan->fail_what);
 
@@ -495,6 +497,17 @@ _Noreturn static void child_main(SpawnPlan *plan) {
 
         execve(plan->python, (char **) plan->argv, (char **) plan->envp);
         child_fail(plan->exec_fd, errno, "execve ", plan->python);
+}
+
+_Noreturn static void helper_main(SpawnPlan *plan) {
+        /* Files created in a tmpfs of the run's user namespace must belong to a mapped uid
+         * (EOVERFLOW otherwise: as root we are the unmapped host uid 0). */
+        CHILD_CHECK(setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID), "setresgid", NULL);
+        CHILD_CHECK(setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID), "setresuid", NULL);
+        int r = sandbox_fs_setup(plan);
+        if (r < 0)
+                child_fail(plan->exec_fd, -r, plan->fail_step, plan->fail_what);
+        _exit(0);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -532,10 +545,11 @@ static void init_reap(InitState *st) {
         }
 }
 
-/* Waits for the release message. Returns true on release, false on EOF (the daemon dropped the
- * run before releasing it). The message may carry the payload cgroup (SCM_RIGHTS): a manager that
- * places the init by PID creates that cgroup only after the init exists. */
-static bool init_wait_release(int control_fd, int *payload_cgroup_fd) {
+/* Waits for the message `want` (MAPS_MESSAGE, RELEASE_MESSAGE). Returns true when it came, false
+ * on EOF (the daemon dropped the run before releasing it). The release may carry the payload
+ * cgroup (SCM_RIGHTS): a manager that places the init by PID creates that cgroup only after the
+ * init exists. */
+static bool init_wait_message(int control_fd, char want, int *payload_cgroup_fd) {
         for (;;) {
                 char buf[16];
                 union {
@@ -559,7 +573,7 @@ static bool init_wait_release(int control_fd, int *payload_cgroup_fd) {
                         safe_close(*payload_cgroup_fd);
                         *payload_cgroup_fd = fd;
                 }
-                if (buf[0] == RELEASE_MESSAGE)
+                if (buf[0] == want)
                         return true;
         }
 }
@@ -597,6 +611,8 @@ static int init_start_python(InitState *st, SpawnPlan *plan) {
         plan->stdout_fd = safe_close(plan->stdout_fd);
         plan->stderr_fd = safe_close(plan->stderr_fd);
         plan->payload_cgroup_fd = safe_close(plan->payload_cgroup_fd);
+        for (size_t i = 0; i < plan->n_staged; i++)
+                plan->staged[i].fd = safe_close(plan->staged[i].fd);
 
         ChildError e;
         ssize_t n;
@@ -653,15 +669,68 @@ _Noreturn static void init_main(SpawnPlan *plan) {
          * caught by control_fd instead: once the daemon is gone, it reads EOF below. */
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
 
-        if (!init_wait_release(st.control_fd, &plan->payload_cgroup_fd))
+        /* Everything that does not depend on the release is done while the daemon places us in
+         * our cgroup; a failure is kept and reported after the release (the daemon only listens
+         * then). First the staging files, with the daemon's uid, before the helper hides the
+         * host's filesystem. */
+        ChildError setup = {};
+        int r = sandbox_fs_prepare(plan);
+        if (r < 0) {
+                setup.err = -r;
+                str_copy(setup.step, sizeof(setup.step), plan->fail_step, plan->fail_what);
+        }
+
+        if (!init_wait_message(st.control_fd, MAPS_MESSAGE, &plan->payload_cgroup_fd))
                 _exit(0);
 
+        if (setup.err == 0 && sethostname("sandbox", strlen("sandbox")) < 0) {
+                setup.err = errno;
+                str_copy(setup.step, sizeof(setup.step), "sethostname", NULL);
+        }
+        int helper_fd = -EBADF;
+        if (setup.err == 0) {
+                int p[2];
+                pid_t pid = -1;
+                if (pipe2(p, O_CLOEXEC) >= 0) {
+                        plan->exec_fd = p[1];
+                        pid = raw_clone3(0, NULL, -EBADF);
+                        if (pid == 0) {
+                                safe_close(p[0]);
+                                helper_main(plan);
+                        }
+                        if (pid < 0)
+                                safe_close(p[0]);
+                        else
+                                helper_fd = p[0];
+                        plan->exec_fd = safe_close(p[1]);
+                }
+                if (pid < 0) {
+                        setup.err = errno;
+                        str_copy(setup.step, sizeof(setup.step), "start the mount helper", NULL);
+                }
+        }
+
+        if (!init_wait_message(st.control_fd, RELEASE_MESSAGE, &plan->payload_cgroup_fd))
+                _exit(0);
+
+        if (helper_fd >= 0) {
+                ssize_t n;
+                do
+                        n = read(helper_fd, &setup, sizeof(setup));
+                while (n < 0 && errno == EINTR);
+                if (n != (ssize_t) sizeof(setup))
+                        setup = (ChildError) {}; /* EOF: the helper finished */
+                setup.step[sizeof(setup.step) - 1] = 0;
+                helper_fd = safe_close(helper_fd);
+        }
+
         st.signal_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (st.signal_fd < 0) {
-                report_failed(st.control_fd, errno, "signalfd", NULL);
-                st.reported = true;
-        } else if (sethostname("sandbox", strlen("sandbox")) < 0) {
-                report_failed(st.control_fd, errno, "sethostname", NULL);
+        if (setup.err == 0 && st.signal_fd < 0) {
+                setup.err = errno;
+                str_copy(setup.step, sizeof(setup.step), "signalfd", NULL);
+        }
+        if (setup.err != 0) {
+                report_failed(st.control_fd, setup.err, setup.step, NULL);
                 st.reported = true;
         } else
                 (void) init_start_python(&st, plan);
@@ -735,6 +804,8 @@ static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, bool self_te
                 .privileged = s->privileged,
                 .python = spec->python,
                 .staging_dir = spec->staging_dir,
+                .env_dir = spec->env_dir,
+                .env_fd = -EBADF,
                 .stdin_fd = spec->stdin_fd,
                 .stdout_fd = spec->stdout_fd,
                 .stderr_fd = spec->stderr_fd,
@@ -796,6 +867,12 @@ static int spawn_internal(const Sandbox *s, const SandboxRunSpec *spec, bool sel
 
         _cleanup_close_ int pidfd_owned = pidfd;
         r = write_id_maps(s, pid);
+        if (r >= 0) {
+                /* The init may now start its mount helper (setresuid to 65532 needs the map). */
+                char m = MAPS_MESSAGE;
+                if (send(ours, &m, 1, MSG_NOSIGNAL) < 0)
+                        r = -errno;
+        }
         if (r >= 0)
                 r = fd_set_nonblock(ours, true);
         if (r < 0) {

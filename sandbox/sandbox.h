@@ -37,6 +37,8 @@ typedef struct SandboxRunSpec {
         int supervisor_cgroup_fd; /* cgroup directory for the init (CLONE_INTO_CGROUP), or -EBADF */
         int payload_cgroup_fd;    /* cgroup directory Python is started in (CLONE_INTO_CGROUP), or -EBADF */
         bool rlimits;             /* apply SandboxConfig's rlimit_* (no cgroup enforces limits) */
+        const char *env_dir;      /* host directory bound read-only at SANDBOX_ENV_DIR (a dependency
+                                   * venv; python is then usually SANDBOX_ENV_DIR "/bin/python"), or NULL */
 } SandboxRunSpec;
 
 /* A spawned run. The init is held (it has not started Python) until sandbox_child_release(). */
@@ -101,6 +103,9 @@ typedef struct SandboxReport {
  * private (0700); the copies belong to the run's user. While the init is alive the daemon reads
  * outputs at /proc/<init pid>/root/tmp/<name>. */
 #define SANDBOX_WORK_DIR "/tmp"
+
+/* Where SandboxRunSpec.env_dir appears inside the sandbox, read-only, nosuid, nodev. */
+#define SANDBOX_ENV_DIR "/venv"
 
 /* Optional, once after sandbox_new(): runs trusted code (`import matplotlib.font_manager`) in one
  * sandbox with this interpreter and keeps the font cache matplotlib writes there; every later run
