@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "project-config.h"
+#include "pyexec.h"
 #include "ring.h"
 #include "run.h"
 #include "sandbox.h"
@@ -208,6 +209,7 @@ static void signals_read(Ring *ring, Signals *s) {
 
 static int run_daemon(const Config *cfg) {
         _cleanup_free_ char *python = NULL;
+        PyExec *pyexec = NULL; /* issue 8: interpreters, dependencies, the parity tools */
         _cleanup_(metrics_freep) Metrics *metrics = NULL;
         Notify notify = {};
         int r;
@@ -335,6 +337,9 @@ static int run_daemon(const Config *cfg) {
                         log_info("python %s in the sandbox; packages: %s", probe.version ?: "?",
                                  probe.packages && *probe.packages ? probe.packages : "none");
         }
+        r = pyexec_setup(&env, cfg, cgroup, PROJECT_VERSION, &pyexec);
+        if (r < 0)
+                goto out_ring;
 
         McpLimits limits = {
                 .default_timeout_s = cfg->default_timeout_s,
@@ -349,6 +354,8 @@ static int run_daemon(const Config *cfg) {
                 .python_version = probe.version,
                 .packages = probe.packages,
                 .limits_by = cgroup_backend(cgroup) == CGROUP_BACKEND_NONE ? "rlimit" : "cgroup",
+                .pythons = pyexec_names(pyexec),
+                .sources = pyexec_sources(pyexec),
         };
         McpServer *mcp = mcp_server_new(&limits, PROJECT_VERSION);
         free(probe.version);
@@ -361,6 +368,7 @@ static int run_daemon(const Config *cfg) {
 
         Scheduler scheduler;
         scheduler_init(&scheduler, &env, cfg->max_concurrent, cfg->queue_max);
+        pyexec_attach(pyexec, &scheduler);
 
         /* Run records: structured into the journal when stderr is our journal stream (we are a
          * service), else one line each on stderr (metrics_stderr_is_journal()). */
@@ -450,6 +458,7 @@ out_mcp:
         mcp_server_free(mcp);
         scheduler_done(&scheduler);
 out_ring:
+        pyexec_free(pyexec);
         notify_done(&notify);
         for (int i = 0; i < 20 && notify.op_watchdog.busy; i++)
                 (void) ring_run_once(&ring, 10000);

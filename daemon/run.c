@@ -60,6 +60,8 @@ struct Run {
         size_t stdin_off;
         uint32_t timeout_s;
         uint64_t queue_ms;
+        char *python;  /* RunParams.python, or NULL */
+        char *env_dir; /* RunParams.env_dir, or NULL */
 
         SandboxChild child;
         CgroupRun *cgroup;
@@ -135,6 +137,8 @@ static void run_free(Run *run) {
         free(run->staging);
         free(run->code);
         free(run->stdin_data);
+        free(run->python);
+        free(run->env_dir);
         free(run->error);
         free(run);
 }
@@ -440,7 +444,8 @@ static int run_spawn(Run *run) {
                 goto fail;
         }
         SandboxRunSpec spec = {
-                .python = run->env.python,
+                .python = run->python ? run->python : run->env.python,
+                .env_dir = run->env_dir,
                 .staging_dir = run->staging,
                 .script = RUN_SCRIPT_NAME,
                 .stdin_fd = in[0],
@@ -506,11 +511,13 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         if (p->stdin_len)
                 memcpy(run->stdin_data, p->stdin_data, p->stdin_len);
         run->stdin_len = p->stdin_len;
+        if ((p->python && !(run->python = strdup(p->python))) || (p->env_dir && !(run->env_dir = strdup(p->env_dir))))
+                run_fail(run, "out of memory");
 
         int r = str_random_hex(run->id, 8);
-        if (r < 0)
-                run_fail(run, "cannot make a run id: %s", strerror(-r));
-        else if (!env->python)
+        if (run->error || r < 0)
+                run_fail(run, "cannot make a run id: %s", strerror(-r)); /* keeps an earlier error */
+        else if (!env->python && !run->python)
                 run_fail(run, "the interpreter '%s' was not found in /usr/local/bin:/usr/bin:/bin "
                               "(MCP_EXEC_PYTHON)", env->python_name);
         else if ((r = run_stage(run)) < 0)

@@ -33,6 +33,8 @@ typedef struct RunParams {
         size_t stdin_len;
         uint32_t timeout_s;
         uint64_t queue_ms;
+        const char *python;  /* interpreter path inside the sandbox instead of env->python, or NULL */
+        const char *env_dir; /* host directory bound read-only at SANDBOX_ENV_DIR (dependencies), or NULL */
 } RunParams;
 
 /* Starts a run. The params' bytes are copied. done is always called later (never from inside

@@ -20,6 +20,9 @@ struct Job {
         Run *run;
         bool cancelled;
         bool shutdown;
+        char *python, *env_dir, *extra_json; /* JobPrep */
+        void (*release)(void *userdata);
+        void *release_userdata;
         Job *prev, *next;
 };
 
@@ -45,6 +48,11 @@ static void list_remove(Job **head, Job **tail, Job *j) {
 
 static void job_free(Job *j) {
         mcp_call_free(j->call);
+        if (j->release)
+                j->release(j->release_userdata);
+        free(j->python);
+        free(j->env_dir);
+        free(j->extra_json);
         free(j);
 }
 
@@ -110,6 +118,7 @@ static void on_run_done(Run *run, void *userdata) {
         } else {
                 McpExecResult r;
                 run_result(run, &r);
+                r.extra_json = j->extra_json;
                 char *reply = mcp_call_reply_result(j->call, &r);
                 if (!reply)
                         log_error("out of memory building a reply; the call stays unanswered");
@@ -133,6 +142,8 @@ static void job_start(Scheduler *s, Job *j) {
                 .stdin_len = a->stdin_len,
                 .timeout_s = a->timeout_s,
                 .queue_ms = (now_usec() - j->t_queued) / 1000,
+                .python = j->python,
+                .env_dir = j->env_dir,
         };
         j->queue_ms = p.queue_ms;
         j->next = s->running;
@@ -160,15 +171,38 @@ static void scheduler_pump(Scheduler *s) {
 }
 
 int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply) {
+        const McpExecArgs *a = mcp_call_args(call);
+        if (s->hook && !s->shutting_down && (a->tool != MCP_TOOL_EXEC || a->python))
+                return s->hook->submit(s->hook->userdata, call, owner, reply);
+        return scheduler_submit_prepared(s, call, owner, reply, NULL);
+}
+
+int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep) {
         if (s->shutting_down || (s->n_running >= s->max_running && s->n_queued >= s->queue_max)) {
                 scheduler_note_rejected(s, call, s->shutting_down ? "shutting-down" : "queue-full");
+                if (prep && prep->release)
+                        prep->release(prep->userdata);
                 return -EBUSY;
         }
 
         Job *j = calloc(1, sizeof(*j));
-        if (!j)
+        if (!j) {
+                if (prep && prep->release)
+                        prep->release(prep->userdata);
                 return -ENOMEM;
+        }
         *j = (Job) { .scheduler = s, .call = call, .owner = owner, .reply = reply, .t_queued = now_usec() };
+        if (prep) {
+                j->release = prep->release;
+                j->release_userdata = prep->userdata;
+                if ((prep->python && !(j->python = strdup(prep->python))) ||
+                    (prep->env_dir && !(j->env_dir = strdup(prep->env_dir))) ||
+                    (prep->extra_json && !(j->extra_json = strdup(prep->extra_json)))) {
+                        j->call = NULL; /* not taken */
+                        job_free(j);
+                        return -ENOMEM;
+                }
+        }
 
         j->prev = s->queue_tail;
         if (s->queue_tail)
@@ -189,10 +223,13 @@ static Job *find(Job *list, const void *owner, const char *id_key) {
 }
 
 bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key) {
-        return find(s->running, owner, id_key) || find(s->queue_head, owner, id_key);
+        return find(s->running, owner, id_key) || find(s->queue_head, owner, id_key) ||
+               (s->hook && s->hook->has(s->hook->userdata, owner, id_key));
 }
 
 bool scheduler_cancel(Scheduler *s, const void *owner, const char *id_key) {
+        if (s->hook && s->hook->cancel(s->hook->userdata, owner, id_key))
+                return true;
         Job *j = find(s->queue_head, owner, id_key);
         if (j) {
                 list_remove(&s->queue_head, &s->queue_tail, j);
@@ -210,6 +247,8 @@ bool scheduler_cancel(Scheduler *s, const void *owner, const char *id_key) {
 }
 
 void scheduler_cancel_owner(Scheduler *s, const void *owner) {
+        if (s->hook)
+                (void) s->hook->cancel(s->hook->userdata, owner, NULL);
         for (Job *j = s->queue_head, *next; j; j = next) {
                 next = j->next;
                 if (j->owner == owner)
@@ -227,6 +266,8 @@ void scheduler_shutdown(Scheduler *s, const char *reason) {
                 return;
         s->shutting_down = true;
         snprintf(s->shutdown_reason, sizeof(s->shutdown_reason), "%s", reason);
+        if (s->hook)
+                s->hook->shutdown(s->hook->userdata, reason);
         while (s->queue_head) {
                 Job *j = s->queue_head;
                 list_remove(&s->queue_head, &s->queue_tail, j);

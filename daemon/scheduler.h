@@ -15,6 +15,29 @@ typedef void (*JobReplyFn)(void *owner, char *reply);
 
 typedef struct Job Job;
 
+/* Calls that need preparing before their run (issue 8: PEP 723 metadata, dependencies, the choice
+ * of interpreter; or no run at all) go to the hook first, which hands runs back with
+ * scheduler_submit_prepared() and answers the rest itself. */
+typedef struct SchedulerHook {
+        void *userdata;
+        /* Same contract as scheduler_submit(). */
+        int (*submit)(void *userdata, McpCall *call, void *owner, JobReplyFn reply);
+        bool (*has)(void *userdata, const void *owner, const char *id_key);
+        /* Drops owner's call with this id key (NULL: all of owner's) while it is being prepared,
+         * never answered. True if one was. */
+        bool (*cancel)(void *userdata, const void *owner, const char *id_key);
+        void (*shutdown)(void *userdata, const char *reason);
+} SchedulerHook;
+
+/* What a prepared call's run gets beyond its arguments. Strings are copied. */
+typedef struct JobPrep {
+        const char *python;     /* interpreter path inside the sandbox, or NULL: the default */
+        const char *env_dir;    /* host directory mounted read-only (dependencies), or NULL */
+        const char *extra_json; /* a JSON object whose members are added to the result, or NULL */
+        void (*release)(void *userdata); /* called once when the job is gone, or NULL */
+        void *userdata;
+} JobPrep;
+
 typedef struct Scheduler {
         RunEnv env;
         uint32_t max_running;
@@ -26,6 +49,7 @@ typedef struct Scheduler {
         bool shutting_down;  /* refuse new calls, kill what runs */
         Metrics *metrics;    /* run records and counters (issue 7), or NULL */
         char shutdown_reason[256];
+        const SchedulerHook *hook; /* or NULL */
 } Scheduler;
 
 void scheduler_init(Scheduler *s, const RunEnv *env, uint32_t max_running, uint32_t queue_max);
@@ -34,6 +58,10 @@ void scheduler_done(Scheduler *s);
 /* Takes call and answers it later through reply(owner, …). Returns 0, or -EBUSY when the queue is
  * full or the scheduler shuts down (call not taken: answer it with a tool error), or -ENOMEM. */
 int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply);
+
+/* scheduler_submit() without the hook, for a call the hook prepared. prep may be NULL. On -EBUSY or
+ * -ENOMEM prep's release has been called (the call is not taken). */
+int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep);
 
 /* Whether owner has a call with this id key queued or running. */
 bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key);

@@ -24,5 +24,15 @@ bool mcp_tool_exists(const char *name);
 char *mcp_tool_args_validate(const McpLimits *limits, const char *name, json_t *arguments,
                 McpExecArgs *ret);
 
+/* tools-python.c: execute_python, validate_script, check_environment (the parity tools of issue 8),
+ * and the `python` argument every running tool takes. */
+json_t *mcp_tools_python_new(const McpLimits *limits); /* array of tool objects; new reference */
+McpTool mcp_tool_python_lookup(const char *name);      /* MCP_TOOL_EXEC if not one of them */
+char *mcp_tool_python_args_validate(const McpLimits *limits, McpTool tool, json_t *arguments,
+                McpExecArgs *ret);
+/* NULL if v names a configured interpreter (*ret points into v), else a tool error message. */
+json_t *mcp_exec_output_schema_new(void); /* exec's outputSchema (execute_python extends it) */
+char *mcp_python_arg_validate(const McpLimits *limits, json_t *v, const char **ret);
+
 /* Serializes a JSON-RPC message compactly (never a raw newline). malloc'd or NULL. */
 char *mcp_json_dump(json_t *msg);

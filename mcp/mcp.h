@@ -22,6 +22,10 @@ typedef struct McpLimits {
         const char *python_version; /* e.g. "3.11.2", or NULL if unknown */
         const char *packages;       /* importable third-party packages, e.g. "numpy, pandas", or NULL */
         const char *limits_by;      /* "cgroup" or "rlimit" */
+        const char *pythons;        /* names of the configured interpreters, comma-separated, the default
+                                     * first (MCP_EXEC_PYTHONS), or NULL */
+        const char *sources;        /* where dependencies come from, a phrase for descriptions, or NULL
+                                     * when no source is configured */
 } McpLimits;
 
 typedef struct McpServer McpServer;
@@ -37,8 +41,19 @@ McpServer *mcp_server_new_like(const McpServer *s);
 /* Negotiated protocol version, or NULL before initialize. */
 const char *mcp_server_protocol_version(const McpServer *s);
 
-/* Validated arguments of an `exec` call. Owned by the McpCall they belong to. */
+/* The tools (tools-python.c has all but exec). */
+typedef enum McpTool {
+        MCP_TOOL_EXEC,
+        MCP_TOOL_EXECUTE_PYTHON,   /* code = script; dependencies; timeout_seconds → timeout_s */
+        MCP_TOOL_VALIDATE_SCRIPT,  /* code = script; dependencies; nothing is run */
+        MCP_TOOL_CHECK_ENVIRONMENT,
+} McpTool;
+
+/* Validated arguments of a tools/call. Owned by the McpCall they belong to. */
 typedef struct McpExecArgs {
+        McpTool tool;
+        const char *python;            /* interpreter name chosen by the caller, or NULL: the default */
+        char *dependencies_json;       /* compact JSON array of requirement strings, or NULL */
         const char *code;
         size_t code_len;
         const char *stdin_data; /* may contain NULs */
@@ -110,11 +125,15 @@ typedef struct McpExecResult {
         uint64_t cpu_system_us;
         const char *limits; /* "cgroup" or "rlimit" */
         uint64_t queue_ms;
+        const char *extra_json; /* a JSON object whose members are added to the result, or NULL */
 } McpExecResult;
 
 /* The reply to a call: a result, or a tool error (isError: true) with a message. malloc'd. */
 char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r);
 char *mcp_call_reply_tool_error(const McpCall *c, const char *message);
+/* A result that is one JSON object (validate_script, check_environment): structuredContent and the
+ * same JSON as text. NULL on ENOMEM or if json_object is not a JSON object. */
+char *mcp_call_reply_structured(const McpCall *c, const char *json_object);
 
 /* Replaces invalid UTF-8 sequences with U+FFFD (one per maximal invalid subpart, as Python's
  * errors="replace" does). Returns a malloc'd NUL-terminated string and its length, or NULL. */

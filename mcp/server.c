@@ -23,6 +23,8 @@ struct McpServer {
         char *python_version;
         char *packages;
         char *limits_by;
+        char *pythons;
+        char *sources;
         char *server_version;
         char *protocol_version;
         json_t *tools_list;
@@ -36,13 +38,18 @@ McpServer *mcp_server_new(const McpLimits *limits, const char *server_version) {
         s->python_version = limits->python_version ? strdup(limits->python_version) : NULL;
         s->packages = limits->packages ? strdup(limits->packages) : NULL;
         s->limits_by = strdup(limits->limits_by ? limits->limits_by : "rlimit");
+        s->pythons = limits->pythons ? strdup(limits->pythons) : NULL;
+        s->sources = limits->sources ? strdup(limits->sources) : NULL;
+        s->limits.pythons = s->pythons;
+        s->limits.sources = s->sources;
         s->server_version = strdup(server_version);
         s->limits.python_version = s->python_version;
         s->limits.packages = s->packages;
         s->limits.limits_by = s->limits_by;
         s->tools_list = mcp_tools_list_new(&s->limits);
         if (!s->server_version || !s->limits_by || !s->tools_list ||
-            (limits->python_version && !s->python_version) || (limits->packages && !s->packages))
+            (limits->python_version && !s->python_version) || (limits->packages && !s->packages) ||
+            (limits->pythons && !s->pythons) || (limits->sources && !s->sources))
                 return mcp_server_free(s);
         return s;
 }
@@ -53,6 +60,8 @@ McpServer *mcp_server_free(McpServer *s) {
         free(s->python_version);
         free(s->packages);
         free(s->limits_by);
+        free(s->pythons);
+        free(s->sources);
         free(s->server_version);
         free(s->protocol_version);
         json_decref(s->tools_list);
@@ -140,6 +149,7 @@ McpCall *mcp_call_free(McpCall *c) {
         json_decref(c->arguments);
         free(c->id_key);
         free(c->progress_token);
+        free(c->args.dependencies_json);
         free(c);
         return NULL;
 }

@@ -15,10 +15,10 @@
 #include "str-util.h"
 
 
-static const char *const exec_fields[] = { "code", "timeout_s", "stdin" };
+static const char *const exec_fields[] = { "code", "timeout_s", "stdin", "python" };
 
 bool mcp_tool_exists(const char *name) {
-        return strcmp(name, "exec") == 0;
+        return strcmp(name, "exec") == 0 || mcp_tool_python_lookup(name) != MCP_TOOL_EXEC;
 }
 
 /* "1 MiB" style for descriptions, exact when it is not a round number. */
@@ -83,12 +83,16 @@ static json_t *exec_input_schema(const McpLimits *l) {
                  l->max_stdin_bytes);
         snprintf(cdesc, sizeof(cdesc), "Python source to execute (required, at most %" PRIu64 " bytes)",
                  l->max_code_bytes);
-        return json_pack("{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}",
+        char pdesc[256];
+        snprintf(pdesc, sizeof(pdesc), "Interpreter to run the code with, one of: %s (default: the first)",
+                 l->pythons ? l->pythons : "python3");
+        return json_pack("{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}",
                          "type", "object",
                          "properties",
                          "code", "type", "string", "description", cdesc,
                          "timeout_s", "type", "integer", "description", tdesc,
                          "stdin", "type", "string", "description", sdesc,
+                         "python", "type", "string", "description", pdesc,
                          "required", "code",
                          "additionalProperties", 0);
 }
@@ -136,15 +140,29 @@ json_t *mcp_tools_list_new(const McpLimits *limits) {
                 json_decref(out);
                 return NULL;
         }
-        return json_pack("{s:[{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}]}",
-                         "tools",
-                         "name", "exec",
-                         "title", "Run Python in a sandbox",
-                         "description", description,
-                         "inputSchema", in,
-                         "outputSchema", out,
-                         "annotations", "readOnlyHint", 0, "destructiveHint", 0, "idempotentHint", 0,
-                         "openWorldHint", 0);
+        json_t *python_tools = mcp_tools_python_new(limits);
+        if (!python_tools) {
+                json_decref(in);
+                json_decref(out);
+                return NULL;
+        }
+        json_t *exec = json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}",
+                                 "name", "exec",
+                                 "title", "Run Python in a sandbox",
+                                 "description", description,
+                                 "inputSchema", in,
+                                 "outputSchema", out,
+                                 "annotations", "readOnlyHint", 0, "destructiveHint", 0, "idempotentHint", 0,
+                                 "openWorldHint", 0);
+        if (!exec || json_array_insert_new(python_tools, 0, exec) < 0) {
+                json_decref(python_tools);
+                return NULL;
+        }
+        return json_pack("{s:o}", "tools", python_tools);
+}
+
+json_t *mcp_exec_output_schema_new(void) {
+        return exec_output_schema();
 }
 
 static const char *json_type_name(const json_t *v) {
@@ -197,13 +215,17 @@ char *mcp_tool_args_validate(const McpLimits *l, const char *name, json_t *argum
         const char *key;
         json_t *v;
 
+        McpTool tool = mcp_tool_python_lookup(name);
+        if (tool != MCP_TOOL_EXEC)
+                return mcp_tool_python_args_validate(l, tool, arguments, ret);
+
         json_object_foreach(arguments, key, v) {
                 bool known = false;
                 for (size_t i = 0; i < ELEMENTSOF(exec_fields); i++)
                         known = known || strcmp(key, exec_fields[i]) == 0;
                 if (!known)
-                        return problem("invalid argument '%s': unknown property; %s accepts only code, timeout_s "
-                                       "and stdin", key, name);
+                        return problem("invalid argument '%s': unknown property; %s accepts only code, timeout_s, "
+                                       "stdin and python", key, name);
         }
 
         McpExecArgs a = { .timeout_s = l->default_timeout_s };
@@ -235,6 +257,13 @@ char *mcp_tool_args_validate(const McpLimits *l, const char *name, json_t *argum
         v = json_object_get(arguments, "timeout_s");
         if (v && !json_is_null(v)) {
                 char *p = timeout_apply(l, v, &a.timeout_s);
+                if (p)
+                        return p;
+        }
+
+        v = json_object_get(arguments, "python");
+        if (v && !json_is_null(v)) {
+                char *p = mcp_python_arg_validate(l, v, &a.python);
                 if (p)
                         return p;
         }
@@ -275,6 +304,12 @@ char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r) {
                 "queue_ms", (json_int_t) r->queue_ms);
         if (!sc)
                 return NULL;
+        if (r->extra_json) {
+                /* execute_python's additions (interpreter, dependencies, environment). */
+                _cleanup_(json_decrefp) json_t *extra = json_loads(r->extra_json, 0, NULL);
+                if (!json_is_object(extra) || json_object_update(sc, extra) < 0)
+                        return NULL;
+        }
         /* Clients that only read text content get the same JSON (the tools spec's advice for
          * structuredContent, and what mcp-exec returns). */
         _cleanup_free_ char *text = json_dumps(sc, JSON_COMPACT);
@@ -292,5 +327,19 @@ char *mcp_call_reply_tool_error(const McpCall *c, const char *message) {
                 "{s:s, s:O, s:{s:[{s:s, s:s}], s:b}}",
                 "jsonrpc", "2.0", "id", c->id,
                 "result", "content", "type", "text", "text", message, "isError", 1);
+        return m ? mcp_json_dump(m) : NULL;
+}
+
+char *mcp_call_reply_structured(const McpCall *c, const char *json_object) {
+        _cleanup_(json_decrefp) json_t *sc = json_loads(json_object, 0, NULL);
+        if (!json_is_object(sc))
+                return NULL;
+        _cleanup_free_ char *text = json_dumps(sc, JSON_COMPACT);
+        if (!text)
+                return NULL;
+        _cleanup_(json_decrefp) json_t *m = json_pack(
+                "{s:s, s:O, s:{s:[{s:s, s:s}], s:O, s:b}}",
+                "jsonrpc", "2.0", "id", c->id,
+                "result", "content", "type", "text", "text", text, "structuredContent", sc, "isError", 0);
         return m ? mcp_json_dump(m) : NULL;
 }

@@ -1,0 +1,710 @@
+/* envs.c: the dependency environment cache and its installer child processes. The daemon never
+ * waits for an install: the child's output pipe, its pidfd and its deadline are operations on the
+ * ring like a run's. Layout of the cache root: envs/<key>/ (complete environments only: an install
+ * happens in tmp/ and is renamed into place after its marker is written), tmp/ (installs in
+ * progress; emptied at start, so what a killed daemon left is never used), trash/ (evicted, being
+ * removed). The marker's mtime is the environment's last use (LRU). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cleanup.h"
+#include "envs.h"
+#include "fd-util.h"
+#include "log.h"
+#include "py-helpers.h"
+#include "str-util.h"
+
+#define ENV_MARKER ".mcp-execd-env.json"
+#define INSTALL_OUTPUT_MAX_BYTES (256u * 1024u)
+#define INSTALL_ERROR_TAIL_BYTES 3000u
+#define INSTALL_KILL_GRACE_USEC (2u * 1000u * 1000u)
+
+typedef struct Install Install;
+
+static inline void closedirp(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
+
+struct EnvWaiter {
+        Envs *envs;
+        Install *install;  /* NULL: answered from the cache through op_nop */
+        EnvReadyFn ready;
+        EnvCheckFn check;
+        void *userdata;
+        bool cancelled;
+        char *key;
+        char *dir;         /* the cache hit's directory */
+        RingOp op_nop;
+        EnvWaiter *next;   /* in install->waiters */
+};
+
+struct Install {
+        Envs *envs;
+        bool check;
+        char *key;
+        char *tmp;
+        char *final;
+        pid_t pid;
+        int pidfd;
+        int out_fd;
+        bool eof, exited, timed_out, finished;
+        int status;
+        uint64_t t_start;
+        Buf out;
+        bool out_dropped;
+        char buf[4096];
+        RingOp op_read, op_pidfd, op_timer;
+        struct __kernel_timespec deadline;
+        EnvWaiter *waiters;
+        Install *next;
+};
+
+typedef struct EnvUse {
+        char *key;
+        unsigned refs;
+        struct EnvUse *next;
+} EnvUse;
+
+struct Envs {
+        EnvsConfig config;
+        char *dir, *envs_dir, *tmp_dir, *trash_dir;
+        char *index_url, *wheelhouse, *installer_python, *uv;
+        Install *installs;
+        EnvUse *uses;
+        uint64_t n_installed;
+};
+
+static char *path_join(const char *a, const char *b) {
+        char *p = NULL;
+        return asprintf(&p, "%s/%s", a, b) < 0 ? NULL : p;
+}
+
+static int mkdir_p(const char *path, mode_t mode) {
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        for (char *p = copy + 1; *p; p++)
+                if (*p == '/') {
+                        *p = '\0';
+                        if (mkdir(copy, mode) < 0 && errno != EEXIST)
+                                return -errno;
+                        *p = '/';
+                }
+        if (mkdir(copy, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* Empties dir (keeping it). */
+static void dir_clean(const char *dir) {
+        _cleanup_(closedirp) DIR *d = opendir(dir);
+        if (!d)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+                        continue;
+                _cleanup_free_ char *p = path_join(dir, de->d_name);
+                if (p && rm_rf(p) < 0)
+                        log_warning("cannot remove %s, ignoring", p);
+        }
+}
+
+int envs_new(const EnvsConfig *config, Envs **ret, char **reterr) {
+        Envs *e = calloc(1, sizeof(*e));
+        if (!e)
+                return -ENOMEM;
+        e->config = *config;
+        e->dir = strdup(config->dir);
+        e->envs_dir = path_join(config->dir, "envs");
+        e->tmp_dir = path_join(config->dir, "tmp");
+        e->trash_dir = path_join(config->dir, "trash");
+        e->index_url = config->index_url ? strdup(config->index_url) : NULL;
+        e->wheelhouse = config->wheelhouse ? strdup(config->wheelhouse) : NULL;
+        e->installer_python = config->installer_python ? strdup(config->installer_python) : NULL;
+        e->uv = config->uv ? strdup(config->uv) : NULL;
+        if (!e->dir || !e->envs_dir || !e->tmp_dir || !e->trash_dir || (config->index_url && !e->index_url) ||
+            (config->wheelhouse && !e->wheelhouse) || (config->installer_python && !e->installer_python) ||
+            (config->uv && !e->uv)) {
+                envs_free(e);
+                return -ENOMEM;
+        }
+        e->config.dir = e->dir;
+        e->config.index_url = e->index_url;
+        e->config.wheelhouse = e->wheelhouse;
+        e->config.installer_python = e->installer_python;
+        e->config.uv = e->uv;
+
+        /* 0755: the runs' user must traverse the path to have an environment bound. */
+        mode_t old = umask(022);
+        int r = 0;
+        const char *dirs[] = { e->dir, e->envs_dir, e->tmp_dir, e->trash_dir };
+        for (size_t i = 0; i < ELEMENTSOF(dirs) && r >= 0; i++) {
+                r = mkdir_p(dirs[i], 0755);
+                if (r < 0 && reterr && asprintf(reterr, "cannot create the environment cache directory %s: %s",
+                                                dirs[i], strerror(-r)) < 0)
+                        *reterr = NULL;
+        }
+        umask(old);
+        if (r < 0) {
+                envs_free(e);
+                return r;
+        }
+        /* What an earlier instance was installing or evicting when it died is never used. */
+        dir_clean(e->tmp_dir);
+        dir_clean(e->trash_dir);
+        *ret = e;
+        return 0;
+}
+
+Envs *envs_free(Envs *e) {
+        if (!e)
+                return NULL;
+        /* Installs still running: kill them and let tmp/ be cleaned by the next start. */
+        for (Install *i = e->installs; i; i = i->next)
+                if (!i->exited && i->pid > 0)
+                        (void) kill(-i->pid, SIGKILL);
+        for (EnvUse *u = e->uses, *n; u; u = n) {
+                n = u->next;
+                free(u->key);
+                free(u);
+        }
+        free(e->dir);
+        free(e->envs_dir);
+        free(e->tmp_dir);
+        free(e->trash_dir);
+        free(e->index_url);
+        free(e->wheelhouse);
+        free(e->installer_python);
+        free(e->uv);
+        free(e);
+        return NULL;
+}
+
+static EnvUse *use_find(Envs *e, const char *key) {
+        for (EnvUse *u = e->uses; u; u = u->next)
+                if (strcmp(u->key, key) == 0)
+                        return u;
+        return NULL;
+}
+
+static int use_hold(Envs *e, const char *key) {
+        EnvUse *u = use_find(e, key);
+        if (!u) {
+                u = calloc(1, sizeof(*u));
+                if (!u || !(u->key = strdup(key))) {
+                        free(u);
+                        return -ENOMEM;
+                }
+                u->next = e->uses;
+                e->uses = u;
+        }
+        u->refs++;
+        return 0;
+}
+
+void envs_release(Envs *e, const char *key) {
+        EnvUse *u = use_find(e, key);
+        if (u && u->refs > 0)
+                u->refs--;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Entries, sizes, eviction. */
+
+typedef struct Entry {
+        char key[80];
+        uint64_t size;
+        struct timespec used;
+} Entry;
+
+static int entries_list(Envs *e, Entry **ret, size_t *ret_n) {
+        _cleanup_(closedirp) DIR *d = opendir(e->envs_dir);
+        if (!d)
+                return -errno;
+        Entry *v = NULL;
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(v->key))
+                        continue;
+                char marker[4096];
+                snprintf(marker, sizeof(marker), "%s/%s/" ENV_MARKER, e->envs_dir, de->d_name);
+                struct stat st;
+                if (stat(marker, &st) < 0)
+                        continue;
+                json_t *m = json_load_file(marker, 0, NULL);
+                uint64_t size = m ? (uint64_t) json_integer_value(json_object_get(m, "size_bytes")) : 0;
+                json_decref(m);
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 16;
+                        Entry *nv = realloc(v, cap * sizeof(*v));
+                        if (!nv) {
+                                free(v);
+                                return -ENOMEM;
+                        }
+                        v = nv;
+                }
+                snprintf(v[n].key, sizeof(v[n].key), "%s", de->d_name);
+                v[n].size = size;
+                v[n].used = st.st_mtim;
+                n++;
+        }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+static bool ts_before(struct timespec a, struct timespec b) {
+        return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+}
+
+/* Evicts least recently used environments not in use until the total fits (the one just installed,
+ * keep, is never evicted: a single environment larger than the limit still serves its run). */
+static void envs_evict(Envs *e, const char *keep) {
+        if (e->config.max_bytes == UINT64_MAX)
+                return;
+        _cleanup_free_ Entry *v = NULL;
+        size_t n = 0;
+        if (entries_list(e, &v, &n) < 0)
+                return;
+        uint64_t total = 0;
+        for (size_t i = 0; i < n; i++)
+                total += v[i].size;
+        while (total > e->config.max_bytes) {
+                ssize_t victim = -1;
+                for (size_t i = 0; i < n; i++) {
+                        if (!v[i].key[0] || (keep && strcmp(v[i].key, keep) == 0))
+                                continue;
+                        EnvUse *u = use_find(e, v[i].key);
+                        if (u && u->refs > 0)
+                                continue; /* bound into a running sandbox */
+                        if (victim < 0 || ts_before(v[i].used, v[victim].used))
+                                victim = (ssize_t) i;
+                }
+                if (victim < 0)
+                        break;
+                char from[4096], to[4096], rnd[17];
+                snprintf(from, sizeof(from), "%s/%s", e->envs_dir, v[victim].key);
+                if (str_random_hex(rnd, 8) < 0)
+                        break;
+                snprintf(to, sizeof(to), "%s/%s.%s", e->trash_dir, v[victim].key, rnd);
+                /* Out of envs/ in one step (a run starting now never sees a half-removed one). */
+                if (rename(from, to) < 0) {
+                        log_warning("cannot evict environment %s: %m", v[victim].key);
+                        break;
+                }
+                log_info("evicted environment %s (%" PRIu64 " bytes, least recently used; cache over %" PRIu64
+                         " bytes, MCP_EXEC_ENV_CACHE_MAX)", v[victim].key, v[victim].size, e->config.max_bytes);
+                (void) rm_rf(to);
+                total -= v[victim].size;
+                v[victim].key[0] = '\0';
+        }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Installer child processes. */
+
+static void install_maybe_finish(Install *in);
+
+static void install_read(Install *in) {
+        struct io_uring_sqe *sqe = ring_get_sqe(in->envs->config.ring, &in->op_read);
+        io_uring_prep_read(sqe, in->out_fd, in->buf, sizeof(in->buf), (uint64_t) -1);
+}
+
+static void on_install_read(RingOp *op, int res) {
+        Install *in = container_of(op, Install, op_read);
+        if (res > 0 && !in->finished) {
+                size_t n = (size_t) res;
+                if (in->out.len + n > INSTALL_OUTPUT_MAX_BYTES) {
+                        /* Keep the tail: pip's error is at the end. */
+                        size_t drop = MIN(in->out.len, in->out.len + n - INSTALL_OUTPUT_MAX_BYTES);
+                        buf_consume(&in->out, drop);
+                        in->out_dropped = true;
+                }
+                (void) buf_append(&in->out, in->buf, n);
+                install_read(in);
+                return;
+        }
+        in->eof = true;
+        in->out_fd = safe_close(in->out_fd);
+        install_maybe_finish(in);
+}
+
+static void on_install_pidfd(RingOp *op, int res) {
+        Install *in = container_of(op, Install, op_pidfd);
+        siginfo_t si = {};
+        if (res >= 0 && waitid((idtype_t) P_PIDFD, (id_t) in->pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid == 0) {
+                struct io_uring_sqe *sqe = ring_get_sqe(in->envs->config.ring, &in->op_pidfd);
+                io_uring_prep_poll_add(sqe, in->pidfd, POLLIN);
+                return;
+        }
+        in->exited = true;
+        in->status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+        /* Whatever pip left in its process group goes with it. */
+        (void) kill(-in->pid, SIGKILL);
+        install_maybe_finish(in);
+}
+
+static void on_install_timer(RingOp *op, int res) {
+        Install *in = container_of(op, Install, op_timer);
+        if (res == -ETIME && !in->exited) {
+                in->timed_out = true;
+                (void) kill(-in->pid, SIGKILL);
+        }
+        install_maybe_finish(in);
+}
+
+static void install_free(Install *in) {
+        Envs *e = in->envs;
+        for (Install **p = &e->installs; *p; p = &(*p)->next)
+                if (*p == in) {
+                        *p = in->next;
+                        break;
+                }
+        for (EnvWaiter *w = in->waiters, *n; w; w = n) {
+                n = w->next;
+                free(w->key);
+                free(w->dir);
+                free(w);
+        }
+        safe_close(in->out_fd);
+        safe_close(in->pidfd);
+        buf_done(&in->out);
+        free(in->key);
+        free(in->tmp);
+        free(in->final);
+        free(in);
+}
+
+static void install_maybe_finish(Install *in) {
+        if (!in->finished && in->exited && in->eof) {
+                in->finished = true;
+                ring_cancel(in->envs->config.ring, &in->op_timer);
+                uint64_t ms = (now_usec() - in->t_start) / 1000;
+                Envs *e = in->envs;
+
+                _cleanup_free_ char *error = NULL;
+                _cleanup_free_ char *marker = path_join(in->final, ENV_MARKER);
+                bool ok = !in->timed_out && in->status == 0 && (in->check || (marker && access(marker, F_OK) == 0));
+                if (!ok) {
+                        const char *out = in->out.data ? in->out.data : "";
+                        size_t len = in->out.len;
+                        if (len > INSTALL_ERROR_TAIL_BYTES) {
+                                out += len - INSTALL_ERROR_TAIL_BYTES;
+                                len = INSTALL_ERROR_TAIL_BYTES;
+                        }
+                        if (in->timed_out) {
+                                if (asprintf(&error, "installing the dependencies took longer than %" PRIu32
+                                             " s (MCP_EXEC_INSTALL_TIMEOUT_S) and was stopped; output so far:\n%.*s",
+                                             e->config.timeout_s, (int) len, out) < 0)
+                                        error = NULL;
+                        } else if (asprintf(&error, "%s failed (exit status %d):\n%s%.*s",
+                                            in->check ? "checking the dependencies against the source"
+                                                      : "installing the dependencies",
+                                            in->status, len < in->out.len ? "…" : "", (int) len, out) < 0)
+                                error = NULL;
+                        if (!error)
+                                error = strdup("installing the dependencies failed");
+                        if (!in->check)
+                                log_warning("installing environment %s failed (exit status %d%s)", in->key,
+                                            in->status, in->timed_out ? ", timed out" : "");
+                } else if (!in->check) {
+                        e->n_installed++;
+                        log_info("installed environment %s in %" PRIu64 " ms", in->key, ms);
+                }
+                if (in->tmp)
+                        (void) rm_rf(in->tmp); /* a failed or killed install's leftovers */
+
+                for (EnvWaiter *w = in->waiters; w; w = w->next) {
+                        if (w->cancelled)
+                                continue;
+                        if (in->check) {
+                                w->check(w->userdata, ok ? (in->out.data ? in->out.data : "") : NULL, error);
+                                continue;
+                        }
+                        if (ok && use_hold(e, in->key) < 0) {
+                                w->ready(w->userdata, NULL, "out of memory", false, ms);
+                                continue;
+                        }
+                        w->ready(w->userdata, ok ? in->final : NULL, error, false, ms);
+                }
+                if (ok && !in->check)
+                        envs_evict(e, in->key);
+        }
+        if (in->finished && !in->op_read.busy && !in->op_pidfd.busy && !in->op_timer.busy)
+                install_free(in);
+}
+
+/* The child: its own process group (killed as one), dies with the daemon, stdin /dev/null,
+ * stdout and stderr to our pipe, an environment built from nothing, umask 022 (the runs' user
+ * reads the environment). When the only source is a local directory it also gets a network
+ * namespace of its own: nothing to reach, nothing reachable. */
+static int install_spawn(Install *in, const char *args_json) {
+        Envs *e = in->envs;
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        bool no_network = !e->index_url || strncmp(e->index_url, "file:", 5) == 0;
+        const char *argv[] = { e->installer_python, "-I", "-c", py_install, args_json, NULL };
+        const char *envp[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
+                               "PIP_NO_INPUT=1", "HOME=/nonexistent", NULL };
+        pid_t ppid = getpid();
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(p[0]);
+                close(p[1]);
+                return r;
+        }
+        if (pid == 0) {
+                (void) setpgid(0, 0);
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() != ppid)
+                        _exit(127);
+                sigset_t none;
+                sigemptyset(&none);
+                (void) sigprocmask(SIG_SETMASK, &none, NULL);
+                (void) signal(SIGPIPE, SIG_DFL);
+                int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (nul < 0 || dup2(nul, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
+                        _exit(127);
+                (void) close_range(3, ~0U, 0);
+                umask(022);
+                if (no_network && geteuid() == 0 && unshare(CLONE_NEWNET) < 0)
+                        _exit(126);
+                if (chdir(e->tmp_dir) < 0)
+                        _exit(127);
+                execve(argv[0], (char **) argv, (char **) envp);
+                _exit(127);
+        }
+        close(p[1]);
+        in->pid = pid;
+        in->out_fd = p[0];
+        in->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (in->pidfd < 0) {
+                int r = -errno;
+                (void) kill(-pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+                in->out_fd = safe_close(in->out_fd);
+                return r;
+        }
+        return 0;
+}
+
+static json_t *request_json(Envs *e, const EnvRequest *req, const char *mode, const char *tmp, const char *final) {
+        json_t *reqs = json_array();
+        for (size_t i = 0; reqs && req->requirements[i]; i++)
+                if (json_array_append_new(reqs, json_string(req->requirements[i])) < 0) {
+                        json_decref(reqs);
+                        return NULL;
+                }
+        if (!reqs)
+                return NULL;
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:s?, s:o, s:s?, s:s?}", "mode", mode, "key", req->key,
+                         "python_name", req->python_name, "interpreter", req->interpreter, "python_version",
+                         req->python_version, "tmp", tmp, "final", final, "index_url", e->index_url, "requirements",
+                         reqs, "wheelhouse", e->wheelhouse, "uv", e->uv);
+}
+
+static int install_start(Envs *e, const EnvRequest *req, bool check, Install **ret) {
+        char rnd[17];
+        int r = str_random_hex(rnd, 8);
+        if (r < 0)
+                return r;
+        Install *in = calloc(1, sizeof(*in));
+        if (!in)
+                return -ENOMEM;
+        *in = (Install) { .envs = e, .check = check, .pidfd = -EBADF, .out_fd = -EBADF, .t_start = now_usec() };
+        in->op_read.callback = on_install_read;
+        in->op_pidfd.callback = on_install_pidfd;
+        in->op_timer.callback = on_install_timer;
+        in->key = strdup(req->key);
+        if (asprintf(&in->tmp, "%s/%s.%s", e->tmp_dir, req->key, rnd) < 0)
+                in->tmp = NULL;
+        in->final = path_join(e->envs_dir, req->key);
+        _cleanup_(json_decrefp) json_t *args = in->key && in->tmp && in->final
+                                                       ? request_json(e, req, check ? "check" : "install", in->tmp,
+                                                                      in->final)
+                                                       : NULL;
+        _cleanup_free_ char *args_json = args ? json_dumps(args, JSON_COMPACT) : NULL;
+        if (!args_json) {
+                in->finished = true;
+                install_free(in);
+                return -ENOMEM;
+        }
+        in->next = e->installs;
+        e->installs = in;
+        r = install_spawn(in, args_json);
+        if (r < 0) {
+                in->finished = true;
+                install_free(in);
+                return r;
+        }
+        install_read(in);
+        struct io_uring_sqe *sqe = ring_get_sqe(e->config.ring, &in->op_pidfd);
+        io_uring_prep_poll_add(sqe, in->pidfd, POLLIN);
+        in->deadline.tv_sec = e->config.timeout_s;
+        sqe = ring_get_sqe(e->config.ring, &in->op_timer);
+        io_uring_prep_timeout(sqe, &in->deadline, 0, 0);
+        *ret = in;
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The API. */
+
+static void on_waiter_nop(RingOp *op, int res) {
+        EnvWaiter *w = container_of(op, EnvWaiter, op_nop);
+        (void) res;
+        if (!w->cancelled) {
+                if (w->dir)
+                        w->ready(w->userdata, w->dir, NULL, true, 0);
+                else
+                        w->ready(w->userdata, NULL, "cannot start the installer", false, 0);
+        }
+        /* The holder keeps its reference (taken in envs_acquire) until envs_release. If it was
+         * cancelled meanwhile, give the reference back. */
+        if (w->cancelled && w->dir)
+                envs_release(w->envs, w->key);
+        free(w->key);
+        free(w->dir);
+        free(w);
+}
+
+static EnvWaiter *waiter_new(Envs *e, const EnvRequest *req, void *userdata) {
+        EnvWaiter *w = calloc(1, sizeof(*w));
+        if (!w)
+                return NULL;
+        w->envs = e;
+        w->userdata = userdata;
+        w->op_nop.callback = on_waiter_nop;
+        w->key = strdup(req->key);
+        if (!w->key) {
+                free(w);
+                return NULL;
+        }
+        return w;
+}
+
+int envs_acquire(Envs *e, const EnvRequest *req, EnvReadyFn ready, void *userdata, EnvWaiter **ret) {
+        EnvWaiter *w = waiter_new(e, req, userdata);
+        if (!w)
+                return -ENOMEM;
+        w->ready = ready;
+
+        _cleanup_free_ char *final = path_join(e->envs_dir, req->key);
+        _cleanup_free_ char *marker = final ? path_join(final, ENV_MARKER) : NULL;
+        if (!marker) {
+                free(w->key);
+                free(w);
+                return -ENOMEM;
+        }
+        if (access(marker, F_OK) == 0) {
+                /* Installed: the marker's mtime is the last use, for LRU eviction. */
+                (void) utimensat(AT_FDCWD, marker, NULL, 0);
+                if (use_hold(e, req->key) < 0) {
+                        free(w->key);
+                        free(w);
+                        return -ENOMEM;
+                }
+                w->dir = TAKE_PTR(final);
+                io_uring_prep_nop(ring_get_sqe(e->config.ring, &w->op_nop));
+                *ret = w;
+                return 0;
+        }
+
+        Install *in = NULL;
+        for (Install *i = e->installs; i && !in; i = i->next)
+                if (!i->check && !i->finished && strcmp(i->key, req->key) == 0)
+                        in = i;
+        if (!in) {
+                int r = install_start(e, req, false, &in);
+                if (r < 0) {
+                        log_warning_errno(r, "cannot start the installer: %m");
+                        io_uring_prep_nop(ring_get_sqe(e->config.ring, &w->op_nop));
+                        *ret = w;
+                        return 0;
+                }
+        }
+        w->install = in;
+        w->next = in->waiters;
+        in->waiters = w;
+        *ret = w;
+        return 0;
+}
+
+int envs_check(Envs *e, const EnvRequest *req, EnvCheckFn done, void *userdata, EnvWaiter **ret) {
+        EnvWaiter *w = waiter_new(e, req, userdata);
+        if (!w)
+                return -ENOMEM;
+        w->check = done;
+        Install *in;
+        int r = install_start(e, req, true, &in);
+        if (r < 0) {
+                free(w->key);
+                free(w);
+                return r;
+        }
+        w->install = in;
+        in->waiters = w;
+        *ret = w;
+        return 0;
+}
+
+void envs_waiter_cancel(EnvWaiter *w) {
+        if (w)
+                w->cancelled = true;
+}
+
+char *envs_describe_json(Envs *e) {
+        _cleanup_free_ Entry *v = NULL;
+        size_t n = 0;
+        _cleanup_(json_decrefp) json_t *entries = json_array();
+        uint64_t total = 0;
+        if (!entries)
+                return NULL;
+        if (entries_list(e, &v, &n) >= 0)
+                for (size_t i = 0; i < n; i++) {
+                        char marker[4096];
+                        snprintf(marker, sizeof(marker), "%s/%s/" ENV_MARKER, e->envs_dir, v[i].key);
+                        _cleanup_(json_decrefp) json_t *m = json_load_file(marker, 0, NULL);
+                        total += v[i].size;
+                        json_t *reqs = m ? json_object_get(m, "requirements") : NULL;
+                        json_t *py = m ? json_object_get(m, "python") : NULL;
+                        EnvUse *u = use_find(e, v[i].key);
+                        json_t *x = json_pack("{s:s, s:O?, s:O?, s:I, s:I, s:b}", "key", v[i].key, "python", py,
+                                              "requirements", reqs, "size_bytes", (json_int_t) v[i].size,
+                                              "last_used", (json_int_t) v[i].used.tv_sec, "in_use", u && u->refs > 0);
+                        if (!x || json_array_append_new(entries, x) < 0)
+                                return NULL;
+                }
+        unsigned installing = 0;
+        for (Install *i = e->installs; i; i = i->next)
+                installing += !i->check && !i->finished;
+        _cleanup_(json_decrefp) json_t *o = json_pack(
+                "{s:s, s:o, s:I, s:I, s:O, s:I, s:I, s:s}", "dir", e->dir, "max_bytes",
+                e->config.max_bytes == UINT64_MAX ? json_null() : json_integer((json_int_t) e->config.max_bytes),
+                "size_bytes", (json_int_t) total, "count", (json_int_t) n, "entries", entries, "installs_completed",
+                (json_int_t) e->n_installed, "installs_running", (json_int_t) installing, "installer",
+                e->uv ? "uv pip install" : "pip install (Debian python3-pip)");
+        return o ? json_dumps(o, JSON_COMPACT) : NULL;
+}

@@ -1,0 +1,70 @@
+/* envs.h: the cache of dependency environments: content-addressed venvs installed once by a
+ * confined child process (pip, or uv when on PATH) driven from the io_uring loop, mounted read-only
+ * into the runs that need them, size-bounded with least-recently-used eviction, kept across
+ * restarts. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ring.h"
+
+typedef struct Envs Envs;
+
+typedef struct EnvsConfig {
+        Ring *ring;
+        const char *dir;              /* the cache root (created 0755): envs/, tmp/, trash/ */
+        uint64_t max_bytes;           /* MCP_EXEC_ENV_CACHE_MAX */
+        uint32_t timeout_s;           /* MCP_EXEC_INSTALL_TIMEOUT_S */
+        const char *index_url;        /* MCP_EXEC_INDEX_URL or NULL */
+        const char *wheelhouse;       /* MCP_EXEC_WHEELHOUSE or NULL */
+        const char *installer_python; /* absolute path of a python3 with pip (Debian's python3-pip) */
+        const char *uv;               /* absolute path of uv, or NULL to use pip */
+} EnvsConfig;
+
+/* Creates the cache's directories and removes what an earlier instance left half-done (tmp/,
+ * trash/). Returns 0 or -errno with *reterr (malloc'd) saying what failed. */
+int envs_new(const EnvsConfig *config, Envs **ret, char **reterr);
+Envs *envs_free(Envs *e);
+
+/* One environment: key (hex, from the interpreter's identity and the normalized sorted
+ * requirements), and what it is made of. */
+typedef struct EnvRequest {
+        const char *key;
+        const char *python_name;
+        const char *interpreter;        /* absolute path */
+        const char *python_version;
+        const char *const *requirements; /* NULL-terminated */
+} EnvRequest;
+
+typedef struct EnvWaiter EnvWaiter;
+
+/* Called once from the loop: dir is the environment's host directory (held: the caller must
+ * envs_release(key) when its run is over), or NULL and error says why (pip's own message).
+ * reused: it was already installed; install_ms: how long the install this caller waited for
+ * took (0 when reused). */
+typedef void (*EnvReadyFn)(void *userdata, const char *dir, const char *error, bool reused, uint64_t install_ms);
+
+/* Finds or installs the environment. Concurrent requests for the same key wait for one install.
+ * The callback always comes later, from the loop. Returns 0 or -ENOMEM. */
+int envs_acquire(Envs *e, const EnvRequest *req, EnvReadyFn ready, void *userdata, EnvWaiter **ret);
+
+/* Called once from the loop: output holds one JSON line per requirement ({requirement, ok,
+ * message}), or error says why the check could not run. */
+typedef void (*EnvCheckFn)(void *userdata, const char *output, const char *error);
+
+/* Asks the source whether each requirement can be satisfied (pip install --dry-run --no-deps),
+ * without installing anything. Returns 0 or -ENOMEM. */
+int envs_check(Envs *e, const EnvRequest *req, EnvCheckFn done, void *userdata, EnvWaiter **ret);
+
+/* The caller lost interest (a cancellation): its callback will not be called. An install others
+ * wait for goes on; one nobody waits for still completes (it is cached). */
+void envs_waiter_cancel(EnvWaiter *w);
+
+/* A run that used the environment is over: it may be evicted again. */
+void envs_release(Envs *e, const char *key);
+
+/* The cache as a JSON object (for check_environment): dir, max_bytes, size_bytes, installs
+ * (completed by this instance), entries [{key, python, requirements, size_bytes, last_used}].
+ * malloc'd, or NULL on ENOMEM. */
+char *envs_describe_json(Envs *e);

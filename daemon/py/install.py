@@ -1,0 +1,119 @@
+# install.py: mcp-execd's installer, run outside the runs' sandbox by the daemon as a child process
+# (its own process group, killed at MCP_EXEC_INSTALL_TIMEOUT_S, dies with the daemon) with
+# `python3 -I -c <this> <json>`. Wheels only (--only-binary=:all:): no code of a package runs at
+# install time. Modes:
+#   install: a venv (--system-site-packages, the target interpreter) in a temporary directory of the
+#            cache, pip (or uv) installs the requirements into it, a marker is written last, and the
+#            directory is renamed into place: a half-installed environment is never visible.
+#   check:   for each requirement, whether the source can satisfy it (pip install --dry-run
+#            --no-deps), one JSON line each on stdout.
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+MARKER = ".mcp-execd-env.json"
+
+
+def die_with_parent():
+    # PR_SET_PDEATHSIG = 1: pip goes when we go (we go when the daemon goes).
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)
+    except Exception:
+        pass
+
+
+def source_args(a, uv=False):
+    args = []
+    if a.get("index_url"):
+        args += ["--index-url", a["index_url"]]
+        if a.get("wheelhouse"):
+            args += ["--find-links", a["wheelhouse"]]
+    else:
+        args += ["--no-index", "--find-links", a["wheelhouse"]]
+    if not uv:
+        args += ["--retries", "1", "--timeout", "15"]
+    return args
+
+
+def pip_base(a):
+    return [sys.executable, "-I", "-m", "pip", "--isolated", "--disable-pip-version-check", "--no-input"]
+
+
+def dir_size(path):
+    total = 0
+    for root, dirs, files in os.walk(path):
+        for n in dirs + files:
+            try:
+                total += os.lstat(os.path.join(root, n)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def install(a):
+    tmp, final = a["tmp"], a["final"]
+    os.umask(0o022)
+    r = subprocess.run([a["interpreter"], "-m", "venv", "--without-pip", "--system-site-packages", tmp],
+                       preexec_fn=die_with_parent)
+    if r.returncode != 0:
+        print(f"creating the environment with {a['interpreter']} -m venv failed (exit {r.returncode})",
+              file=sys.stderr)
+        return 1
+    req = os.path.join(tmp, ".mcp-execd-requirements.txt")
+    with open(req, "w") as f:
+        f.write("\n".join(a["requirements"]) + "\n")
+    target = os.path.join(tmp, "bin", "python")
+    if a.get("uv"):
+        cmd = [a["uv"], "pip", "install", "--python", target, "--no-cache", "--only-binary", ":all:"] + \
+              source_args(a, uv=True) + ["-r", req]
+    else:
+        cmd = pip_base(a) + ["--python", target, "install", "--no-cache-dir", "--only-binary=:all:",
+                             "--no-warn-script-location", "--progress-bar", "off"] + source_args(a) + ["-r", req]
+    env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+    r = subprocess.run(cmd, preexec_fn=die_with_parent, env=env, stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        return r.returncode
+    meta = {"key": a["key"], "python": a["python_name"], "interpreter": a["interpreter"],
+            "python_version": a["python_version"], "requirements": a["requirements"],
+            "installed_at": int(time.time()), "install_ms": 0}
+    meta["size_bytes"] = dir_size(tmp)
+    with open(os.path.join(tmp, MARKER), "w") as f:
+        json.dump(meta, f)
+    os.chmod(tmp, 0o755)
+    try:
+        os.rename(tmp, final)
+    except OSError:
+        if not os.path.exists(os.path.join(final, MARKER)):
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)  # another instance won the race: its env is complete
+    print(json.dumps({"installed": a["key"], "size_bytes": meta["size_bytes"]}))
+    return 0
+
+
+def check(a):
+    env = {"PATH": "/usr/bin:/bin", "HOME": a["tmp"], "LANG": "C.UTF-8"}
+    os.makedirs(a["tmp"], exist_ok=True)
+    for req in a["requirements"]:
+        cmd = pip_base(a) + ["--python", a["interpreter"], "install", "--dry-run", "--no-deps",
+                             "--ignore-installed", "--break-system-packages", "--only-binary=:all:",
+                             "--no-cache-dir", "--quiet", "--progress-bar", "off"] + source_args(a) + [req]
+        r = subprocess.run(cmd, preexec_fn=die_with_parent, env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=a["tmp"])
+        out = r.stdout.decode("utf-8", "replace").strip()
+        lines = [l for l in out.splitlines() if l.startswith("ERROR") or "Retrying" in l or "WARNING" in l]
+        print(json.dumps({"requirement": req, "ok": r.returncode == 0,
+                          "message": "\n".join(lines or out.splitlines()[-5:])}), flush=True)
+    shutil.rmtree(a["tmp"], ignore_errors=True)
+    return 0
+
+
+def main():
+    a = json.loads(sys.argv[1])
+    return install(a) if a["mode"] == "install" else check(a)
+
+
+sys.exit(main())

@@ -1,0 +1,972 @@
+/* pyexec.c: execute_python, validate_script and check_environment, and the interpreter registry.
+ * A call is prepared in steps, each an asynchronous operation on the loop: the PEP 723 metadata
+ * helper (a sandboxed run of the tools interpreter with tomllib and packaging), the syntax check
+ * (a sandboxed run of the chosen interpreter), the source check or the environment (envs.c), and
+ * finally the run itself, handed to the scheduler. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "pyexec.h"
+#include "py-helpers.h"
+#include "sandbox.h"
+#include "str-util.h"
+
+#define RUN_PATH "/usr/local/bin:/usr/bin:/bin"
+/* The helpers are small, but the machine may be loaded: bounded, never unbounded. */
+#define HELPER_TIMEOUT_S 30
+#define PROBE_FULL_TIMEOUT_S 60
+#define HELPER_OUTPUT_MAX_BYTES (4u << 20)
+#define STDERR_TAIL_BYTES 2000
+
+typedef struct PyInterp {
+        char *name;
+        char *path;    /* absolute; the sandbox binds /usr, so the same path inside */
+        char *version; /* language version, e.g. 3.9.16 for PyPy 7.3 */
+        char *implementation;
+        char *id;      /* path, implementation and version: part of every environment key */
+        bool metadata_tools; /* has tomllib and packaging */
+        json_t *packages;    /* importable scientific packages (array), probed on first use */
+        char *error;   /* why it cannot be used, or NULL */
+} PyInterp;
+
+typedef enum PyStep {
+        STEP_NONE,
+        STEP_PROBE,    /* probing an interpreter (at start, or the packages for check_environment) */
+        STEP_META,
+        STEP_COMPILE,
+        STEP_CHECK,
+        STEP_ENV,
+        STEP_NOP,
+} PyStep;
+
+typedef struct PyJob PyJob;
+
+struct PyExec {
+        RunEnv env;        /* the scheduler's, for helper runs (a larger output cap) */
+        const Config *config;
+        Cgroup *cgroup;
+        Envs *envs;
+        Scheduler *scheduler;
+        SchedulerHook hook;
+        PyInterp interps[CONFIG_PYTHONS_MAX];
+        size_t n_interps;
+        PyInterp tools;    /* the interpreter that runs the metadata helper (python3 ≥ 3.11) */
+        char *names;
+        char *sources;
+        char *version;
+        bool owns_envs;
+        PyJob *jobs;
+};
+
+struct PyJob {
+        PyExec *px;
+        McpCall *call;
+        void *owner;
+        JobReplyFn reply;
+        const PyInterp *interp;
+        PyStep step;
+        Run *run;
+        EnvWaiter *waiter;
+        RingOp op_nop;
+        bool cancelled;   /* never answered */
+        size_t probe_index;
+        json_t *meta;     /* the metadata helper's output */
+        json_t *problems; /* validate_script: what is wrong */
+        PyJob *prev, *next;
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Interpreters. */
+
+static char *python_resolve(const char *name) {
+        if (strchr(name, '/'))
+                return access(name, X_OK) == 0 ? strdup(name) : NULL;
+        char path[] = RUN_PATH;
+        char *save = NULL;
+        for (char *dir = strtok_r(path, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+                char *p = NULL;
+                if (asprintf(&p, "%s/%s", dir, name) < 0)
+                        return NULL;
+                if (access(p, X_OK) == 0)
+                        return p;
+                free(p);
+        }
+        return NULL;
+}
+
+static void interp_done(PyInterp *i) {
+        free(i->name);
+        free(i->path);
+        free(i->version);
+        free(i->implementation);
+        free(i->id);
+        free(i->error);
+        json_decref(i->packages);
+        *i = (PyInterp) {};
+}
+
+typedef struct ProbeWait {
+        PyInterp *interp;
+        bool done;
+        bool full;
+} ProbeWait;
+
+static char *stderr_tail(const McpExecResult *r) {
+        size_t n = r->stderr_len, off = n > STDERR_TAIL_BYTES ? n - STDERR_TAIL_BYTES : 0;
+        return strndup(r->stderr_data ? r->stderr_data + off : "", n - off);
+}
+
+/* Reads a helper's stdout as one JSON object; NULL and *reterr set otherwise. */
+static json_t *helper_output(Run *run, const char *what, char **reterr) {
+        if (run_error(run)) {
+                if (asprintf(reterr, "%s could not run: %s", what, run_error(run)) < 0)
+                        *reterr = NULL;
+                return NULL;
+        }
+        McpExecResult r;
+        run_result(run, &r);
+        json_t *o = r.exit_code == 0 && !r.timed_out ? json_loadb(r.stdout_data ? r.stdout_data : "", r.stdout_len, 0, NULL)
+                                                     : NULL;
+        if (json_is_object(o))
+                return o;
+        json_decref(o);
+        _cleanup_free_ char *tail = stderr_tail(&r);
+        if (asprintf(reterr, "%s failed (exit code %d%s): %s", what, r.exit_code, r.timed_out ? ", timed out" : "",
+                     tail ? tail : "") < 0)
+                *reterr = NULL;
+        return NULL;
+}
+
+static void probe_apply(PyInterp *i, json_t *o, bool full) {
+        if (full) {
+                json_t *p = json_object_get(o, "packages");
+                json_decref(i->packages);
+                i->packages = json_is_array(p) ? json_incref(p) : json_array();
+                return;
+        }
+        const char *v = json_string_value(json_object_get(o, "version"));
+        const char *impl = json_string_value(json_object_get(o, "implementation"));
+        free(i->version);
+        free(i->implementation);
+        free(i->id);
+        i->version = strdup(v ? v : "?");
+        i->implementation = strdup(impl ? impl : "?");
+        i->metadata_tools = json_is_true(json_object_get(o, "metadata_tools"));
+        if (asprintf(&i->id, "%s %s %s", i->path, i->implementation, i->version) < 0)
+                i->id = NULL;
+}
+
+static void on_start_probe_done(Run *run, void *userdata) {
+        ProbeWait *w = userdata;
+        _cleanup_free_ char *err = NULL;
+        _cleanup_(json_decrefp) json_t *o = helper_output(run, "the interpreter probe", &err);
+        if (o)
+                probe_apply(w->interp, o, false);
+        else if (!w->interp->error)
+                w->interp->error = err ? TAKE_PTR(err) : strdup("the interpreter probe failed");
+        w->done = true;
+        run_release(run);
+}
+
+static int probe_blocking(PyExec *px, PyInterp *i) {
+        if (!i->path)
+                return 0;
+        ProbeWait w = { .interp = i };
+        RunParams p = {
+                .code = py_probe,
+                .code_len = strlen(py_probe),
+                .stdin_data = "quick",
+                .stdin_len = 5,
+                .timeout_s = HELPER_TIMEOUT_S,
+                .python = i->path,
+        };
+        Run *run;
+        int r = run_start(&px->env, &p, on_start_probe_done, &w, &run);
+        if (r < 0)
+                return r;
+        while (!w.done) {
+                r = ring_run_once(px->env.ring, 0);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int interp_init(PyInterp *i, const char *name, const char *path) {
+        i->name = strdup(name);
+        if (!i->name)
+                return -ENOMEM;
+        i->path = python_resolve(path);
+        if (!i->path && asprintf(&i->error, "'%s' was not found in " RUN_PATH " (MCP_EXEC_PYTHONS)", path) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Jobs. */
+
+static void job_unlink(PyJob *j) {
+        PyExec *px = j->px;
+        if (j->prev)
+                j->prev->next = j->next;
+        else if (px->jobs == j)
+                px->jobs = j->next;
+        if (j->next)
+                j->next->prev = j->prev;
+        j->prev = j->next = NULL;
+}
+
+static void job_free(PyJob *j) {
+        job_unlink(j);
+        mcp_call_free(j->call);
+        json_decref(j->meta);
+        json_decref(j->problems);
+        free(j);
+}
+
+/* Answers and frees the job. */
+static void job_reply(PyJob *j, char *reply) {
+        if (!reply)
+                log_error("out of memory building a reply; the call stays unanswered");
+        j->reply(j->owner, reply);
+        job_free(j);
+}
+
+static void job_tool_error(PyJob *j, const char *message) {
+        job_reply(j, mcp_call_reply_tool_error(j->call, message));
+}
+
+static void job_tool_errorf(PyJob *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void job_tool_errorf(PyJob *j, const char *fmt, ...) {
+        _cleanup_free_ char *m = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&m, fmt, ap) < 0)
+                m = NULL;
+        va_end(ap);
+        job_tool_error(j, m ? m : "out of memory");
+}
+
+static void on_helper_done(Run *run, void *userdata);
+
+static int job_helper(PyJob *j, PyStep step, const char *code, const char *python, const char *in, size_t in_len,
+                      uint32_t timeout_s) {
+        RunParams p = {
+                .code = code,
+                .code_len = strlen(code),
+                .stdin_data = in,
+                .stdin_len = in_len,
+                .timeout_s = timeout_s,
+                .python = python,
+        };
+        j->step = step;
+        return run_start(&j->px->env, &p, on_helper_done, j, &j->run);
+}
+
+static const char *const *requirements_vector(json_t *reqs, const char **v, size_t max) {
+        size_t n = 0;
+        size_t i;
+        json_t *e;
+        json_array_foreach(reqs, i, e) {
+                if (n + 1 >= max)
+                        break;
+                v[n++] = json_string_value(e);
+        }
+        v[n] = NULL;
+        return v;
+}
+
+/* "line 3: message\n    offending text" for each problem. */
+static char *problems_text(json_t *problems) {
+        Buf b = {};
+        size_t i;
+        json_t *p;
+        json_array_foreach(problems, i, p) {
+                json_t *line = json_object_get(p, "line");
+                const char *text = json_string_value(json_object_get(p, "text"));
+                char where[64];
+                if (json_is_integer(line))
+                        snprintf(where, sizeof(where), "line %" JSON_INTEGER_FORMAT, json_integer_value(line));
+                else
+                        snprintf(where, sizeof(where), "%s", json_string_value(json_object_get(p, "check")) ?: "?");
+                char *s = NULL;
+                if (asprintf(&s, "%s%s: %s%s%s", i ? "\n" : "", where, json_string_value(json_object_get(p, "message")) ?: "",
+                             text ? "\n    " : "", text ? text : "") < 0 ||
+                    buf_append(&b, s, strlen(s)) < 0) {
+                        free(s);
+                        buf_done(&b);
+                        return NULL;
+                }
+                free(s);
+        }
+        return b.data ? b.data : strdup("");
+}
+
+typedef struct EnvHold {
+        Envs *envs;
+        char key[];
+} EnvHold;
+
+static void env_hold_release(void *userdata) {
+        EnvHold *h = userdata;
+        envs_release(h->envs, h->key);
+        free(h);
+}
+
+static char *execute_extra(PyJob *j, json_t *environment) {
+        json_t *reqs = j->meta ? json_object_get(j->meta, "requirements") : NULL;
+        _cleanup_(json_decrefp) json_t *o = json_pack(
+                "{s:s, s:s, s:o, s:o}", "python", j->interp->name, "python_version",
+                j->interp->version ? j->interp->version : "?", "dependencies", reqs ? json_incref(reqs) : json_array(),
+                "environment", environment ? environment : json_null());
+        return o ? json_dumps(o, JSON_COMPACT) : NULL;
+}
+
+static void job_submit_run(PyJob *j, const char *python, const char *env_dir, json_t *environment,
+                           const char *env_key) {
+        PyExec *px = j->px;
+        /* environment is consumed here (exec calls never have one). */
+        _cleanup_free_ char *extra = mcp_call_args(j->call)->tool == MCP_TOOL_EXECUTE_PYTHON
+                                             ? execute_extra(j, environment)
+                                             : NULL;
+        EnvHold *hold = NULL;
+        if (env_key) {
+                hold = malloc(sizeof(EnvHold) + strlen(env_key) + 1);
+                if (!hold) {
+                        envs_release(px->envs, env_key);
+                        job_tool_error(j, "mcp-execd is out of memory");
+                        return;
+                }
+                hold->envs = px->envs;
+                strcpy(hold->key, env_key);
+        }
+        JobPrep prep = {
+                .python = python,
+                .env_dir = env_dir,
+                .extra_json = extra,
+                .release = hold ? env_hold_release : NULL,
+                .userdata = hold,
+        };
+        Scheduler *s = px->scheduler;
+        int r = scheduler_submit_prepared(s, j->call, j->owner, j->reply, &prep);
+        if (r >= 0) {
+                j->call = NULL; /* the scheduler answers it now */
+                job_free(j);
+                return;
+        }
+        if (r == -EBUSY && s->shutting_down)
+                job_tool_error(j, s->shutdown_reason);
+        else if (r == -EBUSY)
+                job_tool_errorf(j, "the run queue is full: %u runs are running (MCP_EXEC_MAX_CONCURRENT=%u) and %u are "
+                                   "waiting (MCP_EXEC_QUEUE_MAX=%u); retry later",
+                                s->n_running, s->max_running, s->n_queued, s->queue_max);
+        else
+                job_tool_error(j, "mcp-execd is out of memory");
+}
+
+static void on_env_ready(void *userdata, const char *dir, const char *error, bool reused, uint64_t install_ms) {
+        PyJob *j = userdata;
+        j->waiter = NULL;
+        json_t *reqs = json_object_get(j->meta, "requirements");
+        _cleanup_free_ char *list = json_dumps(reqs, JSON_COMPACT);
+        if (!dir) {
+                job_tool_errorf(j, "the dependencies %s could not be installed from %s: %s", list ? list : "",
+                                j->px->sources, error ? error : "unknown error");
+                return;
+        }
+        const char *key = json_string_value(json_object_get(j->meta, "key"));
+        json_t *env = json_pack("{s:s, s:b, s:I, s:s}", "key", key, "reused", reused, "install_ms",
+                                (json_int_t) install_ms, "mount", SANDBOX_ENV_DIR);
+        j->step = STEP_NONE;
+        job_submit_run(j, SANDBOX_ENV_DIR "/bin/python", dir, env, key);
+}
+
+static void validate_finish(PyJob *j);
+
+static void on_check_done(void *userdata, const char *output, const char *error) {
+        PyJob *j = userdata;
+        j->waiter = NULL;
+        if (!output) {
+                json_array_append_new(j->problems,
+                                      json_pack("{s:n, s:s, s:s, s:n}", "line", "check", "source", "message",
+                                                error ? error : "the source could not be asked"));
+                validate_finish(j);
+                return;
+        }
+        json_t *origins = json_object_get(j->meta, "origins");
+        for (const char *p = output; *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t n = nl ? (size_t) (nl - p) : strlen(p);
+                _cleanup_(json_decrefp) json_t *o = json_loadb(p, n, 0, NULL);
+                if (json_is_object(o) && json_is_false(json_object_get(o, "ok"))) {
+                        const char *req = json_string_value(json_object_get(o, "requirement"));
+                        json_t *origin = json_object_get(origins, req ? req : "");
+                        char *m = NULL;
+                        if (asprintf(&m, "%s cannot be satisfied by %s: %s", req ? req : "?", j->px->sources,
+                                     json_string_value(json_object_get(o, "message")) ?: "") >= 0) {
+                                json_array_append_new(j->problems,
+                                                      json_pack("{s:O?, s:s, s:s, s:O?}", "line",
+                                                                json_object_get(origin, "line"), "check", "source",
+                                                                "message", m, "text", json_object_get(origin, "text")));
+                                free(m);
+                        }
+                }
+                p += n;
+                if (*p == '\n')
+                        p++;
+        }
+        validate_finish(j);
+}
+
+static void validate_finish(PyJob *j) {
+        json_t *reqs = json_object_get(j->meta, "requirements");
+        json_t *rp = json_object_get(j->meta, "requires_python");
+        _cleanup_(json_decrefp) json_t *o = json_pack(
+                "{s:b, s:s, s:s, s:o, s:o, s:O}", "valid", json_array_size(j->problems) == 0, "python", j->interp->name,
+                "python_version", j->interp->version ? j->interp->version : "?", "requires_python",
+                rp ? json_incref(rp) : json_null(), "dependencies", reqs ? json_incref(reqs) : json_array(), "problems",
+                j->problems);
+        _cleanup_free_ char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        job_reply(j, text ? mcp_call_reply_structured(j->call, text) : NULL);
+}
+
+static void validate_after_compile(PyJob *j) {
+        json_t *reqs = json_object_get(j->meta, "requirements");
+        bool meta_ok = true;
+        size_t i;
+        json_t *p;
+        json_array_foreach(j->problems, i, p) {
+                const char *check = json_string_value(json_object_get(p, "check"));
+                meta_ok = meta_ok && check && strcmp(check, "syntax") == 0;
+        }
+        if (json_array_size(reqs) == 0 || !meta_ok) {
+                validate_finish(j);
+                return;
+        }
+        if (!j->px->envs) {
+                json_array_append_new(j->problems,
+                                      json_pack("{s:n, s:s, s:s, s:n}", "line", "check", "source", "message",
+                                                "the script needs dependencies but no dependency source is configured: "
+                                                "the operator must set MCP_EXEC_INDEX_URL (a PEP 503 simple index, "
+                                                "may be a local mirror) or MCP_EXEC_WHEELHOUSE (a directory of wheels)"));
+                validate_finish(j);
+                return;
+        }
+        const char *v[72];
+        EnvRequest req = {
+                .key = json_string_value(json_object_get(j->meta, "key")),
+                .python_name = j->interp->name,
+                .interpreter = j->interp->path,
+                .python_version = j->interp->version,
+                .requirements = requirements_vector(reqs, v, ELEMENTSOF(v)),
+        };
+        j->step = STEP_CHECK;
+        if (envs_check(j->px->envs, &req, on_check_done, j, &j->waiter) < 0) {
+                j->waiter = NULL;
+                json_array_append_new(j->problems, json_pack("{s:n, s:s, s:s, s:n}", "line", "check", "source",
+                                                             "message", "cannot start the source check"));
+                validate_finish(j);
+        }
+}
+
+static void after_meta(PyJob *j) {
+        PyExec *px = j->px;
+        McpTool tool = mcp_call_args(j->call)->tool;
+        json_t *problems = json_object_get(j->meta, "problems");
+        json_t *reqs = json_object_get(j->meta, "requirements");
+
+        if (tool == MCP_TOOL_VALIDATE_SCRIPT) {
+                j->problems = json_is_array(problems) ? json_deep_copy(problems) : json_array();
+                const McpExecArgs *a = mcp_call_args(j->call);
+                if (!j->problems || job_helper(j, STEP_COMPILE, py_compile, j->interp->path, a->code, a->code_len,
+                                               HELPER_TIMEOUT_S) < 0)
+                        job_tool_error(j, "mcp-execd is out of memory");
+                return;
+        }
+
+        if (json_array_size(problems) > 0) {
+                _cleanup_free_ char *text = problems_text(problems);
+                job_tool_errorf(j, "the script's PEP 723 metadata or dependencies are invalid:\n%s", text ? text : "");
+                return;
+        }
+        if (json_array_size(reqs) == 0) {
+                job_submit_run(j, j->interp->path, NULL, NULL, NULL);
+                return;
+        }
+        if (!px->envs) {
+                _cleanup_free_ char *list = json_dumps(reqs, JSON_COMPACT);
+                job_tool_errorf(j, "the script needs dependencies %s, but no dependency source is configured: the "
+                                   "operator must set MCP_EXEC_INDEX_URL (the URL of a PEP 503 simple index, which may "
+                                   "be a local mirror) or MCP_EXEC_WHEELHOUSE (a directory of wheels) for mcp-execd",
+                                list ? list : "");
+                return;
+        }
+        const char *v[72];
+        EnvRequest req = {
+                .key = json_string_value(json_object_get(j->meta, "key")),
+                .python_name = j->interp->name,
+                .interpreter = j->interp->path,
+                .python_version = j->interp->version,
+                .requirements = requirements_vector(reqs, v, ELEMENTSOF(v)),
+        };
+        j->step = STEP_ENV;
+        if (envs_acquire(px->envs, &req, on_env_ready, j, &j->waiter) < 0) {
+                j->waiter = NULL;
+                job_tool_error(j, "mcp-execd is out of memory");
+        }
+}
+
+static void check_environment_reply(PyJob *j);
+static void probe_next(PyJob *j);
+
+static void on_helper_done(Run *run, void *userdata) {
+        PyJob *j = userdata;
+        PyStep step = j->step;
+        j->run = NULL;
+        j->step = STEP_NONE;
+        if (j->cancelled) {
+                run_release(run);
+                job_free(j);
+                return;
+        }
+        _cleanup_free_ char *err = NULL;
+        _cleanup_(json_decrefp) json_t *o = helper_output(
+                run, step == STEP_META ? "the PEP 723 metadata parser" : step == STEP_COMPILE ? "the syntax check"
+                                                                                             : "the interpreter probe",
+                &err);
+        run_release(run);
+
+        switch (step) {
+        case STEP_META:
+                if (!o) {
+                        job_tool_errorf(j, "%s", err ? err : "the metadata parser failed");
+                        return;
+                }
+                j->meta = TAKE_PTR(o);
+                after_meta(j);
+                return;
+        case STEP_COMPILE:
+                if (!o) {
+                        json_array_append_new(j->problems, json_pack("{s:n, s:s, s:s, s:n}", "line", "check", "syntax",
+                                                                     "message", err ? err : "the syntax check failed"));
+                } else if (json_is_false(json_object_get(o, "ok"))) {
+                        json_t *p = json_pack("{s:O, s:s, s:O, s:O}", "line", json_object_get(o, "line"), "check",
+                                              "syntax", "message", json_object_get(o, "message"), "text",
+                                              json_object_get(o, "text"));
+                        if (p && json_array_insert_new(j->problems, 0, p) < 0)
+                                json_decref(p);
+                }
+                validate_after_compile(j);
+                return;
+        case STEP_PROBE: {
+                PyInterp *i = &j->px->interps[j->probe_index];
+                if (o)
+                        probe_apply(i, o, true);
+                else {
+                        json_decref(i->packages);
+                        i->packages = json_array();
+                        if (!i->error)
+                                i->error = TAKE_PTR(err);
+                }
+                j->probe_index++;
+                probe_next(j);
+                return;
+        }
+        default:
+                job_tool_error(j, "internal error: unexpected step");
+        }
+}
+
+/* check_environment: the interpreters' packages are probed (really imported, in the sandbox) on first
+ * use and remembered; then the report. */
+static void probe_next(PyJob *j) {
+        PyExec *px = j->px;
+        while (j->probe_index < px->n_interps &&
+               (px->interps[j->probe_index].packages || !px->interps[j->probe_index].path))
+                j->probe_index++;
+        if (j->probe_index >= px->n_interps) {
+                check_environment_reply(j);
+                return;
+        }
+        if (job_helper(j, STEP_PROBE, py_probe, px->interps[j->probe_index].path, "full", 4, PROBE_FULL_TIMEOUT_S) < 0)
+                job_tool_error(j, "mcp-execd is out of memory");
+}
+
+static json_t *redacted_url(const char *url) {
+        if (!url)
+                return json_null();
+        const char *scheme = strstr(url, "://");
+        const char *host = scheme ? scheme + 3 : url;
+        const char *at = strchr(host, '@'), *slash = strchr(host, '/');
+        if (!at || (slash && slash < at))
+                return json_string(url);
+        /* Credentials in the URL are a secret: only say that there are some. */
+        char *s = NULL;
+        if (asprintf(&s, "%.*s***@%s", (int) (host - url), url, at + 1) < 0)
+                return NULL;
+        json_t *v = json_string(s);
+        free(s);
+        return v;
+}
+
+static json_t *limit_or_null(uint64_t v) {
+        return v == UINT64_MAX ? json_null() : json_integer((json_int_t) v);
+}
+
+static void check_environment_reply(PyJob *j) {
+        PyExec *px = j->px;
+        const Config *c = px->config;
+        _cleanup_(json_decrefp) json_t *interps = json_array();
+        for (size_t i = 0; interps && i < px->n_interps; i++) {
+                const PyInterp *p = &px->interps[i];
+                json_t *x = json_pack("{s:s, s:s?, s:b, s:s?, s:s?, s:O?, s:s?}", "name", p->name, "path", p->path,
+                                      "default", i == 0, "version", p->version, "implementation", p->implementation,
+                                      "packages", p->packages, "error", p->error);
+                if (!x || json_array_append_new(interps, x) < 0) {
+                        job_tool_error(j, "mcp-execd is out of memory");
+                        return;
+                }
+        }
+        _cleanup_free_ char *cache_text = px->envs ? envs_describe_json(px->envs) : NULL;
+        json_t *cache = cache_text ? json_loads(cache_text, 0, NULL) : NULL;
+        if (!cache)
+                cache = json_pack("{s:n, s:s}", "dir", "note",
+                                  "no dependency source is configured (MCP_EXEC_INDEX_URL, MCP_EXEC_WHEELHOUSE)");
+        bool cg = cgroup_backend(px->cgroup) != CGROUP_BACKEND_NONE;
+        _cleanup_(json_decrefp) json_t *o = json_pack(
+                "{s:{s:s, s:s, s:s},"
+                " s:O,"
+                " s:{s:b, s:[s,s,s,s,s,s,s], s:b, s:b, s:b, s:I, s:b, s:I, s:s, s:s},"
+                " s:{s:s, s:s, s:s},"
+                " s:{s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I},"
+                " s:{s:b, s:o, s:s?, s:s, s:s},"
+                " s:o,"
+                " s:{s:b}}",
+                "daemon", "name", "mcp-execd", "version", px->version, "transport",
+                c->transport == TRANSPORT_STDIO ? "stdio" : c->transport == TRANSPORT_HTTP ? "http" : "sse",
+                "interpreters", interps,
+                "sandbox", "network", 0, "namespaces", "user", "pid", "net", "mount", "ipc", "uts", "cgroup", "seccomp",
+                1, "no_new_privs", 1, "read_only_root", 1, "uid", (json_int_t) SANDBOX_UID, "capabilities", 0,
+                "tmp_size_bytes", (json_int_t) c->tmp_size_bytes, "workdir", SANDBOX_WORK_DIR, "dependency_mount",
+                SANDBOX_ENV_DIR,
+                "cgroup", "backend", cgroup_backend_name(px->cgroup), "description",
+                cg ? cgroup_describe(px->cgroup) : "none: rlimits only", "limits_by", cg ? "cgroup" : "rlimit",
+                "limits", "default_timeout_s", (json_int_t) c->default_timeout_s, "max_timeout_s",
+                (json_int_t) c->max_timeout_s, "max_output_bytes", (json_int_t) c->max_output_bytes, "max_code_bytes",
+                (json_int_t) c->max_code_bytes, "max_stdin_bytes", (json_int_t) c->max_stdin_bytes, "memory_max_bytes",
+                limit_or_null(c->memory_max_bytes), "pids_max", limit_or_null(c->pids_max), "cpu_quota_percent",
+                c->cpu_quota_percent ? json_integer(c->cpu_quota_percent) : json_null(), "max_concurrent",
+                (json_int_t) c->max_concurrent, "queue_max", (json_int_t) c->queue_max, "install_timeout_s",
+                (json_int_t) c->install_timeout_s,
+                "sources", "configured", px->envs != NULL, "index_url", redacted_url(c->index_url), "wheelhouse",
+                c->wheelhouse, "installer", px->envs ? "outside the runs' sandbox, wheels only (--only-binary=:all:)"
+                                                     : "none",
+                "network_for_runs", "never",
+                "cache", cache,
+                "auth", "token_configured", c->auth_token != NULL);
+        _cleanup_free_ char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        job_reply(j, text ? mcp_call_reply_structured(j->call, text) : NULL);
+}
+
+static const PyInterp *interp_find(PyExec *px, const char *name) {
+        if (!name)
+                return &px->interps[0];
+        for (size_t i = 0; i < px->n_interps; i++)
+                if (strcmp(px->interps[i].name, name) == 0)
+                        return &px->interps[i];
+        return NULL;
+}
+
+/* The first step of every call, from the loop (never an answer from inside submit). */
+static void job_begin(PyJob *j) {
+        PyExec *px = j->px;
+        const McpExecArgs *a = mcp_call_args(j->call);
+
+        if (a->tool == MCP_TOOL_CHECK_ENVIRONMENT) {
+                j->interp = &px->interps[0];
+                probe_next(j);
+                return;
+        }
+        j->interp = interp_find(px, a->python);
+        if (!j->interp || !j->interp->path || !j->interp->id) {
+                job_tool_errorf(j, "the interpreter '%s' cannot be used: %s", a->python ? a->python : px->interps[0].name,
+                                j->interp && j->interp->error ? j->interp->error : "its probe failed at start");
+                return;
+        }
+        if (a->tool == MCP_TOOL_EXEC) {
+                job_submit_run(j, j->interp->path, NULL, NULL, NULL);
+                return;
+        }
+
+        /* The metadata helper: the script, the dependencies argument and the interpreter's identity. */
+        _cleanup_(json_decrefp) json_t *deps = a->dependencies_json ? json_loads(a->dependencies_json, 0, NULL) : NULL;
+        _cleanup_(json_decrefp) json_t *in = json_pack(
+                "{s:s%, s:O?, s:{s:s, s:s, s:s, s:s}}", "script", a->code, a->code_len, "dependencies", deps,
+                "python", "name", j->interp->name, "version", j->interp->version, "implementation",
+                j->interp->implementation, "id", j->interp->id);
+        _cleanup_free_ char *text = in ? json_dumps(in, JSON_COMPACT) : NULL;
+        if (!text) {
+                job_tool_error(j, "mcp-execd is out of memory");
+                return;
+        }
+        if (!px->tools.path || !px->tools.metadata_tools) {
+                job_tool_error(j, "the server cannot parse PEP 723 metadata: it needs python3 >= 3.11 with Debian's "
+                                  "python3-packaging in " RUN_PATH);
+                return;
+        }
+        if (job_helper(j, STEP_META, py_meta, px->tools.path, text, strlen(text), HELPER_TIMEOUT_S) < 0)
+                job_tool_error(j, "mcp-execd is out of memory");
+}
+
+static void on_job_nop(RingOp *op, int res) {
+        PyJob *j = container_of(op, PyJob, op_nop);
+        (void) res;
+        j->step = STEP_NONE;
+        if (j->cancelled) {
+                job_free(j);
+                return;
+        }
+        job_begin(j);
+}
+
+static int hook_submit(void *userdata, McpCall *call, void *owner, JobReplyFn reply) {
+        PyExec *px = userdata;
+        PyJob *j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        *j = (PyJob) { .px = px, .call = call, .owner = owner, .reply = reply, .step = STEP_NOP };
+        j->op_nop.callback = on_job_nop;
+        j->next = px->jobs;
+        if (px->jobs)
+                px->jobs->prev = j;
+        px->jobs = j;
+        io_uring_prep_nop(ring_get_sqe(px->env.ring, &j->op_nop));
+        return 0;
+}
+
+static PyJob *job_find(PyExec *px, const void *owner, const char *id_key) {
+        for (PyJob *j = px->jobs; j; j = j->next)
+                if (j->owner == owner && !j->cancelled && j->call &&
+                    (!id_key || strcmp(mcp_call_id_key(j->call), id_key) == 0))
+                        return j;
+        return NULL;
+}
+
+static bool hook_has(void *userdata, const void *owner, const char *id_key) {
+        return job_find(userdata, owner, id_key) != NULL;
+}
+
+/* Drops the job without an answer: a helper run is killed (the job goes when it is over), an
+ * environment wait is abandoned (an install goes on and is cached). */
+static void job_cancel(PyJob *j) {
+        j->cancelled = true;
+        if (j->run) {
+                run_kill(j->run);
+                return;
+        }
+        if (j->waiter) {
+                envs_waiter_cancel(j->waiter);
+                j->waiter = NULL;
+                job_free(j);
+                return;
+        }
+        /* STEP_NOP: freed by its completion. */
+}
+
+static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
+        PyExec *px = userdata;
+        bool any = false;
+        PyJob *j;
+        while ((j = job_find(px, owner, id_key))) {
+                any = true;
+                job_cancel(j);
+                if (id_key)
+                        break;
+        }
+        return any;
+}
+
+static void hook_shutdown(void *userdata, const char *reason) {
+        PyExec *px = userdata;
+        for (PyJob *j = px->jobs, *next; j; j = next) {
+                next = j->next;
+                if (j->cancelled || !j->call)
+                        continue;
+                j->reply(j->owner, mcp_call_reply_tool_error(j->call, reason));
+                job_cancel(j);
+        }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Set-up. */
+
+int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, Envs *envs, const char *version,
+               PyExec **ret) {
+        PyExec *px = calloc(1, sizeof(*px));
+        if (!px)
+                return -ENOMEM;
+        px->env = *env;
+        px->env.max_output_bytes = HELPER_OUTPUT_MAX_BYTES;
+        px->config = config;
+        px->cgroup = cgroup;
+        px->envs = envs;
+        px->version = strdup(version);
+        px->hook = (SchedulerHook) { .userdata = px, .submit = hook_submit, .has = hook_has, .cancel = hook_cancel,
+                                     .shutdown = hook_shutdown };
+        int r = px->version ? 0 : -ENOMEM;
+
+        /* MCP_EXEC_PYTHONS, or MCP_EXEC_PYTHON alone (named after its file name). */
+        char buf[1024];
+        const char *names[CONFIG_PYTHONS_MAX], *paths[CONFIG_PYTHONS_MAX];
+        int n = config->pythons ? config_parse_pythons(config->pythons, buf, sizeof(buf), names, paths)
+                                : config_parse_pythons(config->python, buf, sizeof(buf), names, paths);
+        for (int i = 0; r >= 0 && i < n; i++) {
+                r = interp_init(&px->interps[i], names[i], paths[i]);
+                px->n_interps = (size_t) i + 1;
+        }
+        if (r >= 0 && n <= 0) {
+                r = interp_init(&px->interps[0], "python3", config->python);
+                px->n_interps = 1;
+        }
+        if (r >= 0)
+                r = interp_init(&px->tools, "tools", "python3");
+        for (size_t i = 0; r >= 0 && i < px->n_interps; i++) {
+                r = probe_blocking(px, &px->interps[i]);
+                if (px->interps[i].error)
+                        log_warning("interpreter %s: %s", px->interps[i].name, px->interps[i].error);
+                else
+                        log_info("interpreter %s: %s %s (%s)", px->interps[i].name, px->interps[i].implementation,
+                                 px->interps[i].version, px->interps[i].path);
+        }
+        if (r >= 0)
+                r = probe_blocking(px, &px->tools);
+        if (r >= 0 && !px->tools.metadata_tools)
+                log_warning("python3 in " RUN_PATH " lacks tomllib or packaging (python3 >= 3.11 and Debian's "
+                            "python3-packaging): execute_python and validate_script will refuse scripts");
+
+        Buf b = {};
+        for (size_t i = 0; r >= 0 && i < px->n_interps; i++)
+                if (buf_append(&b, ",", i ? 1 : 0) < 0 ||
+                    buf_append(&b, px->interps[i].name, strlen(px->interps[i].name)) < 0)
+                        r = -ENOMEM;
+        px->names = b.data;
+        if (r >= 0 && envs) {
+                const char *ix = config->index_url, *wh = config->wheelhouse;
+                _cleanup_(json_decrefp) json_t *u = redacted_url(ix);
+                if (asprintf(&px->sources, "%s%s%s%s%s", ix ? "the package index " : "", ix ? json_string_value(u) : "",
+                             ix && wh ? " and " : "", wh ? "the wheelhouse " : "", wh ? wh : "") < 0) {
+                        px->sources = NULL;
+                        r = -ENOMEM;
+                }
+        }
+        for (int i = 0; i < 20; i++)
+                (void) ring_run_once(px->env.ring, 1000); /* let the probe runs free themselves */
+        if (r < 0) {
+                pyexec_free(px);
+                return r;
+        }
+        *ret = px;
+        return 0;
+}
+
+void pyexec_attach(PyExec *px, Scheduler *scheduler) {
+        px->scheduler = scheduler;
+        scheduler->hook = &px->hook;
+}
+
+PyExec *pyexec_free(PyExec *px) {
+        if (!px)
+                return NULL;
+        /* Jobs still here are in flight on the loop, which is ending: abandon them. */
+        for (size_t i = 0; i < px->n_interps; i++)
+                interp_done(&px->interps[i]);
+        interp_done(&px->tools);
+        if (px->owns_envs)
+                envs_free(px->envs);
+        free(px->names);
+        free(px->sources);
+        free(px->version);
+        free(px);
+        return NULL;
+}
+
+const char *pyexec_names(const PyExec *px) {
+        return px->names;
+}
+
+const char *pyexec_sources(const PyExec *px) {
+        return px->sources;
+}
+
+static char *path_lookup(const char *name) {
+        const char *path = getenv("PATH");
+        if (!path)
+                return NULL;
+        _cleanup_free_ char *copy = strdup(path);
+        char *save = NULL;
+        for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir; dir = strtok_r(NULL, ":", &save)) {
+                char *p = NULL;
+                if (asprintf(&p, "%s/%s", dir, name) < 0)
+                        return NULL;
+                if (dir[0] == '/' && access(p, X_OK) == 0)
+                        return p;
+                free(p);
+        }
+        return NULL;
+}
+
+int pyexec_setup(const RunEnv *env, const Config *config, Cgroup *cgroup, const char *version, PyExec **ret) {
+        Envs *envs = NULL;
+        int r;
+        if (config->index_url || config->wheelhouse) {
+                _cleanup_free_ char *dir = NULL, *installer = python_resolve("python3"), *uv = path_lookup("uv");
+                const char *cache = getenv("CACHE_DIRECTORY");
+                if (config->env_cache_dir)
+                        dir = strdup(config->env_cache_dir);
+                else if (cache && *cache)
+                        dir = strndup(cache, strcspn(cache, ":"));
+                else if (geteuid() == 0)
+                        dir = strdup("/var/cache/mcp-execd");
+                else if (getenv("XDG_CACHE_HOME") && getenv("XDG_CACHE_HOME")[0] == '/')
+                        r = asprintf(&dir, "%s/mcp-execd", getenv("XDG_CACHE_HOME")), (void) r;
+                else
+                        r = asprintf(&dir, "%s/.cache/mcp-execd", getenv("HOME") ?: "/tmp"), (void) r;
+                if (!dir)
+                        return log_error_errno(-ENOMEM, "cannot set up the environment cache: %m");
+                if (!installer)
+                        log_warning("python3 not found in " RUN_PATH ": dependencies cannot be installed");
+                EnvsConfig ec = {
+                        .ring = env->ring,
+                        .dir = dir,
+                        .max_bytes = config->env_cache_max_bytes,
+                        .timeout_s = config->install_timeout_s,
+                        .index_url = config->index_url,
+                        .wheelhouse = config->wheelhouse,
+                        .installer_python = installer ? installer : "/usr/bin/python3",
+                        .uv = uv,
+                };
+                _cleanup_free_ char *why = NULL;
+                r = envs_new(&ec, &envs, &why);
+                if (r < 0) {
+                        log_error("refusing to start: %s", why ? why : strerror(-r));
+                        return r;
+                }
+                log_info("dependency environments in %s (at most %" PRIu64 " bytes), installed with %s", dir,
+                         config->env_cache_max_bytes, uv ? uv : "pip");
+        }
+        r = pyexec_new(env, config, cgroup, envs, version, ret);
+        if (r < 0) {
+                envs_free(envs);
+                return log_error_errno(r, "cannot set up the interpreters: %m");
+        }
+        (*ret)->owns_envs = true;
+        return 0;
+}
