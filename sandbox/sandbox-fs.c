@@ -141,8 +141,8 @@ static int copy_staged(SpawnPlan *plan, int tmpfd) {
                 const char *name = plan->staged[i].name;
                 _cleanup_close_ int in = plan->staged[i].fd;
                 plan->staged[i].fd = -EBADF;
-                _cleanup_close_ int out = openat(tmpfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                                 0644);
+                _cleanup_close_ int out = openat(tmpfd, name,
+                                                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
                 if (out < 0)
                         return fail(plan, errno, "create /tmp/", name);
                 for (;;) {
@@ -165,12 +165,13 @@ static void write_seeds(const Sandbox *s, int tmpfd) {
                 return;
         if (mkdirat(tmpfd, ".cache", 0755) < 0 || mkdirat(tmpfd, SANDBOX_MPL_CACHE_DIR, 0755) < 0)
                 return;
-        _cleanup_close_ int dfd = openat(tmpfd, SANDBOX_MPL_CACHE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int dfd = openat(tmpfd, SANDBOX_MPL_CACHE_DIR,
+                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return;
         for (size_t i = 0; i < s->n_seeds; i++) {
-                _cleanup_close_ int fd = openat(dfd, s->seeds[i].name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                                0644);
+                _cleanup_close_ int fd = openat(dfd, s->seeds[i].name,
+                                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
                 if (fd >= 0)
                         (void) !write(fd, s->seeds[i].data, s->seeds[i].len);
         }
@@ -186,7 +187,8 @@ static unsigned long mount_locked_flags(const char *path) {
 }
 
 static int remount_ro(const char *path) {
-        unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | mount_locked_flags(path);
+        unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
+                              mount_locked_flags(path);
         return mount(NULL, path, NULL, flags, NULL) < 0 ? -errno : 0;
 }
 

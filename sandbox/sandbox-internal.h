@@ -75,7 +75,7 @@ typedef struct SpawnPlan {
 /* sandbox-fs.c */
 int sandbox_fs_plan(const Sandbox *s, const SandboxRunSpec *spec, SpawnPlan *plan);
 int sandbox_fs_prepare(SpawnPlan *plan);  /* the init, daemon's uid: open the staging files */
-int sandbox_fs_setup(SpawnPlan *plan);    /* mount helper, uid 65532: new root, /proc, /dev, /tmp, pivot_root */
+int sandbox_fs_setup(SpawnPlan *plan);    /* mount helper, uid 65532: new root, /proc, /dev, /tmp, pivot */
 int sandbox_fs_populate(SpawnPlan *plan); /* Python child, uid 65532: staged files and seeds into /tmp */
 
 /* sandbox-lockdown.c */

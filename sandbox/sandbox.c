@@ -1,4 +1,4 @@
-/* sandbox.c: namespace probe, clone3 of a run's init, the init (PID 1 of the run) and the Python child. */
+/* sandbox.c: namespace probe, self-test, the run's init (PID 1) with its helper and Python child, warm-up. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -98,11 +98,12 @@ static int probe_clone(uint64_t flags) {
         return 0;
 }
 
-static const char *probe_hint(int err) {
+static const char *probe_hint(int err, bool user) {
         switch (err) {
         case EPERM:
-                return "user namespaces are disabled (kernel.unprivileged_userns_clone=0, "
-                       "or a container seccomp profile or LSM forbids them)";
+                return user ? "user namespaces are disabled (kernel.unprivileged_userns_clone=0, "
+                              "or a container seccomp profile or LSM forbids them)"
+                            : "a container seccomp profile or LSM forbids it";
         case ENOSPC:
                 return "a namespace count limit is reached (/proc/sys/user/max_*_namespaces)";
         case EINVAL:
@@ -137,7 +138,7 @@ static int probe_namespaces(char **reterr_reason) {
                 char *s = NULL;
                 if (asprintf(&s, "the kernel refused to create a %s namespace (clone3: %s): %s; "
                              "runs cannot be confined, refusing to start",
-                             name, strerror(err), probe_hint(err)) >= 0)
+                             name, strerror(err), probe_hint(err, strcmp(name, "user") == 0)) >= 0)
                         *reterr_reason = s;
         }
         return -err;
@@ -242,7 +243,8 @@ static int warm_up_harvest(Sandbox *s, pid_t init) {
                         continue;
                 _cleanup_close_ int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
                 struct stat st;
-                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > SANDBOX_SEED_MAX_BYTES)
+                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+                    st.st_size > SANDBOX_SEED_MAX_BYTES)
                         continue;
                 char *data = malloc((size_t) st.st_size + 1);
                 if (!data) {
@@ -558,7 +560,10 @@ static bool init_wait_message(int control_fd, char want, int *payload_cgroup_fd)
                 } control = {};
                 struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
                 struct msghdr mh = {
-                        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof(control),
+                        .msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = &control,
+                        .msg_controllen = sizeof(control),
                 };
                 ssize_t n = recvmsg(control_fd, &mh, MSG_CMSG_CLOEXEC);
                 if (n < 0 && errno == EINTR)
