@@ -666,7 +666,9 @@ static bool cgroup2_scratch(char *ret, size_t size) {
         return false;
 }
 
-static void test_clone_into_cgroup(void **state) {
+/* via_release: the payload cgroup comes with the release (a manager that creates it only after
+ * placing the init), not in the spec. */
+static void clone_into_cgroup(bool via_release) {
         char base[600], sup[700], pay[700], procs[800];
         if (!cgroup2_scratch(base, sizeof(base)))
                 skip();
@@ -690,13 +692,16 @@ static void test_clone_into_cgroup(void **state) {
         SandboxRunSpec spec = {
                 .python = PYTHON, .staging_dir = staging, .script = "main.py",
                 .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = out[1],
-                .supervisor_cgroup_fd = supfd, .payload_cgroup_fd = payfd,
+                .supervisor_cgroup_fd = supfd, .payload_cgroup_fd = via_release ? -EBADF : payfd,
         };
         SandboxChild c;
         assert_int_equal(sandbox_spawn(sbx, &spec, &c), 0);
         close(in[0]);
         close(out[1]);
-        assert_int_equal(sandbox_child_release(&c), 0);
+        if (via_release)
+                assert_int_equal(sandbox_child_release_into(&c, payfd), 0);
+        else
+                assert_int_equal(sandbox_child_release(&c), 0);
         char buf[64] = {};
         assert_true(read(out[0], buf, sizeof(buf) - 1) > 0);
         assert_string_equal(buf, "1\n"); /* its own cgroup namespace, rooted at payload/ */
@@ -728,6 +733,14 @@ static void test_clone_into_cgroup(void **state) {
         assert_int_equal(rmdir(pay), 0);
         assert_int_equal(rmdir(sup), 0);
         assert_int_equal(rmdir(base), 0);
+}
+
+static void test_clone_into_cgroup(void **state) {
+        clone_into_cgroup(false);
+}
+
+static void test_clone_into_cgroup_at_release(void **state) {
+        clone_into_cgroup(true);
 }
 
 /* sandbox_new() in a process where the kernel (here: a seccomp filter of ours) refuses one step:
@@ -927,6 +940,7 @@ int main(void) {
                 cmocka_unit_test(test_rlimits),
                 cmocka_unit_test(test_concurrent_runs_isolated),
                 cmocka_unit_test(test_clone_into_cgroup),
+                cmocka_unit_test(test_clone_into_cgroup_at_release),
                 cmocka_unit_test(test_new_names_the_refusal),
                 cmocka_unit_test(test_warm_up_font_cache), /* last: later runs get the cache */
         };
