@@ -83,6 +83,6 @@ test('the daemon answers ping at once while runs are busy', async (t) => {
         const t0 = performance.now();
         const ping = await d.request('ping', undefined, { timeoutMs: 2000 });
         assert.deepEqual(ping.result, {});
-        assert.ok(performance.now() - t0 < 500, `ping took ${Math.round(performance.now() - t0)} ms while runs were busy`);
+        assert.ok(performance.now() - t0 < 1000, `ping took ${Math.round(performance.now() - t0)} ms while runs were busy`);
     }
 });

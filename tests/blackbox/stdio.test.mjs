@@ -97,7 +97,7 @@ test('stdin EOF when idle: exit 0 at once', async (t) => {
     d.endStdin();
     const ex = await d.waitExit(3000);
     assert.deepEqual(ex, { code: 0, signal: null }, `stderr: ${d.stderrText}`);
-    assert.ok(performance.now() - t0 < 1000, 'slow to exit on EOF');
+    assert.ok(performance.now() - t0 < 2000, `slow to exit on EOF: ${Math.round(performance.now() - t0)} ms`);
 });
 
 for (const sig of ['SIGTERM', 'SIGINT']) {
