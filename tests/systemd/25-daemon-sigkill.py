@@ -35,10 +35,14 @@ def main():
 
     # A stale scope of an earlier instance (as if both it and its init had survived).
     stale = "mcp-execd-run-stale%s" % uuid.uuid4().hex[:8]
-    subprocess.Popen(["systemd-run", "--scope", "--slice=mcp-execd.slice", "--unit=" + stale,
-                      "sleep", "300", marker], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if not wait_until(lambda: stale + ".scope" in run_units(), 20):
-        raise TestFailure("could not create the stale scope")
+    creator = subprocess.Popen(["systemd-run", "--scope", "--slice=mcp-execd.slice", "--unit=" + stale,
+                                "sleep", "300", marker], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if not wait_until(lambda: stale + ".scope" in run_units(), 60, step=0.5):
+        err = b""
+        if creator.poll() is not None:
+            err = creator.stderr.read()
+        raise TestFailure("could not create the stale scope %s: %s (units: %r)"
+                          % (stale, err.decode(errors="replace"), run_units()))
     with Daemon(verbose=False, deadline=DEADLINE) as d2:
         d2.initialize()
         if not wait_until(lambda: stale + ".scope" not in run_units() and not marker_pids(marker), 20):
