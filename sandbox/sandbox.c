@@ -693,6 +693,7 @@ _Noreturn static void init_main(SpawnPlan *plan) {
                 str_copy(setup.step, sizeof(setup.step), "sethostname", NULL);
         }
         int helper_fd = -EBADF;
+        pid_t helper = 0;
         if (setup.err == 0) {
                 int p[2];
                 pid_t pid = -1;
@@ -705,8 +706,10 @@ _Noreturn static void init_main(SpawnPlan *plan) {
                         }
                         if (pid < 0)
                                 safe_close(p[0]);
-                        else
+                        else {
                                 helper_fd = p[0];
+                                helper = pid;
+                        }
                         plan->exec_fd = safe_close(p[1]);
                 }
                 if (pid < 0) {
@@ -727,6 +730,9 @@ _Noreturn static void init_main(SpawnPlan *plan) {
                         setup = (ChildError) {}; /* EOF: the helper finished */
                 setup.step[sizeof(setup.step) - 1] = 0;
                 helper_fd = safe_close(helper_fd);
+                /* EOF means it exited: reap it now, so the run never sees it, not even as a zombie. */
+                while (waitpid(helper, NULL, 0) < 0 && errno == EINTR)
+                        ;
         }
 
         st.signal_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
