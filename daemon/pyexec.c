@@ -391,13 +391,17 @@ static void on_env_ready(void *userdata, const char *dir, const char *error, boo
 
 static void validate_finish(PyJob *j);
 
+/* A problem not tied to a line of the script. */
+static json_t *problem_new(const char *check, const char *message) {
+        return json_pack("{s:n, s:s, s:s, s:n}", "line", "check", check, "message", message, "text");
+}
+
 static void on_check_done(void *userdata, const char *output, const char *error) {
         PyJob *j = userdata;
         j->waiter = NULL;
         if (!output) {
                 json_array_append_new(j->problems,
-                                      json_pack("{s:n, s:s, s:s, s:n}", "line", "check", "source", "message",
-                                                error ? error : "the source could not be asked"));
+                                      problem_new("source", error ? error : "the source could not be asked"));
                 validate_finish(j);
                 return;
         }
@@ -453,8 +457,7 @@ static void validate_after_compile(PyJob *j) {
         }
         if (!j->px->envs) {
                 json_array_append_new(j->problems,
-                                      json_pack("{s:n, s:s, s:s, s:n}", "line", "check", "source", "message",
-                                                "the script needs dependencies but no dependency source is configured: "
+                                      problem_new("source", "the script needs dependencies but no dependency source is configured: "
                                                 "the operator must set MCP_EXEC_INDEX_URL (a PEP 503 simple index, "
                                                 "may be a local mirror) or MCP_EXEC_WHEELHOUSE (a directory of wheels)"));
                 validate_finish(j);
@@ -471,8 +474,7 @@ static void validate_after_compile(PyJob *j) {
         j->step = STEP_CHECK;
         if (envs_check(j->px->envs, &req, on_check_done, j, &j->waiter) < 0) {
                 j->waiter = NULL;
-                json_array_append_new(j->problems, json_pack("{s:n, s:s, s:s, s:n}", "line", "check", "source",
-                                                             "message", "cannot start the source check"));
+                json_array_append_new(j->problems, problem_new("source", "cannot start the source check"));
                 validate_finish(j);
         }
 }
@@ -555,10 +557,9 @@ static void on_helper_done(Run *run, void *userdata) {
                 return;
         case STEP_COMPILE:
                 if (!o) {
-                        json_array_append_new(j->problems, json_pack("{s:n, s:s, s:s, s:n}", "line", "check", "syntax",
-                                                                     "message", err ? err : "the syntax check failed"));
+                        json_array_append_new(j->problems, problem_new("syntax", err ? err : "the syntax check failed"));
                 } else if (json_is_false(json_object_get(o, "ok"))) {
-                        json_t *p = json_pack("{s:O, s:s, s:O, s:O}", "line", json_object_get(o, "line"), "check",
+                        json_t *p = json_pack("{s:O?, s:s, s:O?, s:O?}", "line", json_object_get(o, "line"), "check",
                                               "syntax", "message", json_object_get(o, "message"), "text",
                                               json_object_get(o, "text"));
                         if (p && json_array_insert_new(j->problems, 0, p) < 0)
@@ -846,7 +847,14 @@ int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, Envs *en
                         log_info("interpreter %s: %s %s (%s)", px->interps[i].name, px->interps[i].implementation,
                                  px->interps[i].version, px->interps[i].path);
         }
-        if (r >= 0)
+        /* The tools interpreter is usually one of the configured ones: probe it once. */
+        for (size_t i = 0; r >= 0 && i < px->n_interps && !px->tools.id; i++)
+                if (px->tools.path && px->interps[i].path && px->interps[i].id &&
+                    strcmp(px->tools.path, px->interps[i].path) == 0) {
+                        px->tools.metadata_tools = px->interps[i].metadata_tools;
+                        px->tools.id = strdup(px->interps[i].id);
+                }
+        if (r >= 0 && !px->tools.id)
                 r = probe_blocking(px, &px->tools);
         if (r >= 0 && !px->tools.metadata_tools)
                 log_warning("python3 in " RUN_PATH " lacks tomllib or packaging (python3 >= 3.11 and Debian's "

@@ -7,7 +7,7 @@ import platform
 import sys
 
 scientific = [("numpy", "numpy"), ("pandas", "pandas"), ("scipy", "scipy"), ("matplotlib", "matplotlib"),
-              ("Pillow", "PIL"), ("scikit-learn", "sklearn"), ("sympy", "sympy"), ("statsmodels", "statsmodels"),
+              ("Pillow", "PIL"), ("scikit-learn", "sklearn"), ("statsmodels", "statsmodels"),
               ("networkx", "networkx"), ("PyYAML", "yaml"), ("Jinja2", "jinja2")]
 # stdin "full": also import the packages (check_environment); else only the interpreter's identity
 # (at start, fast).
