@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 import prometheus  # noqa: E402
-from journal import cursor, wait_records  # noqa: E402
+from journal import wait_records  # noqa: E402
 from mcpclient import TestFailure, daemon_path, run  # noqa: E402
 
 FINISHED = "0a6bda1f24cf4b5188307da770817b6b"
@@ -178,7 +178,6 @@ def main():
 
 
 def scenario():
-    start = cursor()
     sh("systemctl", "start", "mcp-execd.socket", check=True)
     if prop("ActiveState") != "inactive":
         raise TestFailure("the service is %s before any request" % prop("ActiveState"))
@@ -194,7 +193,7 @@ def scenario():
         raise TestFailure("exec over HTTP: %r" % res)
     print("exec over HTTP: %r (limits %s)" % (sc["stdout"], sc["limits"]))
     pid = int(prop("MainPID"))
-    recs = wait_records(1, "MESSAGE_ID=" + FINISHED, "_SYSTEMD_UNIT=mcp-execd.service", after=start)
+    recs = wait_records(1, "MESSAGE_ID=" + FINISHED, "_SYSTEMD_UNIT=mcp-execd.service", "_PID=%d" % pid)
     if len(recs) != 1:
         raise TestFailure("%d run records from the service for one exec" % len(recs))
     rec = recs[0]
@@ -245,6 +244,7 @@ def scenario():
     t.start()
     wait_for("the long run's scope", lambda: run_scopes() or (sc["limits"] != "cgroup"), 60)
     time.sleep(1)
+    stop_pid = int(prop("MainPID"))
     t0 = time.monotonic()
     sh("systemctl", "stop", "mcp-execd.service", check=True)
     stop_s = time.monotonic() - t0
@@ -258,7 +258,7 @@ def scenario():
     if left:
         raise TestFailure("run scopes left after stop: %r" % left)
     stopping = wait_records(1, "MESSAGE_ID=d7e9c809b4394488b008f4de98b169f6", "_SYSTEMD_UNIT=mcp-execd.service",
-                            after=start)
+                            "_PID=%d" % stop_pid)
     if not stopping or stopping[-1].get("REASON") != "SIGTERM":
         raise TestFailure("no 'stopping' record with REASON=SIGTERM: %r" % stopping)
 

@@ -43,8 +43,10 @@ def cursor():
 
 
 def records(*matches, after=None):
-    """Entries (dicts of the JSON output) matching FIELD=VALUE strings, after a cursor."""
-    cmd = ["journalctl", "-o", "json", "--no-pager", "-q"]
+    """Entries of this boot (dicts of the JSON output) matching FIELD=VALUE strings, optionally
+    after a cursor (prefer a _PID= match: --after-cursor with a cursor from `-n 0` was seen to
+    skip the first entry after it)."""
+    cmd = ["journalctl", "-b", "-o", "json", "--no-pager", "-q"]
     if after:
         cmd.append("--after-cursor=" + after)
     cmd += list(matches)
@@ -52,8 +54,14 @@ def records(*matches, after=None):
     return [json.loads(l) for l in out.splitlines() if l.strip()]
 
 
-def wait_records(count, *matches, after=None, timeout=20.0):
+def sync():
+    """Returns once journald has stored everything sent before the call (journalctl --sync)."""
+    subprocess.run(["journalctl", "--sync"], capture_output=True, timeout=120)
+
+
+def wait_records(count, *matches, after=None, timeout=30.0):
     """Polls until at least count entries match (journald works asynchronously)."""
+    sync()
     until = time.monotonic() + timeout
     while True:
         got = records(*matches, after=after)
@@ -64,5 +72,5 @@ def wait_records(count, *matches, after=None, timeout=20.0):
 
 def export():
     """The whole journal in export format (bytes): every field of every entry."""
-    subprocess.run(["journalctl", "--sync"], capture_output=True)
+    sync()
     return subprocess.run(["journalctl", "-o", "export", "--no-pager"], capture_output=True).stdout
