@@ -32,6 +32,18 @@ for t in $TIER_TESTS; do tests+=("$TIER_SRC/$t"); done
 bash "$TIER_SRC/tests/vm/tier-runner.sh" --results "$TIER_GUEST_RESULTS" \
 	--test-timeout "$TIER_TEST_TIMEOUT" -- "${tests[@]}"
 rc=$?
+if [ -n "${TIER_SHELL:-}" ]; then
+	cd "$TIER_SRC" || cd /
+	export TIER_TEST_TMPDIR=/tmp
+	printf '%s\n' '[ -f /root/.bashrc ] && . /root/.bashrc' 'PS1="tier-vm:\w# "' > /etc/mcp-execd-tier/shellrc
+	{
+		echo
+		echo "== tier shell: systemd PID 1, cgroup v2; MCP_EXECD=$MCP_EXECD"
+		echo "== run a test: bash tests/vm/tier-runner.sh --results /tmp/r -- tests/systemd/NAME"
+		echo "== results of this boot: $TIER_GUEST_RESULTS; exit to power off"
+	} > /dev/ttyS0
+	setsid -w -c bash --rcfile /etc/mcp-execd-tier/shellrc -i <>/dev/ttyS0 >&0 2>&1
+fi
 # For debugging a failure: the guest's journal of this boot.
 timeout 60 journalctl -b -o short-monotonic --no-pager > "$TIER_GUEST_RESULTS/journal.txt" 2>&1
 log "tier finished (exit $rc) after $(cut -d' ' -f1 /proc/uptime)s"

@@ -4,12 +4,14 @@
 # small VM booted here (qemu, software emulation). See tests/vm/README.md.
 #
 #   run-tier.sh --build-dir DIR [--test NAME]... [--results DIR] [--timeout SECS]
-#               [--boot-timeout SECS] [--test-timeout SECS] [--mode auto|direct|vm]
+#               [--boot-timeout SECS] [--test-timeout SECS] [--mode auto|direct|vm] [--shell]
 #
 # Prints one line per test (PASS/FAIL/SKIP NAME, a failing test's output tail) and ends with
 # "tier systemd: N passed, M failed" (", K skipped" follows when K > 0). Exit 0 iff no test
 # failed. When the tier can run neither directly nor in a VM it prints
 # "tier systemd: SKIPPED (why)" and exits 0, or 1 under CI=true.
+# --shell (VM only, for debugging): runs the --test ones (if any), then gives an interactive
+# root shell in the guest on this terminal, with the tests' environment; exit it to power off.
 set -u
 set -o pipefail
 
@@ -21,14 +23,16 @@ test_timeout=${MCP_EXECD_TIER_TEST_TIMEOUT:-120} # each test, unless it says oth
 boot_timeout=${MCP_EXECD_TIER_BOOT_TIMEOUT:-240} # the VM, from qemu's start to the first test
 qemu_bin=${MCP_EXECD_VM_QEMU:-qemu-system-x86_64}
 selected=()
+shell= timeout_given=
 
-usage() { sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 2; }
+usage() { sed -n '2,16s/^# \{0,1\}//p' "$0"; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build-dir) build=$2; shift 2 ;;
 	--test) selected+=("$2"); shift 2 ;;
 	--results) results=$2; shift 2 ;;
-	--timeout) timeout=$2; shift 2 ;;
+	--timeout) timeout=$2; timeout_given=1; shift 2 ;;
+	--shell) shell=1; shift ;;
 	--test-timeout) test_timeout=$2; shift 2 ;;
 	--boot-timeout) boot_timeout=$2; shift 2 ;;
 	--mode) mode=$2; shift 2 ;;
@@ -69,10 +73,12 @@ done
 [ "${MCP_EXECD_VM_DEMO_HANG:-}" = 1 ] && all_tests+=("tests/vm/demo/98-demo-hang.sh")
 [ "${MCP_EXECD_VM_DEMO_PANIC:-}" = 1 ] && all_tests+=("tests/vm/demo/99-demo-panic.sh")
 [ "${MCP_EXECD_VM_DEMO_FREEZE:-}" = 1 ] && all_tests+=("tests/vm/demo/99-demo-freeze.sh")
-mapfile -t all_tests < <(printf '%s\n' "${all_tests[@]}" | awk -F/ '{ print $NF "\t" $0 }' | sort | cut -f2)
+mapfile -t all_tests < <(printf '%s\n' "${all_tests[@]}" | awk -F/ '{ print $NF "\t" $0 }' | sort | cut -f2 | awk NF)
 
 tests=()
-if [ ${#selected[@]} -eq 0 ]; then
+if [ ${#selected[@]} -eq 0 ] && [ -n "$shell" ]; then
+	tests=()
+elif [ ${#selected[@]} -eq 0 ]; then
 	tests=("${all_tests[@]}")
 else
 	for want in "${selected[@]}"; do
@@ -87,7 +93,7 @@ else
 		[ -n "$hit" ] || { echo "run-tier.sh: no test named $want in tests/systemd/" >&2; exit 2; }
 	done
 fi
-[ ${#tests[@]} -gt 0 ] || { say "0 passed, 1 failed"; echo "FAIL (no tests found in tests/systemd/)"; exit 1; }
+[ ${#tests[@]} -gt 0 ] || [ -n "$shell" ] || { say "0 passed, 1 failed"; echo "FAIL (no tests found in tests/systemd/)"; exit 1; }
 names=()
 for t in "${tests[@]}"; do b=${t##*/}; names+=("${b%.*}"); done
 
@@ -112,6 +118,10 @@ report_missing() {   # WHY
 	for n in "${names[@]}"; do
 		[ -n "${reported[$n]:-}" ] && continue
 		n_fail=$((n_fail + 1)); echo "FAIL $n (no result: $1)"
+		if [ -s "$run/tests/$n.log" ]; then   # the one that was running
+			echo "    its output so far:"
+			tail -n 15 "$run/tests/$n.log" | sed 's/^/    | /'
+		fi
 	done
 }
 finish() {
@@ -144,6 +154,11 @@ elif ! busctl --system status >/dev/null 2>&1; then
 	direct_why="the system bus does not answer"
 fi
 
+if [ -n "$shell" ]; then
+	mode=vm
+	[ -t 0 ] || { echo "run-tier.sh: --shell needs a terminal" >&2; exit 2; }
+	[ -n "$timeout_given" ] || timeout=14400
+fi
 if [ "$mode" = direct ] || { [ "$mode" = auto ] && [ -z "$direct_why" ]; }; then
 	[ -z "$direct_why" ] || { say "cannot run directly: $direct_why"; say "0 passed, 1 failed"; exit 1; }
 	prepare_run_dir
@@ -251,6 +266,7 @@ TIER_MCP_EXECD=$(q "$build/daemon/mcp-execd")
 TIER_GUEST_RESULTS=/run/mcp-execd-tier/results
 TIER_TESTS=$(q "${tests[*]}")
 TIER_TEST_TIMEOUT=$(q "$test_timeout")
+TIER_SHELL=$(q "$shell")
 CONF
 cp "$here/guest-tier.sh" "$here/mcp-execd-tier.service" "$stage/tier/"
 echo tier-vm > "$stage/tier/marker"
@@ -270,6 +286,15 @@ qemu=("$qemu_bin" -accel tcg -m "$mem" -smp "$smp" -nodefaults -no-user-config
 	-virtfs "local,path=$(vfs "$build"),mount_tag=tierbuild,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$(vfs "$run"),mount_tag=tierresults,security_model=none,multidevs=remap")
 say "booting a VM (kernel $kver, TCG, $smp CPUs, ${mem} MiB; deadline ${timeout}s), ${#tests[@]} tests"
+if [ -n "$shell" ]; then
+	say "shell: the guest's console is this terminal (Ctrl-A x kills qemu); exit the shell to power off"
+	qemu=("${qemu[@]/#file:$console/mon:stdio}")
+	timeout --foreground -k 10 "$timeout" "${qemu[@]}"
+	rc=$?
+	[ -s "$run/done" ] || report_missing "the shell session ended first"
+	for n in "${names[@]}"; do [ -n "${reported[$n]:-}" ] || report_one "$n"; done
+	finish
+fi
 : > "$console"
 timeout -k 10 "$timeout" "${qemu[@]}" > "$results/qemu.log" 2>&1 &
 pid=$!
@@ -299,7 +324,9 @@ if [ ! -s "$run/done" ]; then
 		why="the guest stopped before the tier finished (qemu exit $rc)"
 	fi
 	echo "tier systemd: $why; last lines of the console ($console):"
-	tail -n 30 "$console" | tr -d '\r' | sed -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\x1b.//g' -e 's/^/    > /'
+	# (without escapes, and without systemd's animated "(1 of 3) Job ... running" lines)
+	tr -d '\r' < "$console" | sed -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\x1b.//g' |
+		grep -av '^M\?\[[ *]*\] ([0-9]* of [0-9]*) Job ' | tail -n 30 | sed 's/^/    > /'
 	[ -s "$results/qemu.log" ] && tail -n 5 "$results/qemu.log" | sed 's/^/    qemu: /'
 	report_missing "$why"
 fi

@@ -49,7 +49,7 @@ for t in "$@"; do
 	fi
 	rm -rf "$work"
 	echo "$secs" > "$results/tests/$name.secs"
-	echo "$rc" > "$results/tests/$name.rc"
+	echo "$rc" > "$results/tests/$name.rc.tmp" && mv "$results/tests/$name.rc.tmp" "$results/tests/$name.rc"
 	case $rc in
 	0) passed=$((passed + 1)); word=PASS ;;
 	77) skipped=$((skipped + 1)); word=SKIP ;;
