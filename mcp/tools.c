@@ -239,6 +239,13 @@ char *mcp_tool_args_validate(const McpLimits *l, const char *name, json_t *argum
         a.code_len = json_string_length(v);
         if (str_is_blank(a.code, a.code_len))
                 return problem("invalid argument 'code': must not be empty or only whitespace");
+        /* Debian 12's Python 3.11.2 silently drops what follows a NUL at the end of a line ("print(1)\0"
+         * runs and exits 0) or reports a misleading SyntaxError elsewhere; newer ones refuse the file
+         * ("source code cannot contain null bytes"). Refuse it here, the same way for every Python. */
+        const char *nul = memchr(a.code, '\0', a.code_len);
+        if (nul)
+                return problem("invalid argument 'code': contains a NUL character (\\u0000) at byte %zu; Python "
+                               "source cannot contain NUL", (size_t) (nul - a.code));
         if (a.code_len > l->max_code_bytes)
                 return problem("invalid argument 'code': %zu bytes, over the limit of %" PRIu64
                                " bytes (MCP_EXEC_MAX_CODE_BYTES)", a.code_len, l->max_code_bytes);

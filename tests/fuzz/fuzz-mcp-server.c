@@ -60,6 +60,7 @@ static void handle_line(McpServer *s, const char *line, size_t len) {
                 const McpExecArgs *args = mcp_call_args(a.call);
                 FUZZ_CHECK(mcp_server_protocol_version(s));
                 FUZZ_CHECK(args->code && args->code_len > 0 && args->code_len <= limits.max_code_bytes);
+                FUZZ_CHECK(!memchr(args->code, '\0', args->code_len));
                 FUZZ_CHECK(args->stdin_len <= limits.max_stdin_bytes);
                 FUZZ_CHECK(args->stdin_len == 0 || args->stdin_data);
                 FUZZ_CHECK(args->timeout_s >= 1 && args->timeout_s <= limits.max_timeout_s);
