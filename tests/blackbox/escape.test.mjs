@@ -12,7 +12,8 @@ import { startDaemon, callExec, summarize, uniqueMarker, sleep } from './lib/ind
 
 /** Runs code, expects a normal result (no tool error) and returns it. */
 async function run(d, code, args = {}) {
-    const r = await callExec(d.client, { code, timeout_s: 20, ...args });
+    const a = { code, timeout_s: 20, ...args };
+    const r = await callExec(d.client, a, { timeoutMs: (a.timeout_s + 30) * 1000 });
     assert.equal(r.isError, false, summarize(r));
     return r;
 }
@@ -513,7 +514,8 @@ test('filling /tmp stops at MCP_EXEC_TMP_SIZE with ENOSPC', async (t) => {
 
 // ---- it still works -------------------------------------------------------------------------
 
-test('the scientific stack imports; numpy, pandas and matplotlib (Agg, savefig to /tmp) work', async (t) => {
+// matplotlib builds its font cache on first import (seconds; minutes on a loaded machine).
+test('the scientific stack imports; numpy, pandas and matplotlib (Agg, savefig to /tmp) work', { timeout: 300000 }, async (t) => {
     const d = await startDaemon(t);
     const r = await run(d, [
         'import json, os, yaml, jinja2, PIL.Image, numpy, pandas, matplotlib',
@@ -524,6 +526,6 @@ test('the scientific stack imports; numpy, pandas and matplotlib (Agg, savefig t
         'print(json.dumps({"backend": matplotlib.get_backend().lower(), "dot": float((a @ a.T).sum()), "sum": int(df.x.sum()),',
         '                  "png": os.path.getsize("/tmp/fig.png") > 1000, "size": PIL.Image.open("/tmp/fig.png").size[0] > 100,',
         '                  "yaml": yaml.safe_load("a: 1"), "jinja": jinja2.Template("{{ x }}").render(x=5)}))',
-    ].join('\n'), { timeout_s: 60 });
+    ].join('\n'), { timeout_s: 240 });
     assert.deepEqual(JSON.parse(r.sc.stdout), { backend: 'agg', dot: 83, sum: 6, png: true, size: true, yaml: { a: 1 }, jinja: '5' }, summarize(r));
 });
