@@ -1,0 +1,86 @@
+// Issue 8: the environment cache survives a restart, evicts the least recently used environment
+// when over MCP_EXEC_ENV_CACHE_MAX, and a daemon killed in the middle of an install leaves nothing a
+// later run would use. Run with BLACKBOX_TEST_TIMEOUT_MS=600000 on a loaded machine.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startDaemon, sleep } from './lib/index.mjs';
+import { callTool, makeSources, pep723, tempDir, cacheState, installsLogged } from './lib/pydeps.mjs';
+
+const T = { timeout: 600000 };
+const use = (name) => pep723([`${name}==1.0`], `import ${name}\nprint(${name}.GREETING)\n`);
+
+test('a full cache evicts the least recently used environment; the cache survives restarts', T, async (t) => {
+    // Each environment holds ~300 KiB of incompressible data (plus ~100 KiB of venv): two fit in
+    // 1 MiB, three do not.
+    const pkgs = ['pkga', 'pkgb', 'pkgc'].map((name) => ({ name, version: '1.0', padding: 300 * 1024 }));
+    const src = await makeSources(t, pkgs);
+    const cache = tempDir(t, 'mcp-execd-cache-');
+    const env = { MCP_EXEC_WHEELHOUSE: src.wheelhouse, MCP_EXEC_ENV_CACHE_DIR: cache, MCP_EXEC_ENV_CACHE_MAX: '1M' };
+
+    let d = await startDaemon(t, { env });
+    const a = await callTool(d.client, 'execute_python', { script: use('pkga') });
+    assert.equal(a.sc?.stdout, 'hello from pkga 1.0\n', a.text);
+    await d.close();
+    await d.exited;
+
+    // A new daemon finds pkga's environment installed.
+    d = await startDaemon(t, { env });
+    const a2 = await callTool(d.client, 'execute_python', { script: use('pkga') });
+    assert.equal(a2.sc.environment.reused, true, 'the cache did not survive the restart');
+    const b = await callTool(d.client, 'execute_python', { script: use('pkgb') });
+    assert.equal(b.sc?.stdout, 'hello from pkgb 1.0\n', b.text);
+    assert.equal(cacheState(cache).envs.length, 2);
+    // pkga is used again (mtime resolution: be clearly later than pkgb's install), so pkgb is now
+    // the least recently used.
+    await sleep(1100);
+    const a3 = await callTool(d.client, 'execute_python', { script: use('pkga') });
+    assert.equal(a3.sc.environment.reused, true);
+    const c = await callTool(d.client, 'execute_python', { script: use('pkgc') });
+    assert.equal(c.sc?.stdout, 'hello from pkgc 1.0\n', c.text);
+
+    const keys = cacheState(cache).envs;
+    assert.deepEqual(keys.sort(), [a.sc.environment.key, c.sc.environment.key].sort(), 'pkgb should have been evicted');
+    assert.match(d.stderr(), new RegExp(`evicted environment ${b.sc.environment.key}`));
+    const report = await callTool(d.client, 'check_environment', {});
+    assert.ok(report.sc.cache.size_bytes <= 1024 * 1024, JSON.stringify(report.sc.cache));
+    assert.equal(report.sc.cache.max_bytes, 1024 * 1024);
+    // The evicted one is installed again when asked for.
+    const b2 = await callTool(d.client, 'execute_python', { script: use('pkgb') });
+    assert.equal(b2.sc.environment.reused, false);
+    assert.equal(b2.sc.stdout, 'hello from pkgb 1.0\n');
+});
+
+test('a daemon killed in the middle of an install leaves no environment a later run would use', T, async (t) => {
+    // The index answers wheel downloads only after 60 s: the install is caught in the middle.
+    const slow = await makeSources(t, [{ name: 'slowpkg', version: '1.0' }], { delayMs: 60000 });
+    const cache = tempDir(t, 'mcp-execd-cache-');
+    const d = await startDaemon(t, { env: { MCP_EXEC_INDEX_URL: slow.indexUrl, MCP_EXEC_ENV_CACHE_DIR: cache } });
+    const call = callTool(d.client, 'execute_python', { script: use('slowpkg') }).catch((e) => e);
+    // Wait until the install has started (its temporary directory exists and has a venv in it).
+    let tmp = [];
+    for (let i = 0; i < 600 && !tmp.some((x) => fs.existsSync(path.join(cache, 'tmp', x, 'pyvenv.cfg'))); i++) {
+        await sleep(100);
+        tmp = cacheState(cache).tmp;
+    }
+    assert.ok(tmp.length > 0, 'the install never started');
+    process.kill(d.pid, 'SIGKILL');
+    await d.exited;
+    await call;
+    await sleep(1000);
+    assert.deepEqual(cacheState(cache).envs, [], 'an environment appeared although its install was killed');
+
+    // The next daemon (the same cache, a fast source) cleans tmp/ and installs it properly.
+    const fast = await makeSources(t, [{ name: 'slowpkg', version: '1.0' }]);
+    const d2 = await startDaemon(t, { env: { MCP_EXEC_INDEX_URL: fast.indexUrl, MCP_EXEC_ENV_CACHE_DIR: cache } });
+    assert.deepEqual(cacheState(cache).tmp, [], 'the killed install\'s temporary directory is still there');
+    const r = await callTool(d2.client, 'execute_python', { script: use('slowpkg') });
+    assert.equal(r.isError, false, r.text);
+    assert.equal(r.sc.environment.reused, false, 'the half-installed environment was used');
+    assert.equal(r.sc.stdout, 'hello from slowpkg 1.0\n');
+    assert.equal(installsLogged(d2.stderr()), 1);
+    // Nothing the killed daemon started is still at work.
+    await sleep(500);
+    assert.deepEqual(cacheState(cache).envs, [r.sc.environment.key]);
+});
