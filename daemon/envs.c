@@ -74,6 +74,9 @@ struct Install {
         RingOp op_read, op_pidfd, op_timer;
         struct __kernel_timespec deadline;
         EnvWaiter *waiters;
+        CgroupRun *cgroup;  /* its own cgroup (scope), or NULL */
+        int go_fd;          /* writing one byte lets the held child exec the installer */
+        char *place_error;  /* the cgroup placement failed: why */
         Install *next;
 };
 
@@ -368,6 +371,8 @@ static void on_install_timer(RingOp *op, int res) {
         Install *in = container_of(op, Install, op_timer);
         if (res == -ETIME && !in->exited) {
                 in->timed_out = true;
+                if (in->cgroup)
+                        (void) cgroup_run_kill(in->cgroup); /* pip's re-exec'd children too */
                 (void) kill(-in->pid, SIGKILL);
         }
         install_maybe_finish(in);
@@ -387,7 +392,11 @@ static void install_free(Install *in) {
                 free(w);
         }
         safe_close(in->out_fd);
+        safe_close(in->go_fd);
         safe_close(in->pidfd);
+        /* After the child was reaped: its cgroup is empty. */
+        cgroup_run_free(in->cgroup);
+        free(in->place_error);
         buf_done(&in->out);
         free(in->key);
         free(in->tmp);
@@ -412,7 +421,10 @@ static void install_maybe_finish(Install *in) {
                                 out += len - INSTALL_ERROR_TAIL_BYTES;
                                 len = INSTALL_ERROR_TAIL_BYTES;
                         }
-                        if (in->timed_out) {
+                        if (in->place_error) {
+                                if (asprintf(&error, "the installer could not be confined: %s", in->place_error) < 0)
+                                        error = NULL;
+                        } else if (in->timed_out) {
                                 if (asprintf(&error, "installing the dependencies took longer than %" PRIu32
                                              " s (MCP_EXEC_INSTALL_TIMEOUT_S) and was stopped; output so far:\n%.*s",
                                              e->config.timeout_s, (int) len, out) < 0)
@@ -460,9 +472,15 @@ static void install_maybe_finish(Install *in) {
  * namespace of its own: nothing to reach, nothing reachable. */
 static int install_spawn(Install *in, const char *args_json) {
         Envs *e = in->envs;
-        int p[2];
+        int p[2], go[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
+        if (pipe2(go, O_CLOEXEC) < 0) {
+                int r = -errno;
+                close(p[0]);
+                close(p[1]);
+                return r;
+        }
         bool no_network = !e->index_url || strncmp(e->index_url, "file:", 5) == 0;
         const char *argv[] = { e->installer_python, "-I", "-c", py_install, args_json, NULL };
         const char *envp[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
@@ -473,9 +491,16 @@ static int install_spawn(Install *in, const char *args_json) {
                 int r = -errno;
                 close(p[0]);
                 close(p[1]);
+                close(go[0]);
+                close(go[1]);
                 return r;
         }
         if (pid == 0) {
+                /* Held until the daemon has placed us in our cgroup. */
+                char c;
+                close(go[1]);
+                if (read(go[0], &c, 1) != 1)
+                        _exit(125);
                 (void) setpgid(0, 0);
                 (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (getppid() != ppid)
@@ -497,6 +522,8 @@ static int install_spawn(Install *in, const char *args_json) {
                 _exit(127);
         }
         close(p[1]);
+        close(go[0]);
+        in->go_fd = go[1];
         in->pid = pid;
         in->out_fd = p[0];
         in->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
@@ -508,6 +535,57 @@ static int install_spawn(Install *in, const char *args_json) {
                 return r;
         }
         return 0;
+}
+
+/* Lets the held child go, from payload/ of its cgroup when it has one (the limits apply to the
+ * whole run cgroup; cgroup.kill of payload/ takes pip and whatever it started). */
+static void install_go(Install *in) {
+        int payload = in->cgroup ? cgroup_run_payload_fd(in->cgroup) : -EBADF;
+        if (payload >= 0) {
+                char pid[32];
+                int n = snprintf(pid, sizeof(pid), "%d", (int) in->pid);
+                _cleanup_close_ int fd = openat(payload, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+                if (fd < 0 || write(fd, pid, (size_t) n) != n) {
+                        if (asprintf(&in->place_error, "cannot move it into its cgroup: %m") < 0)
+                                in->place_error = NULL;
+                        (void) kill(-in->pid, SIGKILL);
+                        (void) kill(in->pid, SIGKILL);
+                        in->go_fd = safe_close(in->go_fd);
+                        return;
+                }
+        }
+        char c = 'G';
+        if (write(in->go_fd, &c, 1) != 1)
+                (void) kill(in->pid, SIGKILL);
+        in->go_fd = safe_close(in->go_fd);
+}
+
+static void on_install_placed(CgroupRun *cr, int error, const char *message, void *userdata) {
+        Install *in = userdata;
+        if (in->exited)
+                return;
+        if (error < 0) {
+                if (asprintf(&in->place_error, "%s", message ? message : strerror(-error)) < 0)
+                        in->place_error = NULL;
+                (void) kill(in->pid, SIGKILL); /* closing go_fd would do too: the child exits 125 */
+                in->go_fd = safe_close(in->go_fd);
+                return;
+        }
+        install_go(in);
+}
+
+static void install_place(Install *in) {
+        if (!in->cgroup) {
+                install_go(in);
+                return;
+        }
+        _cleanup_free_ char *msg = NULL;
+        int r = cgroup_run_place(in->cgroup, in->pid, in->pidfd, on_install_placed, in, &msg);
+        if (r > 0)
+                install_go(in);
+        else if (r < 0)
+                on_install_placed(in->cgroup, r, msg, in);
+        /* 0: on_install_placed() when systemd's job is done */
 }
 
 static json_t *request_json(Envs *e, const EnvRequest *req, const char *mode, const char *tmp, const char *final) {
@@ -533,7 +611,8 @@ static int install_start(Envs *e, const EnvRequest *req, bool check, Install **r
         Install *in = calloc(1, sizeof(*in));
         if (!in)
                 return -ENOMEM;
-        *in = (Install) { .envs = e, .check = check, .pidfd = -EBADF, .out_fd = -EBADF, .t_start = now_usec() };
+        *in = (Install) { .envs = e, .check = check, .pidfd = -EBADF, .out_fd = -EBADF, .go_fd = -EBADF,
+                          .t_start = now_usec() };
         in->op_read.callback = on_install_read;
         in->op_pidfd.callback = on_install_pidfd;
         in->op_timer.callback = on_install_timer;
@@ -553,12 +632,24 @@ static int install_start(Envs *e, const EnvRequest *req, bool check, Install **r
         }
         in->next = e->installs;
         e->installs = in;
+        if (e->config.cgroup && cgroup_backend(e->config.cgroup) != CGROUP_BACKEND_NONE) {
+                char id[32];
+                snprintf(id, sizeof(id), "install-%s", rnd);
+                r = cgroup_run_new(e->config.cgroup, id, e->config.timeout_s, &in->cgroup);
+                if (r < 0) {
+                        log_warning_errno(r, "cannot create the installer's cgroup: %m");
+                        in->finished = true;
+                        install_free(in);
+                        return r;
+                }
+        }
         r = install_spawn(in, args_json);
         if (r < 0) {
                 in->finished = true;
                 install_free(in);
                 return r;
         }
+        install_place(in);
         install_read(in);
         struct io_uring_sqe *sqe = ring_get_sqe(e->config.ring, &in->op_pidfd);
         io_uring_prep_poll_add(sqe, in->pidfd, POLLIN);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cgroup.h"
 #include "ring.h"
 
 typedef struct Envs Envs;
@@ -20,6 +21,8 @@ typedef struct EnvsConfig {
         const char *wheelhouse;       /* MCP_EXEC_WHEELHOUSE or NULL */
         const char *installer_python; /* absolute path of a python3 with pip (Debian's python3-pip) */
         const char *uv;               /* absolute path of uv, or NULL to use pip */
+        Cgroup *cgroup;               /* each install gets its own run cgroup (a scope under systemd), or
+                                       * NULL / backend none: only its process group */
 } EnvsConfig;
 
 /* Creates the cache's directories and removes what an earlier instance left half-done (tmp/,

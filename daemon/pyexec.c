@@ -960,6 +960,7 @@ int pyexec_setup(const RunEnv *env, const Config *config, Cgroup *cgroup, const 
                         .wheelhouse = config->wheelhouse,
                         .installer_python = installer ? installer : "/usr/bin/python3",
                         .uv = uv,
+                        .cgroup = cgroup,
                 };
                 _cleanup_free_ char *why = NULL;
                 r = envs_new(&ec, &envs, &why);
