@@ -1152,6 +1152,8 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
                 http_free(h);
                 return log_error_errno(-EIO, "cannot start the HTTP server (libmicrohttpd)");
         }
+        int listen_fd = h->listen_fd;
+        h->listen_fd = -EBADF; /* MHD's now: MHD_quiesce_daemon() hands it back, MHD_stop_daemon() closes it */
         const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
         if (!di || di->epoll_fd < 0) {
                 http_free(h);
@@ -1160,7 +1162,7 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
         h->epoll_fd = di->epoll_fd;
 
         char where[INET6_ADDRSTRLEN + 16];
-        describe_socket(h->listen_fd, where, sizeof(where));
+        describe_socket(listen_fd, where, sizeof(where));
         /* Tests and operators read the bound address from this line (port 0 is not accepted by
          * MCP_EXEC_ADDR, but a passed socket may be bound anywhere). */
         log_info("listening on %s: %s%s", where,
@@ -1182,8 +1184,7 @@ void http_stop(Http *h) {
         if (h->mhd) {
                 MHD_socket fd = MHD_quiesce_daemon(h->mhd);
                 if (fd != MHD_INVALID_SOCKET)
-                        (void) close(fd);
-                h->listen_fd = -EBADF;
+                        (void) close(fd); /* new connections are refused from now on */
         }
         /* Legacy streams end now if their session has nothing in flight, else after its last
          * answer (on_call_reply); progress streams end with their reply. */
@@ -1223,8 +1224,8 @@ void http_free(Http *h) {
                         c->http = NULL;
         while (h->sessions)
                 session_close(h->sessions, "shutdown");
-        if (h->listen_fd >= 0 && h->listen_fd != SD_LISTEN_FDS_START)
-                (void) close(h->listen_fd);
+        if (h->listen_fd >= 0)
+                (void) close(h->listen_fd); /* MHD never got it */
         if (h->op_poll.busy || h->op_tick.busy || h->op_kick.busy || h->requests)
                 return; /* leak rather than let the kernel complete into freed memory; we exit next */
         strv_free(h->hosts);
