@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -863,6 +864,15 @@ static int cmp_u64(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+/* CPU time (user + system) of this process and its reaped children so far, in µs. */
+static uint64_t cpu_usec(void) {
+        struct rusage a, b;
+        getrusage(RUSAGE_SELF, &a);
+        getrusage(RUSAGE_CHILDREN, &b);
+        return (uint64_t) (a.ru_utime.tv_sec + a.ru_stime.tv_sec + b.ru_utime.tv_sec + b.ru_stime.tv_sec) * 1000000 +
+               (uint64_t) (a.ru_utime.tv_usec + a.ru_stime.tv_usec + b.ru_utime.tv_usec + b.ru_stime.tv_usec);
+}
+
 /* TEST_SANDBOX_BENCH=N: median wall time of N sandboxed print(1) runs (spawn, release, EXITED,
  * init reaped) against N bare `python3 -I -c pass` (fork, exec, wait), interleaved. */
 static int bench(int n) {
@@ -871,8 +881,10 @@ static int bench(int n) {
         uint64_t *sb = calloc((size_t) n, sizeof(uint64_t)), *bare = calloc((size_t) n, sizeof(uint64_t));
         uint64_t *spawn = calloc((size_t) n, sizeof(uint64_t)), *started = calloc((size_t) n, sizeof(uint64_t));
         uint64_t *exited = calloc((size_t) n, sizeof(uint64_t));
+        uint64_t *cpu_sb = calloc((size_t) n, sizeof(uint64_t)), *cpu_bare = calloc((size_t) n, sizeof(uint64_t));
         static Run run;
         for (int i = 0; i < n; i++) {
+                uint64_t c0 = cpu_usec();
                 uint64_t t0 = mono_usec();
                 pid_t pid = fork();
                 if (pid == 0) {
@@ -884,11 +896,14 @@ static int bench(int n) {
                 int st;
                 waitpid(pid, &st, 0);
                 bare[i] = mono_usec() - t0;
+                cpu_bare[i] = cpu_usec() - c0;
 
+                c0 = cpu_usec();
                 t0 = mono_usec();
                 if (run_code("print(1)\n", &run) < 0 || strcmp(run.out, "1\n") != 0)
                         return 1;
                 sb[i] = mono_usec() - t0;
+                cpu_sb[i] = cpu_usec() - c0;
                 spawn[i] = run.spawn_usec;
                 started[i] = run.started_usec;
                 exited[i] = run.exited_usec;
@@ -904,6 +919,13 @@ static int bench(int n) {
         printf("n=%d median: sandboxed print(1) %.2f ms, bare python3 -I -c pass %.2f ms, "
                "difference %.2f ms (min %.2f / %.2f ms)\n", n, sb[n / 2] / 1000.0, bare[n / 2] / 1000.0,
                ((double) sb[n / 2] - (double) bare[n / 2]) / 1000.0, sb[0] / 1000.0, bare[0] / 1000.0);
+        qsort(cpu_sb, (size_t) n, sizeof(uint64_t), cmp_u64);
+        qsort(cpu_bare, (size_t) n, sizeof(uint64_t), cmp_u64);
+        printf("n=%d median CPU time (user+system, every process involved): sandboxed %.2f ms, bare %.2f ms, "
+               "difference %.2f ms\n", n, cpu_sb[n / 2] / 1000.0, cpu_bare[n / 2] / 1000.0,
+               ((double) cpu_sb[n / 2] - (double) cpu_bare[n / 2]) / 1000.0);
+        free(cpu_sb);
+        free(cpu_bare);
         free(sb);
         free(bare);
         free(spawn);
