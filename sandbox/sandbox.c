@@ -23,6 +23,19 @@
 #include "sandbox-internal.h"
 #include "sandbox.h"
 
+/* One run, as processes (host view):
+ *
+ *   daemon ── clone3(NEWUSER|NEWPID|NEWNET|NEWIPC|NEWUTS|NEWNS, PIDFD[, INTO_CGROUP supervisor/])
+ *     └─ init (PID 1; kuid of the daemon: root stays host uid 0, unmapped, so it may write the
+ *        │  root-owned cgroup.procs that CLONE_INTO_CGROUP checks; holds all namespace caps)
+ *        ├─ mount helper (uid 65532; after 'M', before the release): builds the new root, exits
+ *        └─ Python child (after 'R'; INTO_CGROUP payload/): uid 65532, setsid, own cgroup ns,
+ *           copies the staged files, drops caps, no_new_privs, seccomp, execve
+ *
+ * control_fd (SOCK_SEQPACKET): daemon → init 'M' (id maps written, from sandbox_spawn), 'R'
+ * (release, maybe with the payload cgroup fd); init → daemon SandboxReport messages. EOF on it
+ * ends the init, and with it the PID namespace. */
+
 /* glibc 2.36 has no clone3() wrapper and <linux/sched.h> fights <sched.h>: our own copy of the
  * v2 struct (kernel ≥ 5.7, for the cgroup field). */
 struct clone_args_v2 {
