@@ -17,12 +17,14 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 echo 1 > /proc/sys/kernel/sysrq
+msg "started at $(cut -d' ' -f1 /proc/uptime)s of uptime"
 
 for m in $(cat /modules.order); do
 	[ -f "/lib/modules/$m.ko" ] || continue
 	insmod "/lib/modules/$m.ko" 2>/dev/null || msg "insmod $m failed"
 done
 
+msg "modules loaded at $(cut -d' ' -f1 /proc/uptime)s"
 O9P="trans=virtio,version=9p2000.L,msize=262144"
 mkdir -p /lower /upper /newroot
 mount -t 9p -o "$O9P,ro,cache=loose" hostroot /lower || die "cannot mount the host root over 9p"

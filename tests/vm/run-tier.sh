@@ -227,8 +227,8 @@ if [ ! -s "$base_cpio" ]; then
 		cd "$stage"
 		mkdir -p bin sbin proc sys dev lower upper newroot tier lib/modules tmp
 		cp /bin/busybox bin/busybox
-		for a in sh mount umount insmod mkdir cp rm cat sleep echo chmod switch_root ls; do
-			ln -s busybox "bin/$a"
+		for a in $(/bin/busybox --list); do
+			[ "$a" = busybox ] || ln -s busybox "bin/$a"
 		done
 		cp "$here/guest-init.sh" init
 		cp "$here/masked-units" masked-units
@@ -280,7 +280,7 @@ smp=$(nproc); [ "$smp" -gt 4 ] && smp=4
 qemu=("$qemu_bin" -accel tcg -m "$mem" -smp "$smp" -nodefaults -no-user-config
 	-display none -monitor none -no-reboot -serial "file:$console"
 	-kernel "/boot/vmlinuz-$kver" -initrd "$initrd"
-	-append "console=ttyS0 panic=1 oops=panic quiet loglevel=4 systemd.show_status=true"
+	-append "console=ttyS0 panic=1 oops=panic quiet loglevel=4 systemd.show_status=true ${MCP_EXECD_VM_KERNEL_ARGS:-}"
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$(vfs "$src"),mount_tag=tiersrc,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$(vfs "$build"),mount_tag=tierbuild,security_model=none,readonly=on,multidevs=remap"
@@ -327,6 +327,7 @@ if [ ! -s "$run/done" ]; then
 	# (without escapes, and without systemd's animated "(1 of 3) Job ... running" lines)
 	tr -d '\r' < "$console" | sed -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\x1b.//g' |
 		grep -av '^M\?\[[ *]*\] ([0-9]* of [0-9]*) Job ' | tail -n 30 | sed 's/^/    > /'
+	[ -s "$console" ] || echo "    (the console is empty: the kernel printed nothing yet; MCP_EXECD_VM_KERNEL_ARGS=loglevel=7 shows its boot)"
 	[ -s "$results/qemu.log" ] && tail -n 5 "$results/qemu.log" | sed 's/^/    qemu: /'
 	report_missing "$why"
 fi
