@@ -23,7 +23,8 @@ const char *const config_variables[] = {
         "MCP_EXEC_QUEUE_MAX", "MCP_EXEC_CGROUP", "MCP_EXEC_SLICE", "MCP_EXEC_REQUIRE_CGROUP",
         "MCP_EXEC_ALLOWED_HOSTS", "MCP_EXEC_ALLOWED_ORIGINS", "MCP_EXEC_SESSION_IDLE_S", "MCP_EXEC_SSE_KEEPALIVE_S",
         "MCP_EXEC_PYTHONS", "MCP_EXEC_INDEX_URL", "MCP_EXEC_WHEELHOUSE", "MCP_EXEC_ENV_CACHE_DIR",
-        "MCP_EXEC_ENV_CACHE_MAX", "MCP_EXEC_INSTALL_TIMEOUT_S",
+        "MCP_EXEC_ENV_CACHE_MAX", "MCP_EXEC_INSTALL_TIMEOUT_S", "MCP_EXEC_MAX_INPUT_BYTES",
+        "MCP_EXEC_MAX_RETURN_BYTES",
         NULL,
 };
 
@@ -287,6 +288,8 @@ int config_load(char *(*env)(const char *name), Config *ret, char **reterr) {
                 .max_output_bytes = 1048576,
                 .max_stdin_bytes = 1048576,
                 .max_code_bytes = 1048576,
+                .max_input_bytes = 4 << 20,
+                .max_return_bytes = 4 << 20,
                 .max_message_bytes = 16 << 20,
                 .memory_max_bytes = 256 << 20,
                 .pids_max = 128,
@@ -354,6 +357,9 @@ int config_load(char *(*env)(const char *name), Config *ret, char **reterr) {
                 { "MCP_EXEC_MAX_OUTPUT_BYTES", 1, offsetof(Config, max_output_bytes) },
                 { "MCP_EXEC_MAX_STDIN_BYTES", 0, offsetof(Config, max_stdin_bytes) },
                 { "MCP_EXEC_MAX_CODE_BYTES", 1, offsetof(Config, max_code_bytes) },
+                /* 0: no input files / nothing returned (outputs/ is still listed). */
+                { "MCP_EXEC_MAX_INPUT_BYTES", 0, offsetof(Config, max_input_bytes) },
+                { "MCP_EXEC_MAX_RETURN_BYTES", 0, offsetof(Config, max_return_bytes) },
         };
         for (size_t i = 0; i < ELEMENTSOF(byte_limits); i++)
                 if ((v = env(byte_limits[i].name))) {

@@ -25,6 +25,8 @@ typedef struct Config {
         uint64_t max_output_bytes;
         uint64_t max_stdin_bytes;
         uint64_t max_code_bytes;
+        uint64_t max_input_bytes;   /* the `files` argument in total, decoded */
+        uint64_t max_return_bytes;  /* files returned from outputs/ in total */
         uint64_t max_message_bytes;
         char *python;
         char *auth_token;           /* NULL: no auth */

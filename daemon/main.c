@@ -322,6 +322,7 @@ static int run_daemon(const Config *cfg) {
                 .python = python,
                 .python_name = cfg->python,
                 .max_output_bytes = cfg->max_output_bytes,
+                .max_return_bytes = cfg->max_return_bytes,
         };
 
         Probe probe = {};
@@ -356,6 +357,8 @@ static int run_daemon(const Config *cfg) {
                 .limits_by = cgroup_backend(cgroup) == CGROUP_BACKEND_NONE ? "rlimit" : "cgroup",
                 .pythons = pyexec_names(pyexec),
                 .sources = pyexec_sources(pyexec),
+                .max_input_bytes = cfg->max_input_bytes,
+                .max_return_bytes = cfg->max_return_bytes,
         };
         McpServer *mcp = mcp_server_new(&limits, PROJECT_VERSION);
         free(probe.version);

@@ -20,11 +20,13 @@
 #include "fd-util.h"
 #include "log.h"
 #include "output.h"
+#include "outputs.h"
+#include "py-launch.h"
 #include "run.h"
 #include "str-util.h"
 
 #define RUN_READ_BUF_BYTES (64u * 1024u)
-#define RUN_SCRIPT_NAME "main.py"
+#define RUN_SCRIPT_NAME MCP_RUN_SCRIPT
 /* After a kill the kernel tears the run down in milliseconds; this bounds how long a reply can lag
  * behind the deadline if something does not go away. */
 #define RUN_KILL_GRACE_USEC (2u * 1000u * 1000u)
@@ -62,6 +64,8 @@ struct Run {
         uint64_t queue_ms;
         char *python;  /* RunParams.python, or NULL */
         char *env_dir; /* RunParams.env_dir, or NULL */
+        bool user_code; /* RunParams.user_code: the launcher runs main.py; outputs/ is read back */
+        Outputs outputs;
 
         SandboxChild child;
         CgroupRun *cgroup;
@@ -134,6 +138,7 @@ static void run_free(Run *run) {
                         log_warning_errno(r, "run %s: cannot remove its staging directory: %m, ignoring", run->id);
         }
         output_done(&run->output);
+        outputs_done(&run->outputs);
         free(run->staging);
         free(run->code);
         free(run->stdin_data);
@@ -219,8 +224,14 @@ static void run_kill_init(Run *run) {
                 log_warning_errno(r, "run %s: cannot kill its init: %m", run->id);
 }
 
-/* Python is gone: the counters are final (up to leftovers, which die now), the init may go. */
+/* Python is gone: the counters are final (up to leftovers, which die now), the init may go. Its
+ * outputs/ is read first, through the run's root, which lives as long as the init. */
 static void run_collect(Run *run) {
+        if (run->user_code && run->child_spawned) {
+                int r = outputs_collect(run->child.pid, SANDBOX_WORK_DIR, run->env.max_return_bytes, &run->outputs);
+                if (r < 0)
+                        log_warning_errno(r, "run %s: cannot read back its outputs: %m", run->id);
+        }
         if (run->cgroup && cgroup_run_payload_fd(run->cgroup) >= 0) {
                 /* Whatever the code left running in the background ends with it. */
                 (void) cgroup_run_kill(run->cgroup);
@@ -376,7 +387,31 @@ static void on_start_failed(RingOp *op, int res) {
         run->done(run, run->userdata);
 }
 
-static int run_stage(Run *run) {
+/* An input file at its relative path below dfd (names validated by mcp/: no absolute path, no
+ * . or .., no empty segment), its directories made on the way. */
+static int run_stage_file(int dfd, const McpInputFile *f) {
+        char path[MCP_FILE_NAME_MAX_BYTES + 1];
+        if (strlen(f->name) >= sizeof(path))
+                return -ENAMETOOLONG;
+        strcpy(path, f->name);
+        _cleanup_close_ int cur = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0)
+                return -errno;
+        char *seg = path;
+        for (char *slash; (slash = strchr(seg, '/')); seg = slash + 1) {
+                *slash = '\0';
+                if (mkdirat(cur, seg, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                int next = openat(cur, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0)
+                        return -errno;
+                close(cur);
+                cur = next;
+        }
+        return fd_write_file_at(cur, seg, f->data, f->len, 0644);
+}
+
+static int run_stage(Run *run, const RunParams *p) {
         if (asprintf(&run->staging, "%s/run-%s", run->env.state_dir, run->id) < 0) {
                 run->staging = NULL;
                 return -ENOMEM;
@@ -392,6 +427,16 @@ static int run_stage(Run *run) {
         _cleanup_close_ int dfd = open(run->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return -errno;
+        for (size_t i = 0; i < p->n_files; i++) {
+                int r = run_stage_file(dfd, &p->files[i]);
+                if (r < 0)
+                        return r;
+        }
+        if (run->user_code) {
+                int r = fd_write_file_at(dfd, MCP_RUN_LAUNCHER, py_launch, strlen(py_launch), 0644);
+                if (r < 0)
+                        return r;
+        }
         return fd_write_file_at(dfd, RUN_SCRIPT_NAME, run->code, run->code_len, 0644);
 }
 
@@ -447,7 +492,7 @@ static int run_spawn(Run *run) {
                 .python = run->python ? run->python : run->env.python,
                 .env_dir = run->env_dir,
                 .staging_dir = run->staging,
-                .script = RUN_SCRIPT_NAME,
+                .script = run->user_code ? MCP_RUN_LAUNCHER : RUN_SCRIPT_NAME,
                 .stdin_fd = in[0],
                 .stdout_fd = out[1],
                 .stderr_fd = err[1],
@@ -489,6 +534,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         run->child = (SandboxChild) { .pidfd = -EBADF, .control_fd = -EBADF };
         run->timeout_s = p->timeout_s;
         run->queue_ms = p->queue_ms;
+        run->user_code = p->user_code;
         output_init(&run->output, env->max_output_bytes);
         for (int i = 0; i < 2; i++)
                 run->streams[i] = (RunStream) { .op.callback = on_stream, .run = run, .fd = -EBADF, .index = i };
@@ -520,7 +566,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         else if (!env->python && !run->python)
                 run_fail(run, "the interpreter '%s' was not found in /usr/local/bin:/usr/bin:/bin "
                               "(MCP_EXEC_PYTHON)", env->python_name);
-        else if ((r = run_stage(run)) < 0)
+        else if ((r = run_stage(run, p)) < 0)
                 run_fail(run, "cannot create the run's working directory in %s: %s", env->state_dir, strerror(-r));
         else
                 (void) run_spawn(run);
@@ -580,6 +626,10 @@ void run_result(const Run *run, McpExecResult *ret) {
                 .timed_out = run->timed_out,
                 .limits = run->cgroup ? "cgroup" : "rlimit",
                 .queue_ms = run->queue_ms,
+                .files = run->outputs.files,
+                .n_files = run->outputs.n_files,
+                .files_unlisted = run->outputs.unlisted,
+                .run_id = run->id,
         };
         uint64_t end = run->t_end ? run->t_end : now_usec();
         r.duration_ms = run->t_release && end > run->t_release ? (end - run->t_release) / 1000 : 0;

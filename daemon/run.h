@@ -24,6 +24,7 @@ typedef struct RunEnv {
         const char *python;      /* resolved absolute path, or NULL if the interpreter was not found */
         const char *python_name; /* as configured, for error messages */
         uint64_t max_output_bytes;
+        uint64_t max_return_bytes; /* outputs/ files returned, in total (MCP_EXEC_MAX_RETURN_BYTES) */
 } RunEnv;
 
 typedef struct RunParams {
@@ -35,6 +36,11 @@ typedef struct RunParams {
         uint64_t queue_ms;
         const char *python;  /* interpreter path inside the sandbox instead of env->python, or NULL */
         const char *env_dir; /* host directory bound read-only at SANDBOX_ENV_DIR (dependencies), or NULL */
+        /* The caller's code (exec, execute_python), not one of our helpers: run through the
+         * launcher (figures saved to outputs/), with its input files, and outputs/ read back. */
+        bool user_code;
+        const McpInputFile *files; /* validated names; written to the working directory */
+        size_t n_files;
 } RunParams;
 
 /* Starts a run. The params' bytes are copied. done is always called later (never from inside

@@ -144,6 +144,9 @@ static void job_start(Scheduler *s, Job *j) {
                 .queue_ms = (now_usec() - j->t_queued) / 1000,
                 .python = j->python,
                 .env_dir = j->env_dir,
+                .user_code = true,
+                .files = a->files,
+                .n_files = a->n_files,
         };
         j->queue_ms = p.queue_ms;
         j->next = s->running;

@@ -34,5 +34,13 @@ char *mcp_tool_python_args_validate(const McpLimits *limits, McpTool tool, json_
 json_t *mcp_exec_output_schema_new(void); /* exec's outputSchema (execute_python extends it) */
 char *mcp_python_arg_validate(const McpLimits *limits, json_t *v, const char **ret);
 
+/* files.c: the `files` argument (schema, validation into a->files; NULL or a tool error message),
+ * freeing it, and the result's files (structuredContent.files and the content items). */
+json_t *mcp_files_input_schema(const McpLimits *limits);
+char *mcp_files_arg_validate(const McpLimits *limits, json_t *v, McpExecArgs *a);
+void mcp_files_args_free(McpExecArgs *a);
+int mcp_files_output_schema_add(json_t *schema);
+int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content);
+
 /* Serializes a JSON-RPC message compactly (never a raw newline). malloc'd or NULL. */
 char *mcp_json_dump(json_t *msg);

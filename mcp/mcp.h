@@ -26,6 +26,8 @@ typedef struct McpLimits {
                                      * first (MCP_EXEC_PYTHONS), or NULL */
         const char *sources;        /* where dependencies come from, a phrase for descriptions, or NULL
                                      * when no source is configured */
+        uint64_t max_input_bytes;   /* the `files` argument, decoded, in total (MCP_EXEC_MAX_INPUT_BYTES) */
+        uint64_t max_return_bytes;  /* outputs/ files returned, in total (MCP_EXEC_MAX_RETURN_BYTES) */
 } McpLimits;
 
 typedef struct McpServer McpServer;
@@ -49,6 +51,23 @@ typedef enum McpTool {
         MCP_TOOL_CHECK_ENVIRONMENT,
 } McpTool;
 
+/* One file of the `files` argument (files.c), created in the working directory before the run. */
+typedef struct McpInputFile {
+        const char *name; /* validated relative path: no absolute path, . or .., empty segment or control */
+        const char *data; /* decoded bytes (into McpExecArgs.files_data) */
+        size_t len;
+} McpInputFile;
+
+/* Bounds of the `files` argument; MCP_FILES_MAX × (MCP_FILE_NAME_MAX_BYTES + 1) fits the sandbox's
+ * staging table (SANDBOX_STAGED_MAX names, 16 KiB of them) with the run's own two files. */
+#define MCP_FILES_MAX 64
+#define MCP_FILE_NAME_MAX_BYTES 240
+#define MCP_FILE_DEPTH_MAX 8
+/* The run's own files in its working directory: the code, and the launcher that runs it (saves
+ * figures, then deletes itself). Input files may not take these names. */
+#define MCP_RUN_SCRIPT "main.py"
+#define MCP_RUN_LAUNCHER ".mcp-execd-launch.py"
+
 /* Validated arguments of a tools/call. Owned by the McpCall they belong to. */
 typedef struct McpExecArgs {
         McpTool tool;
@@ -59,6 +78,9 @@ typedef struct McpExecArgs {
         const char *stdin_data; /* may contain NULs */
         size_t stdin_len;
         uint32_t timeout_s; /* applied value: defaulted, clamped */
+        McpInputFile *files; /* the `files` argument, or NULL; malloc'd, as is files_data */
+        size_t n_files;
+        char *files_data;
 } McpExecArgs;
 
 /* One accepted tools/call, waiting to be run. Opaque; owns the request id. */
@@ -106,6 +128,16 @@ enum {
         MCP_ERROR_INTERNAL = -32603,
 };
 
+/* A file the run left in outputs/ (files.c encodes it). */
+typedef struct McpOutputFile {
+        const char *name; /* relative to the working directory: "outputs/figure-1.png" */
+        uint64_t bytes;   /* its size */
+        const char *mime; /* from mcp_file_mime() */
+        bool returned;    /* data holds all of it; else it did not fit the return limits */
+        const char *data;
+        size_t len;
+} McpOutputFile;
+
 /* What a finished run produced, in the daemon's terms. Output bytes are raw (the encoder
  * repairs UTF-8). */
 typedef struct McpExecResult {
@@ -126,6 +158,10 @@ typedef struct McpExecResult {
         const char *limits; /* "cgroup" or "rlimit" */
         uint64_t queue_ms;
         const char *extra_json; /* a JSON object whose members are added to the result, or NULL */
+        const McpOutputFile *files; /* outputs/, sorted by name; returned ones become content items */
+        size_t n_files;
+        uint64_t files_unlisted;    /* entries beyond the listing limit */
+        const char *run_id;         /* names embedded resources (mcp-execd://run/<id>/outputs/…) */
 } McpExecResult;
 
 /* The reply to a call: a result, or a tool error (isError: true) with a message. malloc'd. */
@@ -134,6 +170,22 @@ char *mcp_call_reply_tool_error(const McpCall *c, const char *message);
 /* A result that is one JSON object (validate_script, check_environment): structuredContent and the
  * same JSON as text. NULL on ENOMEM or if json_object is not a JSON object. */
 char *mcp_call_reply_structured(const McpCall *c, const char *json_object);
+
+/* files.c, pure helpers also used by the daemon and the tests. */
+/* NULL if name is an acceptable input file name, else a malloc'd reason quoting it (escaped). */
+char *mcp_file_name_check(const char *name, size_t len);
+/* The type of a file from its first bytes (head, n of them; complete: n is the whole file) and, for
+ * text, its name: image/png, image/jpeg, image/gif, image/webp by signature, a few more, text types
+ * by extension, else text/plain or application/octet-stream. A static string. */
+const char *mcp_file_mime(const void *head, size_t n, bool complete, const char *name);
+bool mcp_mime_is_image(const char *mime);
+/* True if the bytes are UTF-8 text (no NUL, no control characters but whitespace and ESC). */
+bool mcp_file_is_text(const void *data, size_t n);
+/* RFC 4648 base64. Decoding skips whitespace, accepts missing padding, writes at most
+ * mcp_base64_decoded_max(n) bytes to out; -EINVAL (and the offending offset) on a bad character. */
+size_t mcp_base64_decoded_max(size_t n);
+int mcp_base64_decode(const char *in, size_t n, char *out, size_t *ret_len, size_t *ret_bad);
+char *mcp_base64_encode(const void *p, size_t n, size_t *ret_len);
 
 /* Replaces invalid UTF-8 sequences with U+FFFD (one per maximal invalid subpart, as Python's
  * errors="replace" does). Returns a malloc'd NUL-terminated string and its length, or NULL. */

@@ -150,6 +150,7 @@ McpCall *mcp_call_free(McpCall *c) {
         free(c->id_key);
         free(c->progress_token);
         free(c->args.dependencies_json);
+        mcp_files_args_free(&c->args);
         free(c);
         return NULL;
 }

@@ -123,6 +123,9 @@ static char *execute_description(const McpLimits *l) {
                      "timeout_seconds: wall-clock limit of the run itself (default %" PRIu32 ", at most %" PRIu32
                      ", larger values are clamped); installation has its own limit. Importable without "
                      "dependencies: the standard library%s%s.\n"
+                     "`files` and outputs/ work as in exec: input files before the run, files written to "
+                     "outputs/ and matplotlib figures (plt.show(), figures left open) come back as image or "
+                     "resource content.\n"
                      "A non-zero exit_code, timed_out=true or truncated=true is a normal result; malformed "
                      "metadata, an invalid requirement or a failed installation is a tool error that says why.",
                      l->sources ? l->sources : "no source (the operator has configured none, so only scripts "
@@ -143,11 +146,17 @@ static json_t *execute_input_schema(const McpLimits *l) {
         json_t *deps = dependencies_schema();
         if (!deps)
                 return NULL;
-        return json_pack("{s:s, s:{s:o, s:o, s:o, s:o}, s:[s], s:b}", "type", "object", "properties",
+        json_t *files = mcp_files_input_schema(l);
+        if (!files) {
+                json_decref(deps);
+                return NULL;
+        }
+        return json_pack("{s:s, s:{s:o, s:o, s:o, s:o, s:o}, s:[s], s:b}", "type", "object", "properties",
                          "script", prop("string", sdesc),
                          "dependencies", deps,
                          "timeout_seconds", prop("integer", tdesc),
                          "python", prop("string", pdesc),
+                         "files", files,
                          "required", "script", "additionalProperties", 0);
 }
 
@@ -318,7 +327,7 @@ static char *dependencies_apply(json_t *v, char **ret) {
 }
 
 char *mcp_tool_python_args_validate(const McpLimits *l, McpTool tool, json_t *arguments, McpExecArgs *ret) {
-        static const char *const execute_fields[] = { "script", "dependencies", "timeout_seconds", "python" };
+        static const char *const execute_fields[] = { "script", "dependencies", "timeout_seconds", "python", "files" };
         static const char *const validate_fields[] = { "script", "dependencies", "python" };
         const char *const *fields = tool == MCP_TOOL_EXECUTE_PYTHON ? execute_fields
                                     : tool == MCP_TOOL_VALIDATE_SCRIPT ? validate_fields : NULL;
@@ -338,7 +347,7 @@ char *mcp_tool_python_args_validate(const McpLimits *l, McpTool tool, json_t *ar
                                 : problem("invalid argument '%s': unknown property; %s accepts only %s", key,
                                           tool_name(tool),
                                           tool == MCP_TOOL_EXECUTE_PYTHON
-                                                  ? "script, dependencies, timeout_seconds and python"
+                                                  ? "script, dependencies, timeout_seconds, python and files"
                                                   : "script, dependencies and python");
         }
 
@@ -380,6 +389,15 @@ char *mcp_tool_python_args_validate(const McpLimits *l, McpTool tool, json_t *ar
                 char *p = dependencies_apply(v, &a.dependencies_json);
                 if (p)
                         return p;
+        }
+        /* Last: it allocates (freed with the call). Only execute_python runs code. */
+        v = json_object_get(arguments, "files");
+        if (tool == MCP_TOOL_EXECUTE_PYTHON && v && !json_is_null(v)) {
+                char *p = mcp_files_arg_validate(l, v, &a);
+                if (p) {
+                        free(a.dependencies_json);
+                        return p;
+                }
         }
         *ret = a;
         return NULL;

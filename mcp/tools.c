@@ -15,7 +15,7 @@
 #include "str-util.h"
 
 
-static const char *const exec_fields[] = { "code", "timeout_s", "stdin", "python" };
+static const char *const exec_fields[] = { "code", "timeout_s", "stdin", "python", "files" };
 
 bool mcp_tool_exists(const char *name) {
         return strcmp(name, "exec") == 0 || mcp_tool_python_lookup(name) != MCP_TOOL_EXEC;
@@ -38,12 +38,14 @@ static void format_bytes(char *out, size_t n, uint64_t v) {
 }
 
 static char *exec_description(const McpLimits *l) {
-        char out[32], code[32], in[32], mem[32], tmp[32], pids[32], cpu[32];
+        char out[32], code[32], in[32], mem[32], tmp[32], pids[32], cpu[32], fin[32], fret[32];
         format_bytes(out, sizeof(out), l->max_output_bytes);
         format_bytes(code, sizeof(code), l->max_code_bytes);
         format_bytes(in, sizeof(in), l->max_stdin_bytes);
         format_bytes(mem, sizeof(mem), l->memory_max_bytes);
         format_bytes(tmp, sizeof(tmp), l->tmp_size_bytes);
+        format_bytes(fin, sizeof(fin), l->max_input_bytes);
+        format_bytes(fret, sizeof(fret), l->max_return_bytes);
         if (l->pids_max == UINT64_MAX)
                 snprintf(pids, sizeof(pids), "unlimited");
         else
@@ -64,11 +66,18 @@ static char *exec_description(const McpLimits *l) {
                      "stdout and stderr together are capped at %s (the first bytes are kept and truncated is "
                      "true); code up to %s; stdin up to %s; memory %s; processes %s; CPU %s; /tmp %s; "
                      "limits enforced by %s.\n"
+                     "Files: `files` creates input files in the working directory before the code starts "
+                     "(relative paths, text or base64, %s in total). Files the code writes to outputs/ (the "
+                     "directory exists) come back: PNG, JPEG, GIF and WebP images as image content, other files "
+                     "as embedded resources, up to %s in total; all are listed in `files`, with returned=false "
+                     "for what did not fit. Figures need no ceremony: matplotlib uses the Agg backend, "
+                     "plt.show() saves every open figure to outputs/figure-N.png (and closes it), and figures "
+                     "still open when the code ends are saved the same way.\n"
                      "A non-zero exit_code, timed_out=true or truncated=true is a normal result, not a tool error.",
                      l->python_version ? l->python_version : "3",
                      l->packages && *l->packages ? ", " : "", l->packages ? l->packages : "",
                      l->default_timeout_s, l->max_timeout_s, out, code, in, mem, pids, cpu, tmp,
-                     l->limits_by ? l->limits_by : "rlimit") < 0)
+                     l->limits_by ? l->limits_by : "rlimit", fin, fret) < 0)
                 return NULL;
         return d;
 }
@@ -86,13 +95,17 @@ static json_t *exec_input_schema(const McpLimits *l) {
         char pdesc[256];
         snprintf(pdesc, sizeof(pdesc), "Interpreter to run the code with, one of: %s (default: the first)",
                  l->pythons ? l->pythons : "python3");
-        return json_pack("{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}",
+        json_t *files = mcp_files_input_schema(l);
+        if (!files)
+                return NULL;
+        return json_pack("{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}, s:o}, s:[s], s:b}",
                          "type", "object",
                          "properties",
                          "code", "type", "string", "description", cdesc,
                          "timeout_s", "type", "integer", "description", tdesc,
                          "stdin", "type", "string", "description", sdesc,
                          "python", "type", "string", "description", pdesc,
+                         "files", files,
                          "required", "code",
                          "additionalProperties", 0);
 }
@@ -129,7 +142,12 @@ static json_t *exec_output_schema(void) {
                     json_array_append_new(required, json_string(fields[i].name)) < 0)
                         return NULL;
         }
-        return json_pack("{s:s, s:O, s:O}", "type", "object", "properties", props, "required", required);
+        json_t *schema = json_pack("{s:s, s:O, s:O}", "type", "object", "properties", props, "required", required);
+        if (schema && mcp_files_output_schema_add(schema) < 0) {
+                json_decref(schema);
+                return NULL;
+        }
+        return schema;
 }
 
 json_t *mcp_tools_list_new(const McpLimits *limits) {
@@ -225,7 +243,7 @@ char *mcp_tool_args_validate(const McpLimits *l, const char *name, json_t *argum
                         known = known || strcmp(key, exec_fields[i]) == 0;
                 if (!known)
                         return problem("invalid argument '%s': unknown property; %s accepts only code, timeout_s, "
-                                       "stdin and python", key, name);
+                                       "stdin, python and files", key, name);
         }
 
         McpExecArgs a = { .timeout_s = l->default_timeout_s };
@@ -275,6 +293,14 @@ char *mcp_tool_args_validate(const McpLimits *l, const char *name, json_t *argum
                         return p;
         }
 
+        /* Last: it allocates (freed with the call). */
+        v = json_object_get(arguments, "files");
+        if (v && !json_is_null(v)) {
+                char *p = mcp_files_arg_validate(l, v, &a);
+                if (p)
+                        return p;
+        }
+
         *ret = a;
         return NULL;
 }
@@ -319,13 +345,20 @@ char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r) {
         }
         /* Clients that only read text content get the same JSON (the tools spec's advice for
          * structuredContent, and what mcp-exec returns). */
+        /* The files (issue 10): listed in sc, their bytes as content items after the text. */
+        _cleanup_(json_decrefp) json_t *items = json_array();
+        if (!items || mcp_files_result_add(r, sc, items) < 0)
+                return NULL;
         _cleanup_free_ char *text = json_dumps(sc, JSON_COMPACT);
         if (!text)
                 return NULL;
+        _cleanup_(json_decrefp) json_t *content = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
+        if (!content || json_array_extend(content, items) < 0)
+                return NULL;
         _cleanup_(json_decrefp) json_t *m = json_pack(
-                "{s:s, s:O, s:{s:[{s:s, s:s}], s:O, s:b}}",
+                "{s:s, s:O, s:{s:O, s:O, s:b}}",
                 "jsonrpc", "2.0", "id", c->id,
-                "result", "content", "type", "text", "text", text, "structuredContent", sc, "isError", 0);
+                "result", "content", content, "structuredContent", sc, "isError", 0);
         return m ? mcp_json_dump(m) : NULL;
 }
 

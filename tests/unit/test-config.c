@@ -41,6 +41,8 @@ static void test_defaults(void **state) {
         assert_int_equal(c.max_output_bytes, 1048576);
         assert_int_equal(c.max_stdin_bytes, 1048576);
         assert_int_equal(c.max_code_bytes, 1048576);
+        assert_int_equal(c.max_input_bytes, 4u << 20);
+        assert_int_equal(c.max_return_bytes, 4u << 20);
         assert_string_equal(c.python, "python3");
         assert_null(c.auth_token);
         assert_int_equal(c.memory_max_bytes, 256u << 20);
@@ -66,6 +68,8 @@ static void test_good_values(void **state) {
                 "MCP_EXEC_MAX_OUTPUT_BYTES", "4096",
                 "MCP_EXEC_MAX_STDIN_BYTES", "0",
                 "MCP_EXEC_MAX_CODE_BYTES", "1000",
+                "MCP_EXEC_MAX_INPUT_BYTES", "0",
+                "MCP_EXEC_MAX_RETURN_BYTES", "67108864",
                 "MCP_EXEC_PYTHON", "/usr/bin/python3",
                 "MCP_EXEC_AUTH_TOKEN", "s3cret",
                 "MCP_EXEC_MEMORY_MAX", "1G",
@@ -87,6 +91,8 @@ static void test_good_values(void **state) {
         assert_int_equal(c.max_output_bytes, 4096);
         assert_int_equal(c.max_stdin_bytes, 0);
         assert_int_equal(c.max_code_bytes, 1000);
+        assert_int_equal(c.max_input_bytes, 0);
+        assert_int_equal(c.max_return_bytes, 64u << 20);
         assert_string_equal(c.python, "/usr/bin/python3");
         assert_string_equal(c.auth_token, "s3cret");
         assert_int_equal(c.memory_max_bytes, 1u << 30);
@@ -123,6 +129,11 @@ static void test_bad_values(void **state) {
                 { "MCP_EXEC_MAX_STDIN_BYTES", "-1" },
                 { "MCP_EXEC_MAX_STDIN_BYTES", "67108865" },
                 { "MCP_EXEC_MAX_CODE_BYTES", "0" },
+                { "MCP_EXEC_MAX_INPUT_BYTES", "-1" },
+                { "MCP_EXEC_MAX_INPUT_BYTES", "4M" },
+                { "MCP_EXEC_MAX_INPUT_BYTES", "67108865" },
+                { "MCP_EXEC_MAX_RETURN_BYTES", "abc" },
+                { "MCP_EXEC_MAX_RETURN_BYTES", "67108865" },
                 { "MCP_EXEC_MAX_MESSAGE_BYTES", "10" },
                 { "MCP_EXEC_PYTHON", "" },
                 { "MCP_EXEC_PYTHON", "python3 -X dev" },

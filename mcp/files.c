@@ -1,0 +1,464 @@
+/* files.c: files in and out of a run (issue 10): the `files` argument (names, encodings, bounds),
+ * base64, what a returned file is (magic bytes first, the name second) and how it becomes MCP
+ * content (image items, embedded resources). Pure: no I/O. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "cleanup.h"
+#include "mcp-internal.h"
+#include "str-util.h"
+
+static char *problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *problem(const char *fmt, ...) {
+        char *msg = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        return r < 0 ? NULL : msg;
+}
+
+/* The name as a message can show it: control characters, NUL and '"' as \xNN, at most ~80 bytes. */
+static void name_quote(char *out, size_t size, const char *s, size_t n) {
+        size_t o = 0;
+        for (size_t i = 0; i < n && o + 5 < size; i++) {
+                unsigned char c = (unsigned char) s[i];
+                if (o > 80) {
+                        o += (size_t) snprintf(out + o, size - o, "...");
+                        break;
+                }
+                if (c < 0x20 || c == 0x7f || c == '"' || c == '\\')
+                        o += (size_t) snprintf(out + o, size - o, "\\x%02x", c);
+                else
+                        out[o++] = (char) c;
+        }
+        out[MIN(o, size - 1)] = '\0';
+}
+
+char *mcp_file_name_check(const char *name, size_t n) {
+        char q[128];
+        name_quote(q, sizeof(q), name, n);
+        if (n == 0)
+                return problem("must not be empty");
+        if (n > MCP_FILE_NAME_MAX_BYTES)
+                return problem("\"%s\" is %zu bytes, over the limit of %d", q, n, MCP_FILE_NAME_MAX_BYTES);
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char) name[i];
+                if (c == 0)
+                        return problem("\"%s\" contains a NUL character", q);
+                if (c < 0x20 || c == 0x7f)
+                        return problem("\"%s\" contains a control character (0x%02x)", q, c);
+        }
+        if (name[0] == '/')
+                return problem("\"%s\" is an absolute path; names are relative paths inside the working directory", q);
+        size_t depth = 0;
+        for (const char *p = name, *end = name + n; p <= end;) {
+                const char *slash = memchr(p, '/', (size_t) (end - p));
+                size_t k = (size_t) ((slash ? slash : end) - p);
+                if (k == 0)
+                        return problem("\"%s\" has an empty path segment", q);
+                if ((k == 1 && p[0] == '.') || (k == 2 && p[0] == '.' && p[1] == '.'))
+                        return problem("\"%s\" has a '%.*s' segment; names are relative paths inside the working "
+                                       "directory, without . or ..", q, (int) k, p);
+                if (k > 255)
+                        return problem("\"%s\" has a path segment over 255 bytes", q);
+                if (++depth > MCP_FILE_DEPTH_MAX)
+                        return problem("\"%s\" is nested more than %d levels deep", q, MCP_FILE_DEPTH_MAX);
+                if (!slash)
+                        break;
+                p = slash + 1;
+        }
+        if (strcmp(name, MCP_RUN_SCRIPT) == 0 || strcmp(name, MCP_RUN_LAUNCHER) == 0)
+                return problem("\"%s\" is reserved (the run's own script)", q);
+        return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * base64 (RFC 4648 §4, the standard alphabet). */
+
+static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int b64_value(unsigned char c) {
+        if (c >= 'A' && c <= 'Z')
+                return c - 'A';
+        if (c >= 'a' && c <= 'z')
+                return c - 'a' + 26;
+        if (c >= '0' && c <= '9')
+                return c - '0' + 52;
+        if (c == '+')
+                return 62;
+        if (c == '/')
+                return 63;
+        return -1;
+}
+
+size_t mcp_base64_decoded_max(size_t n) {
+        return n / 4 * 3 + 3;
+}
+
+int mcp_base64_decode(const char *in, size_t n, char *out, size_t *ret_len, size_t *ret_bad) {
+        uint32_t acc = 0;
+        size_t bits = 0, o = 0, pad = 0, sextets = 0;
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char) in[i];
+                /* Line breaks and spaces: what MIME encoders (base64(1), Python's encodebytes) emit. */
+                if (c == '\n' || c == '\r' || c == ' ' || c == '\t')
+                        continue;
+                if (c == '=') {
+                        pad++;
+                        continue;
+                }
+                int v = b64_value(c);
+                if (v < 0 || pad > 0) {
+                        if (ret_bad)
+                                *ret_bad = i;
+                        return -EINVAL;
+                }
+                acc = (acc << 6) | (uint32_t) v;
+                bits += 6;
+                sextets++;
+                if (bits >= 8) {
+                        bits -= 8;
+                        out[o++] = (char) ((acc >> bits) & 0xff);
+                }
+        }
+        /* A lone sextet cannot encode a byte; padding, when present, must complete the quantum. */
+        if (sextets % 4 == 1 || pad > 2 || (pad > 0 && (sextets + pad) % 4 != 0)) {
+                if (ret_bad)
+                        *ret_bad = n;
+                return -EINVAL;
+        }
+        *ret_len = o;
+        return 0;
+}
+
+char *mcp_base64_encode(const void *p, size_t n, size_t *ret_len) {
+        const unsigned char *s = p;
+        size_t len = (n + 2) / 3 * 4;
+        char *out = malloc(len + 1);
+        if (!out)
+                return NULL;
+        size_t o = 0, i = 0;
+        for (; i + 3 <= n; i += 3) {
+                uint32_t v = (uint32_t) s[i] << 16 | (uint32_t) s[i + 1] << 8 | s[i + 2];
+                out[o++] = b64_alphabet[v >> 18];
+                out[o++] = b64_alphabet[(v >> 12) & 63];
+                out[o++] = b64_alphabet[(v >> 6) & 63];
+                out[o++] = b64_alphabet[v & 63];
+        }
+        if (i < n) {
+                uint32_t v = (uint32_t) s[i] << 16 | (i + 1 < n ? (uint32_t) s[i + 1] << 8 : 0);
+                out[o++] = b64_alphabet[v >> 18];
+                out[o++] = b64_alphabet[(v >> 12) & 63];
+                out[o++] = i + 1 < n ? b64_alphabet[(v >> 6) & 63] : '=';
+                out[o++] = '=';
+        }
+        out[o] = '\0';
+        if (ret_len)
+                *ret_len = o;
+        return out;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * What a file is. */
+
+static bool utf8_text(const unsigned char *s, size_t n, bool may_be_cut) {
+        for (size_t i = 0; i < n;) {
+                unsigned char c = s[i];
+                if (c == 0 || (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != 0x1b))
+                        return false;
+                size_t k = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+                if (k == 0 || (k == 2 && c < 0xc2) || (k == 4 && c > 0xf4))
+                        return false;
+                if (i + k > n)
+                        return may_be_cut; /* a sequence cut by the end of the head */
+                for (size_t j = 1; j < k; j++)
+                        if ((s[i + j] & 0xc0) != 0x80)
+                                return false;
+                /* Overlong forms, surrogates and code points above U+10FFFF (jansson refuses them). */
+                if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] > 0x9f) ||
+                    (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] > 0x8f))
+                        return false;
+                i += k;
+        }
+        return true;
+}
+
+bool mcp_file_is_text(const void *data, size_t n) {
+        return utf8_text(data, n, false);
+}
+
+const char *mcp_file_mime(const void *head, size_t n, bool complete, const char *name) {
+        const unsigned char *h = head;
+        /* The four image types an MCP client displays, by their signatures, never by the name. */
+        if (n >= 8 && memcmp(h, "\x89PNG\r\n\x1a\n", 8) == 0)
+                return "image/png";
+        if (n >= 3 && memcmp(h, "\xff\xd8\xff", 3) == 0)
+                return "image/jpeg";
+        if (n >= 6 && (memcmp(h, "GIF87a", 6) == 0 || memcmp(h, "GIF89a", 6) == 0))
+                return "image/gif";
+        if (n >= 12 && memcmp(h, "RIFF", 4) == 0 && memcmp(h + 8, "WEBP", 4) == 0)
+                return "image/webp";
+        if (n >= 5 && memcmp(h, "%PDF-", 5) == 0)
+                return "application/pdf";
+        if (n >= 4 && memcmp(h, "PK\x03\x04", 4) == 0)
+                return "application/zip";
+        if (n >= 2 && memcmp(h, "\x1f\x8b", 2) == 0)
+                return "application/gzip";
+        if (n >= 6 && memcmp(h, "\x93NUMPY", 6) == 0)
+                return "application/octet-stream";
+
+        bool text = utf8_text(h, n, !complete);
+        static const struct {
+                const char *ext, *mime;
+        } text_types[] = {
+                { ".csv", "text/csv" },          { ".tsv", "text/tab-separated-values" },
+                { ".json", "application/json" }, { ".md", "text/markdown" },
+                { ".html", "text/html" },        { ".htm", "text/html" },
+                { ".svg", "image/svg+xml" },     { ".xml", "application/xml" },
+                { ".txt", "text/plain" },        { ".log", "text/plain" },
+                { ".py", "text/x-python" },      { ".yaml", "application/yaml" },
+                { ".yml", "application/yaml" },  { ".tex", "text/x-tex" },
+        };
+        const char *dot = name ? strrchr(name, '.') : NULL;
+        if (text && dot && !strchr(dot, '/'))
+                for (size_t i = 0; i < ELEMENTSOF(text_types); i++)
+                        if (strcasecmp(dot, text_types[i].ext) == 0)
+                                return text_types[i].mime;
+        return text ? "text/plain" : "application/octet-stream";
+}
+
+bool mcp_mime_is_image(const char *mime) {
+        return mime && (strcmp(mime, "image/png") == 0 || strcmp(mime, "image/jpeg") == 0 ||
+                        strcmp(mime, "image/gif") == 0 || strcmp(mime, "image/webp") == 0);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The `files` argument. */
+
+void mcp_files_args_free(McpExecArgs *a) {
+        free(a->files);
+        free(a->files_data);
+        a->files = NULL;
+        a->files_data = NULL;
+        a->n_files = 0;
+}
+
+char *mcp_files_arg_validate(const McpLimits *l, json_t *v, McpExecArgs *a) {
+        if (!json_is_array(v))
+                return problem("invalid argument 'files': must be an array of {name, content, encoding?} objects");
+        size_t n = json_array_size(v);
+        if (n == 0)
+                return NULL;
+        if (n > MCP_FILES_MAX)
+                return problem("invalid argument 'files': %zu files, over the limit of %d", n, MCP_FILES_MAX);
+
+        /* First every name, encoding and (an upper bound of) the size, so nothing is decoded for a
+         * call that is refused anyway. */
+        uint64_t total = 0;
+        size_t i;
+        json_t *f;
+        json_array_foreach(v, i, f) {
+                if (!json_is_object(f))
+                        return problem("invalid argument 'files[%zu]': must be an object {name, content, encoding?}", i);
+                const char *key;
+                json_t *x;
+                json_object_foreach(f, key, x)
+                        if (strcmp(key, "name") != 0 && strcmp(key, "content") != 0 && strcmp(key, "encoding") != 0)
+                                return problem("invalid argument 'files[%zu].%s': unknown property; a file has name, "
+                                               "content and encoding", i, key);
+                json_t *name = json_object_get(f, "name"), *content = json_object_get(f, "content");
+                json_t *enc = json_object_get(f, "encoding");
+                if (!json_is_string(name))
+                        return problem("invalid argument 'files[%zu].name': required, a relative path inside the "
+                                       "working directory", i);
+                _cleanup_free_ char *why = mcp_file_name_check(json_string_value(name), json_string_length(name));
+                if (why)
+                        return problem("invalid argument 'files[%zu].name': %s", i, why);
+                if (!json_is_string(content))
+                        return problem("invalid argument 'files[%zu].content': required, a string (the file's text, "
+                                       "or its bytes in base64 with encoding \"base64\")", i);
+                if (enc && !json_is_null(enc) &&
+                    (!json_is_string(enc) || (strcmp(json_string_value(enc), "utf-8") != 0 &&
+                                              strcmp(json_string_value(enc), "base64") != 0)))
+                        return problem("invalid argument 'files[%zu].encoding': must be \"utf-8\" or \"base64\"", i);
+                bool b64 = json_is_string(enc) && strcmp(json_string_value(enc), "base64") == 0;
+                total += b64 ? json_string_length(content) / 4 * 3 : json_string_length(content);
+        }
+        if (total > l->max_input_bytes + 3 * n) /* the base64 bound is exact but for padding */
+                return problem("invalid argument 'files': about %" PRIu64 " bytes in total, over the limit of %" PRIu64
+                               " bytes (MCP_EXEC_MAX_INPUT_BYTES)", total, l->max_input_bytes);
+
+        /* Two files with one name, or a file where another needs a directory. */
+        for (size_t a1 = 0; a1 < n; a1++)
+                for (size_t b = 0; b < n; b++) {
+                        if (a1 == b)
+                                continue;
+                        json_t *na = json_object_get(json_array_get(v, a1), "name");
+                        json_t *nb = json_object_get(json_array_get(v, b), "name");
+                        size_t la = json_string_length(na), lb = json_string_length(nb);
+                        const char *sa = json_string_value(na), *sb = json_string_value(nb);
+                        if (a1 < b && la == lb && memcmp(sa, sb, la) == 0)
+                                return problem("invalid argument 'files[%zu].name': \"%s\" is given twice", b, sb);
+                        if (lb > la && memcmp(sa, sb, la) == 0 && sb[la] == '/')
+                                return problem("invalid argument 'files[%zu].name': \"%s\" is a file, and files[%zu] "
+                                               "needs it as a directory", a1, sa, b);
+                }
+
+        McpInputFile *files = calloc(n, sizeof(*files));
+        size_t cap = 0;
+        json_array_foreach(v, i, f) {
+                json_t *enc = json_object_get(f, "encoding"), *content = json_object_get(f, "content");
+                bool b64 = json_is_string(enc) && strcmp(json_string_value(enc), "base64") == 0;
+                cap += b64 ? mcp_base64_decoded_max(json_string_length(content)) : json_string_length(content);
+        }
+        char *data = malloc(cap + 1);
+        if (!files || !data) {
+                free(files);
+                free(data);
+                return problem("out of memory");
+        }
+        size_t used = 0;
+        json_array_foreach(v, i, f) {
+                json_t *enc = json_object_get(f, "encoding"), *content = json_object_get(f, "content");
+                json_t *name = json_object_get(f, "name");
+                bool b64 = json_is_string(enc) && strcmp(json_string_value(enc), "base64") == 0;
+                size_t len = json_string_length(content);
+                files[i].name = json_string_value(name);
+                files[i].data = data + used;
+                if (b64) {
+                        size_t bad = 0;
+                        if (mcp_base64_decode(json_string_value(content), len, data + used, &len, &bad) < 0) {
+                                free(files);
+                                free(data);
+                                return problem("invalid argument 'files[%zu].content': not valid base64 (at offset %zu "
+                                               "of %zu)", i, bad, json_string_length(content));
+                        }
+                } else
+                        memcpy(data + used, json_string_value(content), len);
+                files[i].len = len;
+                used += len;
+        }
+        if (used > l->max_input_bytes) {
+                free(files);
+                free(data);
+                return problem("invalid argument 'files': %zu bytes in total, over the limit of %" PRIu64
+                               " bytes (MCP_EXEC_MAX_INPUT_BYTES)", used, l->max_input_bytes);
+        }
+        a->files = files;
+        a->files_data = data;
+        a->n_files = n;
+        return NULL;
+}
+
+json_t *mcp_files_input_schema(const McpLimits *l) {
+        char d[512];
+        snprintf(d, sizeof(d),
+                 "Files to create in the working directory before the code starts (at most %d, %" PRIu64
+                 " bytes in total): name is a relative path (subdirectories are created; no absolute paths, "
+                 "no . or .. segments), content is the text, or the bytes in base64 when encoding is \"base64\"",
+                 MCP_FILES_MAX, l->max_input_bytes);
+        return json_pack("{s:s, s:i, s:s, s:{s:s, s:{s:{s:s, s:i}, s:{s:s}, s:{s:s, s:[s,s]}}, s:[s,s], s:b}}",
+                         "type", "array", "maxItems", MCP_FILES_MAX, "description", d,
+                         "items", "type", "object", "properties",
+                         "name", "type", "string", "maxLength", MCP_FILE_NAME_MAX_BYTES,
+                         "content", "type", "string",
+                         "encoding", "type", "string", "enum", "utf-8", "base64",
+                         "required", "name", "content", "additionalProperties", 0);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The result. */
+
+int mcp_files_output_schema_add(json_t *schema) {
+        json_t *props = json_object_get(schema, "properties"), *required = json_object_get(schema, "required");
+        json_t *files = json_pack(
+                "{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s,s,s]}}",
+                "type", "array",
+                "description", "files the run left in outputs/ (sorted by name), each with its size, its type "
+                               "(from its bytes) and whether its bytes are in the content (an image item or an "
+                               "embedded resource) or did not fit the return limits",
+                "items", "type", "object", "properties", "name", "type", "string", "bytes", "type", "integer",
+                "mime", "type", "string", "returned", "type", "boolean", "required", "name", "bytes", "mime",
+                "returned");
+        json_t *unlisted = json_pack("{s:s, s:s}", "type", "integer", "description",
+                                     "entries of outputs/ beyond the listing limit (not in files)");
+        if (!files || !unlisted || !json_is_object(props) || !json_is_array(required) ||
+            json_object_set_new(props, "files", files) < 0 ||
+            json_object_set_new(props, "files_unlisted", unlisted) < 0 ||
+            json_array_append_new(required, json_string("files")) < 0 ||
+            json_array_append_new(required, json_string("files_unlisted")) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* "outputs/a b.csv" → "mcp-execd://run/<id>/outputs/a%20b.csv": not a file: URI, so that no client
+ * takes it for a path on its own machine. */
+static char *resource_uri(const char *run_id, const char *name) {
+        Buf b = {};
+        static const char prefix[] = "mcp-execd://run/";
+        if (buf_append(&b, prefix, sizeof(prefix) - 1) < 0 ||
+            buf_append(&b, run_id ? run_id : "0", strlen(run_id ? run_id : "0")) < 0 || buf_append(&b, "/", 1) < 0) {
+                buf_done(&b);
+                return NULL;
+        }
+        for (const unsigned char *p = (const unsigned char *) name; *p; p++) {
+                char esc[4];
+                bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                             strchr("-._~/", *p);
+                snprintf(esc, sizeof(esc), "%%%02X", *p);
+                if (buf_append(&b, plain ? (const char *) p : esc, plain ? 1 : 3) < 0) {
+                        buf_done(&b);
+                        return NULL;
+                }
+        }
+        return b.data;
+}
+
+int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content) {
+        _cleanup_(json_decrefp) json_t *list = json_array();
+        if (!list)
+                return -ENOMEM;
+        for (size_t i = 0; i < r->n_files; i++) {
+                const McpOutputFile *f = &r->files[i];
+                if (json_array_append_new(list, json_pack("{s:s, s:I, s:s, s:b}", "name", f->name, "bytes",
+                                                          (json_int_t) f->bytes, "mime", f->mime, "returned",
+                                                          f->returned)) < 0)
+                        return -ENOMEM;
+                if (!f->returned)
+                        continue;
+                _cleanup_free_ char *b64 = NULL;
+                json_t *item;
+                if (mcp_mime_is_image(f->mime)) {
+                        size_t n;
+                        b64 = mcp_base64_encode(f->data, f->len, &n);
+                        item = b64 ? json_pack("{s:s, s:s%, s:s}", "type", "image", "data", b64, n, "mimeType", f->mime)
+                                   : NULL;
+                } else {
+                        _cleanup_free_ char *uri = resource_uri(r->run_id, f->name);
+                        json_t *body = mcp_file_is_text(f->data, f->len) ? json_stringn(f->data, f->len) : NULL;
+                        bool text = body != NULL;
+                        if (!text) {
+                                size_t n;
+                                b64 = mcp_base64_encode(f->data, f->len, &n);
+                                body = b64 ? json_stringn(b64, n) : NULL;
+                        }
+                        item = uri && body ? json_pack("{s:s, s:{s:s, s:s, s:o}}", "type", "resource", "resource",
+                                                       "uri", uri, "mimeType", f->mime, text ? "text" : "blob", body)
+                                           : (json_decref(body), NULL);
+                }
+                if (!item || json_array_append_new(content, item) < 0)
+                        return -ENOMEM;
+        }
+        if (json_object_set(sc, "files", list) < 0 ||
+            json_object_set_new(sc, "files_unlisted", json_integer((json_int_t) r->files_unlisted)) < 0)
+                return -ENOMEM;
+        return 0;
+}

@@ -1,0 +1,204 @@
+/* test-files.c: files in and out of a run (issue 10): input name validation, base64, the type of a
+ * file from its bytes, and reading outputs/ back without following links. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fd-util.h"
+#include "mcp.h"
+#include "outputs.h"
+
+static void check_bad(const char *name, size_t len, const char *words) {
+        char *why = mcp_file_name_check(name, len);
+        if (!why)
+                fail_msg("accepted: %.*s", (int) len, name);
+        if (!strstr(why, words))
+                fail_msg("%s: no '%s' in: %s", name, words, why);
+        free(why);
+}
+
+static void test_names(void **state) {
+        static const char *const good[] = { "a", "data.csv", "sub/dir/x.bin", "a.b/c..d/...e", ".hidden",
+                                            "outputs/seed.txt", "é/ü.txt" };
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                char *why = mcp_file_name_check(good[i], strlen(good[i]));
+                if (why)
+                        fail_msg("refused %s: %s", good[i], why);
+        }
+        check_bad("", 0, "empty");
+        check_bad("/etc/x", 6, "absolute");
+        check_bad("../x", 4, "'..'");
+        check_bad("a/../../x", 9, "'..'");
+        check_bad("a/./x", 5, "'.'");
+        check_bad("a//b", 4, "empty path segment");
+        check_bad("a/", 2, "empty path segment");
+        check_bad("a\0b", 3, "NUL");
+        check_bad("a\nb", 3, "control character (0x0a)");
+        check_bad("a\x7f", 2, "control character (0x7f)");
+        check_bad("main.py", 7, "reserved");
+        check_bad(MCP_RUN_LAUNCHER, strlen(MCP_RUN_LAUNCHER), "reserved");
+        check_bad("a/b/c/d/e/f/g/h/i", 17, "levels deep");
+        char longname[MCP_FILE_NAME_MAX_BYTES + 2];
+        memset(longname, 'x', sizeof(longname) - 1);
+        longname[sizeof(longname) - 1] = '\0';
+        check_bad(longname, strlen(longname), "over the limit");
+        /* The message shows the offender, escaped. */
+        char *why = mcp_file_name_check("a\0b", 3);
+        assert_non_null(strstr(why, "\"a\\x00b\""));
+        free(why);
+}
+
+static void test_base64(void **state) {
+        /* RFC 4648 §10 vectors, both ways. */
+        static const char *const vec[][2] = { { "", "" },         { "f", "Zg==" },         { "fo", "Zm8=" },
+                                              { "foo", "Zm9v" },  { "foob", "Zm9vYg==" },  { "fooba", "Zm9vYmE=" },
+                                              { "foobar", "Zm9vYmFy" } };
+        for (size_t i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+                size_t n;
+                char *e = mcp_base64_encode(vec[i][0], strlen(vec[i][0]), &n);
+                assert_string_equal(e, vec[i][1]);
+                assert_int_equal(n, strlen(vec[i][1]));
+                free(e);
+                char out[16];
+                assert_int_equal(mcp_base64_decode(vec[i][1], strlen(vec[i][1]), out, &n, NULL), 0);
+                assert_int_equal(n, strlen(vec[i][0]));
+                assert_memory_equal(out, vec[i][0], n);
+        }
+        /* Every byte value survives a round trip. */
+        unsigned char all[256];
+        for (int i = 0; i < 256; i++)
+                all[i] = (unsigned char) i;
+        size_t n;
+        char *e = mcp_base64_encode(all, sizeof(all), &n);
+        char back[sizeof(all) + 8];
+        assert_true(mcp_base64_decoded_max(n) <= sizeof(back));
+        assert_int_equal(mcp_base64_decode(e, n, back, &n, NULL), 0);
+        assert_int_equal(n, 256);
+        assert_memory_equal(back, all, 256);
+        free(e);
+        /* Lenient where encoders differ: line breaks, no padding. */
+        char out[16];
+        assert_int_equal(mcp_base64_decode("Zm9v\nYmE", 8, out, &n, NULL), 0);
+        assert_int_equal(n, 5);
+        assert_memory_equal(out, "fooba", 5);
+        /* Strict where it matters, with the offset of the offender. */
+        size_t bad = 0;
+        assert_int_equal(mcp_base64_decode("Zm9v!mFy", 8, out, &n, &bad), -EINVAL);
+        assert_int_equal(bad, 4);
+        assert_int_equal(mcp_base64_decode("Zg==Zg==", 8, out, &n, &bad), -EINVAL); /* data after padding */
+        assert_int_equal(mcp_base64_decode("Z", 1, out, &n, &bad), -EINVAL);         /* a lone sextet */
+        assert_int_equal(mcp_base64_decode("Zm9=", 4, out, &n, &bad), 0);
+        assert_int_equal(mcp_base64_decode("Zg=", 3, out, &n, &bad), -EINVAL);      /* half padding */
+}
+
+static void test_mime(void **state) {
+        static const unsigned char png[] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13 };
+        static const unsigned char jpeg[] = { 0xff, 0xd8, 0xff, 0xe0, 0, 16, 'J', 'F', 'I', 'F' };
+        assert_string_equal(mcp_file_mime(png, sizeof(png), false, "x.txt"), "image/png"); /* bytes, not name */
+        assert_string_equal(mcp_file_mime(jpeg, sizeof(jpeg), false, "noext"), "image/jpeg");
+        assert_string_equal(mcp_file_mime("GIF89a\x01\x00", 8, false, "a.png"), "image/gif");
+        assert_string_equal(mcp_file_mime("GIF87a", 6, true, NULL), "image/gif");
+        assert_string_equal(mcp_file_mime("RIFF\x10\0\0\0WEBPVP8 ", 16, false, "w"), "image/webp");
+        assert_string_equal(mcp_file_mime("RIFF\x10\0\0\0WAVEfmt ", 16, false, "w.webp"), "application/octet-stream");
+        /* A PNG by its name only is not an image. */
+        assert_string_equal(mcp_file_mime("hello", 5, true, "fake.png"), "text/plain");
+        assert_false(mcp_mime_is_image(mcp_file_mime("hello", 5, true, "fake.png")));
+        assert_true(mcp_mime_is_image("image/webp"));
+        assert_false(mcp_mime_is_image("image/svg+xml"));
+        assert_string_equal(mcp_file_mime("a,b\n1,2\n", 8, true, "t.CSV"), "text/csv");
+        assert_string_equal(mcp_file_mime("{}", 2, true, "r.json"), "application/json");
+        assert_string_equal(mcp_file_mime("%PDF-1.7", 8, false, "x"), "application/pdf");
+        assert_string_equal(mcp_file_mime("a\0b", 3, true, "x.csv"), "application/octet-stream");
+        /* A head cut in the middle of a UTF-8 sequence is still text; a whole file is not. */
+        assert_string_equal(mcp_file_mime("caf\xc3", 4, false, "x.txt"), "text/plain");
+        assert_string_equal(mcp_file_mime("caf\xc3", 4, true, "x.txt"), "application/octet-stream");
+        assert_true(mcp_file_is_text("caf\xc3\xa9\n", 6));
+        assert_false(mcp_file_is_text("\xed\xa0\x80", 3)); /* a surrogate */
+        assert_false(mcp_file_is_text("\xc0\xaf", 2));     /* overlong */
+}
+
+static int write_file(int dfd, const char *name, const char *s, size_t n) {
+        return fd_write_file_at(dfd, name, s, n, 0644);
+}
+
+/* A fake run root: tmp/outputs with files, a link to a host file, a directory, a big file. */
+static void test_outputs_collect(void **state) {
+        char root[] = "/tmp/test-files-XXXXXX";
+        assert_non_null(mkdtemp(root));
+        int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(rootfd >= 0);
+        assert_int_equal(mkdirat(rootfd, "tmp", 0755), 0);
+        assert_int_equal(mkdirat(rootfd, "tmp/outputs", 0755), 0);
+        int out = openat(rootfd, "tmp/outputs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(out >= 0);
+        assert_int_equal(write_file(out, "figure-10.png", "\x89PNG\r\n\x1a\nB", 9), 0);
+        assert_int_equal(write_file(out, "figure-2.png", "\x89PNG\r\n\x1a\nA", 9), 0);
+        assert_int_equal(write_file(out, "data.csv", "a,b\n", 4), 0);
+        assert_int_equal(symlinkat("/etc/passwd", out, "passwd"), 0);
+        assert_int_equal(symlinkat("/etc", out, "etc"), 0);
+        assert_int_equal(mkdirat(out, "sub", 0755), 0);
+        assert_int_equal(write_file(out, "sub/x.txt", "x", 1), 0);
+        char big[4096];
+        memset(big, 'z', sizeof(big));
+        assert_int_equal(write_file(out, "big.txt", big, sizeof(big)), 0);
+
+        Outputs o;
+        assert_int_equal(outputs_collect_at(rootfd, "/tmp", 100, &o), 0);
+        /* Sorted in version order; links listed, never followed. */
+        static const char *const names[] = { "outputs/big.txt",      "outputs/data.csv",   "outputs/etc",
+                                             "outputs/figure-2.png", "outputs/figure-10.png", "outputs/passwd",
+                                             "outputs/sub/x.txt" };
+        assert_int_equal(o.n_files, sizeof(names) / sizeof(names[0]));
+        for (size_t i = 0; i < o.n_files; i++)
+                assert_string_equal(o.files[i].name, names[i]);
+        assert_false(o.files[0].returned); /* 4096 bytes over a budget of 100 */
+        assert_int_equal(o.files[0].bytes, 4096);
+        assert_true(o.files[1].returned);
+        assert_string_equal(o.files[1].mime, "text/csv");
+        assert_memory_equal(o.files[1].data, "a,b\n", 4);
+        assert_string_equal(o.files[2].mime, "inode/symlink");
+        assert_false(o.files[2].returned);
+        assert_string_equal(o.files[3].mime, "image/png");
+        assert_memory_equal(o.files[3].data + 8, "A", 1);
+        assert_string_equal(o.files[5].mime, "inode/symlink");
+        assert_false(o.files[5].returned);
+        assert_null(o.files[5].data);
+        assert_true(o.files[6].returned);
+        assert_int_equal(o.unlisted, 0);
+        outputs_done(&o);
+
+        /* outputs/ itself a link (to the host's /etc): nothing. */
+        assert_int_equal(unlinkat(out, "sub/x.txt", 0), 0);
+        close(out);
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s/tmp/outputs", root);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(symlinkat("/etc", rootfd, "tmp/outputs"), 0);
+        assert_int_equal(outputs_collect_at(rootfd, "/tmp", 1 << 20, &o), 0);
+        assert_int_equal(o.n_files, 0);
+        /* No outputs/ at all: nothing, no error. */
+        assert_int_equal(unlinkat(rootfd, "tmp/outputs", 0), 0);
+        assert_int_equal(outputs_collect_at(rootfd, "/tmp", 1 << 20, &o), 0);
+        assert_int_equal(o.n_files, 0);
+        close(rootfd);
+        assert_int_equal(rm_rf(root), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_names),
+                cmocka_unit_test(test_base64),
+                cmocka_unit_test(test_mime),
+                cmocka_unit_test(test_outputs_collect),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
