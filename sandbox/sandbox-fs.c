@@ -73,25 +73,10 @@ static int fail(SpawnPlan *plan, int err, const char *step, const char *what) {
         return -err;
 }
 
-/* Opens the staging directory's regular files while we still have the daemon's uid (it is the
- * daemon's private directory, mode 0700) and the host's filesystem; the copies are made by the
- * Python child as 65532, so they belong to the run's user. Subdirectories, symlinks and other
- * types are not copied. */
-int sandbox_fs_prepare(SpawnPlan *plan) {
-        /* The dependency environment: an O_PATH fd now, while the path is reachable with the
-         * daemon's uid; bound through /proc/self/fd after the switch. */
-        if (plan->env_dir) {
-                plan->env_fd = open(plan->env_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (plan->env_fd < 0)
-                        return fail(plan, errno, "open ", plan->env_dir);
-        }
-        if (!plan->staging_dir)
-                return 0; /* the self-test */
-        _cleanup_close_ int dfd = open(plan->staging_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return fail(plan, errno, "open ", plan->staging_dir);
-
-        size_t used = 0;
+/* One directory of the staging tree: its regular files into plan->staged under prefix ("" or
+ * "a/b/"), its subdirectories down to SANDBOX_STAGED_DEPTH_MAX (input files of issue 10). Takes
+ * nothing: dfd stays the caller's. */
+static int prepare_dir(SpawnPlan *plan, int dfd, const char *prefix, unsigned depth, size_t *used) {
         for (;;) {
                 char buf[4096] __attribute__((aligned(8)));
                 long n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
@@ -117,23 +102,85 @@ int sandbox_fs_prepare(SpawnPlan *plan) {
                                 return fail(plan, errno, "open staged file ", de->name);
                         }
                         struct stat st;
-                        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                        if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
                                 close(fd);
                                 continue;
                         }
-                        size_t len = strlen(de->name) + 1;
-                        if (plan->n_staged >= SANDBOX_STAGED_MAX || used + len > sizeof(plan->staged_names)) {
+                        char path[SANDBOX_STAGED_PATH_MAX];
+                        if ((size_t) snprintf(path, sizeof(path), "%s%s%s", prefix, de->name,
+                                              S_ISDIR(st.st_mode) ? "/" : "") >= sizeof(path)) {
+                                close(fd);
+                                return fail(plan, ENAMETOOLONG, "staged file name too long ", de->name);
+                        }
+                        if (S_ISDIR(st.st_mode)) {
+                                int r = depth + 1 < SANDBOX_STAGED_DEPTH_MAX
+                                        ? prepare_dir(plan, fd, path, depth + 1, used)
+                                        : fail(plan, E2BIG, "staging directory nested too deep", NULL);
+                                close(fd);
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
+                        size_t len = strlen(path) + 1;
+                        if (plan->n_staged >= SANDBOX_STAGED_MAX || *used + len > sizeof(plan->staged_names)) {
                                 close(fd);
                                 return fail(plan, E2BIG, "staging directory has too many files", NULL);
                         }
-                        memcpy(plan->staged_names + used, de->name, len);
+                        memcpy(plan->staged_names + *used, path, len);
                         plan->staged[plan->n_staged].fd = fd;
-                        plan->staged[plan->n_staged].name = plan->staged_names + used;
+                        plan->staged[plan->n_staged].name = plan->staged_names + *used;
                         plan->n_staged++;
-                        used += len;
+                        *used += len;
                 }
         }
         return 0;
+}
+
+/* Opens the staging directory's regular files, in subdirectories too, while we still have the
+ * daemon's uid (it is the daemon's private directory, mode 0700) and the host's filesystem; the
+ * copies are made by the Python child as 65532, so they belong to the run's user. Symlinks and
+ * other types are not copied. */
+int sandbox_fs_prepare(SpawnPlan *plan) {
+        /* The dependency environment: an O_PATH fd now, while the path is reachable with the
+         * daemon's uid; bound through /proc/self/fd after the switch. */
+        if (plan->env_dir) {
+                plan->env_fd = open(plan->env_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (plan->env_fd < 0)
+                        return fail(plan, errno, "open ", plan->env_dir);
+        }
+        if (!plan->staging_dir)
+                return 0; /* the self-test */
+        _cleanup_close_ int dfd = open(plan->staging_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return fail(plan, errno, "open ", plan->staging_dir);
+
+        size_t used = 0;
+        return prepare_dir(plan, dfd, "", 0, &used);
+}
+
+/* Makes the directories of a staged "a/b/name" below tmpfd (as the run's user, so they are its own);
+ * returns an fd of the innermost one (or a dup of tmpfd) and points *ret_base at "name". */
+static int make_parents(SpawnPlan *plan, int tmpfd, const char *name, char *buf, size_t size,
+                        const char **ret_base) {
+        if ((size_t) snprintf(buf, size, "%s", name) >= size)
+                return fail(plan, ENAMETOOLONG, "create /tmp/", name);
+        int cur = fcntl(tmpfd, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0)
+                return fail(plan, errno, "create /tmp/", name);
+        char *seg = buf;
+        for (char *slash; (slash = strchr(seg, '/')); seg = slash + 1) {
+                *slash = '\0';
+                int next = -EBADF;
+                if ((mkdirat(cur, seg, 0755) < 0 && errno != EEXIST) ||
+                    (next = openat(cur, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+                        close(cur);
+                        return fail(plan, errno, "mkdir /tmp/", name);
+                }
+                close(cur);
+                cur = next;
+        }
+        *ret_base = seg;
+        return cur;
 }
 
 static int copy_staged(SpawnPlan *plan, int tmpfd) {
@@ -141,7 +188,12 @@ static int copy_staged(SpawnPlan *plan, int tmpfd) {
                 const char *name = plan->staged[i].name;
                 _cleanup_close_ int in = plan->staged[i].fd;
                 plan->staged[i].fd = -EBADF;
-                _cleanup_close_ int out = openat(tmpfd, name,
+                char path[SANDBOX_STAGED_PATH_MAX];
+                const char *base = name;
+                _cleanup_close_ int dir = make_parents(plan, tmpfd, name, path, sizeof(path), &base);
+                if (dir < 0)
+                        return dir;
+                _cleanup_close_ int out = openat(dir, base,
                                                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
                 if (out < 0)
                         return fail(plan, errno, "create /tmp/", name);

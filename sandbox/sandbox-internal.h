@@ -11,6 +11,8 @@
 struct sock_filter;
 
 #define SANDBOX_STAGED_MAX 256                          /* files copied from staging_dir */
+#define SANDBOX_STAGED_DEPTH_MAX 8                      /* levels of its subdirectories */
+#define SANDBOX_STAGED_PATH_MAX 512                     /* "a/b/name" below it */
 #define SANDBOX_TMP_SIZE_DEFAULT (64ULL * 1024 * 1024)  /* when the config says 0 */
 #define SANDBOX_NOFILE_MAX 1024                         /* RLIMIT_NOFILE of the run */
 

@@ -98,8 +98,8 @@ typedef struct SandboxReport {
 #define SANDBOX_GID 65532
 
 /* The run's working directory (and HOME, TMPDIR) inside the sandbox: the private size-capped tmpfs
- * holding a copy of staging_dir's regular files (top level only, at most 256; symlinks and
- * subdirectories are skipped). staging_dir is read with the daemon's own uid, so it may be
+ * holding a copy of staging_dir's regular files (subdirectories too, 8 levels deep, at most 256
+ * files; symlinks are skipped). staging_dir is read with the daemon's own uid, so it may be
  * private (0700); the copies belong to the run's user. While the init is alive the daemon reads
  * outputs at /proc/<init pid>/root/tmp/<name>. */
 #define SANDBOX_WORK_DIR "/tmp"
