@@ -35,6 +35,7 @@
 #define HTTP_CONNECTION_LIMIT 1024u
 #define HTTP_STREAM_BLOCK_BYTES (32u * 1024u)
 #define HTTP_MHD_RUN_MAX 16
+#define HTTP_SESSIONS_MAX 4096u /* open sessions; past it the least recently used idle one is ended */
 #define USEC_PER_SEC (1000u * 1000u)
 
 typedef struct HttpSession HttpSession;
@@ -164,6 +165,23 @@ static HttpSession *session_new(Http *h, bool legacy) {
         s->refs = 1; /* the table's */
         s->last_used_usec = now_usec();
         return s;
+}
+
+static void session_close(HttpSession *s, const char *why);
+
+/* Keeps the session table bounded: makes room by ending the least recently used Streamable HTTP
+ * session with nothing in flight. Returns false if every session is busy. */
+static bool session_make_room(Http *h) {
+        if (h->n_sessions < HTTP_SESSIONS_MAX)
+                return true;
+        HttpSession *lru = NULL;
+        for (HttpSession *s = h->sessions; s; s = s->next)
+                if (!s->legacy && !s->calls && (!lru || s->last_used_usec < lru->last_used_usec))
+                        lru = s;
+        if (!lru)
+                return false;
+        session_close(lru, "the least recently used of too many sessions");
+        return true;
 }
 
 static void session_register(Http *h, HttpSession *s) {
@@ -632,6 +650,9 @@ static enum MHD_Result handle_head(Http *h, HttpRequest *req, const char *url, c
                 return MHD_YES;
         }
         case MCP_HTTP_SSE_OPEN: {
+                if (!session_make_room(h))
+                        return respond_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, MCP_HTTP_ERROR_SERVER,
+                                             "Service Unavailable: too many sessions with calls in flight");
                 HttpSession *s = session_new(h, true);
                 if (!s)
                         return MHD_NO;
@@ -670,6 +691,9 @@ static enum MHD_Result handle_mcp_post(Http *h, HttpRequest *req) {
                          * makes dual-era clients fall back to initialize (mcp.md §1.11). */
                         return respond_error(req, MHD_HTTP_BAD_REQUEST, MCP_HTTP_ERROR_SERVER,
                                              "Bad Request: No valid session ID provided");
+                if (info.is_initialize && !session_make_room(h))
+                        return respond_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, MCP_HTTP_ERROR_SERVER,
+                                             "Service Unavailable: too many sessions with calls in flight");
                 s = session_new(h, false);
                 if (!s)
                         return MHD_NO;
