@@ -144,7 +144,7 @@ has_controllers() {
 direct_why=
 if [ "$(cat /proc/1/comm 2>/dev/null)" != systemd ]; then
 	direct_why="PID 1 is $(cat /proc/1/comm 2>/dev/null || echo unknown), not systemd"
-elif ! grep -qw cgroup2 <(stat -fc %T /sys/fs/cgroup/ 2>/dev/null); then
+elif [ "$(stat -fc %T /sys/fs/cgroup/ 2>/dev/null)" != cgroup2fs ]; then
 	direct_why="/sys/fs/cgroup is not a pure cgroup v2 hierarchy"
 elif ! has_controllers; then
 	direct_why="/sys/fs/cgroup/cgroup.controllers lacks some of cpu io memory pids"
@@ -234,8 +234,9 @@ if [ ! -s "$base_cpio" ]; then
 		cp "$here/masked-units" masked-units
 		chmod 0755 init
 		: > modules.order
+		find "/lib/modules/$kver/kernel" -name '*.ko*' > all-modules
 		for m in $modules; do
-			f=$(find "/lib/modules/$kver/kernel" -name "$m.ko" -o -name "$m.ko.xz" -o -name "$m.ko.zst" -o -name "$m.ko.gz" | head -n1)
+			f=$(grep -E "/$m\.ko(\.xz|\.zst|\.gz)?\$" all-modules | head -n1)
 			[ -n "$f" ] || continue   # built in
 			case $f in
 			*.xz) xz -dc "$f" ;;
@@ -245,6 +246,7 @@ if [ ! -s "$base_cpio" ]; then
 			esac > "lib/modules/$m.ko"
 			echo "$m" >> modules.order
 		done
+		rm all-modules
 		find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 > "$base_cpio.tmp"
 	) || { rm -rf "$stage" "$base_cpio.tmp"; say "could not build the initramfs"; say "0 passed, 1 failed"; exit 1; }
 	mv "$base_cpio.tmp" "$base_cpio"
