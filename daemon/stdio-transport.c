@@ -2,6 +2,7 @@
  * hands them to the session's McpServer, and writes replies to fd 1 in order, one write in flight,
  * so a client that does not read never blocks the loop. */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,6 +32,8 @@ struct Stdio {
         size_t inflight_off;
         bool output_failed;
         uint32_t calls;   /* calls accepted and not yet answered */
+
+        RingOp op_hup;    /* POLLERR/POLLHUP on fd 1: the client closed its end of stdout */
 };
 
 static void stdio_flush(Stdio *t);
@@ -45,19 +48,28 @@ static void stdio_queue_reply(Stdio *t, char *reply) {
         stdio_flush(t);
 }
 
+/* Nobody will read the answers: end the runs and stop. */
+static void stdio_output_gone(Stdio *t, const char *why) {
+        if (!t->output_failed)
+                log_info("stdout is closed (%s): the client went away", why);
+        t->output_failed = true;
+        buf_done(&t->pending);
+        if (t->op_write.busy)
+                ring_cancel(t->ring, &t->op_write); /* its buffer is freed when it completes */
+        else {
+                buf_done(&t->inflight);
+                t->inflight_off = 0;
+        }
+        ring_cancel(t->ring, &t->op_hup);
+        scheduler_cancel_owner(t->scheduler, t);
+        stdio_stop_reading(t);
+}
+
 static void on_write(RingOp *op, int res) {
         Stdio *t = container_of(op, Stdio, op_write);
 
-        if (res < 0) {
-                if (!t->output_failed)
-                        log_info("stdout is closed (%s): the client went away", strerror(-res));
-                t->output_failed = true;
-                buf_done(&t->inflight);
-                buf_done(&t->pending);
-                t->inflight_off = 0;
-                /* Nobody will read the answers: end the runs and stop. */
-                scheduler_cancel_owner(t->scheduler, t);
-                stdio_stop_reading(t);
+        if (res < 0 || t->output_failed) {
+                stdio_output_gone(t, strerror(res < 0 ? -res : EPIPE));
                 return;
         }
         t->inflight_off += (size_t) res;
@@ -145,6 +157,18 @@ static void handle_message(Stdio *t, const char *line, size_t len) {
         mcp_action_done(&a);
 }
 
+/* A client that vanishes (closes stdout, with or without stdin) would otherwise only be noticed
+ * at the next reply, which for a long run comes at its deadline: watch fd 1 for the error a pipe
+ * reports once its reader is gone (pipe(7): POLLERR), or a hangup. A regular file or /dev/null
+ * never reports either, and the poll just stays armed. */
+static void on_hup(RingOp *op, int res) {
+        Stdio *t = container_of(op, Stdio, op_hup);
+
+        if (res < 0 || !(res & (POLLERR | POLLHUP)))
+                return; /* cancelled, or nothing to watch */
+        stdio_output_gone(t, "POLLERR/POLLHUP on fd 1");
+}
+
 static void stdio_read(Stdio *t) {
         struct io_uring_sqe *sqe = ring_get_sqe(t->ring, &t->op_read);
         io_uring_prep_read(sqe, STDIN_FILENO, t->rbuf, sizeof(t->rbuf), (uint64_t) -1);
@@ -206,8 +230,10 @@ int stdio_start(Ring *ring, Scheduler *scheduler, McpServer *mcp, size_t max_mes
         mcp_line_reader_init(&t->lines, max_message_bytes);
         t->op_read.callback = on_read;
         t->op_write.callback = on_write;
+        t->op_hup.callback = on_hup;
         t->reading = true;
         stdio_read(t);
+        io_uring_prep_poll_add(ring_get_sqe(ring, &t->op_hup), STDOUT_FILENO, POLLERR | POLLHUP);
         *ret = t;
         return 0;
 }
@@ -235,12 +261,13 @@ void stdio_free(Stdio *t) {
                 return;
         /* A read of fd 0 may still be in flight (io_uring cannot always cancel a blocking read of a
          * pipe or tty immediately); wait for it, boundedly, before freeing its buffer. */
-        for (int i = 0; i < 50 && (t->op_read.busy || t->op_write.busy); i++) {
+        for (int i = 0; i < 50 && (t->op_read.busy || t->op_write.busy || t->op_hup.busy); i++) {
                 ring_cancel(t->ring, &t->op_read);
                 ring_cancel(t->ring, &t->op_write);
+                ring_cancel(t->ring, &t->op_hup);
                 (void) ring_run_once(t->ring, 20000);
         }
-        if (t->op_read.busy || t->op_write.busy)
+        if (t->op_read.busy || t->op_write.busy || t->op_hup.busy)
                 return; /* leak rather than let the kernel write into freed memory; we exit next */
         mcp_line_reader_done(&t->lines);
         buf_done(&t->pending);

@@ -68,7 +68,9 @@ print(ok, bad)
 PY
 )
         p=$((p + mp)) f=$((f + mf))
+        # Sanitized daemons are slower: a longer per-file budget than the plain tier's.
         BLACKBOX_PASS_ENV="ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS" \
+        BLACKBOX_TEST_TIMEOUT_MS=${BLACKBOX_TEST_TIMEOUT_MS:-180000} \
                 "$src/tests/blackbox/run.sh" "$b/daemon/mcp-execd" >"$out/asan.blackbox" 2>&1
         sed 's/^/blackbox: /' "$out/asan.blackbox" | grep -vE '^blackbox: (# |run.sh: npm)' || true
         read -r bp bf < <(tier_counts "$out/asan.blackbox" blackbox)
