@@ -92,8 +92,14 @@ static char *reply_result(json_t *id, json_t *result) {
 /* An error reply; id may be NULL when it could not be read (then it is omitted, which the
  * 2025-11-25 schema allows and SDK clients tolerate best). */
 static char *reply_error(json_t *id, int code, const char *message) {
+        /* A message may quote the client's bytes (jansson's parse errors say "near '…'"), which need
+         * not be UTF-8; json_pack() would refuse them and a parse error became "out of memory"
+         * (found by fuzz-mcp-server). */
+        _cleanup_free_ char *fixed = mcp_utf8_repair(message, strlen(message), NULL);
+        if (!fixed)
+                return NULL;
         _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:{s:i, s:s}}", "jsonrpc", "2.0", "error",
-                                                      "code", code, "message", message);
+                                                      "code", code, "message", fixed);
         if (!m)
                 return NULL;
         if (id && json_object_set(m, "id", id) < 0)

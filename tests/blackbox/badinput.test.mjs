@@ -135,6 +135,17 @@ test('invalid UTF-8 inside a string gets -32700', async (t) => {
     await stillServing(t);
 });
 
+test('a syntax error right before invalid UTF-8 gets -32700 quoting it repaired, not "out of memory"', async (t) => {
+    // jansson's message quotes the bytes near the error; they used to make the reply unbuildable.
+    const before = d.messages.length;
+    d.proc.stdin.write(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"s":"\\u12'),
+        Buffer.from([0xcb, 0x9d]), Buffer.from('"}}\n')]));
+    const m = await d.waitFor((x) => d.messages.indexOf(x) >= before && x.error, 15000, 'the parse error');
+    assert.equal(m.error.code, -32700, JSON.stringify(m));
+    assert.match(m.error.message, /invalid escape/);
+    await stillServing(t);
+});
+
 test('a lone surrogate (\\ud800, \\udc00) in a string gets -32700', async (t) => {
     await lineGetsIdlessError('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"s":"\\ud800"}}', -32700, /Unicode/);
     await lineGetsIdlessError('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec",' +
