@@ -278,11 +278,13 @@ rm -rf "$stage"
 
 vfs() { printf '%s' "$1" | sed 's/,/,,/g'; }   # qemu option values escape ',' as ',,'
 mem=${MCP_EXECD_VM_MEM:-3072}
+# no_timer_check: under emulation on a loaded host the kernel's IO-APIC timer check can time out
+# and panic the guest at boot ("IO-APIC + timer doesn't work!"; seen here at load 20).
 smp=$(nproc); [ "$smp" -gt 4 ] && smp=4
 qemu=("$qemu_bin" -accel tcg -m "$mem" -smp "$smp" -nodefaults -no-user-config
 	-display none -monitor none -no-reboot -serial "file:$console"
 	-kernel "/boot/vmlinuz-$kver" -initrd "$initrd"
-	-append "console=ttyS0 panic=1 oops=panic quiet loglevel=4 systemd.show_status=true ${MCP_EXECD_VM_KERNEL_ARGS:-}"
+	-append "console=ttyS0 panic=1 oops=panic quiet loglevel=4 systemd.show_status=true no_timer_check ${MCP_EXECD_VM_KERNEL_ARGS:-}"
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$(vfs "$src"),mount_tag=tiersrc,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$(vfs "$build"),mount_tag=tierbuild,security_model=none,readonly=on,multidevs=remap"
