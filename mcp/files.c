@@ -422,9 +422,20 @@ static char *resource_uri(const char *run_id, const char *name) {
         return b.data;
 }
 
-int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content) {
+/* The bodies of returned files are not put through jansson: its dump escapes strings a character
+ * at a time (25 ms for a 270 KB base64 string, measured with jansson 2.14, against 0.5 ms for the
+ * rest of a reply). They go in as placeholders, "mcp-execd-body-<nonce>-<i>", replaced in the
+ * dumped text by mcp_files_splice(): base64 needs no escaping, text is escaped here in one pass.
+ * The nonce is random per reply, so no output of the run can fake a placeholder. */
+#define BODY_PREFIX "mcp-execd-body-"
+
+static int placeholder(char *out, size_t size, const char *nonce, size_t i) {
+        return snprintf(out, size, BODY_PREFIX "%s-%zu", nonce, i) < (int) size ? 0 : -ENAMETOOLONG;
+}
+
+int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content, char nonce[static 17]) {
         _cleanup_(json_decrefp) json_t *list = json_array();
-        if (!list)
+        if (!list || str_random_hex(nonce, 8) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < r->n_files; i++) {
                 const McpOutputFile *f = &r->files[i];
@@ -434,25 +445,18 @@ int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content) {
                         return -ENOMEM;
                 if (!f->returned)
                         continue;
-                _cleanup_free_ char *b64 = NULL;
+                char body[64];
+                if (placeholder(body, sizeof(body), nonce, i) < 0)
+                        return -ENOMEM;
                 json_t *item;
-                if (mcp_mime_is_image(f->mime)) {
-                        size_t n;
-                        b64 = mcp_base64_encode(f->data, f->len, &n);
-                        item = b64 ? json_pack("{s:s, s:s%, s:s}", "type", "image", "data", b64, n, "mimeType", f->mime)
-                                   : NULL;
-                } else {
+                if (mcp_mime_is_image(f->mime))
+                        item = json_pack("{s:s, s:s, s:s}", "type", "image", "data", body, "mimeType", f->mime);
+                else {
                         _cleanup_free_ char *uri = resource_uri(r->run_id, f->name);
-                        json_t *body = mcp_file_is_text(f->data, f->len) ? json_stringn(f->data, f->len) : NULL;
-                        bool text = body != NULL;
-                        if (!text) {
-                                size_t n;
-                                b64 = mcp_base64_encode(f->data, f->len, &n);
-                                body = b64 ? json_stringn(b64, n) : NULL;
-                        }
-                        item = uri && body ? json_pack("{s:s, s:{s:s, s:s, s:o}}", "type", "resource", "resource",
-                                                       "uri", uri, "mimeType", f->mime, text ? "text" : "blob", body)
-                                           : (json_decref(body), NULL);
+                        item = uri ? json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "resource", "resource", "uri", uri,
+                                               "mimeType", f->mime, mcp_file_is_text(f->data, f->len) ? "text" : "blob",
+                                               body)
+                                   : NULL;
                 }
                 if (!item || json_array_append_new(content, item) < 0)
                         return -ENOMEM;
@@ -461,4 +465,69 @@ int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content) {
             json_object_set_new(sc, "files_unlisted", json_integer((json_int_t) r->files_unlisted)) < 0)
                 return -ENOMEM;
         return 0;
+}
+
+/* Text (valid UTF-8, checked by mcp_file_is_text) as the inside of a JSON string. */
+static int json_escape_append(Buf *b, const char *s, size_t n) {
+        static const char hex[] = "0123456789abcdef";
+        size_t run = 0;
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char) s[i];
+                if (c >= 0x20 && c != '"' && c != '\\')
+                        continue;
+                if (buf_append(b, s + run, i - run) < 0)
+                        return -ENOMEM;
+                char esc[7] = { '\\', (char) c, 0 };
+                size_t k = 2;
+                if (c == '\n')
+                        esc[1] = 'n';
+                else if (c == '\r')
+                        esc[1] = 'r';
+                else if (c == '\t')
+                        esc[1] = 't';
+                else if (c < 0x20) {
+                        memcpy(esc, "\\u00", 4);
+                        esc[4] = hex[c >> 4];
+                        esc[5] = hex[c & 15];
+                        k = 6;
+                }
+                if (buf_append(b, esc, k) < 0)
+                        return -ENOMEM;
+                run = i + 1;
+        }
+        return buf_append(b, s + run, n - run);
+}
+
+char *mcp_files_splice(char *json, const McpExecResult *r, const char *nonce) {
+        Buf b = {};
+        const char *p = json;
+        for (size_t i = 0; i < r->n_files; i++) {
+                const McpOutputFile *f = &r->files[i];
+                if (!f->returned)
+                        continue;
+                char body[64];
+                if (placeholder(body, sizeof(body), nonce, i) < 0)
+                        goto fail;
+                const char *at = strstr(p, body);
+                if (!at)
+                        goto fail;
+                if (buf_append(&b, p, (size_t) (at - p)) < 0)
+                        goto fail;
+                if (mcp_mime_is_image(f->mime) || !mcp_file_is_text(f->data, f->len)) {
+                        size_t n;
+                        _cleanup_free_ char *b64 = mcp_base64_encode(f->data, f->len, &n);
+                        if (!b64 || buf_append(&b, b64, n) < 0)
+                                goto fail;
+                } else if (json_escape_append(&b, f->data, f->len) < 0)
+                        goto fail;
+                p = at + strlen(body);
+        }
+        if (buf_append(&b, p, strlen(p)) < 0)
+                goto fail;
+        free(json);
+        return b.data ? b.data : strdup("");
+fail:
+        buf_done(&b);
+        free(json);
+        return NULL;
 }

@@ -40,7 +40,9 @@ json_t *mcp_files_input_schema(const McpLimits *limits);
 char *mcp_files_arg_validate(const McpLimits *limits, json_t *v, McpExecArgs *a);
 void mcp_files_args_free(McpExecArgs *a);
 int mcp_files_output_schema_add(json_t *schema);
-int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content);
+int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content, char nonce[static 17]);
+/* Puts the returned files' bytes in the dumped reply in place of their placeholders; takes json. */
+char *mcp_files_splice(char *json, const McpExecResult *r, const char *nonce);
 
 /* Serializes a JSON-RPC message compactly (never a raw newline). malloc'd or NULL. */
 char *mcp_json_dump(json_t *msg);

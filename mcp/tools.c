@@ -347,7 +347,8 @@ char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r) {
          * structuredContent, and what mcp-exec returns). */
         /* The files (issue 10): listed in sc, their bytes as content items after the text. */
         _cleanup_(json_decrefp) json_t *items = json_array();
-        if (!items || mcp_files_result_add(r, sc, items) < 0)
+        char nonce[17];
+        if (!items || mcp_files_result_add(r, sc, items, nonce) < 0)
                 return NULL;
         _cleanup_free_ char *text = json_dumps(sc, JSON_COMPACT);
         if (!text)
@@ -359,7 +360,8 @@ char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r) {
                 "{s:s, s:O, s:{s:O, s:O, s:b}}",
                 "jsonrpc", "2.0", "id", c->id,
                 "result", "content", content, "structuredContent", sc, "isError", 0);
-        return m ? mcp_json_dump(m) : NULL;
+        char *reply = m ? mcp_json_dump(m) : NULL;
+        return reply && r->n_files > 0 ? mcp_files_splice(reply, r, nonce) : reply;
 }
 
 char *mcp_call_reply_tool_error(const McpCall *c, const char *message) {

@@ -20,18 +20,23 @@ test('files in outputs/ (and below) come back: text as text, bytes as blob, imag
         // a tiny GIF named .txt: the bytes decide
         'open("outputs/pixel.txt", "wb").write(base64.b64decode("R0lGODlhAQABAAAAACw="))',
         'open("not-in-outputs.txt", "w").write("x")',
+        'import shutil; shutil.copy("tricky.txt", "outputs/tricky.txt")',
     ].join('\n');
-    const r = await callExec(d.client, { code });
+    // Text that JSON must escape: quotes, backslashes, controls, non-ASCII.
+    const tricky = 'q"b\\t\tesc\x1b \u00e9 \u{1F600}\n';
+    const r = await callExec(d.client, { code, files: [{ name: 'tricky.txt', content: tricky }] });
     assert.equal(r.isError, false, summarize(r));
     assert.deepEqual(r.sc.files, [
         { name: 'outputs/blob.dat', bytes: 3, mime: 'application/octet-stream', returned: true },
         { name: 'outputs/notes.md', bytes: 5, mime: 'text/markdown', returned: true },
         { name: 'outputs/pixel.txt', bytes: 14, mime: 'image/gif', returned: true },
         { name: 'outputs/sub/data.json', bytes: 8, mime: 'application/json', returned: true },
+        { name: 'outputs/tricky.txt', bytes: Buffer.byteLength(tricky), mime: 'text/plain', returned: true },
     ]);
     const it = items(r);
-    assert.equal(it.length, 4);
-    assert.deepEqual(it.map((x) => x.type), ['resource', 'resource', 'image', 'resource']);
+    assert.equal(it.length, 5);
+    assert.deepEqual(it.map((x) => x.type), ['resource', 'resource', 'image', 'resource', 'resource']);
+    assert.equal(it[4].resource.text, tricky);
     assert.equal(it[0].resource.blob, 'AAEC');
     assert.equal(it[1].resource.text, '# hi\n');
     assert.equal(it[2].mimeType, 'image/gif');
