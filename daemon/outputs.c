@@ -27,6 +27,7 @@ typedef struct Walk {
         Outputs *out;
         size_t cap;
         uint64_t scanned;
+        unsigned dirs;
         char *rel[OUTPUTS_LIST_MAX]; /* path of each listed file below outputs/, for the second open */
 } Walk;
 
@@ -84,7 +85,7 @@ static int walk_dir(Walk *w, int dfd, const char *prefix, unsigned depth) {
                 if (snprintf(rel, sizeof(rel), "%s%s", prefix, de->d_name) >= (int) sizeof(rel))
                         continue;
                 if (de->d_type == DT_DIR) {
-                        if (depth >= OUTPUTS_DEPTH_MAX) {
+                        if (depth >= OUTPUTS_DEPTH_MAX || w->dirs >= OUTPUTS_DIRS_MAX) {
                                 w->out->unlisted++;
                                 continue;
                         }
@@ -92,6 +93,7 @@ static int walk_dir(Walk *w, int dfd, const char *prefix, unsigned depth) {
                                                RESOLVE_BENEATH | RESOLVE_NO_XDEV);
                         if (sub < 0)
                                 continue;
+                        w->dirs++;
                         size_t n = strlen(rel);
                         rel[n] = '/';
                         rel[n + 1] = '\0';

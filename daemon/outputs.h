@@ -15,8 +15,10 @@
 #define OUTPUTS_SCAN_MAX 100000
 /* Files whose bytes are returned, at most. */
 #define OUTPUTS_RETURN_MAX 32
-/* Subdirectories of outputs/ descended into. */
+/* Subdirectories of outputs/ descended into: levels, and directories in all (empty directories
+ * never fill the listing, so they need their own bound). */
 #define OUTPUTS_DEPTH_MAX 4
+#define OUTPUTS_DIRS_MAX 256
 
 typedef struct Outputs {
         McpOutputFile *files; /* sorted by name (version order: figure-2 before figure-10) */

@@ -176,6 +176,19 @@ static void test_outputs_collect(void **state) {
         assert_int_equal(o.unlisted, 0);
         outputs_done(&o);
 
+        /* Empty directories do not fill the listing: they have their own bound. */
+        for (int i = 0; i < OUTPUTS_DIRS_MAX + 44; i++) {
+                char d[16];
+                snprintf(d, sizeof(d), "d%03d", i);
+                assert_int_equal(mkdirat(out, d, 0755), 0);
+        }
+        assert_int_equal(outputs_collect_at(rootfd, "/tmp", 100, &o), 0);
+        /* 301 directories (sub/ among them), 256 opened: 45 counted whichever they are; sub/x.txt
+         * is listed if sub/ was among the first 256. */
+        assert_int_equal(o.unlisted, 45);
+        assert_true(o.n_files == 6 || o.n_files == 7);
+        outputs_done(&o);
+
         /* outputs/ itself a link (to the host's /etc): nothing. */
         assert_int_equal(unlinkat(out, "sub/x.txt", 0), 0);
         close(out);
