@@ -2,7 +2,7 @@
 # units/: systemd-analyze verify passes for mcp-execd.service, .socket and .slice (with the man
 # page of Documentation= resolvable), and systemd-analyze security scores the service 3.0 or
 # lower, both on the file (--offline) and on the unit loaded by PID 1.
-# tier-timeout: 120
+# tier-timeout: 300
 set -u
 build=${MCP_EXECD_BUILD:?}
 src=${MCP_EXECD_SRC:?}

@@ -8,7 +8,7 @@ when the cgroup backend is in use; plus a refused call (invalid arguments). Each
 (MESSAGE_ID run finished, _PID of the daemon) is compared field by field with its result. Then
 the same daemon without a journal: the record is one line on stderr.
 """
-# tier-timeout: 240
+# tier-timeout: 360
 import os
 import re
 import subprocess
@@ -139,6 +139,15 @@ def main():
         if not rec["MESSAGE"] or len(rec["MESSAGE"]) > 200 or rec["RUN_ID"] not in rec["MESSAGE"]:
             raise TestFailure("%s: MESSAGE=%r" % (what, rec["MESSAGE"]))
         print("%s: %s" % (what, rec["MESSAGE"]))
+
+    # journalctl -u <the run's scope> finds the record too (OBJECT_SYSTEMD_UNIT from a root daemon).
+    if limits == "cgroup":
+        unit = recs[0]["UNIT"]
+        by_unit = subprocess.run(["journalctl", "-b", "-o", "json", "--no-pager", "-q", "-u", unit,
+                                  "MESSAGE_ID=" + FINISHED], capture_output=True, text=True).stdout.splitlines()
+        if len(by_unit) != 1:
+            raise TestFailure("journalctl -u %s MESSAGE_ID=…: %d entries, expected 1" % (unit, len(by_unit)))
+        print("journalctl -u %s finds its record" % unit)
 
     # The runs did what their names say (else the comparison above proves less than it should).
     by = {name: sc for name, _, _, sc in results}

@@ -8,7 +8,7 @@ the journal), one whose stderr is a pipe (records are lines on stderr). Each ser
 failing run with a traceback, a timeout, and a refused call carrying a marker in stdin. The
 output marker is computed by the run (reversed), so it appears nowhere in what was sent.
 """
-# tier-timeout: 240
+# tier-timeout: 360
 import os
 import secrets
 import sys

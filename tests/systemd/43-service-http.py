@@ -12,7 +12,7 @@ the daemon and systemd restarts it within WatchdogSec + TimeoutAbortSec.
 
 Skips (77) while the binary refuses MCP_EXEC_TRANSPORT=http.
 """
-# tier-timeout: 400
+# tier-timeout: 600
 import http.client
 import json
 import os

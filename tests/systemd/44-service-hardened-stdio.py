@@ -6,7 +6,7 @@ journal): an ok run, a run that imports numpy, a timeout and an OOM kill are ans
 results they should have, under cgroup limits, and each leaves one journal record from the
 service instance. Works without the HTTP transport.
 """
-# tier-timeout: 300
+# tier-timeout: 420
 import json
 import os
 import re
