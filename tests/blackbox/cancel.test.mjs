@@ -1,11 +1,9 @@
 // notifications/cancelled (issue 2, points 4 and 9): kills a running call or drops a queued
 // one; no response is sent for it; the daemon goes on serving.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
     startDaemon, callExec, RawDaemon, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent,
-    pySleeperExec, sleep,
-} from './lib/index.mjs';
+    pySleeperExec, sleep, test } from './lib/index.mjs';
 
 const reap = (t, marker) => t.after(() => {
     for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ }

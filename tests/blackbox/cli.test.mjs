@@ -1,8 +1,7 @@
 // Command line: --help, --version, an unknown option (issue 2, point 1).
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { runOnce } from './lib/index.mjs';
+import { runOnce, test } from './lib/index.mjs';
 
 // The version the build stamps in: meson.build's project(... version : 'X.Y.Z').
 function mesonVersion() {

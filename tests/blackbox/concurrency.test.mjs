@@ -1,8 +1,7 @@
 // Several runs at once (issue 2, point 9): MCP_EXEC_MAX_CONCURRENT run together, the rest wait
 // in a queue bounded by MCP_EXEC_QUEUE_MAX; a full queue is a tool error that says so.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startDaemon, callExec, summarize, RawDaemon } from './lib/index.mjs';
+import { startDaemon, callExec, summarize, RawDaemon, test } from './lib/index.mjs';
 
 test('four concurrent 1 s calls with MCP_EXEC_MAX_CONCURRENT=4 finish together (< 3.5 s)', async (t) => {
     const d = await startDaemon(t, { env: { MCP_EXEC_MAX_CONCURRENT: 4 } });

@@ -1,10 +1,9 @@
 // Configuration from MCP_EXEC_* (issue 2, point 2): every bad value stops the daemon at start
 // with exit status 2 and a message naming the variable and the value; good values are
 // accepted (the daemon starts and answers initialize).
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { runOnce, RawDaemon } from './lib/index.mjs';
+import { runOnce, RawDaemon, test } from './lib/index.mjs';
 
 const BAD = [
     ['MCP_EXEC_TRANSPORT', 'ftp'],

@@ -1,11 +1,9 @@
 // Deadlines kill the whole run (issue 2, point 8): exit_code -1, timed_out true, the answer at
 // the deadline plus a small grace, and no process of the run survives, not even one that
 // called setsid() and keeps the output pipes open.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-    startDaemon, callExec, summarize, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent, sleep,
-} from './lib/index.mjs';
+    startDaemon, callExec, summarize, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent, sleep, test } from './lib/index.mjs';
 
 test('while True: pass with timeout_s 1 → timed_out, exit_code -1, answered in < 4 s', async (t) => {
     const d = await startDaemon(t);

@@ -1,11 +1,10 @@
 // The exec tool contract (issue 2, points 5 and 6): result fields, stdin, exit codes,
 // argument validation as tool errors, timeout_s clamping, the run's environment.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startDaemon, callExec, summarize, RawDaemon } from './lib/index.mjs';
+import { startDaemon, callExec, summarize, RawDaemon, test } from './lib/index.mjs';
 
 const FIELDS = {
     stdout: 'string', stderr: 'string', exit_code: 'number', duration_ms: 'number',

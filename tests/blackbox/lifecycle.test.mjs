@@ -1,8 +1,7 @@
 // MCP lifecycle and JSON-RPC errors (issue 2, point 4) and the tool catalogue (point 5).
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { RawDaemon, startDaemon } from './lib/index.mjs';
+import { RawDaemon, startDaemon, test } from './lib/index.mjs';
 
 const initParams = (protocolVersion) => ({
     protocolVersion, capabilities: {}, clientInfo: { name: 'bb', version: '0' },

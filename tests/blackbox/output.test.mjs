@@ -1,7 +1,6 @@
 // Output capping as it streams and UTF-8 repair (issue 2, point 7).
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startDaemon, callExec, summarize, procMemory } from './lib/index.mjs';
+import { startDaemon, callExec, summarize, procMemory, test } from './lib/index.mjs';
 
 // Deterministic output: line i is the 8-digit number i and "\n" (9 bytes a line).
 const linesCode = (n, stream = 'stdout') => [

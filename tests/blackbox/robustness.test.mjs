@@ -1,9 +1,8 @@
 // Edge cases around the contract of issue 2: stdin the program never reads, NUL bytes, races
 // between cancellation and completion, no fd or memory growth over many runs, exact ids.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { startDaemon, callExec, summarize, RawDaemon, procMemory, sleep } from './lib/index.mjs';
+import { startDaemon, callExec, summarize, RawDaemon, procMemory, sleep, test } from './lib/index.mjs';
 
 const fdCount = (pid) => fs.readdirSync(`/proc/${pid}/fd`).length;
 

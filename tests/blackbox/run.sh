@@ -11,8 +11,10 @@
 #   tier blackbox: N passed, M failed
 #
 # Exit status 0 iff M == 0.
-# Knobs: BLACKBOX_TEST_TIMEOUT_MS (per test, default 60000), BLACKBOX_CGROUP (MCP_EXEC_CGROUP
-# given to the daemons, default none), BLACKBOX_FILES (space-separated test files to run).
+# Knobs: BLACKBOX_TEST_TIMEOUT_MS (per test, default 60000: tests take `test` from lib/),
+# BLACKBOX_FILE_TIMEOUT_MS (per test file, default 900000: node 20 applies --test-timeout to a
+# whole file), BLACKBOX_CGROUP (MCP_EXEC_CGROUP given to the daemons, default none),
+# BLACKBOX_FILES (space-separated test files to run).
 set -uo pipefail
 
 summary() { echo "tier blackbox: $1 passed, $2 failed"; }
@@ -63,7 +65,7 @@ trap 'rm -f "$counts"' EXIT
 echo "mcp-execd: $MCP_EXECD"
 BLACKBOX_COUNTS=$counts node --test \
         --test-concurrency=1 \
-        --test-timeout="${BLACKBOX_TEST_TIMEOUT_MS:-60000}" \
+        --test-timeout="${BLACKBOX_FILE_TIMEOUT_MS:-900000}" \
         --test-reporter=./lib/reporter.mjs --test-reporter-destination=stdout \
         "${files[@]}"
 rc=$?

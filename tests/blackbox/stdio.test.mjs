@@ -1,8 +1,7 @@
 // The stdio transport (issue 2, point 3): nothing but JSON lines on stdout, logs on stderr,
 // exit 0 on stdin EOF after answering what is in flight, exit on SIGTERM/SIGINT.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RawDaemon, procMemory, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent, pySleeperExec } from './lib/index.mjs';
+import { RawDaemon, procMemory, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent, pySleeperExec, test } from './lib/index.mjs';
 
 function assertCleanStdout(d) {
     assert.deepEqual(d.badLines, [], 'lines on stdout that are not JSON');

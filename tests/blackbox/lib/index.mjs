@@ -4,3 +4,4 @@ export * from './env.mjs';
 export * from './sdk.mjs';
 export * from './raw.mjs';
 export * from './proc.mjs';
+export * from './test.mjs';

@@ -12,8 +12,13 @@ export default async function* reporter(source) {
     let passed = 0, failed = 0;
     let prevNesting = -1;
     const names = [];   // names[n] = name of the latest test at nesting n (for the breadcrumb)
+    let current = null; // the test file being run (files run one at a time)
     for await (const ev of source) {
         const d = ev.data ?? {};
+        if (ev.type === 'test:dequeue' && d.nesting === 0 && d.file && d.name === d.file) {
+            current = d.file;
+            continue;
+        }
         if (ev.type === 'test:start') {
             names[d.nesting] = d.name;
             names.length = d.nesting + 1;
@@ -36,34 +41,40 @@ export default async function* reporter(source) {
             const err = d.details?.error;
             if (ev.type === 'test:fail' && err && err.failureType !== 'subtestsFailed') {
                 failed++;
-                yield `FAIL  ${label(d, names)}\n${formatError(err)}`;
+                yield `FAIL  ${label(d, names, current)}\n${formatError(err)}`;
             }
             continue;
         }
         const ms = Math.round(d.details?.duration_ms ?? 0);
-        if (d.skip !== undefined && d.skip !== false) { yield `skip  ${label(d, names)}\n`; continue; }
+        if (d.skip !== undefined && d.skip !== false) { yield `skip  ${label(d, names, current)}\n`; continue; }
         if (d.todo !== undefined && d.todo !== false) {
             // a todo test never counts; its outcome is shown for information
-            yield `todo  ${label(d, names)} (${ev.type === 'test:pass' ? 'passes' : 'fails'}: ${d.todo})\n` +
+            yield `todo  ${label(d, names, current)} (${ev.type === 'test:pass' ? 'passes' : 'fails'}: ${d.todo})\n` +
                 (ev.type === 'test:fail' ? formatError(d.details?.error) : '');
             continue;
         }
         if (ev.type === 'test:pass') {
             passed++;
-            yield `ok    ${label(d, names)} (${ms} ms)\n`;
+            yield `ok    ${label(d, names, current)} (${ms} ms)\n`;
         } else {
             failed++;
-            yield `FAIL  ${label(d, names)} (${ms} ms)\n${formatError(d.details?.error)}`;
+            yield `FAIL  ${label(d, names, current)} (${ms} ms)\n${formatError(d.details?.error)}`;
         }
     }
     const out = process.env.BLACKBOX_COUNTS;
     if (out) fs.writeFileSync(out, `${passed} ${failed}\n`);
 }
 
-function label(d, names) {
-    const file = d.file ? path.basename(d.file) : '';
+// "<file run> › <parent> › <test>"; a test defined in another file that the running file
+// imports is shown as "<file run> › [<defining file>] › ...". A failure of a whole file (it
+// did not load, crashed or ran out of time) is shown as "<file> (whole file)".
+function label(d, names, current) {
+    const run = current ? path.basename(current) : (d.file ? path.basename(d.file) : '');
+    if (d.file && d.name === d.file) return `${path.basename(d.file)} (whole file)`;
+    // (tests created through lib/test.mjs carry lib/test.mjs as their location: not a file of its own)
+    const from = d.file && current && d.file !== current && d.file.endsWith('.test.mjs') ? `[${path.basename(d.file)}]` : '';
     const crumbs = names.slice(0, d.nesting).concat(d.name);
-    return [file, ...crumbs].filter(Boolean).join(' › ');
+    return [run, from, ...crumbs].filter(Boolean).join(' › ');
 }
 
 function formatError(err) {
