@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -413,7 +414,16 @@ static void install_maybe_finish(Install *in) {
 
                 _cleanup_free_ char *error = NULL;
                 _cleanup_free_ char *marker = path_join(in->final, ENV_MARKER);
-                bool ok = !in->timed_out && in->status == 0 && (in->check || (marker && access(marker, F_OK) == 0));
+                _cleanup_free_ char *tmp_marker = path_join(in->tmp, ENV_MARKER);
+                if (!in->check && !in->timed_out && in->status == 0 && !in->place_error && tmp_marker &&
+                    access(tmp_marker, F_OK) == 0) {
+                        /* Complete (the marker is written last): into envs/ in one step, so a run
+                         * never finds half an environment. Another instance may have won. */
+                        if (rename(in->tmp, in->final) < 0 && !(marker && access(marker, F_OK) == 0))
+                                log_warning("cannot move environment %s into place: %m", in->key);
+                }
+                bool ok = !in->timed_out && !in->place_error && in->status == 0 &&
+                          (in->check || (marker && access(marker, F_OK) == 0));
                 if (!ok) {
                         const char *out = in->out.data ? in->out.data : "";
                         size_t len = in->out.len;
@@ -466,6 +476,43 @@ static void install_maybe_finish(Install *in) {
                 install_free(in);
 }
 
+static bool path_within(const char *path, const char *dir) {
+        size_t n = strlen(dir);
+        return path && strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* In the child, as root: its own mount namespace in which the whole host is read-only but the
+ * install's own directory, and the places that hold secrets (home directories, credentials) are
+ * empty. So the installer reaches the source and its one directory, and cannot write anywhere
+ * else (the rename into envs/ is the daemon's, after the child is gone). */
+static int install_confine_fs(const Envs *e, const char *tmp) {
+        if (unshare(CLONE_NEWNS) < 0)
+                return -errno;
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return -errno;
+        const char *hide[] = { "/root", "/home", "/run/credentials", "/etc/mcp-execd", getenv("CREDENTIALS_DIRECTORY") };
+        for (size_t i = 0; i < ELEMENTSOF(hide); i++) {
+                struct stat st;
+                if (!hide[i] || stat(hide[i], &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                /* Never hide what the install needs. */
+                if (path_within(e->dir, hide[i]) || path_within(e->wheelhouse, hide[i]) ||
+                    path_within(e->installer_python, hide[i]) || path_within(e->uv, hide[i]))
+                        continue;
+                if (mount("tmpfs", hide[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0755") < 0)
+                        return -errno;
+        }
+        if (mount(tmp, tmp, NULL, MS_BIND, NULL) < 0)
+                return -errno;
+        struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID }; /* not nodev: /dev/null */
+        if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) < 0)
+                return -errno;
+        struct mount_attr rw = { .attr_clr = MOUNT_ATTR_RDONLY };
+        if (syscall(SYS_mount_setattr, AT_FDCWD, tmp, 0, &rw, sizeof(rw)) < 0)
+                return -errno;
+        return 0;
+}
+
 /* The child: its own process group (killed as one), dies with the daemon, stdin /dev/null,
  * stdout and stderr to our pipe, an environment built from nothing, umask 022 (the runs' user
  * reads the environment). When the only source is a local directory it also gets a network
@@ -516,7 +563,9 @@ static int install_spawn(Install *in, const char *args_json) {
                 umask(022);
                 if (no_network && geteuid() == 0 && unshare(CLONE_NEWNET) < 0)
                         _exit(126);
-                if (chdir(e->tmp_dir) < 0)
+                if (geteuid() == 0 && install_confine_fs(e, in->tmp) < 0)
+                        _exit(124);
+                if (chdir(in->tmp) < 0)
                         _exit(127);
                 execve(argv[0], (char **) argv, (char **) envp);
                 _exit(127);
@@ -643,9 +692,16 @@ static int install_start(Envs *e, const EnvRequest *req, bool check, Install **r
                         return r;
                 }
         }
-        r = install_spawn(in, args_json);
+        /* The child's one writable directory (bound into its mount namespace), made before it starts. */
+        mode_t old = umask(022);
+        r = mkdir(in->tmp, 0755) < 0 ? -errno : 0;
+        umask(old);
+        if (r >= 0)
+                r = install_spawn(in, args_json);
         if (r < 0) {
                 in->finished = true;
+                if (in->tmp)
+                        (void) rm_rf(in->tmp);
                 install_free(in);
                 return r;
         }

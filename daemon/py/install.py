@@ -2,9 +2,11 @@
 # (its own process group, killed at MCP_EXEC_INSTALL_TIMEOUT_S, dies with the daemon) with
 # `python3 -I -c <this> <json>`. Wheels only (--only-binary=:all:): no code of a package runs at
 # install time. Modes:
-#   install: a venv (--system-site-packages, the target interpreter) in a temporary directory of the
-#            cache, pip (or uv) installs the requirements into it, a marker is written last, and the
-#            directory is renamed into place: a half-installed environment is never visible.
+#   install: a venv (--system-site-packages, the target interpreter) in the temporary directory the
+#            daemon made (the only place it may write: as root it runs in a mount namespace where
+#            everything else is read-only), pip (or uv) installs the requirements into it, and a
+#            marker is written last; the daemon renames the directory into envs/ once we have
+#            exited successfully: a half-installed environment is never visible.
 #   check:   for each requirement, whether the source can satisfy it (pip install --dry-run
 #            --no-deps), one JSON line each on stdout.
 import ctypes
@@ -55,10 +57,11 @@ def dir_size(path):
 
 
 def install(a):
-    tmp, final = a["tmp"], a["final"]
+    tmp = a["tmp"]
     os.umask(0o022)
+    work = os.path.join(tmp, ".mcp-execd-tmp")  # pip's TMPDIR, inside the one writable directory
     r = subprocess.run([a["interpreter"], "-m", "venv", "--without-pip", "--system-site-packages", tmp],
-                       preexec_fn=die_with_parent)
+                       preexec_fn=die_with_parent, env={"PATH": "/usr/bin:/bin", "TMPDIR": tmp})
     if r.returncode != 0:
         print(f"creating the environment with {a['interpreter']} -m venv failed (exit {r.returncode})",
               file=sys.stderr)
@@ -73,8 +76,10 @@ def install(a):
     else:
         cmd = pip_base(a) + ["--python", target, "install", "--no-cache-dir", "--only-binary=:all:",
                              "--no-warn-script-location", "--progress-bar", "off"] + source_args(a) + ["-r", req]
-    env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+    os.makedirs(work, exist_ok=True)
+    env = {"PATH": "/usr/bin:/bin", "HOME": work, "TMPDIR": work, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
     r = subprocess.run(cmd, preexec_fn=die_with_parent, env=env, stdin=subprocess.DEVNULL)
+    shutil.rmtree(work, ignore_errors=True)
     if r.returncode != 0:
         return r.returncode
     meta = {"key": a["key"], "python": a["python_name"], "interpreter": a["interpreter"],
@@ -84,18 +89,12 @@ def install(a):
     with open(os.path.join(tmp, MARKER), "w") as f:
         json.dump(meta, f)
     os.chmod(tmp, 0o755)
-    try:
-        os.rename(tmp, final)
-    except OSError:
-        if not os.path.exists(os.path.join(final, MARKER)):
-            raise
-        shutil.rmtree(tmp, ignore_errors=True)  # another instance won the race: its env is complete
     print(json.dumps({"installed": a["key"], "size_bytes": meta["size_bytes"]}))
     return 0
 
 
 def check(a):
-    env = {"PATH": "/usr/bin:/bin", "HOME": a["tmp"], "LANG": "C.UTF-8"}
+    env = {"PATH": "/usr/bin:/bin", "HOME": a["tmp"], "TMPDIR": a["tmp"], "LANG": "C.UTF-8"}
     os.makedirs(a["tmp"], exist_ok=True)
     for req in a["requirements"]:
         cmd = pip_base(a) + ["--python", a["interpreter"], "install", "--dry-run", "--no-deps",
