@@ -1,7 +1,7 @@
 // The escape suite (issue 4, "How it is proven"): hostile code sent through the server, one
 // attempt per test; each fails if the sandbox invariant it attacks breaks. The code prints one
 // JSON verdict line that the test checks, so a failure shows what the run actually saw.
-import { test } from 'node:test';
+import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import fs from 'node:fs';
@@ -9,6 +9,19 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { startDaemon, callExec, summarize, uniqueMarker, sleep } from './lib/index.mjs';
+
+// One daemon for the attempts that need nothing of their own (a daemon per test made this file
+// outlive the runner's per-file timeout on a loaded machine). Its environment carries a token and
+// a marker that no run may see, a small /tmp cap and room for two concurrent runs.
+const MARKER = uniqueMarker('bb-env');
+const TOKEN = uniqueMarker('bb-token');
+let shared;
+before(async () => {
+    shared = await startDaemon(null, {
+        env: { MCP_EXEC_MAX_CONCURRENT: 2, MCP_EXEC_TMP_SIZE: '8M', MCP_EXEC_AUTH_TOKEN: TOKEN, BLACKBOX_ESCAPE_MARKER: MARKER },
+    });
+});
+after(async () => { await shared?.close(); });
 
 /** Runs code, expects a normal result (no tool error) and returns it. */
 async function run(d, code, args = {}) {
@@ -56,7 +69,7 @@ test('TCP connect to a listener the test opens on 127.0.0.1 fails, and the liste
     await new Promise((r) => server.listen(0, '127.0.0.1', r));
     t.after(() => server.close());
     const { port } = server.address();
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, tryIt(`import socket\nsocket.create_connection(("127.0.0.1", ${port}), timeout=3)`));
     assert.equal(v.ok, false, JSON.stringify(v));
     assert.equal(v.err, 'EAFNOSUPPORT', JSON.stringify(v));
@@ -71,7 +84,7 @@ test('UDP datagram to a socket the test opens on 127.0.0.1 never arrives', async
     await new Promise((r) => sock.bind(0, '127.0.0.1', r));
     t.after(() => sock.close());
     const { port } = sock.address();
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, tryIt(
         `import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendto(b"escape", ("127.0.0.1", ${port}))`));
     assert.equal(v.ok, false, JSON.stringify(v));
@@ -80,14 +93,14 @@ test('UDP datagram to a socket the test opens on 127.0.0.1 never arrives', async
 });
 
 test('IPv6 TCP to ::1 is refused', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, tryIt('import socket\nsocket.socket(socket.AF_INET6, socket.SOCK_STREAM).connect(("::1", 22))'));
     assert.equal(v.ok, false, JSON.stringify(v));
     assert.equal(v.err, 'EAFNOSUPPORT', JSON.stringify(v));
 });
 
 test('DNS lookup of a public name fails (no resolver, no network)', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, [
         'import json, socket, os',
         'try:',
@@ -101,25 +114,25 @@ test('DNS lookup of a public name fails (no resolver, no network)', async (t) =>
 });
 
 test('raw IP socket is refused', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, tryIt('import socket\nsocket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)'));
     assert.deepEqual([v.ok, v.err], [false, 'EAFNOSUPPORT'], JSON.stringify(v));
 });
 
 test('netlink socket (route) is refused', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, tryIt('import socket\nsocket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)'));
     assert.deepEqual([v.ok, v.err], [false, 'EAFNOSUPPORT'], JSON.stringify(v));
 });
 
 test('packet socket is refused', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, tryIt('import socket\nsocket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)'));
     assert.deepEqual([v.ok, v.err], [false, 'EAFNOSUPPORT'], JSON.stringify(v));
 });
 
 test('the run\'s network namespace has only lo', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, 'import json\nprint(json.dumps([l.split(":")[0].strip() for l in open("/proc/self/net/dev").read().splitlines()[2:]]))');
     assert.deepEqual(v, ['lo']);
 });
@@ -130,7 +143,7 @@ test('an abstract AF_UNIX socket the test listens on is unreachable (own network
     const server = net.createServer((s) => { accepted++; s.destroy(); });
     await new Promise((r, j) => { server.once('error', j); server.listen(`\0${name}`, r); });
     t.after(() => server.close());
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, tryIt(`import socket\nsocket.socket(socket.AF_UNIX).connect("\\0${name}")`));
     assert.equal(v.ok, false, JSON.stringify(v));
     assert.equal(v.err, 'ECONNREFUSED', JSON.stringify(v));
@@ -139,7 +152,7 @@ test('an abstract AF_UNIX socket the test listens on is unreachable (own network
 
 for (const p of ['/run/dbus/system_bus_socket', '/run/systemd/private', '/run/systemd/journal/socket']) {
     test(`AF_UNIX connect to the host's ${p} fails: it does not even exist`, async (t) => {
-        const d = await startDaemon(t);
+        const d = shared;
         const v = await verdict(d, [
             'import json, os, socket, errno',
             `p = ${JSON.stringify(p)}`,
@@ -166,7 +179,7 @@ test('a secret planted in /root is not readable (no /root at all)', async (t) =>
         return;
     }
     t.after(() => fs.rmSync(file, { force: true }));
-    const d = await startDaemon(t);
+    const d = shared;
     const r = await run(d, [
         'import os',
         `M = ${JSON.stringify(marker)}`,
@@ -209,7 +222,7 @@ test('a secret in the daemon\'s working directory is not readable', async (t) =>
 
 for (const p of ['/usr/bin/escape', '/usr/lib/python3/dist-packages/escape.py', '/etc/escape', '/etc/passwd', '/escape']) {
     test(`writing ${p} fails (read-only view of the system)`, async (t) => {
-        const d = await startDaemon(t);
+        const d = shared;
         const v = await verdict(d, tryIt(`open(${JSON.stringify(p)}, "a").write("x")`));
         assert.equal(v.ok, false, JSON.stringify(v));
         assert.ok(['EROFS', 'EACCES'].includes(v.err), JSON.stringify(v));
@@ -217,19 +230,19 @@ for (const p of ['/usr/bin/escape', '/usr/lib/python3/dist-packages/escape.py', 
 }
 
 test('nothing of the host\'s /run, /home, /root, /var, /srv, /mnt, /media, /boot, /sys is visible', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, 'import json, os\nprint(json.dumps([p for p in ("/run", "/home", "/root", "/var", "/srv", "/mnt", "/media", "/boot", "/sys", "/opt") if os.path.exists(p)]))');
     assert.deepEqual(v, []);
 });
 
 test('/dev holds only null zero full random urandom', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, 'import json, os\nprint(json.dumps(sorted(n for n in os.listdir("/dev") if not os.path.islink("/dev/" + n))))');
     assert.deepEqual(v, ['full', 'null', 'random', 'urandom', 'zero']);
 });
 
 test('/proc/sys and /proc/sysrq-trigger cannot be written', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, [
         'import json, errno',
         'out = {}',
@@ -246,7 +259,7 @@ test('/proc/sys and /proc/sysrq-trigger cannot be written', async (t) => {
 // ---- processes: the daemon, PID 1, ptrace ---------------------------------------------------
 
 test('/proc/1 is the run\'s own init: its root, environ and memory are closed to the run', async (t) => {
-    const d = await startDaemon(t, { env: { MCP_EXEC_AUTH_TOKEN: 'bb-token-must-not-leak' } });
+    const d = shared;
     const r = await run(d, [
         'import json, errno, os',
         'out = {}',
@@ -257,13 +270,13 @@ test('/proc/1 is the run\'s own init: its root, environ and memory are closed to
         '        out[p] = errno.errorcode[e.errno]',
         'print(json.dumps(out))',
     ].join('\n'));
-    assert.ok(!r.sc.stdout.includes('bb-token-must-not-leak'), `the token leaked: ${summarize(r)}`);
+    assert.ok(!r.sc.stdout.includes(TOKEN), `the token leaked: ${summarize(r)}`);
     const v = JSON.parse(r.sc.stdout);
     for (const [p, e] of Object.entries(v)) assert.equal(e, 'EACCES', `${p}: ${e}`);
 });
 
 test('the daemon\'s pid is not visible in the run\'s /proc, and kill(daemon pid) does not reach it', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, [
         'import json, os, signal',
         `pid = ${d.pid}`,
@@ -282,7 +295,7 @@ test('the daemon\'s pid is not visible in the run\'s /proc, and kill(daemon pid)
 });
 
 test('SIGKILL to PID 1 and kill(-1) from the run leave the daemon and the run\'s init standing', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const r = await run(d, [
         'import os, signal, sys',
         'try:',
@@ -304,13 +317,13 @@ test('SIGKILL to PID 1 and kill(-1) from the run leave the daemon and the run\'s
 });
 
 test('ptrace: PTRACE_ATTACH to PID 1 and PTRACE_TRACEME are refused', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, `${SYSCALL}\nprint(json.dumps({"attach": sc(101, 16, 1, 0, 0), "traceme": sc(101, 0, 0, 0, 0)}))`);
     assert.deepEqual(v, { attach: 'EPERM', traceme: 'EPERM' });
 });
 
 test('mount (tmpfs, bind, proc) is refused', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, [
         SYSCALL,
         'r = {}',
@@ -322,14 +335,14 @@ test('mount (tmpfs, bind, proc) is refused', async (t) => {
 });
 
 test('unshare of every namespace kind is refused', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const flags = { user: 0x10000000, net: 0x40000000, mnt: 0x00020000, pid: 0x20000000, ipc: 0x08000000, uts: 0x04000000, cgroup: 0x02000000, time: 0x80 };
     const v = await verdict(d, `${SYSCALL}\nprint(json.dumps({k: sc(272, f) for k, f in ${JSON.stringify(flags)}.items()}))`);
     for (const [k, e] of Object.entries(v)) assert.equal(e, 'EPERM', `unshare ${k}: ${e}`);
 });
 
 test('setns into PID 1\'s namespaces is refused', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, [
         SYSCALL,
         'out = {}',
@@ -345,7 +358,7 @@ test('setns into PID 1\'s namespaces is refused', async (t) => {
 });
 
 test('clone3 is ENOSYS and clone() with namespace flags is refused; plain threads still work', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, [
         SYSCALL,
         'import threading',
@@ -357,7 +370,7 @@ test('clone3 is ENOSYS and clone() with namespace flags is refused; plain thread
 });
 
 test('io_uring_setup is refused (IORING_OP_SOCKET would bypass the socket filter)', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, [
         SYSCALL,
         'params = ctypes.create_string_buffer(120)',
@@ -367,13 +380,13 @@ test('io_uring_setup is refused (IORING_OP_SOCKET would bypass the socket filter
 });
 
 test('keyctl, bpf, perf_event_open, userfaultfd, kexec, init_module, open_by_handle_at are refused', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, `${SYSCALL}\nprint(json.dumps({"keyctl": sc(250, 0, 0), "add_key": sc(248, 0, 0, 0, 0, 0), "bpf": sc(321, 0, 0, 0), "perf_event_open": sc(298, 0, 0, -1, -1, 0), "userfaultfd": sc(323, 0), "kexec_load": sc(246, 0, 0, 0, 0), "init_module": sc(175, 0, 0, 0), "open_by_handle_at": sc(304, 0, 0, 0)}))`);
     for (const [k, e] of Object.entries(v)) assert.equal(e, 'EPERM', `${k}: ${e}`);
 });
 
 test('an x32 system call kills the run with SIGSYS', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const r = await run(d, 'import ctypes\nprint("before", flush=True)\nctypes.CDLL(None).syscall(0x40000000 | 39)\nprint("survived")');
     assert.equal(r.sc.stdout, 'before\n', summarize(r));
     assert.equal(r.sc.signal, 'SIGSYS', summarize(r));
@@ -381,7 +394,7 @@ test('an x32 system call kills the run with SIGSYS', async (t) => {
 });
 
 test('an ia32 system call (int 0x80) kills the run with SIGSYS', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     // mmap an executable page holding: mov eax, 20 (getpid); int 0x80; ret
     const r = await run(d, [
         'import ctypes, mmap',
@@ -402,7 +415,7 @@ test('an ia32 system call (int 0x80) kills the run with SIGSYS', async (t) => {
 // ---- privileges -----------------------------------------------------------------------------
 
 test('a setuid-root binary gains nothing (nosuid, no_new_privs)', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, [
         'import json, os, subprocess',
         'b = "/usr/bin/mount"',
@@ -417,33 +430,32 @@ test('a setuid-root binary gains nothing (nosuid, no_new_privs)', async (t) => {
 });
 
 test('no capabilities in any set (effective, permitted, inheritable, ambient, bounding)', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, 'import json\nprint(json.dumps({l.split(":")[0]: l.split()[1] for l in open("/proc/self/status") if l.startswith("Cap")}))');
     assert.deepEqual(v, { CapInh: '0000000000000000', CapPrm: '0000000000000000', CapEff: '0000000000000000', CapBnd: '0000000000000000', CapAmb: '0000000000000000' });
 });
 
 test('no_new_privs is set and seccomp is in filter mode', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, 'import json\nprint(json.dumps({l.split(":")[0]: l.split()[1] for l in open("/proc/self/status") if l.startswith(("NoNewPrivs", "Seccomp:"))}))');
     assert.deepEqual(v, { NoNewPrivs: '1', Seccomp: '2' });
 });
 
 test('uid and gid are 65532 ("sandbox"), with no supplementary groups, and not root', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, 'import json, os, pwd\nprint(json.dumps([os.getresuid(), os.getresgid(), os.getgroups(), pwd.getpwuid(os.getuid()).pw_name]))');
     assert.deepEqual(v, [[65532, 65532, 65532], [65532, 65532, 65532], [], 'sandbox']);
 });
 
 test('the environment holds none of the daemon\'s variables', async (t) => {
-    const marker = uniqueMarker('bb-env');
-    const d = await startDaemon(t, { env: { BLACKBOX_ESCAPE_MARKER: marker, MCP_EXEC_AUTH_TOKEN: marker } });
+    const d = shared;
     const r = await run(d, 'import os\nprint(sorted(os.environ))\nprint(open("/proc/self/environ", "rb").read())');
-    assert.ok(!r.sc.stdout.includes(marker), `the marker leaked: ${summarize(r)}`);
+    assert.ok(!r.sc.stdout.includes(MARKER) && !r.sc.stdout.includes(TOKEN), `the marker leaked: ${summarize(r)}`);
     assert.ok(!/MCP_EXEC|BLACKBOX/.test(r.sc.stdout), summarize(r));
 });
 
 test('the fd table holds only 0, 1 and 2', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, [
         'import fcntl, json',
         'def is_open(fd):',
@@ -457,7 +469,7 @@ test('the fd table holds only 0, 1 and 2', async (t) => {
 });
 
 test('hostname is "sandbox" and cannot be changed', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const v = await verdict(d, `${SYSCALL}\nimport socket\nr = libc.sethostname(b"pwned", 5)\nprint(json.dumps([socket.gethostname(), errno.errorcode[ctypes.get_errno()] if r else "OK"]))`);
     assert.deepEqual(v, ['sandbox', 'EPERM']);
 });
@@ -465,7 +477,7 @@ test('hostname is "sandbox" and cannot be changed', async (t) => {
 // ---- runs and each other --------------------------------------------------------------------
 
 test('a file written in one run is gone in the next', async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const marker = uniqueMarker('bb-left');
     await run(d, `open("/tmp/${marker}", "w").write("x")\nopen("${marker}-cwd", "w").write("x")`);
     const v = await verdict(d, `import json, os\nprint(json.dumps([os.path.exists("/tmp/${marker}"), os.path.exists("${marker}-cwd"), sorted(os.listdir("/tmp"))]))`);
@@ -475,7 +487,7 @@ test('a file written in one run is gone in the next', async (t) => {
 });
 
 test('two concurrent runs see neither each other\'s files nor processes', async (t) => {
-    const d = await startDaemon(t, { env: { MCP_EXEC_MAX_CONCURRENT: 2 } });
+    const d = shared;   // MCP_EXEC_MAX_CONCURRENT=2
     const look = (me, other) => [
         'import json, os, time',
         `open("/tmp/${me}", "w").write("${me}")`,
@@ -495,7 +507,7 @@ test('two concurrent runs see neither each other\'s files nor processes', async 
 });
 
 test('filling /tmp stops at MCP_EXEC_TMP_SIZE with ENOSPC', async (t) => {
-    const d = await startDaemon(t, { env: { MCP_EXEC_TMP_SIZE: '8M' } });
+    const d = shared;   // MCP_EXEC_TMP_SIZE=8M
     const v = await verdict(d, [
         'import json, errno',
         'n = 0',
@@ -516,7 +528,7 @@ test('filling /tmp stops at MCP_EXEC_TMP_SIZE with ENOSPC', async (t) => {
 
 // matplotlib builds its font cache on first import (seconds; minutes on a loaded machine).
 test('the scientific stack imports; numpy, pandas and matplotlib (Agg, savefig to /tmp) work', { timeout: 300000 }, async (t) => {
-    const d = await startDaemon(t);
+    const d = shared;
     const r = await run(d, [
         'import json, os, yaml, jinja2, PIL.Image, numpy, pandas, matplotlib',
         'import matplotlib.pyplot as plt',
