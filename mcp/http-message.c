@@ -12,7 +12,10 @@
 int mcp_http_message_classify(const char *body, size_t len, McpHttpMessageInfo *ret) {
         *ret = (McpHttpMessageInfo) { .kind = MCP_HTTP_MSG_INVALID };
         json_error_t err;
-        _cleanup_(json_decrefp) json_t *m = json_loadb(body, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &err);
+        /* Integers as reals: a number too big for jansson's integers (in the arguments, say) must not
+         * make a request look like no message at all; mcp_server_handle() answers it for its id. */
+        _cleanup_(json_decrefp) json_t *m = json_loadb(body, len, JSON_ALLOW_NUL | JSON_DECODE_ANY |
+                                                                  JSON_DECODE_INT_AS_REAL, &err);
         if (!m || !json_is_object(m))
                 return 0;
         json_t *id = json_object_get(m, "id");
@@ -22,7 +25,8 @@ int mcp_http_message_classify(const char *body, size_t len, McpHttpMessageInfo *
                         ret->kind = MCP_HTTP_MSG_NOTIFICATION;
                         return 0;
                 }
-                if (!json_is_string(id) && !json_is_integer(id))
+                bool integral = json_is_real(id) && json_real_value(id) == (double) (long long) json_real_value(id);
+                if (!json_is_string(id) && !integral)
                         return 0;
                 ret->kind = MCP_HTTP_MSG_REQUEST;
                 ret->is_initialize = strcmp(json_string_value(method), "initialize") == 0;

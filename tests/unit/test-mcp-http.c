@@ -333,6 +333,11 @@ static void test_classify(void **state) {
         assert_int_equal(i.kind, MCP_HTTP_MSG_INVALID);
         C("42");
         assert_int_equal(i.kind, MCP_HTTP_MSG_INVALID);
+        C("{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}");
+        assert_int_equal(i.kind, MCP_HTTP_MSG_INVALID);
+        /* A number jansson cannot hold as an integer does not hide the request. */
+        C("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"x\":99999999999999999999}}");
+        assert_int_equal(i.kind, MCP_HTTP_MSG_REQUEST);
         assert_int_equal(mcp_http_message_classify("", 0, &i), 0);
         assert_int_equal(i.kind, MCP_HTTP_MSG_INVALID);
 #undef C

@@ -99,9 +99,18 @@ static int run_code_opts(const char *code, const RunOptions *o, Run *run) {
         _cleanup_close_ int dfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(dfd >= 0);
         assert_int_equal(fd_write_file_at(dfd, "main.py", code, strlen(code), 0600), 0);
-        if (o->extra_file)
+        if (o->extra_file) {
+                /* "a/b/name": make the directories (private, like the daemon's) on the way */
+                char dirs[256];
+                snprintf(dirs, sizeof(dirs), "%s", o->extra_file);
+                for (char *p = strchr(dirs, '/'); p; p = strchr(p + 1, '/')) {
+                        *p = 0;
+                        assert_true(mkdirat(dfd, dirs, 0700) == 0 || errno == EEXIST);
+                        *p = '/';
+                }
                 assert_int_equal(fd_write_file_at(dfd, o->extra_file, o->extra_content,
                                                   strlen(o->extra_content), 0600), 0);
+        }
 
         int in[2], out[2], err[2];
         assert_int_equal(pipe2(in, O_CLOEXEC), 0);
@@ -807,6 +816,20 @@ static void test_warm_up_font_cache(void **state) {
         assert_int_equal(sandbox_warm_up(sbx, PYTHON), 0); /* idempotent */
 }
 
+/* Staged subdirectories arrive below /tmp, made by and belonging to the run's user. */
+static void test_staged_subdirectories(void **state) {
+        static Run run;
+        RunOptions o = { .extra_file = "data/2024/input.csv", .extra_content = "x,y\n" };
+        assert_int_equal(run_code_opts("import os\n"
+                                       "st = os.stat('/tmp/data/2024')\n"
+                                       "print(open('data/2024/input.csv').read(), end='')\n"
+                                       "print(st.st_uid, os.stat('/tmp/data/2024/input.csv').st_uid)\n"
+                                       "open('data/2024/out.txt', 'w').write('ok')\n", &o, &run), 0);
+        if (run.status != 0)
+                print_run(&run);
+        assert_string_equal(run.out, "x,y\n65532 65532\n");
+}
+
 static int setup(void **state) {
         SandboxConfig cfg = {
                 .tmp_size_bytes = 8 * 1024 * 1024,
@@ -955,6 +978,7 @@ int main(void) {
                 cmocka_unit_test(test_filesystem_view),
                 cmocka_unit_test(test_tmp_cap_enospc),
                 cmocka_unit_test(test_file_gone_next_run),
+                cmocka_unit_test(test_staged_subdirectories),
                 cmocka_unit_test(test_seccomp_denials),
                 cmocka_unit_test(test_x32_is_killed),
                 cmocka_unit_test(test_setuid_gains_nothing),
