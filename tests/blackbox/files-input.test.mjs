@@ -1,10 +1,9 @@
 // Input files (issue 10): `files` of exec and execute_python are in the working directory before the
 // code starts, byte for byte (text and base64, in subdirectories); bad names, bad encodings and an
 // input over MCP_EXEC_MAX_INPUT_BYTES are tool errors that name the offender or the limit.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { startDaemon, callExec, summarize } from './lib/index.mjs';
+import { startDaemon, callExec, summarize, test } from './lib/index.mjs';
 import { callTool } from './lib/files.mjs';
 
 const sha = (b) => createHash('sha256').update(b).digest('hex');

@@ -3,10 +3,9 @@
 // listed; a 1 000+-file output and a 1 GB output file give a bounded result, listed as not returned,
 // and the daemon stays fine; a symlink in outputs/ (to /etc/passwd, or outputs/ itself) is never
 // followed: the host's /etc/passwd does not appear.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { startDaemon, callExec, summarize } from './lib/index.mjs';
+import { startDaemon, callExec, summarize, test } from './lib/index.mjs';
 import { items, rssKiB } from './lib/files.mjs';
 
 test('files in outputs/ (and below) come back: text as text, bytes as blob, images by their bytes', async (t) => {

@@ -2,9 +2,8 @@
 // as MCP image items whose PNG has the figure's pixel size, in order; the official SDK client
 // accepts the content (schema-valid) over stdio and over Streamable HTTP; the launcher that makes
 // this happen leaves the code's traceback, exit status and working directory as they were.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startDaemon, callExec, summarize } from './lib/index.mjs';
+import { startDaemon, callExec, summarize, test } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk } from './lib/http-daemon.mjs';
 import { items, pngSize, SLOW, RUN_TIMEOUT_S } from './lib/files.mjs';
 
