@@ -1,5 +1,6 @@
 /* server.c: JSON-RPC 2.0 message handling and the MCP lifecycle of one session. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,6 +300,26 @@ static int handle_notification(McpServer *s, const char *method, json_t *params,
         return 0;
 }
 
+/* JSON numbers have no size limit, jansson's do (64-bit integers, finite doubles): such a message
+ * is valid JSON we cannot hold. Read it again with integers as reals only to learn its id, so the
+ * error reaches the request it belongs to (an unmatched error leaves an SDK client waiting for
+ * its timeout; found by the bad-input catalogue). Returns a new reference, or NULL. */
+static json_t *salvage_id(const char *msg, size_t len) {
+        json_error_t err;
+        _cleanup_(json_decrefp) json_t *m = json_loadb(msg, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL |
+                                                                  JSON_DECODE_INT_AS_REAL, &err);
+        json_t *id = json_object_get(m, "id"); /* NULL-safe */
+        if (json_is_string(id))
+                return json_stringn(json_string_value(id), json_string_length(id));
+        if (!json_is_real(id))
+                return NULL;
+        double v = json_real_value(id);
+        /* Integral and exact in a double: the integer id the client sent. */
+        if (!(fabs(v) <= 9007199254740992.0) || v != (double) (json_int_t) v)
+                return NULL;
+        return json_integer((json_int_t) v);
+}
+
 int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret) {
         *ret = (McpAction) { .kind = MCP_ACTION_REPLY };
 
@@ -306,6 +327,14 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
         /* NULs are legitimate inside stdin data; duplicate keys are ambiguous and refused. */
         _cleanup_(json_decrefp) json_t *m = json_loadb(msg, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &err);
         if (!m) {
+                _cleanup_(json_decrefp) json_t *id = json_error_code(&err) == json_error_numeric_overflow
+                                                             ? salvage_id(msg, len) : NULL;
+                if (id) {
+                        ret->reply = reply_errorf(id, MCP_ERROR_INVALID_PARAMS,
+                                                  "Invalid params: a number is out of range: %s (line %d, column %d)",
+                                                  err.text, err.line, err.column);
+                        return ret->reply ? 0 : -ENOMEM;
+                }
                 ret->reply = reply_errorf(NULL, MCP_ERROR_PARSE, "Parse error: %s (line %d, column %d)",
                                           err.text, err.line, err.column);
                 return ret->reply ? 0 : -ENOMEM;

@@ -114,10 +114,18 @@ test('deeply nested JSON (100 000 levels) gets -32700, no stack overflow', async
     await stillServing(t);
 });
 
-test('huge numbers: an id of 1e400, an integer id beyond 64 bits, a 1e400 parameter get -32700', async (t) => {
+test('huge numbers: an id of 1e400, an integer id beyond 64 bits, a 1e400 parameter get -32700; a parameter beyond 64 bits gets -32602 with the id', async (t) => {
     await lineGetsIdlessError('{"jsonrpc":"2.0","id":1e400,"method":"ping"}', -32700, /overflow/);
     await lineGetsIdlessError('{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}', -32700, /too big/);
     await lineGetsIdlessError('{"jsonrpc":"2.0","id":5,"method":"ping","params":{"n":1e400}}', -32700, /overflow/);
+    // Valid JSON whose integer does not fit in 64 bits: the error goes to the request's id, so a
+    // client waiting for that id is not left hanging.
+    for (const id of [nextId++, `big-${nextId++}`]) {
+        d.sendLine(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"ping","params":{"n":123456789012345678901234567890}}`);
+        const r = await d.response(id, 15000);
+        assert.equal(r.error?.code, -32602, JSON.stringify(r));
+        assert.match(r.error.message, /out of range/);
+    }
     await stillServing(t);
 });
 
@@ -350,7 +358,13 @@ test('enormous timeout_s (1e308, 2^63-1) is clamped to the maximum and the run w
         const r = await d.response(id, 30000);
         assert.equal(r.result?.structuredContent?.stdout, 'big\n', JSON.stringify(r).slice(0, 400));
     }
-    // Beyond what JSON numbers can hold here: a clear parse error, never a crash.
+    // Beyond 64 bits: an error for that request (the id is recovered), never a crash.
+    const big = nextId++;
+    d.sendLine(`{"jsonrpc":"2.0","id":${big},"method":"tools/call","params":{"name":"exec",` +
+        '"arguments":{"code":"print(1)","timeout_s":18446744073709551616}}}');
+    const rb = await d.response(big, 15000);
+    assert.equal(rb.error?.code, -32602, JSON.stringify(rb));
+    // Beyond what a double can hold: a clear parse error, never a crash.
     await lineGetsIdlessError('{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"exec",' +
         '"arguments":{"code":"print(1)","timeout_s":1e999}}}', -32700, /overflow/);
     await stillServing(t);
