@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "fd-util.h"
 #include "mcp.h"
@@ -206,12 +207,121 @@ static void test_outputs_collect(void **state) {
         assert_int_equal(rm_rf(root), 0);
 }
 
+static McpServer *server(void) {
+        McpLimits l = { .default_timeout_s = 30, .max_timeout_s = 300, .max_code_bytes = 1 << 20,
+                        .max_stdin_bytes = 1 << 20, .max_output_bytes = 1 << 20, .tmp_size_bytes = 64 << 20,
+                        .max_input_bytes = 100, .max_return_bytes = 1 << 20, .limits_by = "rlimit" };
+        McpServer *s = mcp_server_new(&l, "0");
+        assert_non_null(s);
+        McpAction a = {};
+        const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+                           "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
+        assert_int_equal(mcp_server_handle(s, init, strlen(init), &a), 0);
+        mcp_action_done(&a);
+        return s;
+}
+
+/* The files argument as the daemon gets it: decoded, in order; over the limit, a tool error. */
+static void test_files_argument(void **state) {
+        McpServer *s = server();
+        McpAction a = {};
+        const char *m = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\","
+                        "\"arguments\":{\"code\":\"print(1)\",\"files\":[{\"name\":\"a/b.txt\",\"content\":\"h\\u00e9\"},"
+                        "{\"name\":\"c.bin\",\"content\":\"AP8=\",\"encoding\":\"base64\"}]}}}";
+        assert_int_equal(mcp_server_handle(s, m, strlen(m), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_CALL);
+        const McpExecArgs *args = mcp_call_args(a.call);
+        assert_int_equal(args->n_files, 2);
+        assert_string_equal(args->files[0].name, "a/b.txt");
+        assert_int_equal(args->files[0].len, 3);
+        assert_memory_equal(args->files[0].data, "h\xc3\xa9", 3);
+        assert_int_equal(args->files[1].len, 2);
+        assert_memory_equal(args->files[1].data, "\x00\xff", 2);
+        mcp_action_done(&a);
+
+        char big[512];
+        snprintf(big, sizeof(big), "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+                 "\"exec\",\"arguments\":{\"code\":\"print(1)\",\"files\":[{\"name\":\"a\",\"content\":\"%0101d\"}]}}}", 0);
+        assert_int_equal(mcp_server_handle(s, big, strlen(big), &a), 0);
+        assert_true(a.is_tool_error);
+        assert_non_null(strstr(a.reply, "MCP_EXEC_MAX_INPUT_BYTES"));
+        mcp_action_done(&a);
+        mcp_server_free(s);
+}
+
+/* A result with files: the bytes are in the content items (spliced), valid JSON, text escaped; the
+ * text item and structuredContent list them without bytes. */
+static void test_result_content(void **state) {
+        McpServer *s = server();
+        McpAction a = {};
+        const char *m = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\","
+                        "\"arguments\":{\"code\":\"print(1)\"}}}";
+        assert_int_equal(mcp_server_handle(s, m, strlen(m), &a), 0);
+        static const char png[] = "\x89PNG\r\n\x1a\n\x00\x01";
+        static const char text[] = "q\"b\\\n\x01\xc3\xa9";
+        McpOutputFile files[] = {
+                { .name = "outputs/a.png", .bytes = 10, .mime = "image/png", .returned = true, .data = png, .len = 10 },
+                { .name = "outputs/big.bin", .bytes = 1 << 30, .mime = "application/octet-stream" },
+                { .name = "outputs/t x.txt", .bytes = sizeof(text) - 1, .mime = "text/plain", .returned = true,
+                  .data = text, .len = sizeof(text) - 1 },
+        };
+        McpExecResult r = { .stdout_data = "mcp-execd-body-", .stdout_len = 15, .limits = "rlimit", .files = files,
+                            .n_files = 3, .run_id = "0123456789abcdef", .files_unlisted = 7 };
+        char *reply = mcp_call_reply_result(a.call, &r);
+        assert_non_null(reply);
+        json_error_t err;
+        json_t *j = json_loads(reply, 0, &err);
+        if (!j)
+                fail_msg("invalid JSON: %s: %s", err.text, reply);
+        json_t *content = json_object_get(json_object_get(j, "result"), "content");
+        assert_int_equal(json_array_size(content), 3);
+        json_t *img = json_array_get(content, 1), *res = json_object_get(json_array_get(content, 2), "resource");
+        assert_string_equal(json_string_value(json_object_get(img, "type")), "image");
+        assert_string_equal(json_string_value(json_object_get(img, "data")), "iVBORw0KGgoAAQ==");
+        assert_string_equal(json_string_value(json_object_get(img, "mimeType")), "image/png");
+        assert_string_equal(json_string_value(json_object_get(res, "uri")),
+                            "mcp-execd://run/0123456789abcdef/outputs/t%20x.txt");
+        /* \x01 is not text: the file goes as a blob. */
+        assert_null(json_object_get(res, "text"));
+        assert_string_equal(json_string_value(json_object_get(res, "blob")), "cSJiXAoBw6k=");
+        json_t *sc = json_object_get(json_object_get(j, "result"), "structuredContent");
+        assert_string_equal(json_string_value(json_object_get(sc, "stdout")), "mcp-execd-body-");
+        assert_int_equal(json_integer_value(json_object_get(sc, "files_unlisted")), 7);
+        json_t *list = json_object_get(sc, "files");
+        assert_int_equal(json_array_size(list), 3);
+        assert_true(json_is_false(json_object_get(json_array_get(list, 1), "returned")));
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(list, 1), "bytes")), 1 << 30);
+        const char *t = json_string_value(json_object_get(json_array_get(content, 0), "text"));
+        assert_null(strstr(t, "iVBOR"));
+        json_decref(j);
+        free(reply);
+
+        /* Text that JSON must escape, as text. */
+        static const char esc[] = "q\"b\\\n\t\x1b\xc3\xa9\xf0\x9f\x98\x80";
+        McpOutputFile one = { .name = "outputs/e.txt", .bytes = sizeof(esc) - 1, .mime = "text/plain", .returned = true,
+                              .data = esc, .len = sizeof(esc) - 1 };
+        r.files = &one;
+        r.n_files = 1;
+        reply = mcp_call_reply_result(a.call, &r);
+        j = json_loads(reply, 0, &err);
+        if (!j)
+                fail_msg("invalid JSON: %s: %s", err.text, reply);
+        res = json_object_get(json_array_get(json_object_get(json_object_get(j, "result"), "content"), 1), "resource");
+        assert_string_equal(json_string_value(json_object_get(res, "text")), esc);
+        json_decref(j);
+        free(reply);
+        mcp_action_done(&a);
+        mcp_server_free(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_names),
                 cmocka_unit_test(test_base64),
                 cmocka_unit_test(test_mime),
                 cmocka_unit_test(test_outputs_collect),
+                cmocka_unit_test(test_files_argument),
+                cmocka_unit_test(test_result_content),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
