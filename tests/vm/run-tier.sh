@@ -73,6 +73,8 @@ done
 [ "${MCP_EXECD_VM_DEMO_HANG:-}" = 1 ] && all_tests+=("tests/vm/demo/98-demo-hang.sh")
 [ "${MCP_EXECD_VM_DEMO_PANIC:-}" = 1 ] && all_tests+=("tests/vm/demo/99-demo-panic.sh")
 [ "${MCP_EXECD_VM_DEMO_FREEZE:-}" = 1 ] && all_tests+=("tests/vm/demo/99-demo-freeze.sh")
+# A check of the harness itself: in the VM, run-tier.sh must pick direct mode.
+[ "${MCP_EXECD_VM_CHECK_DIRECT:-}" = 1 ] && all_tests+=("tests/vm/demo/97-direct-mode.sh")
 mapfile -t all_tests < <(printf '%s\n' "${all_tests[@]}" | awk -F/ '{ print $NF "\t" $0 }' | sort | cut -f2 | awk NF)
 
 tests=()
@@ -164,8 +166,8 @@ if [ "$mode" = direct ] || { [ "$mode" = auto ] && [ -z "$direct_why" ]; }; then
 	prepare_run_dir
 	say "running directly on this machine (systemd $(systemctl --version | head -n1 | cut -d' ' -f2), cgroup v2), ${#tests[@]} tests"
 	MCP_EXECD="$build/daemon/mcp-execd" MCP_EXECD_SRC="$src" MCP_EXECD_BUILD="$build" \
-	timeout -k 10 "$timeout" bash "$here/tier-runner.sh" --results "$run" \
-		--test-timeout "$test_timeout" -- "${tests[@]/#/$src/}" > "$results/runner.log" 2>&1 &
+	setsid -w timeout -k 10 "$timeout" bash "$here/tier-runner.sh" --results "$run" \
+		--test-timeout "$test_timeout" -- "${tests[@]/#/$src/}" < /dev/null > "$results/runner.log" 2>&1 &
 	pid=$!
 	while kill -0 $pid 2>/dev/null; do report_new; sleep 1; done
 	wait $pid; rc=$?
