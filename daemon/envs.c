@@ -7,6 +7,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <sched.h>
@@ -36,6 +38,10 @@
 #define INSTALL_OUTPUT_MAX_BYTES (256u * 1024u)
 #define INSTALL_ERROR_TAIL_BYTES 3000u
 #define INSTALL_KILL_GRACE_USEC (2u * 1000u * 1000u)
+/* As root, the installer runs as this unprivileged user (not the runs' 65532): it owns only its
+ * own directory, and the daemon gives the finished tree back to root before anyone uses it. */
+#define ENVS_INSTALL_UID 65533
+#define ENVS_INSTALL_GID 65533
 
 typedef struct Install Install;
 
@@ -117,6 +123,26 @@ static int mkdir_p(const char *path, mode_t mode) {
         return 0;
 }
 
+static uid_t chown_uid;
+static gid_t chown_gid;
+
+static int chown_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        if ((st->st_uid != chown_uid || st->st_gid != chown_gid) && lchown(path, chown_uid, chown_gid) < 0)
+                log_debug("cannot chown %s: %m", path);
+        return 0;
+}
+
+/* Gives a tree the installer user wrote back to root (a root daemon without CAP_DAC_OVERRIDE, as
+ * the hardened unit runs, could otherwise neither move nor remove it), and out of that user's
+ * reach. No-op unless we are root. */
+static void tree_own(const char *path) {
+        if (geteuid() != 0)
+                return;
+        chown_uid = 0;
+        chown_gid = 0;
+        (void) nftw(path, chown_one, 16, FTW_PHYS | FTW_MOUNT);
+}
+
 /* Empties dir (keeping it). */
 static void dir_clean(const char *dir) {
         _cleanup_(closedirp) DIR *d = opendir(dir);
@@ -127,6 +153,8 @@ static void dir_clean(const char *dir) {
                 if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
                         continue;
                 _cleanup_free_ char *p = path_join(dir, de->d_name);
+                if (p)
+                        tree_own(p);
                 if (p && rm_rf(p) < 0)
                         log_warning("cannot remove %s, ignoring", p);
         }
@@ -415,6 +443,8 @@ static void install_maybe_finish(Install *in) {
                 _cleanup_free_ char *error = NULL;
                 _cleanup_free_ char *marker = path_join(in->final, ENV_MARKER);
                 _cleanup_free_ char *tmp_marker = path_join(in->tmp, ENV_MARKER);
+                if (in->tmp)
+                        tree_own(in->tmp);
                 if (!in->check && !in->timed_out && in->status == 0 && !in->place_error && tmp_marker &&
                     access(tmp_marker, F_OK) == 0) {
                         /* Complete (the marker is written last): into envs/ in one step, so a run
@@ -481,15 +511,44 @@ static bool path_within(const char *path, const char *dir) {
         return path && strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-/* In the child, as root: its own mount namespace in which the whole host is read-only but the
- * install's own directory, and the places that hold secrets (home directories, credentials) are
- * empty. So the installer reaches the source and its one directory, and cannot write anywhere
- * else (the rename into envs/ is the daemon's, after the child is gone). */
+static int install_confine_fs(const Envs *e, const char *tmp);
+
+static int write_proc_self(const char *file, const char *text) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/%s", file);
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return write(fd, text, strlen(text)) == (ssize_t) strlen(text) ? 0 : -errno;
+}
+
+/* In the child: a user namespace mapping only our own uid and gid (so it works as root without
+ * CAP_SYS_ADMIN, as the hardened unit runs us, and for an unprivileged daemon alike), in it its own
+ * mount namespace in which the whole host is read-only but the install's own directory, and the
+ * places that hold secrets (home directories, credentials) are empty; and, when the only source is
+ * local, a network namespace with nothing in it. So the installer reaches the source and its one
+ * directory, and cannot write anywhere else (the rename into envs/ is the daemon's, after the child
+ * is gone). */
+static int install_confine(const Envs *e, const char *tmp, bool no_network, const char **ret_step) {
+        char map[64];
+        uid_t uid = geteuid();
+        gid_t gid = getegid();
+        int r;
+
+#define STEP(s, expr) do { *ret_step = (s); if ((r = (expr)) < 0) return r; } while (0)
+        STEP("unshare", unshare(CLONE_NEWUSER | CLONE_NEWNS | (no_network ? CLONE_NEWNET : 0)) < 0 ? -errno : 0);
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned) uid, (unsigned) uid);
+        STEP("uid_map", write_proc_self("uid_map", map));
+        STEP("setgroups", write_proc_self("setgroups", "deny"));
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned) gid, (unsigned) gid);
+        STEP("gid_map", write_proc_self("gid_map", map));
+        STEP("make / private", mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ? -errno : 0);
+        STEP("mounts", install_confine_fs(e, tmp));
+#undef STEP
+        return 0;
+}
+
 static int install_confine_fs(const Envs *e, const char *tmp) {
-        if (unshare(CLONE_NEWNS) < 0)
-                return -errno;
-        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-                return -errno;
         const char *hide[] = { "/root", "/home", "/run/credentials", "/etc/mcp-execd", getenv("CREDENTIALS_DIRECTORY") };
         for (size_t i = 0; i < ELEMENTSOF(hide); i++) {
                 struct stat st;
@@ -549,7 +608,13 @@ static int install_spawn(Install *in, const char *args_json) {
                 if (read(go[0], &c, 1) != 1)
                         _exit(125);
                 (void) setpgid(0, 0);
+                if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(ENVS_INSTALL_GID, ENVS_INSTALL_GID, ENVS_INSTALL_GID) < 0 ||
+                                       setresuid(ENVS_INSTALL_UID, ENVS_INSTALL_UID, ENVS_INSTALL_UID) < 0))
+                        _exit(123);
+                /* After the uid change, which clears both: the parent-death signal, and dumpable
+                 * (without it /proc/self/uid_map stays root's and the user namespace cannot be set up). */
                 (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                (void) prctl(PR_SET_DUMPABLE, 1);
                 if (getppid() != ppid)
                         _exit(127);
                 sigset_t none;
@@ -561,10 +626,12 @@ static int install_spawn(Install *in, const char *args_json) {
                         _exit(127);
                 (void) close_range(3, ~0U, 0);
                 umask(022);
-                if (no_network && geteuid() == 0 && unshare(CLONE_NEWNET) < 0)
-                        _exit(126);
-                if (geteuid() == 0 && install_confine_fs(e, in->tmp) < 0)
+                const char *step = NULL;
+                int r = install_confine(e, in->tmp, no_network, &step);
+                if (r < 0) {
+                        dprintf(2, "mcp-execd: cannot confine the installer: %s: %s\n", step, strerror(-r));
                         _exit(124);
+                }
                 if (chdir(in->tmp) < 0)
                         _exit(127);
                 execve(argv[0], (char **) argv, (char **) envp);
@@ -696,6 +763,8 @@ static int install_start(Envs *e, const EnvRequest *req, bool check, Install **r
         mode_t old = umask(022);
         r = mkdir(in->tmp, 0755) < 0 ? -errno : 0;
         umask(old);
+        if (r >= 0 && geteuid() == 0 && chown(in->tmp, ENVS_INSTALL_UID, ENVS_INSTALL_GID) < 0)
+                r = -errno;
         if (r >= 0)
                 r = install_spawn(in, args_json);
         if (r < 0) {

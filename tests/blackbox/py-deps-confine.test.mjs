@@ -1,7 +1,7 @@
 // Issue 8: how the installer is confined. Wheels only: a source distribution (whose setup.py would
-// run code at install time) is never used. As root, the installer runs in a mount namespace where
-// the host is read-only but its own directory, and home directories are hidden; when the only
-// source is local, it has no network. Run with BLACKBOX_TEST_TIMEOUT_MS=600000 on a loaded machine.
+// run code at install time) is never used. As root, the installer runs as its own user (65533), in
+// a user and mount namespace where the host is read-only but its own directory and home
+// directories are hidden; when the only source is local, it has no network. Run with BLACKBOX_TEST_TIMEOUT_MS=600000 on a loaded machine.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -49,6 +49,9 @@ test('the installer sees the host read-only except its own directory, without ho
         if (!pid) await sleep(100);
     }
     assert.ok(pid, 'no installer process found');
+    // Not root: a user of its own (65533), neither the daemon's nor the runs' (65532).
+    const uid = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/^Uid:\s+(\d+)/m)[1];
+    assert.equal(uid, '65533');
     const tmp = path.join(cache, 'tmp', cacheState(cache).tmp[0]);
     const mounts = fs.readFileSync(`/proc/${pid}/mountinfo`, 'utf8').trim().split('\n').map((l) => {
         const f = l.split(' ');
@@ -60,9 +63,12 @@ test('the installer sees the host read-only except its own directory, without ho
     assert.ok(mounts.filter((m) => m.point !== tmp).every((m) => m.opts.includes('ro')),
         'a writable mount besides its own directory: ' + JSON.stringify(mounts.filter((m) => !m.opts.includes('ro'))));
     if (fs.existsSync('/root')) assert.equal(at('/root')?.fstype, 'tmpfs', '/root is not hidden');
-    // The first call still completes.
+    // The first call still completes, and the environment it used belongs to root again.
     const r = await call;
     assert.equal(r.sc?.stdout, 'hello from heldpkg 1.0\n', r.text);
+    const envDir = path.join(cache, 'envs', r.sc.environment.key);
+    assert.equal(fs.statSync(envDir).uid, 0);
+    assert.equal(fs.statSync(path.join(envDir, 'pyvenv.cfg')).uid, 0);
 });
 
 test('with only a local wheelhouse the installer has no network', { ...T, skip: !root && 'needs root' }, async (t) => {
