@@ -25,7 +25,8 @@ int mcp_http_message_classify(const char *body, size_t len, McpHttpMessageInfo *
                         ret->kind = MCP_HTTP_MSG_NOTIFICATION;
                         return 0;
                 }
-                bool integral = json_is_real(id) && json_real_value(id) == (double) (long long) json_real_value(id);
+                double v = json_is_real(id) ? json_real_value(id) : 0.5;
+                bool integral = v >= -9007199254740992.0 && v <= 9007199254740992.0 && v == (double) (long long) v;
                 if (!json_is_string(id) && !integral)
                         return 0;
                 ret->kind = MCP_HTTP_MSG_REQUEST;

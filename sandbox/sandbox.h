@@ -104,7 +104,9 @@ typedef struct SandboxReport {
  * outputs at /proc/<init pid>/root/tmp/<name>. */
 #define SANDBOX_WORK_DIR "/tmp"
 
-/* Where SandboxRunSpec.env_dir appears inside the sandbox, read-only, nosuid, nodev. */
+/* Where SandboxRunSpec.env_dir appears inside the sandbox, read-only, nosuid, nodev. It is bound, not
+ * copied, so its permissions stay: it must be readable by the run's host uid (65532 when the daemon
+ * is root; unlike staging_dir, which may be private). */
 #define SANDBOX_ENV_DIR "/venv"
 
 /* Optional, once after sandbox_new(): runs trusted code (`import matplotlib.font_manager`) in one

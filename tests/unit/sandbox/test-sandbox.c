@@ -55,6 +55,7 @@ typedef struct RunOptions {
         const char *extra_content;
         bool rlimits;
         const char *readback; /* after EXITED: read /proc/<init>/root/tmp/<readback> like the daemon */
+        const char *env_dir;  /* SandboxRunSpec.env_dir */
 } RunOptions;
 
 static uint64_t mono_usec(void) {
@@ -129,6 +130,7 @@ static int run_code_opts(const char *code, const RunOptions *o, Run *run) {
                 .supervisor_cgroup_fd = -EBADF,
                 .payload_cgroup_fd = -EBADF,
                 .rlimits = o->rlimits,
+                .env_dir = o->env_dir,
         };
         SandboxChild c;
         uint64_t t0 = mono_usec();
@@ -830,6 +832,35 @@ static void test_staged_subdirectories(void **state) {
         assert_string_equal(run.out, "x,y\n65532 65532\n");
 }
 
+/* A dependency environment (SandboxRunSpec.env_dir) shows read-only at SANDBOX_ENV_DIR. It is bound,
+ * not copied: its permissions stay, so it must be readable by the run's host uid (65532 when the
+ * daemon is root), unlike staging_dir. */
+static void test_env_dir(void **state) {
+        char env[] = "/tmp/test-sandbox-env-XXXXXX";
+        assert_non_null(mkdtemp(env));
+        _cleanup_close_ int dfd = open(env, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(dfd >= 0);
+        assert_int_equal(mkdirat(dfd, "lib", 0755), 0);
+        assert_int_equal(fd_write_file_at(dfd, "lib/marker.py", "VALUE = 7\n", 10, 0644), 0);
+        assert_int_equal(chmod(env, 0755), 0); /* mkdtemp made it 0700 */
+
+        static Run run;
+        RunOptions o = { .env_dir = env };
+        assert_int_equal(run_code_opts("import sys, os, errno\n"
+                                       "sys.path.insert(0, '" SANDBOX_ENV_DIR "/lib')\n"
+                                       "import marker\n"
+                                       "try:\n"
+                                       "    open('" SANDBOX_ENV_DIR "/lib/x', 'w')\n"
+                                       "except OSError as e:\n"
+                                       "    w = errno.errorcode[e.errno]\n"
+                                       "print(marker.VALUE, w, bool(os.statvfs('" SANDBOX_ENV_DIR "').f_flag & os.ST_RDONLY))\n",
+                                       &o, &run), 0);
+        if (run.status != 0)
+                print_run(&run);
+        assert_string_equal(run.out, "7 EROFS True\n");
+        assert_int_equal(rm_rf(env), 0);
+}
+
 static int setup(void **state) {
         SandboxConfig cfg = {
                 .tmp_size_bytes = 8 * 1024 * 1024,
@@ -979,6 +1010,7 @@ int main(void) {
                 cmocka_unit_test(test_tmp_cap_enospc),
                 cmocka_unit_test(test_file_gone_next_run),
                 cmocka_unit_test(test_staged_subdirectories),
+                cmocka_unit_test(test_env_dir),
                 cmocka_unit_test(test_seccomp_denials),
                 cmocka_unit_test(test_x32_is_killed),
                 cmocka_unit_test(test_setuid_gains_nothing),
