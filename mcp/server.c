@@ -300,24 +300,46 @@ static int handle_notification(McpServer *s, const char *method, json_t *params,
         return 0;
 }
 
-/* JSON numbers have no size limit, jansson's do (64-bit integers, finite doubles): such a message
- * is valid JSON we cannot hold. Read it again with integers as reals only to learn its id, so the
- * error reaches the request it belongs to (an unmatched error leaves an SDK client waiting for
- * its timeout; found by the bad-input catalogue). Returns a new reference, or NULL. */
-static json_t *salvage_id(const char *msg, size_t len) {
+/* Integral reals that fit in 64 bits become integers again: in the text they were integers. */
+static int ints_restore(json_t *v) {
+        if (json_is_object(v)) {
+                const char *k;
+                json_t *x;
+                json_object_foreach(v, k, x) {
+                        json_t *n = NULL;
+                        double d = json_is_real(x) ? json_real_value(x) : 0.5;
+                        if (fabs(d) <= 9007199254740992.0 && d == (double) (json_int_t) d)
+                                n = json_integer((json_int_t) d);
+                        if (n ? json_object_set_new(v, k, n) < 0 : ints_restore(x) < 0)
+                                return -ENOMEM;
+                }
+        } else if (json_is_array(v)) {
+                for (size_t i = 0; i < json_array_size(v); i++) {
+                        json_t *x = json_array_get(v, i), *n = NULL;
+                        double d = json_is_real(x) ? json_real_value(x) : 0.5;
+                        if (fabs(d) <= 9007199254740992.0 && d == (double) (json_int_t) d)
+                                n = json_integer((json_int_t) d);
+                        if (n ? json_array_set_new(v, i, n) < 0 : ints_restore(x) < 0)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+/* JSON numbers have no size limit, jansson's integers do (64 bits), and it refuses a message with
+ * a larger one: valid JSON, then answered with an id-less -32700 that left an SDK client waiting
+ * for its timeout (found by the bad-input catalogue). Such a message is read again with integers
+ * as reals, and those that fit are made integers again: a huge timeout_s is clamped like any
+ * large one, and the request keeps its id. NULL if it still cannot be read (1e400). */
+static json_t *load_big_ints(const char *msg, size_t len) {
         json_error_t err;
-        _cleanup_(json_decrefp) json_t *m = json_loadb(msg, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL |
-                                                                  JSON_DECODE_INT_AS_REAL, &err);
-        json_t *id = json_object_get(m, "id"); /* NULL-safe */
-        if (json_is_string(id))
-                return json_stringn(json_string_value(id), json_string_length(id));
-        if (!json_is_real(id))
+        json_t *m = json_loadb(msg, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY |
+                                                 JSON_DECODE_INT_AS_REAL, &err);
+        if (m && ints_restore(m) < 0) {
+                json_decref(m);
                 return NULL;
-        double v = json_real_value(id);
-        /* Integral and exact in a double: the integer id the client sent. */
-        if (!(fabs(v) <= 9007199254740992.0) || v != (double) (json_int_t) v)
-                return NULL;
-        return json_integer((json_int_t) v);
+        }
+        return m;
 }
 
 int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret) {
@@ -326,15 +348,9 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
         json_error_t err;
         /* NULs are legitimate inside stdin data; duplicate keys are ambiguous and refused. */
         _cleanup_(json_decrefp) json_t *m = json_loadb(msg, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &err);
+        if (!m && json_error_code(&err) == json_error_numeric_overflow)
+                m = load_big_ints(msg, len);
         if (!m) {
-                _cleanup_(json_decrefp) json_t *id = json_error_code(&err) == json_error_numeric_overflow
-                                                             ? salvage_id(msg, len) : NULL;
-                if (id) {
-                        ret->reply = reply_errorf(id, MCP_ERROR_INVALID_PARAMS,
-                                                  "Invalid params: a number is out of range: %s (line %d, column %d)",
-                                                  err.text, err.line, err.column);
-                        return ret->reply ? 0 : -ENOMEM;
-                }
                 ret->reply = reply_errorf(NULL, MCP_ERROR_PARSE, "Parse error: %s (line %d, column %d)",
                                           err.text, err.line, err.column);
                 return ret->reply ? 0 : -ENOMEM;
