@@ -533,7 +533,12 @@ typedef struct InitState {
         int signal_fd;
         pid_t python;   /* pid of Python inside the namespace, 0 when not (or no longer) running */
         bool reported;  /* EXITED or FAILED was sent */
+        struct rusage base; /* RUSAGE_CHILDREN once the mount helper was reaped: not the run's */
 } InitState;
+
+static uint64_t timeval_usec(const struct timeval *tv) {
+        return (uint64_t) tv->tv_sec * 1000000 + (uint64_t) tv->tv_usec;
+}
 
 /* Reaps every child that has exited (Python and orphans alike: we are PID 1). */
 static void init_reap(InitState *st) {
@@ -550,8 +555,8 @@ static void init_reap(InitState *st) {
                 SandboxReport rep = {
                         .kind = SANDBOX_REPORT_EXITED,
                         .value = status,
-                        .utime_usec = (uint64_t) ru.ru_utime.tv_sec * 1000000 + (uint64_t) ru.ru_utime.tv_usec,
-                        .stime_usec = (uint64_t) ru.ru_stime.tv_sec * 1000000 + (uint64_t) ru.ru_stime.tv_usec,
+                        .utime_usec = timeval_usec(&ru.ru_utime) - timeval_usec(&st->base.ru_utime),
+                        .stime_usec = timeval_usec(&ru.ru_stime) - timeval_usec(&st->base.ru_stime),
                         .maxrss_bytes = (uint64_t) ru.ru_maxrss * 1024,
                 };
                 st->python = 0;
@@ -746,6 +751,7 @@ _Noreturn static void init_main(SpawnPlan *plan) {
                 /* EOF means it exited: reap it now, so the run never sees it, not even as a zombie. */
                 while (waitpid(helper, NULL, 0) < 0 && errno == EINTR)
                         ;
+                (void) getrusage(RUSAGE_CHILDREN, &st.base);
         }
 
         st.signal_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
