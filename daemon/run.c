@@ -65,6 +65,7 @@ struct Run {
         char *python;  /* RunParams.python, or NULL */
         char *env_dir; /* RunParams.env_dir, or NULL */
         bool user_code; /* RunParams.user_code: the launcher runs main.py; outputs/ is read back */
+        bool harvest_seeds;
         Outputs outputs;
 
         SandboxChild child;
@@ -241,6 +242,12 @@ static void run_collect(Run *run) {
                 else
                         run->stats_read = true;
         }
+        if (run->harvest_seeds && run->exit_reported && WIFEXITED(run->wait_status) &&
+            WEXITSTATUS(run->wait_status) == 0) {
+                int r = sandbox_seeds_harvest(run->env.sandbox, run->child.pid);
+                if (r < 0)
+                        log_warning_errno(r, "cannot keep matplotlib's font cache: %m; every plot run builds it");
+        }
         run_let_init_go(run);
 }
 
@@ -416,9 +423,8 @@ static int run_stage(Run *run, const RunParams *p) {
                 run->staging = NULL;
                 return -ENOMEM;
         }
-        /* FIXME(sandbox phase 2): Python reads the staging directory itself until the init copies it
-         * into the run's tmpfs, so it must be readable by the run's uid for now. */
-        if (mkdir(run->staging, 0755) < 0) {
+        /* Private: the init reads it with our uid and copies it into the run's own tmpfs. */
+        if (mkdir(run->staging, 0700) < 0) {
                 int r = -errno;
                 free(run->staging);
                 run->staging = NULL;
@@ -433,11 +439,11 @@ static int run_stage(Run *run, const RunParams *p) {
                         return r;
         }
         if (run->user_code) {
-                int r = fd_write_file_at(dfd, MCP_RUN_LAUNCHER, py_launch, strlen(py_launch), 0644);
+                int r = fd_write_file_at(dfd, MCP_RUN_LAUNCHER, py_launch, strlen(py_launch), 0600);
                 if (r < 0)
                         return r;
         }
-        return fd_write_file_at(dfd, RUN_SCRIPT_NAME, run->code, run->code_len, 0644);
+        return fd_write_file_at(dfd, RUN_SCRIPT_NAME, run->code, run->code_len, 0600);
 }
 
 /* Python may start: release the init (with the payload cgroup), feed stdin, start the clock. */
@@ -534,6 +540,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         run->child = (SandboxChild) { .pidfd = -EBADF, .control_fd = -EBADF };
         run->timeout_s = p->timeout_s;
         run->queue_ms = p->queue_ms;
+        run->harvest_seeds = p->harvest_seeds;
         run->user_code = p->user_code;
         output_init(&run->output, env->max_output_bytes);
         for (int i = 0; i < 2; i++)
