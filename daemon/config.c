@@ -342,11 +342,17 @@ int config_load(char *(*env)(const char *name), Config *ret, char **reterr) {
                 c.default_timeout_s = (uint32_t) u;
         }
         if (c.default_timeout_s > c.max_timeout_s) {
-                char accepted[96];
-                snprintf(accepted, sizeof(accepted), "at most MCP_EXEC_MAX_TIMEOUT_S (%" PRIu32 ")", c.max_timeout_s);
+                /* Only a default set explicitly above the maximum is a contradiction; the built-in
+                 * default follows a smaller maximum (MCP_EXEC_MAX_TIMEOUT_S=10 alone works, as with
+                 * mcp-exec, which clamps). */
                 if (!(v = env("MCP_EXEC_DEFAULT_TIMEOUT_S")))
-                        v = "30";
-                FAIL("MCP_EXEC_DEFAULT_TIMEOUT_S", accepted);
+                        c.default_timeout_s = c.max_timeout_s;
+                else {
+                        char accepted[96];
+                        snprintf(accepted, sizeof(accepted), "at most MCP_EXEC_MAX_TIMEOUT_S (%" PRIu32 ")",
+                                 c.max_timeout_s);
+                        FAIL("MCP_EXEC_DEFAULT_TIMEOUT_S", accepted);
+                }
         }
 
         static const struct {

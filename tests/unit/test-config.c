@@ -120,7 +120,7 @@ static void test_bad_values(void **state) {
                 { "MCP_EXEC_DEFAULT_TIMEOUT_S", "abc" },
                 { "MCP_EXEC_DEFAULT_TIMEOUT_S", "-5" },
                 { "MCP_EXEC_DEFAULT_TIMEOUT_S", "0" },
-                { "MCP_EXEC_DEFAULT_TIMEOUT_S", "301" }, /* above the default maximum */
+                { "MCP_EXEC_DEFAULT_TIMEOUT_S", "301" }, /* explicitly above the (default) maximum */
                 { "MCP_EXEC_MAX_TIMEOUT_S", "0" },
                 { "MCP_EXEC_MAX_TIMEOUT_S", "1.5" },
                 { "MCP_EXEC_MAX_TIMEOUT_S", "99999999999999999999999" },
@@ -182,6 +182,13 @@ static void test_contradictions(void **state) {
         assert_non_null(strstr(err, "MCP_EXEC_DEFAULT_TIMEOUT_S"));
         assert_non_null(strstr(err, "MCP_EXEC_MAX_TIMEOUT_S (10)"));
         free(err);
+
+        /* The built-in default (30) follows a smaller maximum: not a contradiction. */
+        const char *const env3[] = { "MCP_EXEC_MAX_TIMEOUT_S", "10", NULL };
+        assert_int_equal(load(env3, &c, &err), 0);
+        assert_int_equal(c.default_timeout_s, 10);
+        assert_int_equal(c.max_timeout_s, 10);
+        config_done(&c);
 
         const char *const env2[] = { "MCP_EXEC_CGROUP", "none", "MCP_EXEC_REQUIRE_CGROUP", "1", NULL };
         assert_int_equal(load(env2, &c, &err), -EINVAL);
