@@ -29,7 +29,8 @@ def main():
         for leaf in ("supervisor", "payload"):
             if not os.path.isdir(os.path.join(scope, leaf)):
                 raise TestFailure("no %s/ in the scope" % leaf)
-        procs = read(os.path.join(scope, "payload/cgroup.procs")).split()
+        # The scope exists as soon as systemd's job is done; Python reaches payload/ a moment later.
+        procs = wait_until(lambda: read(os.path.join(scope, "payload/cgroup.procs")).split(), 30)
         sup = read(os.path.join(scope, "supervisor/cgroup.procs")).split()
         if len(sup) != 1 or not procs:
             raise TestFailure("supervisor/ holds %r, payload/ holds %r" % (sup, procs))

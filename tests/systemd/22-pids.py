@@ -17,7 +17,7 @@ try:
     while True:
         pid = os.fork()
         if pid == 0:
-            os.execv('/usr/bin/sleep', ['sleep', '300', '%s'])
+            os.execv('/usr/bin/sleep', ['%s', '300'])
         n += 1
 except OSError as e:
     print('fork failed after', n, 'children:', e)

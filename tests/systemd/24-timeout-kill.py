@@ -21,7 +21,7 @@ if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
         if os.fork() == 0:
-            os.execv('/usr/bin/sleep', ['sleep', '300', '%s'])
+            os.execv('/usr/bin/sleep', ['%s', '300'])
         os._exit(0)
     time.sleep(300)
 print('parent waits', flush=True)

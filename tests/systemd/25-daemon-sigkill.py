@@ -20,7 +20,7 @@ def main():
     d = Daemon(verbose=False, deadline=DEADLINE)
     with d:
         d.initialize()
-        start_call(d, "import os\nos.execv('/usr/bin/sleep', ['sleep', '300', '%s'])" % marker, timeout_s=20)
+        start_call(d, "import os\nos.execv('/usr/bin/sleep', ['%s', '300'])" % marker, timeout_s=20)
         if not wait_until(lambda: marker_pids(marker), 20):
             raise TestFailure("the run never started")
         t = time.monotonic()
@@ -36,7 +36,8 @@ def main():
     # A stale scope of an earlier instance (as if both it and its init had survived).
     stale = "mcp-execd-run-stale%s" % uuid.uuid4().hex[:8]
     creator = subprocess.Popen(["systemd-run", "--scope", "--slice=mcp-execd.slice", "--unit=" + stale,
-                                "sleep", "300", marker], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                "/bin/bash", "-c", "exec -a %s sleep 300" % marker],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     if not wait_until(lambda: stale + ".scope" in run_units(), 60, step=0.5):
         err = b""
         if creator.poll() is not None:
