@@ -187,47 +187,6 @@ static int probe_python(const RunEnv *env, Probe *ret) {
         return 0;
 }
 
-/* matplotlib builds a font cache at its first import (seconds); each run starts from an empty
- * HOME. One run of ours at start, in the background, builds it once and the sandbox hands a copy
- * to every later run (sandbox_seeds_harvest()); runs that start before it is done build their own. */
-static const char warm_up_code[] = "import matplotlib.font_manager\n";
-#define WARM_UP_TIMEOUT_S 120
-
-typedef struct WarmUp {
-        Run *run;
-        bool done;
-} WarmUp;
-
-static void on_warm_up_done(Run *run, void *userdata) {
-        WarmUp *w = userdata;
-        McpExecResult r;
-
-        if (run_error(run))
-                log_warning("the matplotlib warm-up run failed: %s", run_error(run));
-        else {
-                run_result(run, &r);
-                if (r.exit_code != 0)
-                        log_warning("the matplotlib warm-up run ended with exit code %d%s", r.exit_code,
-                                    r.timed_out ? " (timed out)" : "");
-                else
-                        log_debug("matplotlib's font cache is built (%" PRIu64 " ms)", r.duration_ms);
-        }
-        w->run = NULL;
-        w->done = true;
-        run_release(run);
-}
-
-static void warm_up_start(const RunEnv *env, WarmUp *w) {
-        RunParams p = {
-                .code = warm_up_code,
-                .code_len = strlen(warm_up_code),
-                .timeout_s = WARM_UP_TIMEOUT_S,
-                .harvest_seeds = true,
-        };
-        if (run_start(env, &p, on_warm_up_done, w, &w->run) < 0)
-                w->done = true;
-}
-
 typedef struct Signals {
         RingOp op;
         int fd;
@@ -254,7 +213,6 @@ static int run_daemon(const Config *cfg) {
         PyExec *pyexec = NULL; /* issue 8: interpreters, dependencies, the parity tools */
         _cleanup_(metrics_freep) Metrics *metrics = NULL;
         Notify notify = {};
-        WarmUp warm = { .done = true };
         int r;
 
         static const CgroupWant wants[] = {
@@ -403,7 +361,6 @@ static int run_daemon(const Config *cfg) {
                 .max_return_bytes = cfg->max_return_bytes,
         };
         McpServer *mcp = mcp_server_new(&limits, PROJECT_VERSION);
-        bool have_matplotlib = probe.packages && strstr(probe.packages, "matplotlib");
         free(probe.version);
         free(probe.packages);
         free(probe.error);
@@ -450,10 +407,6 @@ static int run_daemon(const Config *cfg) {
                                                           .queue_max = cfg->queue_max });
         notify_init(&notify, &ring);
         notify_ready(&notify, 0, 0, 0);
-        if (have_matplotlib) {
-                warm.done = false;
-                warm_up_start(&env, &warm);
-        }
 
         uint64_t shutdown_deadline = 0;
         while (stdio ? !stdio_finished(stdio) : !http_finished(http)) {
@@ -500,11 +453,6 @@ static int run_daemon(const Config *cfg) {
                 notify_stopping(&notify, why);
         }
         r = 0;
-        if (!warm.done && warm.run) {
-                run_kill(warm.run);
-                for (int i = 0; i < 50 && !warm.done; i++)
-                        (void) ring_run_once(&ring, 100000);
-        }
         ring_cancel(&ring, &sig.op);
         stdio_free(stdio);
         http_free(http);

@@ -65,7 +65,6 @@ struct Run {
         char *python;  /* RunParams.python, or NULL */
         char *env_dir; /* RunParams.env_dir, or NULL */
         bool user_code; /* RunParams.user_code: the launcher runs main.py; outputs/ is read back */
-        bool harvest_seeds;
         Outputs outputs;
 
         SandboxChild child;
@@ -117,6 +116,16 @@ static bool run_ops_busy(const Run *run) {
                run->op_start.busy;
 }
 
+static void run_staging_remove(Run *run) {
+        if (!run->staging)
+                return;
+        int r = rm_rf(run->staging);
+        if (r < 0)
+                log_warning_errno(r, "run %s: cannot remove its staging directory: %m, ignoring", run->id);
+        free(run->staging);
+        run->staging = NULL;
+}
+
 static void run_free(Run *run) {
         run->stdin_fd = safe_close(run->stdin_fd);
         for (int i = 0; i < 2; i++)
@@ -133,11 +142,7 @@ static void run_free(Run *run) {
         }
         /* After the init is reaped: its PID namespace, hence every process of the run, is gone. */
         cgroup_run_free(run->cgroup);
-        if (run->staging) {
-                int r = rm_rf(run->staging);
-                if (r < 0)
-                        log_warning_errno(r, "run %s: cannot remove its staging directory: %m, ignoring", run->id);
-        }
+        run_staging_remove(run);
         output_done(&run->output);
         outputs_done(&run->outputs);
         free(run->staging);
@@ -242,12 +247,6 @@ static void run_collect(Run *run) {
                 else
                         run->stats_read = true;
         }
-        if (run->harvest_seeds && run->exit_reported && WIFEXITED(run->wait_status) &&
-            WEXITSTATUS(run->wait_status) == 0) {
-                int r = sandbox_seeds_harvest(run->env.sandbox, run->child.pid);
-                if (r < 0)
-                        log_warning_errno(r, "cannot keep matplotlib's font cache: %m; every plot run builds it");
-        }
         run_let_init_go(run);
 }
 
@@ -257,6 +256,10 @@ static void on_control(RingOp *op, int res) {
         if (res == (int) sizeof(SandboxReport) && run->phase == RUN_RUNNING) {
                 switch (run->report.kind) {
                 case SANDBOX_REPORT_STARTED:
+                        /* Python runs: the init has copied the staging directory into the run's own
+                         * tmpfs, so the host copy of the caller's code and files can go now rather
+                         * than at the end. */
+                        run_staging_remove(run);
                         control_read(run);
                         return;
                 case SANDBOX_REPORT_EXITED:
@@ -540,7 +543,6 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         run->child = (SandboxChild) { .pidfd = -EBADF, .control_fd = -EBADF };
         run->timeout_s = p->timeout_s;
         run->queue_ms = p->queue_ms;
-        run->harvest_seeds = p->harvest_seeds;
         run->user_code = p->user_code;
         output_init(&run->output, env->max_output_bytes);
         for (int i = 0; i < 2; i++)

@@ -41,7 +41,6 @@ typedef struct RunParams {
         bool user_code;
         const McpInputFile *files; /* validated names; written to the working directory */
         size_t n_files;
-        bool harvest_seeds; /* the daemon's warm-up run: keep matplotlib's font cache for later runs */
 } RunParams;
 
 /* Starts a run. The params' bytes are copied. done is always called later (never from inside

@@ -239,9 +239,7 @@ static int sandbox_self_test(const Sandbox *s, char **reterr_reason) {
 
 /* Reads the files matplotlib left in the warm-up run's cache directory (through the init's root,
  * as the daemon reads outputs). */
-int sandbox_seeds_harvest(Sandbox *s, pid_t init) {
-        if (s->n_seeds > 0)
-                return 0;
+static int warm_up_harvest(Sandbox *s, pid_t init) {
         char path[128];
         snprintf(path, sizeof(path), "/proc/%d/root" SANDBOX_WORK_DIR "/" SANDBOX_MPL_CACHE_DIR, (int) init);
         _cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -320,7 +318,7 @@ int sandbox_warm_up(Sandbox *s, const char *python) {
                 else if (r >= 0 && !(WIFEXITED(rep.value) && WEXITSTATUS(rep.value) == 0))
                         r = -ECHILD;
                 if (r >= 0)
-                        r = sandbox_seeds_harvest(s, c.pid); /* while the init keeps the run's /tmp */
+                        r = warm_up_harvest(s, c.pid); /* while the init keeps the run's /tmp */
                 child_end(&c, r < 0);
         }
         (void) rm_rf(staging);

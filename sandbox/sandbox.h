@@ -118,11 +118,5 @@ typedef struct SandboxReport {
  * matplotlib is not installed: nothing is kept) or -errno (the runs then work as before). */
 int sandbox_warm_up(Sandbox *s, const char *python);
 
-/* The same without blocking, for a daemon that runs the warm-up code (`import
- * matplotlib.font_manager`) as an ordinary run: call this once that run's Python has exited
- * successfully, while its init is still alive. Keeps the first harvest; later calls do nothing.
- * Returns 0 or -errno. */
-int sandbox_seeds_harvest(Sandbox *s, pid_t init_pid);
-
 /* Report order on control_fd: STARTED then EXITED; or FAILED alone (no EXITED follows). In every
  * case the init then lives, reaping, until control_fd is closed. */
