@@ -107,6 +107,9 @@ test('RLIMIT_NOFILE of the daemon exhausted: calls are tool errors naming it, no
     const d = RawDaemon.spawn(t, { env: { TMPDIR: privateTmp(t) } });
     await d.initialize();
     await runOk(d);
+    // A finished run gives its last fds back just after its answer (once its cancelled ring
+    // operations complete): take the baseline when they are gone.
+    await sleep(200);
     const fds = fs.readdirSync(`/proc/${d.pid}/fd`).map(Number);
     // Not one more fd: the lowest free number becomes the soft limit, so pipe2() itself fails
     // (EMFILE). Only the soft limit: raising a hard limit again needs CAP_SYS_RESOURCE, which a
