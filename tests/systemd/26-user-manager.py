@@ -9,7 +9,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
-from mcpclient import Daemon, TestFailure, run  # noqa: E402
+from mcpclient import Daemon, TestFailure, run, stable_daemon_path  # noqa: E402
 from scopes import DEADLINE, read, sc, scope_dirs, start_call, wait_reply, wait_until  # noqa: E402
 
 USER = "mcpexecd-t"
@@ -37,14 +37,15 @@ def main():
            "MCP_EXECD": os.environ["MCP_EXECD"], "MCP_EXEC_CGROUP": "systemd", "MCP_EXEC_MEMORY_MAX": "96M"}
     d = Daemon(env=env, verbose=False, deadline=DEADLINE)
     d.env["MCP_EXEC_CGROUP"] = "systemd"  # Daemon() drops it; this test wants it explicit
-    d.proc = subprocess.Popen([os.environ["MCP_EXECD"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    d.proc = subprocess.Popen([stable_daemon_path()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, env=d.env, preexec_fn=drop)
     with d:
         d.initialize()
         rid = start_call(d, "import time\ntime.sleep(3)\nprint('as user')", timeout_s=30)
         dirs = wait_until(lambda: scope_dirs(root=mgr), 30)
         if not dirs:
-            raise TestFailure("no run scope under %s" % mgr)
+            d.kill()
+            raise TestFailure("no run scope under %s; daemon stderr:\n%s" % (mgr, d.stderr_tail(40)))
         print("scope under the user manager: %s, memory.max %s" % (dirs[0], read(dirs[0] + "/memory.max")))
         if read(dirs[0] + "/memory.max") != str(96 * 1024 * 1024):
             raise TestFailure("memory.max is not 96M")

@@ -26,7 +26,7 @@ import time
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 import prometheus  # noqa: E402
 from journal import wait_records  # noqa: E402
-from mcpclient import TestFailure, daemon_path, run  # noqa: E402
+from mcpclient import TestFailure, daemon_path, stable_daemon_path, run  # noqa: E402
 
 FINISHED = "0a6bda1f24cf4b5188307da770817b6b"
 PORT = 8080
@@ -127,7 +127,7 @@ def install_units():
     build = os.environ["MCP_EXECD_BUILD"]
     src = os.environ["MCP_EXECD_SRC"]
     svc = open(os.path.join(build, "units/mcp-execd.service")).read()
-    svc = re.sub(r"(?m)^ExecStart=.*$", "ExecStart=" + daemon_path(), svc)
+    svc = re.sub(r"(?m)^ExecStart=.*$", "ExecStart=" + stable_daemon_path(), svc)
     open("/run/systemd/system/mcp-execd.service", "w").write(svc)
     for u in UNITS[1:]:
         open("/run/systemd/system/" + u, "w").write(open(os.path.join(src, "units", u)).read())

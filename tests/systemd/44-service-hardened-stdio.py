@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from journal import records, sync  # noqa: E402
-from mcpclient import TestFailure, daemon_path, run  # noqa: E402
+from mcpclient import TestFailure, daemon_path, run, stable_daemon_path  # noqa: E402
 
 FINISHED = "0a6bda1f24cf4b5188307da770817b6b"
 NAME = "mcp-execd-tier44"
@@ -37,7 +37,7 @@ def install():
             "ExecStart=%s\nEnvironment=MCP_EXEC_TRANSPORT=stdio\nEnvironment=MCP_EXEC_MEMORY_MAX=96M\n"
             "Environment=MCP_EXEC_DEFAULT_TIMEOUT_S=60\nRuntimeDirectory=%s-%%i\n"
             "StandardInput=socket\nStandardOutput=socket\nStandardError=journal\n"
-            % (service_section(), daemon_path(), NAME))
+            % (service_section(), stable_daemon_path(), NAME))
     open("/run/systemd/system/%s@.service" % NAME, "w").write(body)
     open("/run/systemd/system/%s.socket" % NAME, "w").write(
         "[Unit]\nDescription=mcp-execd hardened, stdio (tier test 44)\n[Socket]\nListenStream=%s\nAccept=yes\n" % SOCK)

@@ -34,6 +34,25 @@ def daemon_path():
     return exe
 
 
+def stable_daemon_path():
+    """A copy of the daemon under /run, for processes that may not see the build directory: a
+    service with PrivateTmp=yes when the checkout is below /tmp (CI may clone anywhere), or an
+    unprivileged user when the build directory is a share only root may traverse."""
+    src = daemon_path()
+    d = "/run/mcp-execd-tier"
+    dst = os.path.join(d, "mcp-execd")
+    os.makedirs(d, mode=0o755, exist_ok=True)
+    os.chmod(d, 0o755)
+    with open(src, "rb") as f:
+        data = f.read()
+    tmp = dst + ".new"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.chmod(tmp, 0o755)
+    os.rename(tmp, dst)
+    return dst
+
+
 class Daemon:
     def __init__(self, args=(), env=None, deadline=DEADLINE, verbose=True):
         self.args = list(args)
