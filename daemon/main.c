@@ -30,9 +30,6 @@
 #include "stdio-transport.h"
 #include "str-util.h"
 
-/* What Python sees as PATH inside the sandbox (only /usr is mounted there), and so where a bare
- * interpreter name is looked up. */
-#define RUN_PATH "/usr/local/bin:/usr/bin:/bin"
 #define PROBE_TIMEOUT_S 30
 #define SHUTDOWN_DEADLINE_USEC (5u * 1000u * 1000u)
 /* systemd ends a scope this long after its run's deadline even if we are gone (RuntimeMaxUSec). */
@@ -106,24 +103,6 @@ static void warn_unknown_variables(void) {
                 if (!known)
                         log_warning("unknown variable %.*s in the environment (a typo?), ignoring", (int) n, *e);
         }
-}
-
-/* A bare name is looked up where the sandbox can see it, not in our own PATH (which may point
- * into home directories the sandbox hides). Returns a malloc'd absolute path or NULL. */
-static char *python_resolve(const char *name) {
-        if (strchr(name, '/'))
-                return access(name, X_OK) == 0 ? strdup(name) : NULL;
-        char path[] = RUN_PATH;
-        char *save = NULL;
-        for (char *dir = strtok_r(path, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-                char *p = NULL;
-                if (asprintf(&p, "%s/%s", dir, name) < 0)
-                        return NULL;
-                if (access(p, X_OK) == 0)
-                        return p;
-                free(p);
-        }
-        return NULL;
 }
 
 typedef struct Probe {

@@ -19,7 +19,6 @@
 #include "sandbox.h"
 #include "str-util.h"
 
-#define RUN_PATH "/usr/local/bin:/usr/bin:/bin"
 /* The helpers are small, but the machine may be loaded: bounded, never unbounded. */
 #define HELPER_TIMEOUT_S 30
 #define PROBE_FULL_TIMEOUT_S 60
@@ -86,7 +85,7 @@ struct PyJob {
 /* ---------------------------------------------------------------------------------------------
  * Interpreters. */
 
-static char *python_resolve(const char *name) {
+char *python_resolve(const char *name) {
         if (strchr(name, '/'))
                 return access(name, X_OK) == 0 ? strdup(name) : NULL;
         char path[] = RUN_PATH;
