@@ -25,6 +25,8 @@
 #define SCOPE_STOP_TIMEOUT_USEC (1000u * 1000u)
 
 static void placed_done(CgroupRun *cr, int error, const char *message);
+static void bus_drop(Cgroup *c);
+static int bus_setup(Cgroup *c, char **reterr);
 
 static void pending_remove(CgroupRun *cr) {
         for (CgroupRun **p = &cr->cgroup->pending; *p; p = &(*p)->next_pending)
@@ -131,6 +133,12 @@ static int on_start_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
                                                          cr->unit);
                         if (r >= 0)
                                 return 0;
+                } else if (!sd_bus_is_open(c->bus)) {
+                        /* sd-bus answers calls in flight itself when the connection ends. */
+                        pending_remove(cr);
+                        placed_done(cr, -ECONNRESET, "the connection to systemd was lost (daemon-reexec, or a restart of "
+                                    "the bus) before the run's scope was created; the run was not started");
+                        return 0;
                 } else {
                         char msg[768];
                         snprintf(msg, sizeof(msg), "systemd refused to create the run's scope %s: %s (%s)", cr->unit,
@@ -224,8 +232,21 @@ static int start_scope(CgroupRun *cr) {
 }
 
 int cg_systemd_place(CgroupRun *cr, char **reterr) {
+        Cgroup *c = cr->cgroup;
+        int r;
+
         snprintf(cr->unit, sizeof(cr->unit), "mcp-execd-run-%s.scope", cr->id);
-        int r = start_scope(cr);
+        if (!c->bus) {
+                _cleanup_free_ char *why = NULL;
+                r = bus_setup(c, &why);
+                if (r < 0) {
+                        if (asprintf(reterr, "systemd cannot be reached to create the run's scope (the connection "
+                                     "was lost; reconnecting failed: %s)", why ? why : strerror(-r)) < 0)
+                                *reterr = NULL;
+                        return r;
+                }
+        }
+        r = start_scope(cr);
         if (r < 0) {
                 if (asprintf(reterr, "cannot ask systemd for the run's scope: %s", strerror(-r)) < 0)
                         *reterr = NULL;
@@ -291,15 +312,9 @@ static int bus_connect(Cgroup *c, char **reterr) {
         return 0;
 }
 
-int cg_systemd_open(Cgroup *c, char **reterr) {
-        int r;
-
-        if (sd_booted() <= 0)
-                return asprintf(reterr, "systemd is not the init system") < 0 ? -ENOMEM : -ENOMEDIUM;
-        if (cg_is_cgroup2(CGROUP_MOUNT) <= 0)
-                return asprintf(reterr, "%s is not a pure cgroup v2 hierarchy", CGROUP_MOUNT) < 0 ? -ENOMEM
-                                                                                                    : -ENOMEDIUM;
-        r = bus_connect(c, reterr);
+/* Connects and subscribes to JobRemoved: at start, and again after the connection was lost. */
+static int bus_setup(Cgroup *c, char **reterr) {
+        int r = bus_connect(c, reterr);
         if (r < 0)
                 return r;
         /* Before any StartTransientUnit: the race-free order (org.freedesktop.systemd1(5)). On the
@@ -307,23 +322,58 @@ int cg_systemd_open(Cgroup *c, char **reterr) {
         r = sd_bus_match_signal(c->bus, &c->job_match, c->direct ? NULL : SYSTEMD_SERVICE, SYSTEMD_PATH,
                                 SYSTEMD_MANAGER, "JobRemoved", on_job_removed, c);
         if (r < 0) {
-                cg_systemd_close(c);
+                bus_drop(c);
                 return asprintf(reterr, "cannot subscribe to systemd's JobRemoved: %s", strerror(-r)) < 0 ? -ENOMEM
                                                                                                           : r;
         }
+        return 0;
+}
+
+int cg_systemd_open(Cgroup *c, char **reterr) {
+        if (sd_booted() <= 0)
+                return asprintf(reterr, "systemd is not the init system") < 0 ? -ENOMEM : -ENOMEDIUM;
+        if (cg_is_cgroup2(CGROUP_MOUNT) <= 0)
+                return asprintf(reterr, "%s is not a pure cgroup v2 hierarchy", CGROUP_MOUNT) < 0 ? -ENOMEM
+                                                                                                    : -ENOMEDIUM;
+        int r = bus_setup(c, reterr);
+        if (r < 0)
+                return r;
         snprintf(c->describe, sizeof(c->describe), "systemd: one scope per run in %s, %s manager%s", c->slice,
                  geteuid() == 0 ? "system" : "user", c->direct ? " (private socket)" : "");
         return 0;
 }
 
-void cg_systemd_close(Cgroup *c) {
+static void bus_drop(Cgroup *c) {
         c->job_match = sd_bus_slot_unref(c->job_match);
         c->bus = sd_bus_flush_close_unref(c->bus);
+        c->direct = false;
         for (unsigned i = 0; i < CGROUP_RECENT_JOBS; i++) {
                 free(c->recent[i].path);
                 free(c->recent[i].result);
                 c->recent[i] = (CgroupRecentJob) {};
         }
+}
+
+void cg_systemd_close(Cgroup *c) {
+        bus_drop(c);
+}
+
+/* The connection ended (systemctl daemon-reexec closes the manager's private connections; a
+ * restart of dbus-daemon ends a bus connection). Runs already placed need no bus (their kill and
+ * counters go through cgroupfs) and go on; a run still waiting for its start job cannot learn the
+ * result and fails now, with a clear message (its init is killed, so its scope, if systemd made
+ * one, empties and is collected). The next placement reconnects. */
+static void bus_lost(Cgroup *c) {
+        while (c->pending) {
+                CgroupRun *cr = c->pending;
+                pending_remove(cr);
+                cr->call = sd_bus_slot_unref(cr->call);
+                free(cr->job);
+                cr->job = NULL;
+                placed_done(cr, -ECONNRESET, "the connection to systemd was lost (daemon-reexec, or a restart of the "
+                            "bus) while the run's scope was being created; the run was not started");
+        }
+        bus_drop(c);
 }
 
 int cg_systemd_stop_stale(Cgroup *c) {
@@ -377,5 +427,9 @@ int cgroup_event_process(Cgroup *c) {
         do
                 r = sd_bus_process(c->bus, NULL);
         while (r > 0);
+        if (r < 0 || !sd_bus_is_open(c->bus)) {
+                bus_lost(c);
+                return r < 0 ? r : -ECONNRESET;
+        }
         return r;
 }

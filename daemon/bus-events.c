@@ -21,29 +21,31 @@ static void on_timer(RingOp *op, int res) {
 
 static void bus_events_after(void *userdata) {
         BusEvents *b = userdata;
-        if (b->failed || !b->cgroup)
+        if (!b->cgroup)
                 return;
 
         /* Always process: calls queued by the callbacks of this batch may be sendable now. */
         int r = cgroup_event_process(b->cgroup);
         b->ready = false;
-        if (r < 0) {
-                log_error_errno(r, "the connection to systemd failed: %m; runs cannot be placed in scopes");
-                b->failed = true;
-                return;
-        }
+        if (r < 0)
+                /* The backend has failed the runs that waited for a scope; the next run reconnects. */
+                log_warning_errno(r, "the connection to systemd was lost: %m; runs waiting for their scope were "
+                                  "failed, the next run reconnects");
 
         int fd = cgroup_event_fd(b->cgroup);
-        if (fd < 0)
-                return;
-        int mask = cgroup_event_mask(b->cgroup) | POLLIN;
-        if (b->op_poll.busy && mask != b->armed_mask)
-                ring_cancel(b->ring, &b->op_poll);
-        else if (!b->op_poll.busy) {
+        int mask = fd >= 0 ? cgroup_event_mask(b->cgroup) | POLLIN : 0;
+        if (b->op_poll.busy) {
+                /* Re-armed once the cancellation completes (on_poll, then this hook again). */
+                if (fd != b->armed_fd || mask != b->armed_mask)
+                        ring_cancel(b->ring, &b->op_poll);
+        } else if (fd >= 0) {
                 struct io_uring_sqe *sqe = ring_get_sqe(b->ring, &b->op_poll);
                 io_uring_prep_poll_add(sqe, fd, (unsigned) mask);
+                b->armed_fd = fd;
                 b->armed_mask = mask;
         }
+        if (fd < 0)
+                return;
 
         uint64_t t = cgroup_event_timeout(b->cgroup);
         if (t != UINT64_MAX && !b->op_timer.busy) {
@@ -58,7 +60,7 @@ static void bus_events_after(void *userdata) {
 }
 
 void bus_events_start(BusEvents *b, Ring *ring, Cgroup *cgroup) {
-        *b = (BusEvents) { .ring = ring, .cgroup = cgroup };
+        *b = (BusEvents) { .ring = ring, .cgroup = cgroup, .armed_fd = -EBADF };
         b->op_poll.callback = on_poll;
         b->op_timer.callback = on_timer;
         if (cgroup_event_fd(cgroup) < 0)

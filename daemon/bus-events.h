@@ -1,5 +1,6 @@
 /* bus-events.h: drives the cgroup backend's D-Bus connection (sd-bus) from the io_uring loop: a
- * poll on its fd, a timeout from sd_bus_get_timeout(), sd_bus_process() when either fires. */
+ * poll on its fd, a timeout from sd_bus_get_timeout(), sd_bus_process() when either fires. When the
+ * connection is lost the backend reconnects at the next run; the poll follows the new fd. */
 #pragma once
 
 #include "cgroup.h"
@@ -10,10 +11,10 @@ typedef struct BusEvents {
         Cgroup *cgroup;
         RingOp op_poll;
         RingOp op_timer;
+        int armed_fd; /* the connection's fd the poll watches (a reconnection brings a new one) */
         int armed_mask;
         uint64_t armed_timeout;
         bool ready;    /* the poll or the timer fired: process */
-        bool failed;   /* the connection broke */
         struct __kernel_timespec ts;
 } BusEvents;
 

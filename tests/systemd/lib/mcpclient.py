@@ -54,8 +54,9 @@ def stable_daemon_path():
 
 
 class Daemon:
-    def __init__(self, args=(), env=None, deadline=DEADLINE, verbose=True):
+    def __init__(self, args=(), env=None, deadline=DEADLINE, verbose=True, wrap=()):
         self.args = list(args)
+        self.wrap = list(wrap)  # a command line that ends by exec'ing the daemon given as its last word
         self.env = dict(os.environ if env is None else env)
         self.env.pop("MCP_EXEC_CGROUP", None)
         self.deadline = deadline
@@ -66,7 +67,7 @@ class Daemon:
         self.notifications = []
 
     def __enter__(self):
-        self.proc = subprocess.Popen([daemon_path()] + self.args, stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(self.wrap + [daemon_path()] + self.args, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env=self.env)
         return self
