@@ -528,7 +528,10 @@ fail:
                 safe_close(out[i]);
                 safe_close(err[i]);
         }
-        run_fail(run, "cannot start the sandbox: %s", strerror(-r));
+        /* EAGAIN from clone: a process limit of the daemon itself, not of the run. */
+        run_fail(run, "cannot start the sandbox: %s%s", strerror(-r),
+                 r == -EAGAIN ? " (the daemon is at a process limit: RLIMIT_NPROC of its user, or its cgroup's "
+                                "pids.max; try again later)" : "");
         return r;
 }
 

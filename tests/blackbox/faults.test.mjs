@@ -1,6 +1,7 @@
 // Injected faults that need no systemd (issue 9, point 4): the daemon's TMPDIR on a full
 // filesystem, a run filling its own working directory, RLIMIT_NOFILE of the daemon exhausted,
-// clone failing (pids cgroup v1 of the daemon at its limit; RLIMIT_NPROC does not bind root), and
+// RLIMIT_NPROC of an unprivileged daemon exhausted (it does not bind root), clone failing (pids
+// cgroup v1 of the daemon at its limit), and
 // the client vanishing (stdin and stdout closed) with runs in flight. Each: a clear error where one
 // is owed, the daemon alive (ping), later runs work once the fault is gone, nothing leaked (fds,
 // processes, staging directories). Needs root (mount, prlimit of another process, cgroupfs).
@@ -10,7 +11,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { binaryPath } from './lib/env.mjs';
 import { RawDaemon, uniqueMarker, pySleeperExec, waitMarkerPresent, waitMarkerGone, descendants, sleep } from './lib/index.mjs';
 
 const isRoot = process.getuid?.() === 0;
@@ -134,6 +136,69 @@ test('RLIMIT_NOFILE of the daemon exhausted: calls are tool errors naming it, no
     await sleep(200);
     assert.equal(fdCount(d.pid), fds.length, 'fds leaked after the fault');
     assert.deepEqual(descendants(d.pid), []);
+});
+
+/** Tasks (threads included) whose real uid is uid: what RLIMIT_NPROC counts. */
+function tasksOfUid(uid) {
+    let n = 0;
+    for (const p of fs.readdirSync('/proc')) {
+        if (!/^\d+$/.test(p)) continue;
+        let status;
+        try { status = fs.readFileSync(`/proc/${p}/status`, 'utf8'); } catch { continue; }
+        if (Number(status.match(/^Uid:\s+(\d+)/m)[1]) === uid) n += Number(status.match(/^Threads:\s+(\d+)/m)[1]);
+    }
+    return n;
+}
+
+test('RLIMIT_NPROC of an unprivileged daemon exhausted by its user\'s other processes: calls are tool errors naming it, nothing leaks, runs work again once they are gone', { skip: !isRoot && 'needs root (a uid of its own)' }, async (t) => {
+    // A uid of its own, so that the count RLIMIT_NPROC compares with is known, and a copy of the
+    // daemon that uid may execute wherever the build directory is. The daemon lowers its own soft
+    // limit (prlimit as a wrapper: changing another process's limits needs CAP_SYS_RESOURCE, which
+    // a container's root may lack); other processes of the same user then use up the count.
+    const uid = 30000 + (process.pid % 20000);
+    const limit = 16;
+    assert.equal(tasksOfUid(uid), 0, `uid ${uid} is in use`);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-execd-nproc.'));
+    const holders = [];
+    t.after(() => {
+        for (const h of holders) h.kill('SIGKILL');
+        fs.rmSync(dir, { recursive: true, force: true });
+    });
+    fs.chmodSync(dir, 0o755);
+    fs.copyFileSync(binaryPath(), path.join(dir, 'mcp-execd'));
+    fs.chmodSync(path.join(dir, 'mcp-execd'), 0o755);
+    const tmp = path.join(dir, 'tmp');
+    fs.mkdirSync(tmp, { mode: 0o700 });
+    fs.chownSync(tmp, uid, uid);
+    const d = RawDaemon.spawn(t, { binary: '/usr/bin/prlimit', args: [`--nproc=${limit}:`, '--', path.join(dir, 'mcp-execd')],
+                                   uid, gid: uid, env: { TMPDIR: tmp, HOME: tmp, MCP_EXEC_CGROUP: 'none' } });
+    await d.initialize();
+    await runOk(d);
+    await sleep(200);
+    assert.match(fs.readFileSync(`/proc/${d.pid}/limits`, 'utf8'), new RegExp(`^Max processes\\s+${limit}\\s`, 'm'));
+    const fds = fdCount(d.pid);
+    const before = listTree(tmp);
+    const daemonTasks = tasksOfUid(uid);
+    for (let i = daemonTasks; i < limit; i++)
+        holders.push(spawn('/usr/bin/sleep', ['600'], { uid, gid: uid, stdio: 'ignore' }));
+    for (let i = 0; i < 100 && tasksOfUid(uid) < limit; i++) await sleep(50);
+    assert.equal(tasksOfUid(uid), limit, 'the holders did not start');
+    const ids = [0, 1, 2].map(() => d.callExec({ code: 'print(1)' }));
+    for (const id of ids) {
+        const r = await d.response(id, 30000);
+        assert.equal(r.result?.isError, true, `not a tool error: ${JSON.stringify(r).slice(0, 400)}`);
+        assert.match(r.result.content[0].text, /Resource temporarily unavailable \(the daemon is at a process limit: RLIMIT_NPROC/);
+        t.diagnostic(`daemon ${daemonTasks} tasks + ${holders.length} other processes of uid ${uid} = RLIMIT_NPROC ${limit}: ${r.result.content[0].text}`);
+    }
+    await ping(d);
+    assert.equal(fdCount(d.pid), fds, 'fds leaked by the failed starts');
+    assert.deepEqual(descendants(d.pid), [], 'a half-started run survived');
+    assert.deepEqual(listTree(tmp), before, 'a failed run left its staging directory');
+    for (const h of holders) h.kill('SIGKILL');
+    for (let i = 0; i < 100 && tasksOfUid(uid) > daemonTasks; i++) await sleep(50);
+    await runOk(d);
+    await sleep(200);
+    assert.equal(fdCount(d.pid), fds, 'fds leaked after the fault');
 });
 
 test('clone failing (the daemon\'s pids cgroup at its limit): a tool error, no process or fd left, runs work again', { skip: (!isRoot || !fs.existsSync('/sys/fs/cgroup/pids/cgroup.procs')) && 'needs root and the pids cgroup v1 hierarchy' }, async (t) => {

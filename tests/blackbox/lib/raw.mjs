@@ -20,11 +20,15 @@ export class RawDaemon {
      * @param t          node:test context (or null): the daemon is killed in t.after()
      * @param opts.env   extra environment (merged over daemonEnv())
      * @param opts.args  command-line arguments
+     * @param opts.binary another copy of the daemon (default binaryPath())
+     * @param opts.uid, opts.gid  run it as this user (the test must be root)
      */
     static spawn(t, opts = {}) {
-        const proc = spawn(binaryPath(), opts.args ?? [], {
+        const ids = opts.uid === undefined ? {} : { uid: opts.uid, gid: opts.gid ?? opts.uid };
+        const proc = spawn(opts.binary ?? binaryPath(), opts.args ?? [], {
             env: daemonEnv(opts.env),
             stdio: ['pipe', 'pipe', 'pipe'],
+            ...ids,
         });
         const d = new RawDaemon(proc);
         if (t) t.after(() => d.stop());
