@@ -31,7 +31,9 @@ struct McpServer {
         json_t *tools_list;
 };
 
-McpServer *mcp_server_new(const McpLimits *limits, const char *server_version) {
+/* tools_list: a catalogue to share (never modified: tools/list answers a deep copy), or NULL to build
+ * one. */
+static McpServer *server_new(const McpLimits *limits, const char *server_version, json_t *tools_list) {
         McpServer *s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
@@ -47,7 +49,7 @@ McpServer *mcp_server_new(const McpLimits *limits, const char *server_version) {
         s->limits.python_version = s->python_version;
         s->limits.packages = s->packages;
         s->limits.limits_by = s->limits_by;
-        s->tools_list = mcp_tools_list_new(&s->limits);
+        s->tools_list = tools_list ? json_incref(tools_list) : mcp_tools_list_new(&s->limits);
         if (!s->server_version || !s->limits_by || !s->tools_list ||
             (limits->python_version && !s->python_version) || (limits->packages && !s->packages) ||
             (limits->pythons && !s->pythons) || (limits->sources && !s->sources))
@@ -70,8 +72,14 @@ McpServer *mcp_server_free(McpServer *s) {
         return NULL;
 }
 
+McpServer *mcp_server_new(const McpLimits *limits, const char *server_version) {
+        return server_new(limits, server_version, NULL);
+}
+
+/* One per HTTP session: the catalogue (about 80 KiB of jansson nodes, measured) is the template's,
+ * shared, so thousands of sessions cost a few hundred bytes each. */
 McpServer *mcp_server_new_like(const McpServer *s) {
-        return mcp_server_new(&s->limits, s->server_version);
+        return server_new(&s->limits, s->server_version, s->tools_list);
 }
 
 const char *mcp_server_protocol_version(const McpServer *s) {
