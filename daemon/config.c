@@ -24,7 +24,7 @@ const char *const config_variables[] = {
         "MCP_EXEC_ALLOWED_HOSTS", "MCP_EXEC_ALLOWED_ORIGINS", "MCP_EXEC_SESSION_IDLE_S", "MCP_EXEC_SSE_KEEPALIVE_S",
         "MCP_EXEC_PYTHONS", "MCP_EXEC_INDEX_URL", "MCP_EXEC_WHEELHOUSE", "MCP_EXEC_ENV_CACHE_DIR",
         "MCP_EXEC_ENV_CACHE_MAX", "MCP_EXEC_INSTALL_TIMEOUT_S", "MCP_EXEC_MAX_INPUT_BYTES",
-        "MCP_EXEC_MAX_RETURN_BYTES",
+        "MCP_EXEC_MAX_RETURN_BYTES", "MCP_EXEC_MAX_SESSIONS", "MCP_EXEC_SESSION_QUEUE_MAX",
         NULL,
 };
 
@@ -297,6 +297,8 @@ int config_load(char *(*env)(const char *name), Config *ret, char **reterr) {
                 .tmp_size_bytes = 64 << 20,
                 .max_concurrent = ncpu > 0 ? (uint32_t) ncpu : 1,
                 .queue_max = 64,
+                .session_queue_max = 16, /* a quarter of the default queue: no client fills it alone */
+                .max_sessions = 1024,
                 .cgroup = CGROUP_MODE_AUTO,
                 .session_idle_s = 3600,
                 .sse_keepalive_s = 15,
@@ -433,6 +435,24 @@ int config_load(char *(*env)(const char *name), Config *ret, char **reterr) {
                 if (config_parse_uint(v, 0, 100000, &u) < 0)
                         FAIL("MCP_EXEC_QUEUE_MAX", "a number of waiting runs from 0 to 100000");
                 c.queue_max = (uint32_t) u;
+        }
+        if ((v = env("MCP_EXEC_SESSION_QUEUE_MAX"))) {
+                if (config_parse_uint(v, 0, 100000, &u) < 0)
+                        FAIL("MCP_EXEC_SESSION_QUEUE_MAX", "a number of waiting runs from 0 to 100000");
+                if (u > c.queue_max) {
+                        char accepted[96];
+                        snprintf(accepted, sizeof(accepted), "at most MCP_EXEC_QUEUE_MAX (%" PRIu32 ")", c.queue_max);
+                        FAIL("MCP_EXEC_SESSION_QUEUE_MAX", accepted);
+                }
+                c.session_queue_max = (uint32_t) u;
+        } else if (c.session_queue_max > c.queue_max)
+                /* The built-in default follows a smaller total queue (as the default timeout follows
+                 * a smaller maximum); only an explicit value above it is a contradiction. */
+                c.session_queue_max = c.queue_max;
+        if ((v = env("MCP_EXEC_MAX_SESSIONS"))) {
+                if (config_parse_uint(v, 1, 100000, &u) < 0)
+                        FAIL("MCP_EXEC_MAX_SESSIONS", "a number of HTTP sessions from 1 to 100000");
+                c.max_sessions = (uint32_t) u;
         }
         if ((v = env("MCP_EXEC_CGROUP"))) {
                 if (strcmp(v, "auto") == 0)

@@ -36,6 +36,8 @@ typedef struct Config {
         uint64_t tmp_size_bytes;
         uint32_t max_concurrent;
         uint32_t queue_max;
+        uint32_t session_queue_max; /* HTTP: waiting calls of one session (at most queue_max) */
+        uint32_t max_sessions;      /* HTTP: open sessions, both transports */
         CgroupMode cgroup;
         char *slice;
         bool require_cgroup;

@@ -33,9 +33,10 @@
 #define HTTP_TICK_USEC (250u * 1000u) /* progress within 250 ms of each whole second */
 #define HTTP_CONNECTION_TIMEOUT_S 60u
 #define HTTP_CONNECTION_LIMIT 1024u
+#define HTTP_RETRY_AFTER_S "5" /* 503 for too many busy sessions: calls end, sessions free up */
+#define HTTP_EVICT_LOG_USEC (10u * 1000u * 1000u) /* one eviction line per 10 s at most */
 #define HTTP_STREAM_BLOCK_BYTES (32u * 1024u)
 #define HTTP_MHD_RUN_MAX 16
-#define HTTP_SESSIONS_MAX 4096u /* open sessions; past it the least recently used idle one is ended */
 #define USEC_PER_SEC (1000u * 1000u)
 
 typedef struct HttpSession HttpSession;
@@ -110,6 +111,9 @@ struct Http {
         char *token;
         uint32_t idle_s;
         uint32_t keepalive_s;
+        uint32_t max_sessions;  /* MCP_EXEC_MAX_SESSIONS */
+        uint64_t evict_logged_usec, refuse_logged_usec;
+        unsigned evicted_unlogged, refused_unlogged;
 
         RingOp op_poll;
         RingOp op_tick;
@@ -169,19 +173,48 @@ static HttpSession *session_new(Http *h, bool legacy) {
 
 static void session_close(HttpSession *s, const char *why);
 
-/* Keeps the session table bounded: makes room by ending the least recently used Streamable HTTP
- * session with nothing in flight. Returns false if every session is busy. */
+/* Keeps the session table within MCP_EXEC_MAX_SESSIONS: makes room by ending the least recently
+ * used session with no call in flight and no open stream (a legacy session lives as long as its
+ * stream, so only Streamable HTTP sessions qualify). Returns false if every session is busy. */
 static bool session_make_room(Http *h) {
-        if (h->n_sessions < HTTP_SESSIONS_MAX)
+        if (h->n_sessions < h->max_sessions)
                 return true;
         HttpSession *lru = NULL;
         for (HttpSession *s = h->sessions; s; s = s->next)
-                if (!s->legacy && !s->calls && (!lru || s->last_used_usec < lru->last_used_usec))
+                if (!s->legacy && !s->calls && !s->stream && (!lru || s->last_used_usec < lru->last_used_usec))
                         lru = s;
-        if (!lru)
+        /* Metadata only (never the session id, which is a credential of its client); at most one
+         * line of each kind per HTTP_EVICT_LOG_USEC so a flood of initializes does not flood the
+         * journal. */
+        uint64_t now = now_usec();
+        if (!lru) {
+                h->refused_unlogged++;
+                if (now - h->refuse_logged_usec >= HTTP_EVICT_LOG_USEC || h->refuse_logged_usec == 0) {
+                        log_warning("new HTTP sessions refused (503): all MCP_EXEC_MAX_SESSIONS=%" PRIu32
+                                    " sessions have a call in flight or an open stream; %u refused since the "
+                                    "last such message",
+                                    h->max_sessions, h->refused_unlogged);
+                        h->refuse_logged_usec = now;
+                        h->refused_unlogged = 0;
+                }
                 return false;
-        session_close(lru, "the least recently used of too many sessions");
+        }
+        h->evicted_unlogged++;
+        if (now - h->evict_logged_usec >= HTTP_EVICT_LOG_USEC || h->evict_logged_usec == 0) {
+                log_info("HTTP session limit reached (MCP_EXEC_MAX_SESSIONS=%" PRIu32 "): ended the least recently "
+                         "used idle session (idle %" PRIu64 " s) for a new one; %u ended this way since the last "
+                         "such message",
+                         h->max_sessions, (now - lru->last_used_usec) / USEC_PER_SEC, h->evicted_unlogged);
+                h->evict_logged_usec = now;
+                h->evicted_unlogged = 0;
+        }
+        session_close(lru, "the least recently used idle session, for a new one (MCP_EXEC_MAX_SESSIONS)");
         return true;
+}
+
+static const void *session_of_call(const void *owner) {
+        const HttpCall *c = owner;
+        return c->session;
 }
 
 static void session_register(Http *h, HttpSession *s) {
@@ -420,6 +453,21 @@ static enum MHD_Result respond_error(HttpRequest *req, unsigned status, int code
         return respond(req, status, "application/json", body, h, v);
 }
 
+/* Every session is busy and MCP_EXEC_MAX_SESSIONS are open: 503 with Retry-After (RFC 9110
+ * §10.2.3), since sessions free up as their calls end. */
+static enum MHD_Result respond_sessions_full(HttpRequest *req) {
+        char msg[224];
+        snprintf(msg, sizeof(msg),
+                 "Service Unavailable: %" PRIu32 " sessions are open (MCP_EXEC_MAX_SESSIONS=%" PRIu32
+                 ") and each has a call in flight or an open stream; retry later",
+                 req->http->n_sessions, req->http->max_sessions);
+        char *body = mcp_http_error_body(MCP_HTTP_ERROR_SERVER, msg);
+        if (!body)
+                return MHD_NO;
+        return respond(req, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json", body, MHD_HTTP_HEADER_RETRY_AFTER,
+                       HTTP_RETRY_AFTER_S);
+}
+
 static enum MHD_Result respond_stream(HttpRequest *req) {
         struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, HTTP_STREAM_BLOCK_BYTES,
                                                                       stream_read, req, NULL);
@@ -561,16 +609,9 @@ static void call_submit(Http *h, HttpSession *s, HttpRequest *req, McpCall *call
                 send_progress(c, 0);
 
         int r = scheduler_submit(h->scheduler, call, c, on_call_reply);
-        if (r == -EBUSY) {
-                char msg[256];
-                Scheduler *sc = h->scheduler;
-                if (sc->shutting_down)
-                        snprintf(msg, sizeof(msg), "%s", sc->shutdown_reason);
-                else
-                        snprintf(msg, sizeof(msg),
-                                 "the run queue is full: %u runs are running (MCP_EXEC_MAX_CONCURRENT=%u) and %u "
-                                 "are waiting (MCP_EXEC_QUEUE_MAX=%u); retry later",
-                                 sc->n_running, sc->max_running, sc->n_queued, sc->queue_max);
+        if (r == -EBUSY || r == -EDQUOT) {
+                char msg[320];
+                scheduler_refusal_message(h->scheduler, r, msg, sizeof(msg));
                 on_call_reply(c, mcp_call_reply_tool_error(call, msg));
                 mcp_call_free(call);
         } else if (r < 0) {
@@ -593,6 +634,7 @@ static void cancel_call(Http *h, HttpSession *s, const char *key) {
 static const char *header(struct MHD_Connection *conn, const char *name) {
         return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
 }
+
 
 static enum MHD_Result handle_head(Http *h, HttpRequest *req, const char *url, const char *method) {
         struct MHD_Connection *conn = req->conn;
@@ -651,8 +693,7 @@ static enum MHD_Result handle_head(Http *h, HttpRequest *req, const char *url, c
         }
         case MCP_HTTP_SSE_OPEN: {
                 if (!session_make_room(h))
-                        return respond_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, MCP_HTTP_ERROR_SERVER,
-                                             "Service Unavailable: too many sessions with calls in flight");
+                        return respond_sessions_full(req);
                 HttpSession *s = session_new(h, true);
                 if (!s)
                         return MHD_NO;
@@ -685,6 +726,8 @@ static enum MHD_Result handle_mcp_post(Http *h, HttpRequest *req) {
 
         HttpSession *s = req->session;
         bool new_session = false;
+        if (s && s->closed) /* ended (deleted, expired, evicted) while its body was being read */
+                return respond_error(req, MHD_HTTP_NOT_FOUND, MCP_HTTP_ERROR_SESSION_NOT_FOUND, "Session not found");
         if (!s) {
                 if (info.kind != MCP_HTTP_MSG_INVALID && !info.is_initialize)
                         /* Also the 2026-07-28 `server/discover` probe: a 400 with a JSON-RPC error
@@ -692,8 +735,7 @@ static enum MHD_Result handle_mcp_post(Http *h, HttpRequest *req) {
                         return respond_error(req, MHD_HTTP_BAD_REQUEST, MCP_HTTP_ERROR_SERVER,
                                              "Bad Request: No valid session ID provided");
                 if (info.is_initialize && !session_make_room(h))
-                        return respond_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, MCP_HTTP_ERROR_SERVER,
-                                             "Service Unavailable: too many sessions with calls in flight");
+                        return respond_sessions_full(req);
                 s = session_new(h, false);
                 if (!s)
                         return MHD_NO;
@@ -769,6 +811,8 @@ static enum MHD_Result handle_mcp_post(Http *h, HttpRequest *req) {
 /* A POST to /messages (legacy): everything but a broken body is answered on the session's stream. */
 static enum MHD_Result handle_messages_post(Http *h, HttpRequest *req) {
         HttpSession *s = req->session;
+        if (s->closed)
+                return respond_error(req, MHD_HTTP_NOT_FOUND, MCP_HTTP_ERROR_SESSION_NOT_FOUND, "Session not found");
         McpHttpMessageInfo info;
         if (mcp_http_message_classify(req->body.data ?: "", req->body.len, &info) < 0)
                 return MHD_NO;
@@ -1121,6 +1165,7 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
                 .ring = ring, .scheduler = scheduler, .template = template,
                 .listen_fd = -EBADF, .epoll_fd = -EBADF,
                 .idle_s = cfg->session_idle_s, .keepalive_s = cfg->sse_keepalive_s,
+                .max_sessions = cfg->max_sessions,
                 .op_poll.callback = on_poll, .op_tick.callback = on_tick, .op_kick.callback = on_kick,
         };
         h->token = cfg->auth_token ? strdup(cfg->auth_token) : NULL;
@@ -1139,6 +1184,9 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
         h->policy.allowed_origins = (const char *const *) h->origins;
         h->policy.any_origin = any_origin;
         h->policy.max_body_bytes = cfg->max_message_bytes;
+        /* Each HTTP session gets its share of the queue (stdio has one session: the total only). */
+        scheduler->session_of = session_of_call;
+        scheduler->session_queue_max = cfg->session_queue_max;
 
         /* systemd socket activation (mcp-execd.socket): the socket is passed as fd 3. */
         int n = sd_listen_fds(1);

@@ -361,14 +361,9 @@ static void job_submit_run(PyJob *j, const char *python, const char *env_dir, js
                 job_free(j);
                 return;
         }
-        if (r == -EBUSY && s->shutting_down)
-                job_tool_error(j, s->shutdown_reason);
-        else if (r == -EBUSY)
-                job_tool_errorf(j, "the run queue is full: %u runs are running (MCP_EXEC_MAX_CONCURRENT=%u) and %u are "
-                                   "waiting (MCP_EXEC_QUEUE_MAX=%u); retry later",
-                                s->n_running, s->max_running, s->n_queued, s->queue_max);
-        else
-                job_tool_error(j, "mcp-execd is out of memory");
+        char msg[320];
+        scheduler_refusal_message(s, r, msg, sizeof(msg));
+        job_tool_error(j, msg);
 }
 
 static void on_env_ready(void *userdata, const char *dir, const char *error, bool reused, uint64_t install_ms) {

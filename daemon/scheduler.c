@@ -14,6 +14,7 @@ struct Job {
         Scheduler *scheduler;
         McpCall *call;
         void *owner;
+        const void *session; /* session_of(owner), or NULL */
         JobReplyFn reply;
         uint64_t t_queued;
         uint64_t queue_ms;
@@ -180,12 +181,28 @@ int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply)
         return scheduler_submit_prepared(s, call, owner, reply, NULL);
 }
 
+static uint32_t session_queued(const Scheduler *s, const void *session) {
+        uint32_t n = 0;
+        for (const Job *j = s->queue_head; j; j = j->next)
+                n += j->session == session;
+        return n;
+}
+
 int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep) {
-        if (s->shutting_down || (s->n_running >= s->max_running && s->n_queued >= s->queue_max)) {
-                scheduler_note_rejected(s, call, s->shutting_down ? "shutting-down" : "queue-full");
+        const void *session = s->session_of ? s->session_of(owner) : NULL;
+        int refused = 0;
+        if (s->shutting_down || (s->n_running >= s->max_running && s->n_queued >= s->queue_max))
+                refused = -EBUSY;
+        /* A call that would wait counts against its session's share of the queue (a free slot
+         * means it starts now and waits for nothing). */
+        else if (session && s->n_running >= s->max_running && session_queued(s, session) >= s->session_queue_max)
+                refused = -EDQUOT;
+        if (refused < 0) {
+                scheduler_note_rejected(s, call, s->shutting_down ? "shutting-down"
+                                                 : refused == -EDQUOT ? "session-queue-full" : "queue-full");
                 if (prep && prep->release)
                         prep->release(prep->userdata);
-                return -EBUSY;
+                return refused;
         }
 
         Job *j = calloc(1, sizeof(*j));
@@ -194,7 +211,8 @@ int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReply
                         prep->release(prep->userdata);
                 return -ENOMEM;
         }
-        *j = (Job) { .scheduler = s, .call = call, .owner = owner, .reply = reply, .t_queued = now_usec() };
+        *j = (Job) { .scheduler = s, .call = call, .owner = owner, .session = session, .reply = reply,
+                     .t_queued = now_usec() };
         if (prep) {
                 j->release = prep->release;
                 j->release_userdata = prep->userdata;
@@ -216,6 +234,23 @@ int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReply
         s->n_queued++;
         scheduler_pump(s);
         return 0;
+}
+
+void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size) {
+        if (s->shutting_down)
+                snprintf(buf, size, "%s", s->shutdown_reason);
+        else if (r == -EDQUOT)
+                snprintf(buf, size,
+                         "this session already has %" PRIu32 " calls waiting for a slot (MCP_EXEC_SESSION_QUEUE_MAX=%" PRIu32
+                         "; %" PRIu32 " runs are running, MCP_EXEC_MAX_CONCURRENT=%" PRIu32 "); retry when one has started",
+                         s->session_queue_max, s->session_queue_max, s->n_running, s->max_running);
+        else if (r == -EBUSY)
+                snprintf(buf, size,
+                         "the run queue is full: %" PRIu32 " runs are running (MCP_EXEC_MAX_CONCURRENT=%" PRIu32
+                         ") and %" PRIu32 " are waiting (MCP_EXEC_QUEUE_MAX=%" PRIu32 "); retry later",
+                         s->n_running, s->max_running, s->n_queued, s->queue_max);
+        else
+                snprintf(buf, size, "mcp-execd is out of memory");
 }
 
 static Job *find(Job *list, const void *owner, const char *id_key) {

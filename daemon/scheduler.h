@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mcp.h"
@@ -42,6 +43,10 @@ typedef struct Scheduler {
         RunEnv env;
         uint32_t max_running;
         uint32_t queue_max;
+        /* HTTP: the session a call belongs to (session_of(owner), NULL for none) may have at most
+         * session_queue_max calls waiting; stdio leaves session_of NULL (one session, queue_max only). */
+        const void *(*session_of)(const void *owner);
+        uint32_t session_queue_max;
         Job *running;        /* list */
         Job *queue_head, *queue_tail;
         uint32_t n_running, n_queued;
@@ -56,12 +61,16 @@ void scheduler_init(Scheduler *s, const RunEnv *env, uint32_t max_running, uint3
 void scheduler_done(Scheduler *s);
 
 /* Takes call and answers it later through reply(owner, …). Returns 0, or -EBUSY when the queue is
- * full or the scheduler shuts down (call not taken: answer it with a tool error), or -ENOMEM. */
+ * full or the scheduler shuts down, -EDQUOT when the call's session has session_queue_max calls
+ * waiting (call not taken: answer it with a tool error, scheduler_refusal_message()), or -ENOMEM. */
 int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply);
 
 /* scheduler_submit() without the hook, for a call the hook prepared. prep may be NULL. On -EBUSY or
  * -ENOMEM prep's release has been called (the call is not taken). */
 int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep);
+
+/* The tool error text for a call refused with -EBUSY or -EDQUOT (names the variable that applies). */
+void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size);
 
 /* Whether owner has a call with this id key queued or running. */
 bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key);

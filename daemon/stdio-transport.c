@@ -134,16 +134,9 @@ static void handle_message(Stdio *t, const char *line, size_t len) {
                         break;
                 }
                 int r = scheduler_submit(t->scheduler, call, t, on_reply);
-                if (r == -EBUSY) {
-                        char msg[256];
-                        if (t->scheduler->shutting_down)
-                                snprintf(msg, sizeof(msg), "%s", t->scheduler->shutdown_reason);
-                        else
-                                snprintf(msg, sizeof(msg),
-                                         "the run queue is full: %u runs are running (MCP_EXEC_MAX_CONCURRENT=%u) "
-                                         "and %u are waiting (MCP_EXEC_QUEUE_MAX=%u); retry later",
-                                         t->scheduler->n_running, t->scheduler->max_running,
-                                         t->scheduler->n_queued, t->scheduler->queue_max);
+                if (r == -EBUSY || r == -EDQUOT) {
+                        char msg[320];
+                        scheduler_refusal_message(t->scheduler, r, msg, sizeof(msg));
                         stdio_queue_reply(t, mcp_call_reply_tool_error(call, msg));
                 } else if (r < 0) {
                         stdio_queue_reply(t, mcp_call_reply_tool_error(call, "mcp-execd is out of memory"));

@@ -60,8 +60,8 @@ static void histogram_observe(Histogram *h, uint64_t v) {
 
 enum { HIST_DURATION, HIST_QUEUE, HIST_SCOPE, HIST_MEMORY, _HIST_MAX };
 
-static const char *const rejection_reasons[] = { "queue-full", "shutting-down", "invalid-arguments",
-                                                 "duplicate-id" };
+static const char *const rejection_reasons[] = { "queue-full", "session-queue-full", "shutting-down",
+                                                 "invalid-arguments", "duplicate-id" };
 
 struct Metrics {
         char *version;
@@ -380,7 +380,8 @@ void metrics_run_rejected(Metrics *m, const MetricsRejection *rej) {
                 if (strcmp(reason, rejection_reasons[i]) == 0)
                         m->rejected[i]++;
 
-        bool ours = strcmp(reason, "queue-full") == 0 || strcmp(reason, "shutting-down") == 0;
+        bool ours = strcmp(reason, "queue-full") == 0 || strcmp(reason, "session-queue-full") == 0 ||
+                    strcmp(reason, "shutting-down") == 0;
         _cleanup_(record_done) Record r = { .priority = ours ? LOG_WARNING : LOG_INFO };
         record_message(&r, "call rejected: %s", reason);
         record_add(&r, "MESSAGE_ID", "%s", METRICS_MESSAGE_RUN_REJECTED);

@@ -37,6 +37,13 @@ const BAD = [
     ['MCP_EXEC_MAX_CONCURRENT', 'abc'],
     ['MCP_EXEC_QUEUE_MAX', 'abc'],
     ['MCP_EXEC_QUEUE_MAX', '-1'],
+    ['MCP_EXEC_MAX_SESSIONS', '0'],
+    ['MCP_EXEC_MAX_SESSIONS', 'abc'],
+    ['MCP_EXEC_MAX_SESSIONS', '-1'],
+    ['MCP_EXEC_MAX_SESSIONS', '100001'],
+    ['MCP_EXEC_SESSION_QUEUE_MAX', 'abc'],
+    ['MCP_EXEC_SESSION_QUEUE_MAX', '-1'],
+    ['MCP_EXEC_SESSION_QUEUE_MAX', '65'],   // above the default MCP_EXEC_QUEUE_MAX (64)
     ['MCP_EXEC_CGROUP', 'foo'],
     ['MCP_EXEC_SLICE', 'not a slice'],
     ['MCP_EXEC_REQUIRE_CGROUP', 'maybe'],
@@ -54,6 +61,15 @@ test('a bad value stops the daemon: exit 2, stderr names the variable and the va
             assert.equal(r.stdout, '', `stdout must stay clean, got ${JSON.stringify(r.stdout)}`);
         });
     }
+});
+
+test('MCP_EXEC_SESSION_QUEUE_MAX above MCP_EXEC_QUEUE_MAX: exit 2 naming both; the default follows a smaller queue', async () => {
+    const r = await runOnce({ env: { MCP_EXEC_QUEUE_MAX: '4', MCP_EXEC_SESSION_QUEUE_MAX: '5' }, keepStdinOpen: true, timeoutMs: 3000 });
+    assert.equal(r.code, 2, `exit status ${r.code}; stderr: ${r.stderr}`);
+    assert.match(r.stderr, /MCP_EXEC_SESSION_QUEUE_MAX="5"/);
+    assert.match(r.stderr, /MCP_EXEC_QUEUE_MAX \(4\)/);
+    await startsAndAnswers({ MCP_EXEC_QUEUE_MAX: '4' });          // built-in 16 becomes 4, no error
+    await startsAndAnswers({ MCP_EXEC_QUEUE_MAX: '4', MCP_EXEC_SESSION_QUEUE_MAX: '4' });
 });
 
 const GOOD = [
@@ -84,6 +100,10 @@ const GOOD = [
     ['MCP_EXEC_MAX_CONCURRENT', '16'],
     ['MCP_EXEC_QUEUE_MAX', '1'],
     ['MCP_EXEC_QUEUE_MAX', '1000'],
+    ['MCP_EXEC_MAX_SESSIONS', '1'],
+    ['MCP_EXEC_MAX_SESSIONS', '50000'],
+    ['MCP_EXEC_SESSION_QUEUE_MAX', '0'],
+    ['MCP_EXEC_SESSION_QUEUE_MAX', '64'],
     ['MCP_EXEC_CGROUP', 'none'],
     ['MCP_EXEC_SLICE', 'blackbox-test.slice'],
     ['MCP_EXEC_REQUIRE_CGROUP', '0'],

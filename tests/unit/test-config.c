@@ -313,6 +313,68 @@ static void test_http_variables(void **state) {
         }
 }
 
+/* Issue 9: the daemon's own limits on sessions and on each session's share of the queue. */
+static void test_session_limits(void **state) {
+        Config c;
+        char *err = NULL;
+        const char *const none[] = { NULL };
+        assert_int_equal(load(none, &c, &err), 0);
+        assert_int_equal(c.max_sessions, 1024);
+        assert_int_equal(c.session_queue_max, 16);
+        config_done(&c);
+
+        const char *const good[] = { "MCP_EXEC_MAX_SESSIONS", "1", "MCP_EXEC_SESSION_QUEUE_MAX", "64", NULL };
+        assert_int_equal(load(good, &c, &err), 0);
+        assert_int_equal(c.max_sessions, 1);
+        assert_int_equal(c.session_queue_max, 64); /* equal to the total queue is fine */
+        config_done(&c);
+
+        const char *const top[] = { "MCP_EXEC_MAX_SESSIONS", "100000", "MCP_EXEC_QUEUE_MAX", "100000",
+                                    "MCP_EXEC_SESSION_QUEUE_MAX", "0", NULL };
+        assert_int_equal(load(top, &c, &err), 0);
+        assert_int_equal(c.max_sessions, 100000);
+        assert_int_equal(c.session_queue_max, 0);
+        config_done(&c);
+
+        /* The built-in default follows a smaller total queue; an explicit larger value is refused,
+         * naming both variables. */
+        const char *const small[] = { "MCP_EXEC_QUEUE_MAX", "4", NULL };
+        assert_int_equal(load(small, &c, &err), 0);
+        assert_int_equal(c.session_queue_max, 4);
+        config_done(&c);
+        const char *const contra[] = { "MCP_EXEC_QUEUE_MAX", "4", "MCP_EXEC_SESSION_QUEUE_MAX", "5", NULL };
+        assert_int_equal(load(contra, &c, &err), -EINVAL);
+        assert_non_null(strstr(err, "MCP_EXEC_SESSION_QUEUE_MAX=\"5\""));
+        assert_non_null(strstr(err, "MCP_EXEC_QUEUE_MAX (4)"));
+        free(err);
+        const char *const contra2[] = { "MCP_EXEC_SESSION_QUEUE_MAX", "65", NULL };
+        assert_int_equal(load(contra2, &c, &err), -EINVAL);
+        assert_non_null(strstr(err, "MCP_EXEC_QUEUE_MAX (64)"));
+        free(err);
+
+        static const char *const bad[][2] = {
+                { "MCP_EXEC_MAX_SESSIONS", "0" },
+                { "MCP_EXEC_MAX_SESSIONS", "100001" },
+                { "MCP_EXEC_MAX_SESSIONS", "-1" },
+                { "MCP_EXEC_MAX_SESSIONS", "1k" },
+                { "MCP_EXEC_MAX_SESSIONS", "" },
+                { "MCP_EXEC_SESSION_QUEUE_MAX", "-1" },
+                { "MCP_EXEC_SESSION_QUEUE_MAX", "abc" },
+                { "MCP_EXEC_SESSION_QUEUE_MAX", " 1" },
+                { "MCP_EXEC_SESSION_QUEUE_MAX", "100001" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                const char *const env[] = { bad[i][0], bad[i][1], NULL };
+                err = NULL;
+                print_message("%s=%s\n", bad[i][0], bad[i][1]);
+                assert_int_equal(load(env, &c, &err), -EINVAL);
+                assert_non_null(err);
+                assert_non_null(strstr(err, bad[i][0]));
+                assert_non_null(strstr(err, "expected"));
+                free(err);
+        }
+}
+
 /* Issue 8: interpreters, dependency sources, the environment cache. */
 static void test_python_variables(void **state) {
         Config c;
@@ -388,6 +450,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_python_variables),
                 cmocka_unit_test(test_http_variables),
+                cmocka_unit_test(test_session_limits),
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_good_values),
                 cmocka_unit_test(test_bad_values),

@@ -681,6 +681,7 @@ static void test_exposition(void **state) {
         r.error = "no scope";
         metrics_run_finished(m, &r);
         metrics_run_rejected(m, &(MetricsRejection) { .reason = "invalid-arguments" });
+        metrics_run_rejected(m, &(MetricsRejection) { .reason = "session-queue-full" });
         metrics_set_runs(m, 3, 5);
 
         assert_int_equal(metrics_render(m, &text, &len), 0);
@@ -689,9 +690,11 @@ static void test_exposition(void **state) {
         assert_true(sample_value(text, "mcp_execd_runs_total{outcome=\"nonzero\"}") == 1);
         assert_true(sample_value(text, "mcp_execd_runs_total{outcome=\"timeout\"}") == 1);
         assert_true(sample_value(text, "mcp_execd_runs_total{outcome=\"error\"}") == 1);
-        assert_true(sample_value(text, "mcp_execd_runs_total{outcome=\"rejected\"}") == 1);
+        assert_true(sample_value(text, "mcp_execd_runs_total{outcome=\"rejected\"}") == 2);
         assert_true(sample_value(text, "mcp_execd_runs_total{outcome=\"oom\"}") == 0);
         assert_true(sample_value(text, "mcp_execd_runs_rejected_total{reason=\"invalid-arguments\"}") == 1);
+        assert_true(sample_value(text, "mcp_execd_runs_rejected_total{reason=\"session-queue-full\"}") == 1);
+        assert_true(sample_value(text, "mcp_execd_runs_rejected_total{reason=\"queue-full\"}") == 0);
         assert_true(sample_value(text, "mcp_execd_runs_truncated_total") == 1);
         /* Durations 12, 700 and 1000 ms (the failed run has none). */
         assert_true(sample_value(text, "mcp_execd_run_duration_seconds_bucket{le=\"0.01\"}") == 0);

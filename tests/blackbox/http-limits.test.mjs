@@ -1,0 +1,156 @@
+// The daemon's own limits on HTTP sessions (issue 9, "limits explicit and documented"):
+// MCP_EXEC_SESSION_QUEUE_MAX (calls one session may have waiting) and MCP_EXEC_MAX_SESSIONS (open
+// sessions; the least recently used idle one makes room, 503 with Retry-After when all are busy).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { callExec, procMemory, sleep } from './lib/index.mjs';
+import {
+    startHttpDaemon, connectSdk, rawRequest, postHeaders, initSession, INIT, mcpPost, openLegacy, until,
+} from './lib/http-daemon.mjs';
+
+const MiB = 1024 * 1024;
+const PING = { jsonrpc: '2.0', id: 7, method: 'ping' };
+const SLOW = (s) => `import time; time.sleep(${s}); print("slept")`;
+
+function ping(d, sid) {
+    return rawRequest(d, { method: 'POST', headers: postHeaders({ 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' }), body: PING });
+}
+
+/** A tools/call over raw HTTP, not awaited by the caller until it wants the answer. */
+function rawCall(d, sid, id, code) {
+    return mcpPost(d, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'exec', arguments: { code } } },
+        { sessionId: sid, protocolVersion: '2025-11-25' }).then(async (r) => ({ status: r.status, json: await r.json().catch(() => undefined) }));
+}
+
+test('MCP_EXEC_SESSION_QUEUE_MAX: a session over its share gets a tool error naming it; another session still queues', { timeout: 120000 }, async (t) => {
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_MAX_CONCURRENT: 1, MCP_EXEC_QUEUE_MAX: 4, MCP_EXEC_SESSION_QUEUE_MAX: 1 } });
+    const a = await connectSdk(t, d, 'http');
+    const b = await connectSdk(t, d, 'sse'); // the legacy transport's sessions have the same share
+    const c = await connectSdk(t, d, 'http');
+    const running = callExec(a, { code: SLOW(3) }, { timeoutMs: 60000 }); // takes the only slot
+    await sleep(300);
+    const queued = callExec(a, { code: 'print("a2")' }, { timeoutMs: 60000 }); // a's one waiting call
+    await sleep(300);
+    const over = await callExec(a, { code: 'print("a3")' });
+    assert.equal(over.isError, true, `a's second waiting call was taken: ${JSON.stringify(over.result)}`);
+    assert.match(over.text, /MCP_EXEC_SESSION_QUEUE_MAX=1/);
+    // b and c still queue (total 3 waiting of MCP_EXEC_QUEUE_MAX=4), each within its own share
+    const bq = callExec(b, { code: 'print("b1")' }, { timeoutMs: 60000 });
+    const cq = callExec(c, { code: 'print("c1")' }, { timeoutMs: 60000 });
+    await sleep(300);
+    // the total is still enforced on top: a 4th waiting call from a fresh session is a queue error
+    // only when the total is full; here it is 3 of 4, so one more session queues too
+    const e = await connectSdk(t, d, 'http');
+    const eq = callExec(e, { code: 'print("e1")' }, { timeoutMs: 60000 });
+    await sleep(300);
+    const f = await connectSdk(t, d, 'http');
+    const full = await callExec(f, { code: 'print("f1")' });
+    assert.equal(full.isError, true);
+    assert.match(full.text, /MCP_EXEC_QUEUE_MAX=4/, 'the total queue applies on top of the share');
+    assert.equal((await running).sc.stdout, 'slept\n');
+    assert.equal((await queued).sc.stdout, 'a2\n');
+    for (const [p, out] of [[bq, 'b1\n'], [cq, 'c1\n'], [eq, 'e1\n']]) {
+        const r = await p;
+        assert.equal(r.isError, false, JSON.stringify(r.result));
+        assert.equal(r.sc.stdout, out);
+        assert.ok(r.sc.queue_ms > 0);
+    }
+    // once a's waiting call has started, a may queue again
+    const again = callExec(a, { code: SLOW(1) }, { timeoutMs: 60000 });
+    await sleep(300);
+    const a4 = await callExec(a, { code: 'print("a4")' }, { timeoutMs: 60000 });
+    assert.equal(a4.sc.stdout, 'a4\n');
+    assert.equal((await again).sc.stdout, 'slept\n');
+    const m = await rawRequest(d, { method: 'GET', path: '/metrics' });
+    assert.match(m.body, /mcp_execd_runs_rejected_total\{reason="session-queue-full"\} 1\n/);
+    assert.match(m.body, /mcp_execd_runs_rejected_total\{reason="queue-full"\} 1\n/);
+});
+
+test('MCP_EXEC_MAX_SESSIONS: a new session ends the least recently used idle one (its id is 404 then), logged', async (t) => {
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_MAX_SESSIONS: 3 } });
+    const s1 = await initSession(d);
+    const s2 = await initSession(d);
+    const s3 = await initSession(d);
+    for (const s of [s1, s3]) assert.equal((await ping(d, s)).status, 200); // s2 is now the least recently used
+    const s4 = await initSession(d);
+    assert.equal((await ping(d, s2)).status, 404, 'the least recently used session was not the one ended');
+    for (const s of [s1, s3, s4]) assert.equal((await ping(d, s)).status, 200, 'a recently used session was ended');
+    const s5 = await initSession(d); // now s1 is the least recently used
+    assert.equal((await ping(d, s1)).status, 404);
+    assert.equal((await ping(d, s5)).status, 200);
+    assert.ok(await d.waitFor(/MCP_EXEC_MAX_SESSIONS=3\).*ended the least recently used idle session/, 3000), d.stderr());
+    for (const s of [s1, s2, s3, s4, s5]) assert.ok(!d.stderr().includes(s), 'a session id (a credential) was logged');
+});
+
+test('MCP_EXEC_MAX_SESSIONS: busy sessions are never ended; all busy → 503 with Retry-After and a JSON-RPC error naming it', { timeout: 120000 }, async (t) => {
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_MAX_SESSIONS: 3, MCP_EXEC_MAX_CONCURRENT: 1 } });
+    const s1 = await initSession(d);
+    const s2 = await initSession(d);
+    const legacy = await openLegacy(d); // a legacy session lives as long as its stream: never ended for room
+    assert.equal((await legacy.request(INIT)).result.protocolVersion, '2025-11-25');
+    const c1 = rawCall(d, s1, 1, SLOW(4)); // running
+    await sleep(200);
+    const c2 = rawCall(d, s2, 1, 'print("two")'); // queued: in flight too
+    await sleep(500);
+    const r = await rawRequest(d, { method: 'POST', headers: postHeaders(), body: INIT });
+    assert.equal(r.status, 503, r.body);
+    assert.match(r.headers['retry-after'] ?? '', /^\d+$/, 'no Retry-After');
+    assert.equal(r.json?.jsonrpc, '2.0', r.body);
+    assert.match(r.json.error.message, /MCP_EXEC_MAX_SESSIONS=3/);
+    assert.equal(r.headers['mcp-session-id'], undefined);
+    const sse = await rawRequest(d, { method: 'GET', path: '/sse', headers: { Accept: 'text/event-stream' } });
+    assert.equal(sse.status, 503, 'GET /sse is a new session too');
+    assert.ok(await d.waitFor(/sessions refused \(503\).*MCP_EXEC_MAX_SESSIONS=3/, 3000), d.stderr());
+    // the busy sessions were left alone and their calls answered
+    assert.equal((await c1).json.result.structuredContent.stdout, 'slept\n');
+    assert.equal((await c2).json.result.structuredContent.stdout, 'two\n');
+    assert.deepEqual((await legacy.request({ ...PING, id: 9 })).result, {});
+    // idle again: the next initialize makes room by ending the least recently used of s1, s2
+    const s4 = await initSession(d);
+    const alive = [(await ping(d, s1)).status, (await ping(d, s2)).status].sort();
+    assert.deepEqual(alive, [200, 404]);
+    assert.equal((await ping(d, s4)).status, 200);
+    await legacy.close();
+});
+
+test('5000 sessions with MCP_EXEC_MAX_SESSIONS=5000: memory per session measured and bounded; all expire and the memory goes back', { timeout: 300000 }, async (t) => {
+    const IDLE_S = 15;
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_MAX_SESSIONS: 5000, MCP_EXEC_SESSION_IDLE_S: IDLE_S } });
+    await initSession(d);
+    await sleep(1500); // a tick: malloc_trim once idle
+    const rss0 = procMemory(d.pid).rss;
+    const N = 5000;
+    const sids = [];
+    const t0 = performance.now();
+    for (let i = 0; i < N; i += 25) {
+        const batch = await Promise.all(Array.from({ length: 25 }, () =>
+            rawRequest(d, { method: 'POST', headers: postHeaders(), body: INIT })));
+        for (const r of batch) { assert.equal(r.status, 200, r.body); sids.push(r.headers['mcp-session-id']); }
+    }
+    const ms = performance.now() - t0;
+    await sleep(1500);
+    const rss1 = procMemory(d.pid).rss;
+    const per = (rss1 - rss0) / N;
+    t.diagnostic(`${N} initializes in ${(ms / 1000).toFixed(1)} s; daemon RSS ${(rss0 / MiB).toFixed(1)} → ` +
+        `${(rss1 / MiB).toFixed(1)} MiB with ${N} sessions open: ${(per / 1024).toFixed(2)} KiB per session`);
+    // the 5000 are alive (the first session, from before, made room for the last)
+    for (const s of [sids[0], sids[N / 2], sids[N - 1]]) assert.equal((await ping(d, s)).status, 200);
+    // generous (a sanitized daemon pads every allocation); a leak of a body or reply per session
+    // (KBs each) or of MHD's 32 KiB connection pool would be far above it
+    const SLACK = process.env.ASAN_OPTIONS ? 64 * 1024 : 16 * 1024;
+    assert.ok(per < SLACK, `${per} bytes per session`);
+    // the 5001st: the least recently used (sids[1], the pinged ones are fresher) makes room
+    const extra = await initSession(d);
+    assert.equal((await ping(d, sids[1])).status, 404);
+    assert.equal((await ping(d, extra)).status, 200);
+    // after MCP_EXEC_SESSION_IDLE_S all are ended and their memory is given back. (Not polled: a
+    // request to a live session is activity that restarts its idle clock. The tick checks 4 times a
+    // second; 6 s of slack.)
+    await sleep(IDLE_S * 1000 + 6000);
+    for (const s of [sids[0], sids[2], sids[N / 2], sids[N - 1], extra])
+        assert.equal((await ping(d, s)).status, 404, 'an idle session outlived MCP_EXEC_SESSION_IDLE_S');
+    await sleep(1500);
+    const rss2 = procMemory(d.pid).rss;
+    t.diagnostic(`after expiry: RSS ${(rss2 / MiB).toFixed(1)} MiB`);
+    assert.ok(rss2 < rss0 + (rss1 - rss0) / 2 + 2 * MiB, `RSS ${rss2} after expiry, ${rss0} before, ${rss1} with the sessions`);
+});
