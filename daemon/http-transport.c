@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -31,7 +32,12 @@
 #include "str-util.h"
 
 #define HTTP_TICK_USEC (250u * 1000u) /* progress within 250 ms of each whole second */
-#define HTTP_CONNECTION_TIMEOUT_S 60u
+/* Time allowed between two bytes of a request (or of its answer being taken): a stalled or
+ * half-sent request frees its connection after this long. Not a deadline for the whole request:
+ * a call waiting for its run and an event stream are suspended, out of MHD's timeout, and streams
+ * get keep-alives. 30 s is within what front ends use (nginx client_header/body_timeout 60 s,
+ * Apache RequestReadTimeout header=20-40 body=20) and long past any pause of a working client. */
+#define HTTP_CONNECTION_TIMEOUT_S 30u
 #define HTTP_CONNECTION_LIMIT 1024u
 #define HTTP_RETRY_AFTER_S "5" /* 503 for too many busy sessions: calls end, sessions free up */
 #define HTTP_EVICT_LOG_USEC (10u * 1000u * 1000u) /* one eviction line per 10 s at most */
@@ -636,8 +642,59 @@ static const char *header(struct MHD_Connection *conn, const char *name) {
 }
 
 
+/* Framing libmicrohttpd lets through but we refuse, before any other check (as MHD's own 400s for
+ * a bad Content-Length or chunk come first): Content-Length with Transfer-Encoding. RFC 9112 §6.3:
+ * such a request "might indicate an attempt to perform request smuggling" through a front end and
+ * "ought to be handled as an error"; MHD 0.9.75 reads it as chunked. Also a coding other than
+ * chunked, and two different Content-Lengths. (A NUL in a header cannot be
+ * seen here: MHD 0.9.75 ends the value at it, so the rest of that line is ignored.) */
+typedef struct ContentLengths {
+        const char *first;
+        bool differ;
+} ContentLengths;
+
+static enum MHD_Result content_length_each(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        ContentLengths *cl = cls;
+        if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0 || !value)
+                return MHD_YES;
+        if (!cl->first)
+                cl->first = value;
+        else if (strcmp(cl->first, value) != 0) {
+                cl->differ = true;
+                return MHD_NO;
+        }
+        return MHD_YES;
+}
+
+static const char *framing_error(struct MHD_Connection *conn) {
+        const char *te = header(conn, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+        if (te && header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH))
+                return "Bad Request: both Content-Length and Transfer-Encoding";
+        /* §6.3 again: chunked not the final coding means no knowable length, "MUST respond with
+         * 400 and then close"; MHD knows only "chunked" and would wait for the body till timeout. */
+        if (te && strcasecmp(te, "chunked") != 0)
+                return "Bad Request: the only Transfer-Encoding accepted is chunked";
+        /* Two different lengths: RFC 9112 §6.3 "invalid", a 400 and a closed connection (MHD 0.9.75
+         * takes one of them). */
+        ContentLengths cl = {};
+        (void) MHD_get_connection_values(conn, MHD_HEADER_KIND, content_length_each, &cl);
+        if (cl.differ)
+                return "Bad Request: Content-Length given twice with different values";
+        return NULL;
+}
+
 static enum MHD_Result handle_head(Http *h, HttpRequest *req, const char *url, const char *method) {
         struct MHD_Connection *conn = req->conn;
+        const char *bad = framing_error(conn);
+        if (bad) {
+                /* The body (if any) is never read: ask MHD to close the connection after the answer. */
+                req->verdict.next = MCP_HTTP_REJECT;
+                char *body = mcp_http_error_body(MCP_HTTP_ERROR_SERVER, bad);
+                if (!body)
+                        return MHD_NO;
+                return respond(req, MHD_HTTP_BAD_REQUEST, "application/json", body,
+                               req->http->stopping ? NULL : MHD_HTTP_HEADER_CONNECTION, "close");
+        }
         McpHttpHead head = {
                 .method = method,
                 .path = url,
@@ -1219,6 +1276,10 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
                                   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) HTTP_CONNECTION_TIMEOUT_S,
                                   MHD_OPTION_CONNECTION_LIMIT, (unsigned) HTTP_CONNECTION_LIMIT,
                                   MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+                                  /* RFC 9112's MUSTs for a server, e.g. 400 for an HTTP/1.1 request
+                                   * without Host (§3.2) or with whitespace before a header's colon
+                                   * (§5.1, a smuggling vector); every real client complies. */
+                                  MHD_OPTION_STRICT_FOR_CLIENT, (int) 1,
                                   MHD_OPTION_END);
         if (!h->mhd) {
                 http_free(h);
