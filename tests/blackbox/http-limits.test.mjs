@@ -152,5 +152,7 @@ test('5000 sessions with MCP_EXEC_MAX_SESSIONS=5000: memory per session measured
     await sleep(1500);
     const rss2 = procMemory(d.pid).rss;
     t.diagnostic(`after expiry: RSS ${(rss2 / MiB).toFixed(1)} MiB`);
-    assert.ok(rss2 < rss0 + (rss1 - rss0) / 2 + 2 * MiB, `RSS ${rss2} after expiry, ${rss0} before, ${rss1} with the sessions`);
+    // (a sanitized daemon keeps freed memory in ASan's quarantine: LeakSanitizer judges at exit)
+    if (!process.env.ASAN_OPTIONS)
+        assert.ok(rss2 < rss0 + (rss1 - rss0) / 2 + 2 * MiB, `RSS ${rss2} after expiry, ${rss0} before, ${rss1} with the sessions`);
 });
