@@ -61,9 +61,20 @@ static void job_finished(CgroupRun *cr, const char *result) {
         if (r >= 0)
                 r = cg_make_leaves(cr, true, cr->pid);
         if (r < 0) {
+                /* Say what was still in the scope's own cgroup (EBUSY: no internal processes). */
+                char procs[128] = "";
+                if (cr->run_fd >= 0) {
+                        _cleanup_close_ int fd = openat(cr->run_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+                        ssize_t k = fd >= 0 ? read(fd, procs, sizeof(procs) - 1) : -1;
+                        procs[k > 0 ? k : 0] = '\0';
+                        for (char *p = procs; *p; p++)
+                                if (*p == '\n')
+                                        *p = ' ';
+                }
                 char msg[1024];
-                snprintf(msg, sizeof(msg), "cannot set up the cgroups of scope %s (%s): %s", cr->unit,
-                         path ? path : "?", strerror(-r));
+                snprintf(msg, sizeof(msg), "cannot set up the cgroups of scope %s (%s): %s (init %d; processes in "
+                         "the scope's own cgroup: %s)", cr->unit, path ? path : "?", strerror(-r), (int) cr->pid,
+                         procs[0] ? procs : "none");
                 placed_done(cr, r, msg);
                 return;
         }

@@ -74,6 +74,32 @@ int cg_own_path(pid_t pid, char **ret) {
  * into supervisor/ if it sits in the run's cgroup itself (placed by PID). Order matters: a cgroup
  * with processes cannot enable controllers for children (EBUSY, "no internal processes"), so the
  * init leaves first. */
+/* Moves every process of from_fd's own cgroup into to_fd's. Only the run's processes can be
+ * there (a delegated scope's cgroup); one that exits meanwhile is skipped. Returns 0 or -errno. */
+static int cg_move_all(int from_fd, int to_fd) {
+        for (unsigned round = 0; round < 8; round++) {
+                char buf[512];
+                int r = read_at(from_fd, "cgroup.procs", buf, sizeof(buf));
+                if (r < 0)
+                        return r;
+                if (!buf[0])
+                        return 0;
+                for (char *p = buf, *nl; *p; p = nl ? nl + 1 : p + strlen(p)) {
+                        nl = strchr(p, '\n');
+                        if (nl)
+                                *nl = '\0';
+                        if (!*p)
+                                continue;
+                        r = cg_write_at(to_fd, "cgroup.procs", p);
+                        if (r < 0 && r != -ESRCH)
+                                return r;
+                        if (!nl)
+                                break;
+                }
+        }
+        return -EBUSY;
+}
+
 int cg_make_leaves(CgroupRun *cr, bool move_init, pid_t init_pid) {
         int r;
 
@@ -88,6 +114,12 @@ int cg_make_leaves(CgroupRun *cr, bool move_init, pid_t init_pid) {
                 char pid[32];
                 snprintf(pid, sizeof(pid), "%d", (int) init_pid);
                 r = cg_write_at(cr->supervisor_fd, "cgroup.procs", pid);
+                if (r < 0)
+                        return r;
+                /* The init's mount helper may have been forked after the manager moved the init:
+                 * it is in the scope's own cgroup then, and enabling controllers there fails with
+                 * EBUSY (no internal processes) until it is moved too. */
+                r = cg_move_all(cr->run_fd, cr->supervisor_fd);
                 if (r < 0)
                         return r;
         }

@@ -54,6 +54,8 @@ struct Run {
         RunDoneFn done;
         void *userdata;
         bool owner_released; /* the owner gave the run back */
+        bool in_done;        /* done() is running: a run_release() from it must not free the run
+                              * under the completion handler that called done() */
 
         char *code;
         size_t code_len;
@@ -386,15 +388,19 @@ static void run_maybe_finish(Run *run) {
         ring_cancel(run->env.ring, &run->streams[1].op);
         if (run->grace_over && !run->init_exited && !run->error)
                 run_fail(run, "the run did not end within %u ms of being killed", 2 * RUN_KILL_GRACE_USEC / 1000);
+        /* Every caller calls run_maybe_free() next, which frees a run released by done(). */
+        run->in_done = true;
         run->done(run, run->userdata);
+        run->in_done = false;
 }
 
 static void on_start_failed(RingOp *op, int res) {
         Run *run = container_of(op, Run, op_start);
         run->phase = RUN_FINISHED;
-        /* done() may call run_release(), which frees the run (op_start is no longer busy): touch
-         * nothing after it. A run released later is freed by run_release() itself. */
+        run->in_done = true;
         run->done(run, run->userdata);
+        run->in_done = false;
+        run_maybe_free(run);
 }
 
 /* An input file at its relative path below dfd (names validated by mcp/: no absolute path, no
@@ -672,5 +678,7 @@ void run_result(const Run *run, McpExecResult *ret) {
 
 void run_release(Run *run) {
         run->owner_released = true;
-        run_maybe_free(run);
+        /* From inside done(): the completion handler that called it frees the run afterwards. */
+        if (!run->in_done)
+                run_maybe_free(run);
 }
