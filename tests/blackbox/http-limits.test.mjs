@@ -135,10 +135,11 @@ test('5000 sessions with MCP_EXEC_MAX_SESSIONS=5000: memory per session measured
         `${(rss1 / MiB).toFixed(1)} MiB with ${N} sessions open: ${(per / 1024).toFixed(2)} KiB per session`);
     // the 5000 are alive (the first session, from before, made room for the last)
     for (const s of [sids[0], sids[N / 2], sids[N - 1]]) assert.equal((await ping(d, s)).status, 200);
-    // generous (a sanitized daemon pads every allocation); a leak of a body or reply per session
-    // (KBs each) or of MHD's 32 KiB connection pool would be far above it
-    const SLACK = process.env.ASAN_OPTIONS ? 64 * 1024 : 16 * 1024;
-    assert.ok(per < SLACK, `${per} bytes per session`);
+    // generous; a catalogue per session (82 KiB, as before c886ede), a kept body or reply, or MHD's
+    // 32 KiB connection pool would be far above it. Not under ASan: its quarantine (256 MiB) and
+    // padding make RSS growth no measure of what a session holds (LeakSanitizer judges at exit).
+    if (!process.env.ASAN_OPTIONS)
+        assert.ok(per < 16 * 1024, `${per} bytes per session`);
     // the 5001st: the least recently used (sids[1], the pinged ones are fresher) makes room
     const extra = await initSession(d);
     assert.equal((await ping(d, sids[1])).status, 404);
