@@ -981,6 +981,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         request_free(req);
 }
 
+/* MHD's format strings: clang's -Wformat-nonliteral (in -Werror=format=2) needs to know. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
         /* MHD's own diagnostics (protocol violations, resource limits); never bodies. */
         char buf[256];
