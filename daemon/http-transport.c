@@ -38,6 +38,11 @@
  * get keep-alives. 30 s is within what front ends use (nginx client_header/body_timeout 60 s,
  * Apache RequestReadTimeout header=20-40 body=20) and long past any pause of a working client. */
 #define HTTP_CONNECTION_TIMEOUT_S 30u
+/* A request line and headers must be complete this long after the connection opened or its
+ * previous request ended, however slowly their bytes come: a client trickling a byte every 29 s
+ * (slowloris) would otherwise keep one of the HTTP_CONNECTION_LIMIT for ever. Twice the time
+ * between bytes: an idle keep-alive connection is closed by that one first. */
+#define HTTP_HEAD_TIMEOUT_S 60u
 #define HTTP_CONNECTION_LIMIT 1024u
 #define HTTP_RETRY_AFTER_S "5" /* 503 for too many busy sessions: calls end, sessions free up */
 #define HTTP_EVICT_LOG_USEC (10u * 1000u * 1000u) /* one eviction line per 10 s at most */
@@ -46,6 +51,7 @@
 #define USEC_PER_SEC (1000u * 1000u)
 
 typedef struct HttpSession HttpSession;
+typedef struct HttpConn HttpConn;
 typedef struct HttpRequest HttpRequest;
 typedef struct HttpCall HttpCall;
 
@@ -93,6 +99,15 @@ struct HttpRequest {
         HttpRequest *prev, *next;
 };
 
+/* A TCP connection (MHD's socket context), for the head deadline. */
+struct HttpConn {
+        int fd;
+        uint64_t since_usec;  /* opened, or its previous request ended */
+        bool in_request;      /* the head of the current request is complete */
+        bool cut;             /* shut down for its head deadline */
+        HttpConn *prev, *next;
+};
+
 struct HttpCall {
         Http *http;          /* NULL once the transport is gone (shutdown timed out) */
         HttpSession *session;
@@ -130,6 +145,7 @@ struct Http {
 
         HttpSession *sessions;
         HttpRequest *requests;
+        HttpConn *conns;
         unsigned n_sessions;
         unsigned n_requests;
         unsigned n_calls;
@@ -903,6 +919,41 @@ static enum MHD_Result handle_messages_post(Http *h, HttpRequest *req) {
         return respond(req, MHD_HTTP_ACCEPTED, "text/plain", strdup("Accepted"), NULL, NULL);
 }
 
+static HttpConn *conn_of(struct MHD_Connection *conn) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        return ci ? ci->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+        Http *h = cls;
+        HttpConn *c = *socket_context;
+        if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+                c = calloc(1, sizeof(*c));
+                if (!c)
+                        return; /* no head deadline for this one */
+                const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+                c->fd = ci ? ci->connect_fd : -EBADF;
+                c->since_usec = now_usec();
+                c->next = h->conns;
+                if (h->conns)
+                        h->conns->prev = c;
+                h->conns = c;
+                *socket_context = c;
+                return;
+        }
+        if (!c)
+                return;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                h->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        free(c);
+        *socket_context = NULL;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                  const char *version, const char *upload_data, size_t *upload_data_size,
                                  void **con_cls) {
@@ -910,6 +961,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         HttpRequest *req = *con_cls;
 
         if (!req) {
+                HttpConn *hc = conn_of(conn);
+                if (hc)
+                        hc->in_request = true;
                 req = request_new(h, conn);
                 if (!req)
                         return MHD_NO;
@@ -956,6 +1010,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (!req)
                 return;
         *con_cls = NULL;
+        HttpConn *hc = conn_of(conn);
+        if (hc) {
+                hc->in_request = false;
+                hc->since_usec = now_usec(); /* the next head's clock */
+        }
         req->completed = true;
         req->suspended = false;
         Http *h = req->http;
@@ -1084,6 +1143,19 @@ static void on_tick(RingOp *op, int res) {
                 if (!s->legacy && !s->calls && now - s->last_used_usec > (uint64_t) h->idle_s * USEC_PER_SEC)
                         session_close(s, "idle for longer than MCP_EXEC_SESSION_IDLE_S");
         }
+        /* Heads not complete in time: shut the socket down (the fd stays MHD's); MHD's next read
+         * fails and it closes the connection without an answer. */
+        unsigned cut = 0;
+        for (HttpConn *c = h->conns; c; c = c->next)
+                if (!c->in_request && !c->cut && c->fd >= 0 &&
+                    now - c->since_usec > (uint64_t) HTTP_HEAD_TIMEOUT_S * USEC_PER_SEC) {
+                        (void) shutdown(c->fd, SHUT_RDWR);
+                        c->cut = true;
+                        cut++;
+                }
+        if (cut > 0)
+                log_debug("closed %u HTTP connections whose request head took longer than %u s", cut,
+                          HTTP_HEAD_TIMEOUT_S);
         /* A burst of clients leaves free memory scattered in the heap (bodies, replies, MHD's
          * per-connection pools); once nothing is in flight, give whole free pages back
          * (malloc_trim(3)), so the daemon's RSS returns to its idle size. */
@@ -1275,6 +1347,7 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
                                   on_access, h,
                                   MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
                                   MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                                  MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
                                   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) HTTP_CONNECTION_TIMEOUT_S,
                                   MHD_OPTION_CONNECTION_LIMIT, (unsigned) HTTP_CONNECTION_LIMIT,
                                   MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,

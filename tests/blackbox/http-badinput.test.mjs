@@ -16,6 +16,7 @@ const MiB = 1024 * 1024;
 const CAP = 1024 * 1024;      // MCP_EXEC_MAX_MESSAGE_BYTES of this file's daemon
 const IDLE_S = 10;            // MCP_EXEC_SESSION_IDLE_S of this file's daemon
 const CONN_TIMEOUT_S = 30;    // HTTP_CONNECTION_TIMEOUT_S in daemon/http-transport.c
+const HEAD_TIMEOUT_S = 60;    // HTTP_HEAD_TIMEOUT_S there
 // A sanitized daemon (the asan tier passes ASAN_OPTIONS) keeps freed memory in ASan's quarantine:
 // there only "no input is kept for good" can be checked, with a wider margin.
 const SANITIZED = Boolean(process.env.ASAN_OPTIONS);
@@ -138,7 +139,7 @@ function assertRefused(r, what, { statuses, allowClose = false } = {}) {
     else assert.ok(r.status >= 400 && r.status < 500, `${what}: HTTP ${r.status}\n${r.head}`);
 }
 
-test('slowloris: 200 connections trickle heads or bodies then stall; an ordinary client is served meanwhile; the daemon closes them after its connection timeout; fds come back', { timeout: 240000 }, async (t) => {
+test('slowloris: 200 connections trickle heads or bodies then stall, 20 trickle a head for ever; an ordinary client is served meanwhile; the daemon closes the stalled ones after its connection timeout, the endless ones at the head deadline; fds come back', { timeout: 300000 }, async (t) => {
     const c = await connectSdk(null, d, 'http');
     const lat = [];
     let callsOk = 0;
@@ -171,22 +172,41 @@ test('slowloris: 200 connections trickle heads or bodies then stall; an ordinary
             else e.s.write('x');
         }
     }, 100);
+    // 20 more never stop: a byte of a never-ending header every 2 s (never idle for the timeout
+    // between bytes); the head deadline ends them.
+    const endless = [];
+    for (let n = 0; n < 20; n++) {
+        const s = await connect();
+        const e = { s, openedAt: performance.now(), closedAt: null, got: 0 };
+        s.on('data', (b) => { e.got += b.length; });
+        s.on('close', () => { e.closedAt = performance.now(); });
+        s.write(`POST /mcp HTTP/1.1\r\n${MCP_HEAD()}X-Slow: `);
+        endless.push(e);
+    }
+    const drip = setInterval(() => { for (const e of endless) if (e.closedAt === null) e.s.write('a'); }, 2000);
+    t.after(() => clearInterval(drip));
     const tTrickle = performance.now();
     let i = 0;
     while (performance.now() - tTrickle < 4000) await call(i++);
     const fdsPeak = fdCount(d.pid);
     clearInterval(trickle);
     const tStall = performance.now();
-    assert.ok(fdsPeak >= fds0 + 190, `the 200 connections were not all open in the daemon: ${fds0} → ${fdsPeak} fds`);
+    assert.ok(fdsPeak >= fds0 + 210, `the 200 connections were not all open in the daemon: ${fds0} → ${fdsPeak} fds`);
     assert.equal(socks.filter((e) => e.closedAt !== null).length, 0, 'a trickling connection was closed while it was sending');
 
     // Stalled now: the ordinary client keeps being served while the daemon's timeout runs.
-    while (socks.some((e) => e.closedAt === null) && performance.now() - tStall < (CONN_TIMEOUT_S + 60) * 1000) {
+    while ([...socks, ...endless].some((e) => e.closedAt === null) && performance.now() - tStall < (CONN_TIMEOUT_S + 60) * 1000) {
         await call(i++);
         await sleep(500);
     }
+    clearInterval(drip);
     const open = socks.filter((e) => e.closedAt === null).length;
-    for (const e of socks) e.s.destroy();
+    const openEndless = endless.filter((e) => e.closedAt === null).length;
+    for (const e of [...socks, ...endless]) e.s.destroy();
+    assert.equal(openEndless, 0, `${openEndless} connections trickling a head for ever were still open`);
+    const cutAt = endless.map((e) => (e.closedAt - e.openedAt) / 1000);
+    assert.ok(Math.min(...cutAt) > HEAD_TIMEOUT_S - 10, `an endless head was cut after ${Math.min(...cutAt).toFixed(1)} s`);
+    assert.equal(endless.filter((e) => e.got > 0).length, 0, 'an endless head was answered');
     assert.equal(open, 0, `${open} stalled connections were still open ${CONN_TIMEOUT_S + 60} s after their last byte`);
     const after = socks.map((e) => (e.closedAt - tStall) / 1000);
     const first = Math.min(...after), last = Math.max(...after);
@@ -197,7 +217,8 @@ test('slowloris: 200 connections trickle heads or bodies then stall; an ordinary
     const fdsAfter = await until(async () => (fdCount(d.pid) <= fds0 ? fdCount(d.pid) : 0), 20000) || fdCount(d.pid);
     t.diagnostic(`${callsOk} calls of an ordinary client during the slowloris: median ${median(lat).toFixed(1)} ms, ` +
         `max ${Math.max(...lat).toFixed(1)} ms; stalled connections closed ${first.toFixed(1)}–${last.toFixed(1)} s ` +
-        `after their last byte (timeout ${CONN_TIMEOUT_S} s); daemon fds ${fds0} → ${fdsPeak} → ${fdsAfter}`);
+        `after their last byte (timeout ${CONN_TIMEOUT_S} s); endless heads cut ${Math.min(...cutAt).toFixed(1)}–` +
+        `${Math.max(...cutAt).toFixed(1)} s after they opened (deadline ${HEAD_TIMEOUT_S} s); daemon fds ${fds0} → ${fdsPeak} → ${fdsAfter}`);
     assert.ok(callsOk >= 10);
     assert.ok(fdsAfter <= fds0, `fds did not come back: ${fds0} before, ${fdCount(d.pid)} after`);
     await assertServing('the slowloris');
