@@ -52,7 +52,10 @@ for t in "${targets[@]}"; do
         # With -jobs each process logs to fuzz-<n>.log; without, to $t.log.
         execs=$(cat "$work/$t.log" "$work"/fuzz-*.log 2>/dev/null |
                 awk '/stat::number_of_executed_units/ { n += $2 } END { print n + 0 }')
-        rm -f "$work"/fuzz-*.log
+        # Kept per run (the executions and findings of every run are part of the results).
+        for f in "$work"/fuzz-*.log; do
+                if [ -f "$f" ]; then mv "$f" "$work/$t.$(date +%Y%m%d-%H%M%S).${f##*/}"; fi
+        done
         echo "$t: $execs executions in $((SECONDS - t0)) s; artifacts: $(ls "$work/artifacts" | grep -c "^$t-" || true)"
         if [ "$merge" = 1 ]; then
                 "$build/tests/fuzz/$t" -merge=1 -max_len="$max_len" "$src/tests/fuzz/corpus/$t" "$work/$t" \
