@@ -394,6 +394,11 @@ int cgroup_run_read(CgroupRun *cr, CgroupStats *ret) {
         return 0;
 }
 
+void cgroup_run_cancel_place(CgroupRun *cr) {
+        if (cr)
+                cg_systemd_run_cancel(cr);
+}
+
 CgroupRun *cgroup_run_free(CgroupRun *cr) {
         if (!cr)
                 return NULL;

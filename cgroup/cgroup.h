@@ -81,6 +81,9 @@ typedef void (*CgroupPlacedFn)(CgroupRun *cr, int error, const char *message, vo
 int cgroup_run_place(CgroupRun *cr, pid_t init_pid, int init_pidfd, CgroupPlacedFn placed, void *userdata,
                 char **reterr_message);
 
+/* Gives up a placement in flight: placed() will not be called. NULL-safe. */
+void cgroup_run_cancel_place(CgroupRun *cr);
+
 /* The payload cgroup for CLONE_INTO_CGROUP of Python, once placed; owned by the CgroupRun. */
 int cgroup_run_payload_fd(const CgroupRun *cr);
 

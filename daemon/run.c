@@ -30,6 +30,8 @@
 /* After a kill the kernel tears the run down in milliseconds; this bounds how long a reply can lag
  * behind the deadline if something does not go away. */
 #define RUN_KILL_GRACE_USEC (2u * 1000u * 1000u)
+/* How long systemd may take to make a run's scope (60-500 ms measured under emulation). */
+#define RUN_PLACE_TIMEOUT_USEC (60u * 1000u * 1000u)
 
 typedef enum RunPhase {
         RUN_STARTING, /* failed before spawning: done is called from the loop */
@@ -83,6 +85,7 @@ struct Run {
 
         bool timed_out;
         bool killed;         /* by us: deadline, cancellation or shutdown */
+        bool placing;        /* systemd is making the run's scope: its init may not die yet */
         bool init_killed;
         bool grace_over;
         uint64_t t_spawn, t_placed, t_release, t_end;
@@ -93,8 +96,8 @@ struct Run {
 
         char signame[16];
 
-        RingOp op_stdin, op_control, op_pidfd, op_timer, op_grace, op_start;
-        struct __kernel_timespec deadline, grace;
+        RingOp op_stdin, op_control, op_pidfd, op_timer, op_grace, op_start, op_place;
+        struct __kernel_timespec deadline, grace, place;
 };
 
 static void run_maybe_finish(Run *run);
@@ -115,7 +118,7 @@ static void run_fail(Run *run, const char *fmt, ...) {
 static bool run_ops_busy(const Run *run) {
         return run->streams[0].op.busy || run->streams[1].op.busy || run->op_stdin.busy ||
                run->op_control.busy || run->op_pidfd.busy || run->op_timer.busy || run->op_grace.busy ||
-               run->op_start.busy;
+               run->op_start.busy || run->op_place.busy;
 }
 
 static void run_staging_remove(Run *run) {
@@ -363,11 +366,15 @@ void run_kill(Run *run) {
                 if (r < 0)
                         log_warning_errno(r, "run %s: cannot write cgroup.kill: %m; killing its init", run->id);
         }
-        if (r < 0)
+        /* While systemd makes the scope the init must live: killed now, it would empty the scope
+         * while we make its leaves, and systemd could not remove the scope's cgroup (seen: one in
+         * ~250 runs left behind). on_placed() or the placement deadline kills it. */
+        if (r < 0 && !run->placing)
                 run_kill_init(run);
 
         ring_cancel(run->env.ring, &run->op_timer);
-        timer_arm(run, &run->op_grace, &run->grace, RUN_KILL_GRACE_USEC);
+        if (!run->placing)
+                timer_arm(run, &run->op_grace, &run->grace, RUN_KILL_GRACE_USEC);
 }
 
 static void run_maybe_finish(Run *run) {
@@ -381,6 +388,7 @@ static void run_maybe_finish(Run *run) {
         /* Whatever is still in flight is cancelled; its CQE frees nothing but is awaited. */
         ring_cancel(run->env.ring, &run->op_timer);
         ring_cancel(run->env.ring, &run->op_grace);
+        ring_cancel(run->env.ring, &run->op_place);
         ring_cancel(run->env.ring, &run->op_pidfd);
         ring_cancel(run->env.ring, &run->op_stdin);
         ring_cancel(run->env.ring, &run->op_control);
@@ -473,12 +481,38 @@ static void run_go(Run *run) {
         timer_arm(run, &run->op_timer, &run->deadline, (uint64_t) run->timeout_s * 1000000u);
 }
 
+/* systemd never finished the run's scope (a lost JobRemoved, a manager that hangs): give up. */
+static void on_place_timeout(RingOp *op, int res) {
+        Run *run = container_of(op, Run, op_place);
+
+        if (res == -ETIME && run->placing && run->phase == RUN_RUNNING) {
+                run->placing = false;
+                cgroup_run_cancel_place(run->cgroup);
+                if (!run->killed)
+                        run_fail(run, "systemd did not create the run's scope within %u s; the run was not started",
+                                 RUN_PLACE_TIMEOUT_USEC / 1000000u);
+                run->killed = true;
+                run_kill_init(run);
+                timer_arm(run, &run->op_grace, &run->grace, RUN_KILL_GRACE_USEC);
+                return;
+        }
+        run_maybe_free(run);
+}
+
 static void on_placed(CgroupRun *cr, int error, const char *message, void *userdata) {
         Run *run = userdata;
 
+        run->placing = false;
         run->t_placed = now_usec();
-        if (run->phase != RUN_RUNNING || run->killed)
-                return; /* cancelled while waiting for its scope: the init is being killed */
+        ring_cancel(run->env.ring, &run->op_place);
+        if (run->phase != RUN_RUNNING)
+                return;
+        if (run->killed) {
+                /* Cancelled (or shut down) while waiting for its scope: the deferred kill. */
+                run_kill_init(run);
+                timer_arm(run, &run->op_grace, &run->grace, RUN_KILL_GRACE_USEC);
+                return;
+        }
         if (error < 0) {
                 run_fail(run, "%s", message ? message : "cannot place the run in its cgroup");
                 run_kill_init(run);
@@ -562,6 +596,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         run->op_timer.callback = on_timer;
         run->op_grace.callback = on_grace;
         run->op_start.callback = on_start_failed;
+        run->op_place.callback = on_place_timeout;
         run->code = malloc(p->code_len + 1);
         run->stdin_data = malloc(p->stdin_len + 1);
         if (!run->code || !run->stdin_data) {
@@ -613,7 +648,11 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
                 run_kill_init(run);
         } else if (r > 0)
                 run_go(run);
-        /* r == 0: on_placed() releases it once systemd's job is done. */
+        else {
+                /* r == 0: on_placed() releases it once systemd's job is done. */
+                run->placing = true;
+                timer_arm(run, &run->op_place, &run->place, RUN_PLACE_TIMEOUT_USEC);
+        }
         *ret = run;
         return 0;
 }
