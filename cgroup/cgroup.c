@@ -405,17 +405,19 @@ CgroupRun *cgroup_run_free(CgroupRun *cr) {
         cg_systemd_run_cancel(cr);
         cr->supervisor_fd = safe_close(cr->supervisor_fd);
         cr->payload_fd = safe_close(cr->payload_fd);
-        if (cr->run_fd >= 0) {
-                /* payload/ is ours to remove (systemd trims the rest once the scope is empty); with
-                 * cgroupfs the whole run cgroup is. A cgroup whose processes are all reaped is empty
-                 * for rmdir, zombies do not count. */
+        if (cr->run_fd >= 0 && cr->cgroup->backend == CGROUP_BACKEND_CGROUPFS) {
+                /* With cgroupfs the whole run cgroup is ours to remove. A cgroup whose processes
+                 * are all reaped is empty for rmdir, zombies do not count. */
                 (void) unlinkat(cr->run_fd, "payload", AT_REMOVEDIR);
-                if (cr->cgroup->backend == CGROUP_BACKEND_CGROUPFS) {
-                        (void) unlinkat(cr->run_fd, "supervisor", AT_REMOVEDIR);
-                        if (cr->run_path)
-                                (void) unlinkat(cr->cgroup->base_fd, cr->run_path, AT_REMOVEDIR);
-                }
+                (void) unlinkat(cr->run_fd, "supervisor", AT_REMOVEDIR);
+                if (cr->run_path)
+                        (void) unlinkat(cr->cgroup->base_fd, cr->run_path, AT_REMOVEDIR);
         }
+        /* A scope's cgroup, leaves included, is systemd's to remove once the scope is empty: it
+         * walks the tree (nftw) and removes it bottom up. Removing payload/ here as well raced that
+         * walk: a leaf vanishing under it ends the walk early, the scope's rmdir then fails on the
+         * remaining supervisor/, and systemd forgets the unit with its cgroup left behind (seen in
+         * the systemd-tier soak: one scope in ~250 runs). */
         safe_close(cr->run_fd);
         free(cr->run_path);
         free(cr);
