@@ -7,10 +7,12 @@ Drives a mix of runs (ok, non-zero exit, exception, timeout with timeout_s 1, ou
 a small MCP_EXEC_MAX_OUTPUT_BYTES, stdin, cancellation with notifications/cancelled, and several
 calls pipelined at once) and checks every answer. Every --every runs, once the daemon is idle, it
 samples the daemon's RSS (VmRSS), open fds, descendant processes and the entries under its
-private $TMPDIR (the state directory and whatever is in it), and prints a table. The first sample
+private $TMPDIR (the state directory and whatever is in it) and, with SOAK_CGROUP=systemd (the
+systemd tier), the run scopes systemd knows (mcp-execd-run-*) and the cgroup directories below
+the run slice, and prints a table. The first sample
 at or after --warmup runs is the baseline: at the end RSS may exceed it by at most --rss-drift-kib
 (default 1024; negative: report only, for sanitizer builds whose allocator keeps freed memory in
-quarantine), and fds, processes and directory entries must equal it at every later sample.
+quarantine), and fds, processes, directory entries, scopes and cgroups must equal it at every later sample.
 Exit status 0 iff every answer was right and nothing drifted. Python standard library only.
 """
 import argparse
@@ -153,6 +155,48 @@ def descendants(pid):
     return out
 
 
+def run_scopes():
+    """Run scopes systemd still knows of, in any state."""
+    out = subprocess.run(["systemctl", "list-units", "--all", "--plain", "--no-legend", "mcp-execd-run-*"],
+                         capture_output=True, text=True, timeout=60).stdout
+    return len([line for line in out.splitlines() if line.strip()])
+
+
+def run_cgroup_paths():
+    """Directories below the slice(s) of the run scopes: scopes and their supervisor/ and payload/."""
+    found = []
+    for root, dirs, _files in os.walk("/sys/fs/cgroup"):
+        if os.path.basename(root) == "mcp-execd.slice":
+            found += [os.path.join(r, d) for r, ds, _f in os.walk(root) for d in ds]
+            dirs[:] = []
+    return found
+
+
+def run_cgroups():
+    return len(run_cgroup_paths())
+
+
+def describe_cgroups():
+    """What is left below the slice, with the processes in each directory (for a failure)."""
+    out = []
+    for p in run_cgroup_paths():
+        try:
+            with open(os.path.join(p, "cgroup.procs")) as f:
+                procs = f.read().split()
+        except OSError as e:
+            procs = [str(e)]
+        cmds = []
+        for pid in procs[:5]:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")[:60]
+                cmds.append(f"{pid}:{cmd}")
+            except OSError:
+                cmds.append(pid)
+        out.append(f"{p.replace('/sys/fs/cgroup/', '')} [{', '.join(cmds)}]")
+    return out
+
+
 def tmp_entries(tmpdir):
     n = 0
     for _root, dirs, files in os.walk(tmpdir):
@@ -278,11 +322,12 @@ def do_wave(d, kinds, i, timeout):
     return runs, failures
 
 
-def settle(d, deadline_s=15):
-    """Waits until the daemon has no descendant left (cancelled runs are not answered)."""
+def settle(d, systemd, deadline_s=30):
+    """Waits until the daemon has no descendant left (cancelled runs are not answered) and, under
+    systemd, until the last run's scope is gone (systemd collects it once its init has exited)."""
     end = time.monotonic() + deadline_s
-    while descendants(d.pid) and time.monotonic() < end:
-        time.sleep(0.05)
+    while (descendants(d.pid) or (systemd and run_cgroups())) and time.monotonic() < end:
+        time.sleep(0.1)
 
 
 def main():
@@ -292,15 +337,24 @@ def main():
     failures = []
     samples = []
     t0 = time.monotonic()
+    systemd = os.environ.get("SOAK_CGROUP") == "systemd"
+    columns = [("runs", 7), ("rss_kib", 9), ("fds", 5), ("procs", 6), ("tmp_entries", 12)]
+    if systemd:
+        columns += [("scopes", 7), ("cgroups", 8)]
+    columns.append(("secs", 8))
+    checked = [k for k, _ in columns if k not in ("runs", "rss_kib", "secs")]
 
     def sample(runs):
-        settle(d)
+        settle(d, systemd)
         s = {"runs": runs, "rss_kib": rss_kib(d.pid), "fds": fd_count(d.pid),
-             "procs": len(descendants(d.pid)), "tmp_entries": tmp_entries(tmpdir),
-             "secs": round(time.monotonic() - t0, 1)}
+             "procs": len(descendants(d.pid)), "tmp_entries": tmp_entries(tmpdir)}
+        if systemd:
+            s["scopes"], s["cgroups"] = run_scopes(), run_cgroups()
+            if s["cgroups"]:
+                print("soak: left below the slice while idle: " + "; ".join(describe_cgroups()), flush=True)
+        s["secs"] = round(time.monotonic() - t0, 1)
         samples.append(s)
-        print(f"{s['runs']:>7} {s['rss_kib']:>9} {s['fds']:>5} {s['procs']:>6} {s['tmp_entries']:>12}"
-              f" {s['secs']:>8}", flush=True)
+        print(" ".join(f"{s[k]:>{w}}" for k, w in columns), flush=True)
 
     try:
         init = d.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -308,7 +362,7 @@ def main():
         d.wait([init], 30)
         d.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         print(f"soak: {a.runs} runs through mcp-execd pid {d.pid}, TMPDIR {tmpdir}", flush=True)
-        print(f"{'runs':>7} {'rss_kib':>9} {'fds':>5} {'procs':>6} {'tmp_entries':>12} {'secs':>8}")
+        print(" ".join(f"{k:>{w}}" for k, w in columns))
         sample(0)
         runs, next_sample = 0, a.every
         kinds = schedule(a.runs)
@@ -348,20 +402,22 @@ def main():
     if base and len(samples) > 1:
         last = samples[-1]
         drift = last["rss_kib"] - base["rss_kib"]
-        print(f"soak: baseline at {base['runs']} runs: rss {base['rss_kib']} KiB, fds {base['fds']}, "
-              f"procs {base['procs']}, tmp entries {base['tmp_entries']}; end: rss {last['rss_kib']} KiB "
-              f"(drift {drift:+d} KiB), fds {last['fds']}, procs {last['procs']}, tmp entries "
-              f"{last['tmp_entries']}")
+        print(f"soak: baseline at {base['runs']} runs: rss {base['rss_kib']} KiB, "
+              + ", ".join(f"{k} {base[k]}" for k in checked)
+              + f"; end: rss {last['rss_kib']} KiB (drift {drift:+d} KiB), "
+              + ", ".join(f"{k} {last[k]}" for k in checked))
         if a.rss_drift_kib >= 0 and drift > a.rss_drift_kib:
             failures.append(f"RSS drifted by {drift} KiB after warm-up (limit {a.rss_drift_kib} KiB)")
         for s in samples:
             if s["runs"] < base["runs"]:
                 continue
-            for key in ("fds", "procs", "tmp_entries"):
+            for key in checked:
                 if s[key] != base[key]:
                     failures.append(f"{key} at {s['runs']} runs is {s[key]}, baseline {base[key]}")
         if base["procs"] != 0:
             failures.append(f"{base['procs']} processes under the daemon while idle")
+        if systemd and (base["scopes"] or base["cgroups"]):
+            failures.append(f"{base['scopes']} run scopes and {base['cgroups']} run cgroups while idle")
     for f in failures:
         print("soak: FAIL " + f)
     print(f"soak: {'FAILED' if failures else 'passed'} ({len(failures)} problems) in "
