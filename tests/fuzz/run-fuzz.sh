@@ -49,13 +49,14 @@ for t in "${targets[@]}"; do
         (cd "$work" && "$build/tests/fuzz/$t" -runs="$per_job" -jobs="$jobs" -workers="$jobs" \
                 -max_len="$max_len" -dict="$src/tests/fuzz/$t.dict" -print_final_stats=1 \
                 -artifact_prefix="$work/artifacts/$t-" "$work/$t" >"$work/$t.log" 2>&1) || status=1
-        # With -jobs each process logs to fuzz-<n>.log; without, to $t.log.
-        execs=$(cat "$work/$t.log" "$work"/fuzz-*.log 2>/dev/null |
+        # -jobs (always given, so always in effect) makes each process log to fuzz-<n>.log, which the
+        # controlling process also copies into $t.log when that process ends: count fuzz-<n>.log alone
+        # (this counted $t.log, fuzz-<n>.log and, through the glob fuzz-*.log, $t.log again: 2-3 times
+        # the executions). Each run's $t.log is kept, with its executions and findings.
+        execs=$(cat "$work"/fuzz-[0-9]*.log 2>/dev/null |
                 awk '/stat::number_of_executed_units/ { n += $2 } END { print n + 0 }')
-        # Kept per run (the executions and findings of every run are part of the results).
-        for f in "$work"/fuzz-*.log; do
-                if [ -f "$f" ]; then mv "$f" "$work/$t.$(date +%Y%m%d-%H%M%S).${f##*/}"; fi
-        done
+        rm -f "$work"/fuzz-[0-9]*.log
+        mv "$work/$t.log" "$work/$t.$(date +%Y%m%d-%H%M%S).log"
         echo "$t: $execs executions in $((SECONDS - t0)) s; artifacts: $(ls "$work/artifacts" | grep -c "^$t-" || true)"
         if [ "$merge" = 1 ]; then
                 "$build/tests/fuzz/$t" -merge=1 -max_len="$max_len" "$src/tests/fuzz/corpus/$t" "$work/$t" \
