@@ -55,6 +55,10 @@ char *mcp_file_name_check(const char *name, size_t n) {
                         return problem("\"%s\" contains a NUL character", q);
                 if (c < 0x20 || c == 0x7f)
                         return problem("\"%s\" contains a control character (0x%02x)", q, c);
+                /* C1 controls, U+0080..U+009F: UTF-8 C2 80..C2 9F (names are valid UTF-8, from JSON). */
+                if (c == 0xc2 && i + 1 < n && (unsigned char) name[i + 1] >= 0x80 && (unsigned char) name[i + 1] <= 0x9f)
+                        return problem("\"%s\" contains a control character (U+%04X)", q,
+                                       (unsigned) (unsigned char) name[i + 1]);
         }
         if (name[0] == '/')
                 return problem("\"%s\" is an absolute path; names are relative paths inside the working directory", q);

@@ -214,6 +214,10 @@ static bool file_name_valid(const char *s, size_t n) {
                 if (i < n && s[i] != '/') {
                         if ((unsigned char) s[i] < 0x20 || s[i] == 0x7f)
                                 return false;
+                        /* C1 controls U+0080..U+009F */
+                        if ((unsigned char) s[i] == 0xc2 && i + 1 < n && (unsigned char) s[i + 1] >= 0x80 &&
+                            (unsigned char) s[i + 1] <= 0x9f)
+                                return false;
                         seg++;
                         continue;
                 }

@@ -29,7 +29,7 @@ static void check_bad(const char *name, size_t len, const char *words) {
 
 static void test_names(void **state) {
         static const char *const good[] = { "a", "data.csv", "sub/dir/x.bin", "a.b/c..d/...e", ".hidden",
-                                            "outputs/seed.txt", "é/ü.txt" };
+                                            "outputs/seed.txt", "é/ü.txt", "nbsp\xc2\xa0.txt", "\xc2\xa9" };
         for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
                 char *why = mcp_file_name_check(good[i], strlen(good[i]));
                 if (why)
@@ -45,6 +45,8 @@ static void test_names(void **state) {
         check_bad("a\0b", 3, "NUL");
         check_bad("a\nb", 3, "control character (0x0a)");
         check_bad("a\x7f", 2, "control character (0x7f)");
+        check_bad("a\xc2\x85" "b", 4, "control character (U+0085)");
+        check_bad("\xc2\x9f", 2, "control character (U+009F)");
         check_bad("main.py", 7, "reserved");
         check_bad(MCP_RUN_LAUNCHER, strlen(MCP_RUN_LAUNCHER), "reserved");
         check_bad("a/b/c/d/e/f/g/h/i", 17, "levels deep");
