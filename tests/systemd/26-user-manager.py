@@ -2,6 +2,7 @@
 """The user-manager path: the same exec, as an unprivileged user with its own systemd --user,
 creates its scope under that user's manager (user@UID.service), with its limits."""
 # tier-timeout: 420
+import json
 import os
 import pwd
 import subprocess
@@ -41,14 +42,33 @@ def main():
                               stderr=subprocess.PIPE, env=d.env, preexec_fn=drop)
     with d:
         d.initialize()
+        # The interpreter probe ran in a scope of its own before the daemon served: wait for it to
+        # go, so the scope seen below is the call's.
+        if not wait_until(lambda: not scope_dirs(root=mgr), 30):
+            raise TestFailure("the probe's scope is still there: %s" % scope_dirs(root=mgr))
         rid = start_call(d, "import time\ntime.sleep(3)\nprint('as user')", timeout_s=30)
-        dirs = wait_until(lambda: scope_dirs(root=mgr), 30)
-        if not dirs:
+        # The scope's directory can show before its limits do (the manager makes the cgroup, then
+        # writes them), and a run that failed at once leaves only a vanishing directory: wait for
+        # a scope whose memory.max reads, and say what became of the run when none does.
+        def limit():
+            for path in scope_dirs(root=mgr):
+                try:
+                    return path, read(path + "/memory.max")
+                except FileNotFoundError:
+                    pass
+            return None
+        found = wait_until(limit, 30)
+        if not found:
+            try:
+                reply = json.dumps(wait_reply(d, rid, timeout=10))[:2000]
+            except Exception as e:  # noqa: BLE001 - a diagnostic only
+                reply = "no reply (%s)" % e
             d.kill()
-            raise TestFailure("no run scope under %s; daemon stderr:\n%s" % (mgr, d.stderr_tail(40)))
-        print("scope under the user manager: %s, memory.max %s" % (dirs[0], read(dirs[0] + "/memory.max")))
-        if read(dirs[0] + "/memory.max") != str(96 * 1024 * 1024):
-            raise TestFailure("memory.max is not 96M")
+            raise TestFailure("no run scope with a readable memory.max under %s (scopes now: %s); the call: %s;"
+                              " daemon stderr:\n%s" % (mgr, scope_dirs(root=mgr), reply, d.stderr_tail(40)))
+        print("scope under the user manager: %s, memory.max %s" % found)
+        if found[1] != str(96 * 1024 * 1024):
+            raise TestFailure("memory.max is %s, not 96M" % found[1])
         r = sc(wait_reply(d, rid))
         if r["stdout"] != "as user\n" or r["limits"] != "cgroup":
             raise TestFailure("result %r" % r)

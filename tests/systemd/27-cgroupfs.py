@@ -25,9 +25,13 @@ def main():
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     with d:
         d.initialize()
+        # The interpreter probe's run cgroup must be gone, so the one seen below is the call's.
+        def run_dirs():
+            return [e for e in os.listdir(base) if e.startswith("run-")] if os.path.isdir(base) else []
+        if not wait_until(lambda: not run_dirs(), 20):
+            raise TestFailure("the probe's run cgroup is still there: %s" % run_dirs())
         rid = start_call(d, "import time\ntime.sleep(3)\nprint('delegated')", timeout_s=30)
-        runs = wait_until(lambda: [e for e in os.listdir(base) if e.startswith("run-")] if os.path.isdir(base)
-                          else [], 20)
+        runs = wait_until(run_dirs, 20)
         if len(runs) != 1:
             raise TestFailure("expected one run cgroup in %s, found %r" % (base, runs))
         rc = os.path.join(base, runs[0])
