@@ -6,7 +6,6 @@ in the daemon's mount namespace). Every call is answered: a normal result, or a 
 names systemd; the daemon stays up, reconnects, and later runs work in scopes; nothing of the runs
 remains, and the daemon's fds are back to their number before the fault."""
 # tier-timeout: 900
-import json
 import os
 import subprocess
 import sys
@@ -40,22 +39,6 @@ def fds_of(pid):
 
 def fd_count(pid):
     return len(fds_of(pid))
-
-
-def collect(d, ids, timeout):
-    """The replies to ids, by id (other lines are kept as notifications)."""
-    got = {}
-    until = time.monotonic() + timeout
-    while len(got) < len(ids):
-        line = d._readline(until)
-        if not line.strip():
-            continue
-        m = json.loads(line)
-        if m.get("id") in ids:
-            got[m["id"]] = m
-        else:
-            d.notifications.append(m)
-    return got
 
 
 def outcome(reply, want_stdout):
@@ -108,7 +91,7 @@ def one(via, fault):
             raise TestFailure("%s failed: %s" % (" ".join(FAULTS[fault]), out.decode(errors="replace")))
         print("%s (%s): done in %.1f s" % (fault, via, time.monotonic() - t))
 
-        got = collect(d, set(ids + during), DEADLINE)
+        got = d.collect(set(ids + during), DEADLINE)
         results = [outcome(got[i], "slept\n") for i in ids] + [outcome(got[i], "during\n") for i in during]
         for i, res in zip(ids + during, results):
             print("  call %d: %s" % (i, res))

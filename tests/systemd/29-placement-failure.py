@@ -6,14 +6,12 @@ it), nothing of the runs remains, and runs work once the slice is unmasked. Uses
 of the suite's asan tier when it is there and current, with any sanitizer report a failure."""
 # tier-timeout: 600
 import glob
-import json
 import re
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import Daemon, TestFailure, daemon_path, run  # noqa: E402
@@ -46,15 +44,7 @@ def main():
                 r = d.call("tools/call", {"name": "exec", "arguments": {"code": "print(%d)" % k}})
                 texts.append(r["content"][0]["text"] if r.get("isError") else None)
             ids = [start_call(d, "print(1)") for _ in range(6)]
-            # Concurrent failures are answered in any order: collect by id.
-            got = {}
-            until = time.monotonic() + DEADLINE
-            while len(got) < len(ids):
-                line = d._readline(until)
-                if line.strip():
-                    m = json.loads(line)
-                    if m.get("id") in ids:
-                        got[m["id"]] = m
+            got = d.collect(ids, DEADLINE)  # concurrent failures are answered in any order
             for rid in ids:
                 r = got[rid].get("result") or {}
                 texts.append(r["content"][0]["text"] if r.get("isError") else None)

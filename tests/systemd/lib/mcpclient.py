@@ -65,6 +65,7 @@ class Daemon:
         self.buf = b""
         self.next_id = 1
         self.notifications = []
+        self.replies = {}  # replies read while waiting for another id
 
     def __enter__(self):
         if self.proc is not None:  # a test that started the daemon its own way (another user, a unit)
@@ -115,6 +116,32 @@ class Daemon:
         line, self.buf = self.buf.split(b"\n", 1)
         return line
 
+    def reply(self, rid, until):
+        """The reply to request rid. Replies come in any order when calls run concurrently: one to
+        another id is kept for its own reply() call; a message without an id is a notification."""
+        while rid not in self.replies:
+            line = self._readline(until)
+            if not line.strip():
+                continue
+            if self.verbose:
+                print("<<", line.decode(errors="replace")[:2000])
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                raise TestFailure("not JSON on stdout: %r" % line[:200])
+            if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+                raise TestFailure("not JSON-RPC 2.0: %r" % line[:200])
+            if "id" in msg and ("result" in msg or "error" in msg):
+                self.replies[msg["id"]] = msg
+            else:
+                self.notifications.append(msg)
+        return self.replies.pop(rid)
+
+    def collect(self, ids, timeout):
+        """The replies to ids, by id, in whatever order they come."""
+        until = time.monotonic() + timeout
+        return {rid: self.reply(rid, until) for rid in ids}
+
     def request(self, method, params=None):
         """Sends a request; returns the whole reply (result or error)."""
         rid = self.next_id
@@ -123,22 +150,7 @@ class Daemon:
         if params is not None:
             msg["params"] = params
         self.send(msg)
-        until = time.monotonic() + self.deadline
-        while True:
-            line = self._readline(until)
-            if not line.strip():
-                continue
-            if self.verbose:
-                print("<<", line.decode(errors="replace")[:2000])
-            try:
-                reply = json.loads(line)
-            except ValueError:
-                raise TestFailure("not JSON on stdout: %r" % line[:200])
-            if reply.get("jsonrpc") != "2.0":
-                raise TestFailure("not JSON-RPC 2.0: %r" % line[:200])
-            if reply.get("id") == rid:
-                return reply
-            self.notifications.append(reply)
+        return self.reply(rid, time.monotonic() + self.deadline)
 
     def call(self, method, params=None):
         """Sends a request; returns its result, or fails on an error reply."""

@@ -64,17 +64,11 @@ def start_call(d, code, **arguments):
 
 
 def wait_reply(d, rid, timeout=DEADLINE):
-    until = time.monotonic() + timeout
-    while True:
-        import json
-        line = d._readline(until)
-        if not line.strip():
-            continue
-        reply = json.loads(line)
-        if reply.get("id") == rid:
-            if "result" not in reply:
-                raise TestFailure("call %d answered an error: %r" % (rid, reply))
-            return reply["result"]
+    """The result of call rid (replies to other calls are kept for them)."""
+    reply = d.reply(rid, time.monotonic() + timeout)
+    if "result" not in reply:
+        raise TestFailure("call %d answered an error: %r" % (rid, reply))
+    return reply["result"]
 
 
 def sc(result):
