@@ -290,10 +290,10 @@ char *mcp_files_arg_validate(const McpLimits *l, json_t *v, McpExecArgs *a) {
                         return problem("invalid argument 'files[%zu].content': required, a string (the file's text, "
                                        "or its bytes in base64 with encoding \"base64\")", i);
                 if (enc && !json_is_null(enc) &&
-                    (!json_is_string(enc) || (strcmp(json_string_value(enc), "utf-8") != 0 &&
-                                              strcmp(json_string_value(enc), "base64") != 0)))
+                    (!mcp_json_name(enc) || (strcmp(json_string_value(enc), "utf-8") != 0 &&
+                                             strcmp(json_string_value(enc), "base64") != 0)))
                         return problem("invalid argument 'files[%zu].encoding': must be \"utf-8\" or \"base64\"", i);
-                bool b64 = json_is_string(enc) && strcmp(json_string_value(enc), "base64") == 0;
+                bool b64 = mcp_json_name(enc) && strcmp(json_string_value(enc), "base64") == 0;
                 total += b64 ? json_string_length(content) / 4 * 3 : json_string_length(content);
         }
         if (total > l->max_input_bytes + 3 * n) /* the base64 bound is exact but for padding */
@@ -320,7 +320,7 @@ char *mcp_files_arg_validate(const McpLimits *l, json_t *v, McpExecArgs *a) {
         size_t cap = 0;
         json_array_foreach(v, i, f) {
                 json_t *enc = json_object_get(f, "encoding"), *content = json_object_get(f, "content");
-                bool b64 = json_is_string(enc) && strcmp(json_string_value(enc), "base64") == 0;
+                bool b64 = mcp_json_name(enc) && strcmp(json_string_value(enc), "base64") == 0;
                 cap += b64 ? mcp_base64_decoded_max(json_string_length(content)) : json_string_length(content);
         }
         char *data = malloc(cap + 1);
@@ -333,7 +333,7 @@ char *mcp_files_arg_validate(const McpLimits *l, json_t *v, McpExecArgs *a) {
         json_array_foreach(v, i, f) {
                 json_t *enc = json_object_get(f, "encoding"), *content = json_object_get(f, "content");
                 json_t *name = json_object_get(f, "name");
-                bool b64 = json_is_string(enc) && strcmp(json_string_value(enc), "base64") == 0;
+                bool b64 = mcp_json_name(enc) && strcmp(json_string_value(enc), "base64") == 0;
                 size_t len = json_string_length(content);
                 files[i].name = json_string_value(name);
                 files[i].data = data + used;

@@ -30,7 +30,7 @@ int mcp_http_message_classify(const char *body, size_t len, McpHttpMessageInfo *
                 if (!json_is_string(id) && !integral)
                         return 0;
                 ret->kind = MCP_HTTP_MSG_REQUEST;
-                ret->is_initialize = strcmp(json_string_value(method), "initialize") == 0;
+                ret->is_initialize = mcp_json_name(method) && strcmp(json_string_value(method), "initialize") == 0;
                 return 0;
         }
         if (!method && id && (json_object_get(m, "result") || json_object_get(m, "error")))

@@ -44,5 +44,12 @@ int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content, ch
 /* Puts the returned files' bytes in the dumped reply in place of their placeholders; takes json. */
 char *mcp_files_splice(char *json, const McpExecResult *r, const char *nonce);
 
+/* A JSON string to compare as a C string: NULL if v is not a string or has a NUL inside, which a
+ * C comparison would cut short ("exec\u0000x" is not the tool "exec"; found by fuzz-mcp-server). */
+static inline const char *mcp_json_name(json_t *v) {
+        return json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v) ? json_string_value(v)
+                                                                                        : NULL;
+}
+
 /* Serializes a JSON-RPC message compactly (never a raw newline). malloc'd or NULL. */
 char *mcp_json_dump(json_t *msg);

@@ -189,7 +189,8 @@ static int handle_initialize(McpServer *s, json_t *id, json_t *params, McpAction
                                          "initialize: params.protocolVersion must be a string");
                 return ret->reply ? 0 : -ENOMEM;
         }
-        const char *version = negotiate(json_string_value(v));
+        /* An unknown version (one with a NUL inside too) gets our latest, as the spec asks. */
+        const char *version = negotiate(mcp_json_name(v) ? json_string_value(v) : "");
         json_t *result = json_pack(
                 "{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}",
                 "protocolVersion", version,
@@ -217,9 +218,10 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, McpAction
                 ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "tools/call: params.name must be a string");
                 return ret->reply ? 0 : -ENOMEM;
         }
-        if (!mcp_tool_exists(json_string_value(name))) {
-                ret->reply = reply_errorf(id, MCP_ERROR_INVALID_PARAMS, "Unknown tool: %s",
-                                          json_string_value(name));
+        if (!mcp_json_name(name) || !mcp_tool_exists(json_string_value(name))) {
+                ret->reply = reply_errorf(id, MCP_ERROR_INVALID_PARAMS, "Unknown tool: %s%s",
+                                          json_string_value(name),
+                                          mcp_json_name(name) ? "" : " (followed by a NUL character)");
                 return ret->reply ? 0 : -ENOMEM;
         }
         json_t *arguments = json_object_get(params, "arguments");
@@ -380,7 +382,7 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
         json_t *reply_id = id_ok ? id : NULL;
 
         json_t *jsonrpc = json_object_get(m, "jsonrpc");
-        if (!json_is_string(jsonrpc) || strcmp(json_string_value(jsonrpc), "2.0") != 0) {
+        if (!mcp_json_name(jsonrpc) || strcmp(json_string_value(jsonrpc), "2.0") != 0) {
                 ret->reply = reply_error(reply_id, MCP_ERROR_INVALID_REQUEST,
                                          "Invalid Request: \"jsonrpc\" must be \"2.0\"");
                 return ret->reply ? 0 : -ENOMEM;
@@ -402,9 +404,17 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
         }
 
         json_t *params = json_object_get(m, "params");
-        if (!id)
+        /* A method with a NUL inside ("tools/call\u0000x") is no method of ours: as a notification
+         * it is ignored like any unknown one, as a request it is not found. */
+        bool method_ok = mcp_json_name(method);
+        if (!id) {
+                if (!method_ok) {
+                        ret->kind = MCP_ACTION_NONE;
+                        return 0;
+                }
                 return handle_notification(s, json_string_value(method), json_is_object(params) ? params : NULL,
                                            ret);
+        }
         if (!id_ok) {
                 ret->reply = reply_error(NULL, MCP_ERROR_INVALID_REQUEST,
                                          json_is_null(id) ? "Invalid Request: \"id\" must not be null"
@@ -413,6 +423,12 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
         }
         if (params && !json_is_object(params)) {
                 ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "Invalid params: \"params\" must be an object");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        if (!method_ok) {
+                ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND,
+                                          "Method not found: %s (followed by a NUL character)",
+                                          json_string_value(method));
                 return ret->reply ? 0 : -ENOMEM;
         }
         return handle_request(s, json_string_value(method), id, params, ret);

@@ -252,13 +252,13 @@ static void check_files(const McpExecArgs *a, json_t *files) {
                 FUZZ_CHECK(json_is_string(content));
                 const char *c = json_string_value(content);
                 size_t clen = json_string_length(content);
-                if (json_is_string(enc) && strcmp(json_string_value(enc), "base64") == 0) {
+                if (string_is(enc, "base64", 6)) {
                         size_t sextets = 0;
                         for (size_t k = 0; k < clen; k++)
                                 sextets += !memchr(" \t\r\n=", c[k], 5);
                         FUZZ_CHECK(f->len == sextets * 6 / 8);
                 } else {
-                        FUZZ_CHECK(!enc || json_is_null(enc) || (json_is_string(enc) && strcmp(json_string_value(enc), "utf-8") == 0));
+                        FUZZ_CHECK(!enc || json_is_null(enc) || string_is(enc, "utf-8", 5));
                         FUZZ_CHECK(f->len == clen && (clen == 0 || memcmp(f->data, c, clen) == 0));
                 }
                 /* No two files with one name, no file where another needs a directory. */
@@ -310,6 +310,9 @@ static void check_call_args(const McpCall *call, const char *line, size_t len) {
                 big = true;
         }
         FUZZ_CHECK(json_is_object(m));
+        /* Names compare whole: a NUL inside one is no match for the name before it. */
+        FUZZ_CHECK(string_is(json_object_get(m, "jsonrpc"), "2.0", 3));
+        FUZZ_CHECK(string_is(json_object_get(m, "method"), "tools/call", 10));
         json_t *params = json_object_get(m, "params");
         json_t *name = json_object_get(params, "name");
         FUZZ_CHECK(json_is_string(name));

@@ -248,6 +248,15 @@ static void test_files_argument(void **state) {
         assert_true(a.is_tool_error);
         assert_non_null(strstr(a.reply, "MCP_EXEC_MAX_INPUT_BYTES"));
         mcp_action_done(&a);
+
+        /* "base64" followed by a NUL is no encoding of ours (a C comparison would take it). */
+        const char *nul = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\","
+                          "\"arguments\":{\"code\":\"print(1)\",\"files\":[{\"name\":\"c.bin\",\"content\":\"AP8=\","
+                          "\"encoding\":\"base64\\u0000\"}]}}}";
+        assert_int_equal(mcp_server_handle(s, nul, strlen(nul), &a), 0);
+        assert_true(a.is_tool_error);
+        assert_non_null(strstr(a.reply, "files[0].encoding"));
+        mcp_action_done(&a);
         mcp_server_free(s);
 }
 

@@ -236,6 +236,43 @@ static void test_argument_validation(void **state) {
         mcp_server_free(s);
 }
 
+/* A NUL inside a name is no match for the name before it (C comparisons stop at the NUL; found by
+ * fuzz-mcp-server): the tool, the method, "jsonrpc" and the protocol version. */
+static void test_names_with_nul(void **state) {
+        McpServer *s = server_new(true);
+        json_t *r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+                                 "{\"name\":\"exec\\u0000x\",\"arguments\":{\"code\":\"print(1)\"}}}");
+        assert_int_equal(error_code(r), MCP_ERROR_INVALID_PARAMS);
+        const char *msg = json_string_value(json_object_get(json_object_get(r, "error"), "message"));
+        assert_non_null(strstr(msg, "Unknown tool: exec"));
+        assert_non_null(strstr(msg, "NUL"));
+        json_decref(r);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+                        "\"execute_python\\u0000\",\"arguments\":{\"script\":\"1\"}}}", MCP_ERROR_INVALID_PARAMS, true);
+        r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\\u0000\",\"params\":"
+                         "{\"name\":\"exec\",\"arguments\":{\"code\":\"print(1)\"}}}");
+        assert_int_equal(error_code(r), MCP_ERROR_METHOD_NOT_FOUND);
+        assert_int_equal(json_integer_value(json_object_get(r, "id")), 3);
+        json_decref(r);
+        expect_error(s, "{\"jsonrpc\":\"2.0\\u0000\",\"id\":4,\"method\":\"ping\"}", MCP_ERROR_INVALID_REQUEST, true);
+        /* A cancellation notification with a NUL in its method is an unknown notification: ignored. */
+        McpAction a;
+        const char *n = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\\u0000\",\"params\":"
+                        "{\"requestId\":1}}";
+        assert_int_equal(mcp_server_handle(s, n, strlen(n), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_NONE);
+        mcp_action_done(&a);
+        mcp_server_free(s);
+
+        s = server_new(false);
+        r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+                         "\"2024-11-05\\u0000\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(r, "result"), "protocolVersion")),
+                            "2025-11-25");
+        json_decref(r);
+        mcp_server_free(s);
+}
+
 static void test_timeout_clamping_and_args(void **state) {
         static const struct {
                 const char *arg;
@@ -324,6 +361,7 @@ int main(void) {
                 cmocka_unit_test(test_lifecycle_gates),
                 cmocka_unit_test(test_tools_list),
                 cmocka_unit_test(test_argument_validation),
+                cmocka_unit_test(test_names_with_nul),
                 cmocka_unit_test(test_timeout_clamping_and_args),
                 cmocka_unit_test(test_cancel_action),
                 cmocka_unit_test(test_result_encoding),
