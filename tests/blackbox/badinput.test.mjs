@@ -319,6 +319,30 @@ test('tools/call without params, without name, with a non-string name, with an u
     await stillServing(t);
 });
 
+test('a NUL right after a name is not that name: tool (-32602), method (-32601), jsonrpc (-32600), file encoding (tool error); nothing runs', async (t) => {
+    // Found by fuzz-mcp-server: names were compared as C strings, cut short at the NUL.
+    const marker = `nul-name-${process.pid}`;
+    const code = `print(${JSON.stringify(marker)})`;
+    let r = await req({ method: 'tools/call', params: { name: 'exec\u0000', arguments: { code } } });
+    assert.equal(r.error?.code, -32602, JSON.stringify(r));
+    assert.match(r.error.message, /Unknown tool: exec.*NUL/);
+    r = await req({ method: 'tools/call', params: { name: 'execute_python\u0000x', arguments: { script: code } } });
+    assert.equal(r.error?.code, -32602, JSON.stringify(r));
+    r = await req({ method: 'tools/call\u0000', params: { name: 'exec', arguments: { code } } });
+    assert.equal(r.error?.code, -32601, JSON.stringify(r));
+    assert.match(r.error.message, /tools\/call.*NUL/);
+    r = await req({ jsonrpc: '2.0\u0000', method: 'tools/call', params: { name: 'exec', arguments: { code } } });
+    assert.equal(r.error?.code, -32600, JSON.stringify(r));
+    r = await execCall({ code, files: [{ name: 'a.bin', content: 'AP8=', encoding: 'base64\u0000' }] });
+    toolError(r, /files\[0\]\.encoding/);
+    const before = d.messages.length;
+    d.notify('notifications/cancelled\u0000', { requestId: 1 });
+    await stillServing(t);
+    assert.ok(!JSON.stringify(d.messages).includes(marker), 'a call under a cut-short name ran');
+    assert.equal(d.messages.slice(before).filter((m) => !(m.result && Object.keys(m.result).length === 0)).length, 0,
+        'the notification was answered');
+});
+
 test('tools/call with arguments missing: a tool error saying code is required', async (t) => {
     const r = await req({ method: 'tools/call', params: { name: 'exec' } });
     toolError(r, /'code': required/);
