@@ -15,7 +15,7 @@ import {
 const MiB = 1024 * 1024;
 const CAP = 1024 * 1024;      // MCP_EXEC_MAX_MESSAGE_BYTES of this file's daemon
 const IDLE_S = 10;            // MCP_EXEC_SESSION_IDLE_S of this file's daemon
-const CONN_TIMEOUT_S = 30;    // HTTP_CONNECTION_TIMEOUT_S in daemon/http-transport.c
+const CONN_TIMEOUT_S = 30;    // HTTP_CONNECTION_TIMEOUT_S in daemon/transport/http-transport.c
 const HEAD_TIMEOUT_S = 60;    // HTTP_HEAD_TIMEOUT_S there
 // A sanitized daemon (the asan tier passes ASAN_OPTIONS) keeps freed memory in ASan's quarantine:
 // there only "no input is kept for good" can be checked, with a wider margin.
