@@ -287,7 +287,7 @@ static int run_daemon(const Config *cfg) {
 
         python = python_resolve(cfg->python);
         if (!python)
-                log_warning("interpreter '%s' not found in " RUN_PATH " (MCP_EXEC_PYTHON); every run will fail "
+                log_warning("interpreter '%s' not found in " SANDBOX_PATH " (MCP_EXEC_PYTHON); every run will fail "
                             "with a tool error until it is installed", cfg->python);
 
         BusEvents bus;

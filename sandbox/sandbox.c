@@ -854,7 +854,7 @@ static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, bool self_te
                 "OMP_NUM_THREADS=", "OPENBLAS_NUM_THREADS=", "MKL_NUM_THREADS=", "NUMEXPR_NUM_THREADS=",
         };
         size_t n = 0;
-        plan->envp[n++] = "PATH=/usr/local/bin:/usr/bin:/bin";
+        plan->envp[n++] = "PATH=" SANDBOX_PATH;
         plan->envp[n++] = "HOME=" SANDBOX_WORK_DIR;
         plan->envp[n++] = "TMPDIR=" SANDBOX_WORK_DIR;
         plan->envp[n++] = "LANG=C.UTF-8";

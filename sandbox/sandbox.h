@@ -5,6 +5,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* What Python sees as PATH inside the sandbox (only /usr is mounted there), and so where a bare
+ * interpreter name is looked up. The one spelling of it: messages concatenate it. */
+#define SANDBOX_PATH "/usr/local/bin:/usr/bin:/bin"
+
 /* Process-wide sandbox state, built once at start (the seccomp filter, probed kernel facts).
  * Opaque. */
 typedef struct Sandbox Sandbox;

@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "fd-util.h"
+#include "sandbox.h"
 
 const char *const config_variables[] = {
         "MCP_EXEC_TRANSPORT", "MCP_EXEC_ADDR", "MCP_EXEC_DEFAULT_TIMEOUT_S", "MCP_EXEC_MAX_TIMEOUT_S",
@@ -385,7 +386,7 @@ int config_load(char *(*env)(const char *name), Config *ret, char **reterr) {
 
         v = env("MCP_EXEC_PYTHON");
         if (v && (!*v || strchr(v, ' ')))
-                FAIL("MCP_EXEC_PYTHON", "an interpreter name (looked up in /usr/local/bin:/usr/bin:/bin) or an "
+                FAIL("MCP_EXEC_PYTHON", "an interpreter name (looked up in " SANDBOX_PATH ") or an "
                                         "absolute path, without spaces");
         c.python = strdup(v ? v : "python3");
         if (!c.python)
@@ -508,7 +509,7 @@ int config_load(char *(*env)(const char *name), Config *ret, char **reterr) {
                 const char *names[CONFIG_PYTHONS_MAX];
                 if (config_parse_pythons(v, buf, sizeof(buf), names, NULL) < 0)
                         FAIL("MCP_EXEC_PYTHONS", "a comma-separated list of name=path (name of letters, digits, . _ -; "
-                                                 "path absolute or looked up in /usr/local/bin:/usr/bin:/bin; names "
+                                                 "path absolute or looked up in " SANDBOX_PATH "; names "
                                                  "unique; at most 8), e.g. python3=/usr/bin/python3,pypy3=/usr/bin/pypy3");
                 if (!(c.pythons = strdup(v)))
                         return -ENOMEM;

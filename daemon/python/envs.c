@@ -32,6 +32,7 @@
 #include "fd-util.h"
 #include "log.h"
 #include "py-helpers.h"
+#include "sandbox.h"
 #include "str-util.h"
 
 #define ENV_MARKER ".mcp-execd-env.json"
@@ -589,7 +590,7 @@ static int install_spawn(Install *in, const char *args_json) {
         }
         bool no_network = !e->index_url || strncmp(e->index_url, "file:", 5) == 0;
         const char *argv[] = { e->installer_python, "-I", "-c", py_install, args_json, NULL };
-        const char *envp[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
+        const char *envp[] = { "PATH=" SANDBOX_PATH, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
                                "PIP_NO_INPUT=1", "HOME=/nonexistent", NULL };
         pid_t ppid = getpid();
         pid_t pid = fork();

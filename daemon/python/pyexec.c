@@ -88,7 +88,7 @@ struct PyJob {
 char *python_resolve(const char *name) {
         if (strchr(name, '/'))
                 return access(name, X_OK) == 0 ? strdup(name) : NULL;
-        char path[] = RUN_PATH;
+        char path[] = SANDBOX_PATH;
         char *save = NULL;
         for (char *dir = strtok_r(path, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
                 char *p = NULL;
@@ -204,7 +204,7 @@ static int interp_init(PyInterp *i, const char *name, const char *path) {
         if (!i->name)
                 return -ENOMEM;
         i->path = python_resolve(path);
-        if (!i->path && asprintf(&i->error, "'%s' was not found in " RUN_PATH " (MCP_EXEC_PYTHONS)", path) < 0)
+        if (!i->path && asprintf(&i->error, "'%s' was not found in " SANDBOX_PATH " (MCP_EXEC_PYTHONS)", path) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -714,7 +714,7 @@ static void job_begin(PyJob *j) {
         }
         if (!px->tools.path || !px->tools.metadata_tools) {
                 job_tool_error(j, "the server cannot parse PEP 723 metadata: it needs python3 >= 3.11 with Debian's "
-                                  "python3-packaging in " RUN_PATH);
+                                  "python3-packaging in " SANDBOX_PATH);
                 return;
         }
         if (job_helper(j, STEP_META, py_meta, px->tools.path, text, strlen(text), HELPER_TIMEOUT_S) < 0)
@@ -851,7 +851,7 @@ int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, Envs *en
         if (r >= 0 && !px->tools.id)
                 r = probe_blocking(px, &px->tools);
         if (r >= 0 && !px->tools.metadata_tools)
-                log_warning("python3 in " RUN_PATH " lacks tomllib or packaging (python3 >= 3.11 and Debian's "
+                log_warning("python3 in " SANDBOX_PATH " lacks tomllib or packaging (python3 >= 3.11 and Debian's "
                             "python3-packaging): execute_python and validate_script will refuse scripts");
 
         Buf b = {};
@@ -944,7 +944,7 @@ int pyexec_setup(const RunEnv *env, const Config *config, Cgroup *cgroup, const 
                 if (!dir)
                         return log_error_errno(-ENOMEM, "cannot set up the environment cache: %m");
                 if (!installer)
-                        log_warning("python3 not found in " RUN_PATH ": dependencies cannot be installed");
+                        log_warning("python3 not found in " SANDBOX_PATH ": dependencies cannot be installed");
                 EnvsConfig ec = {
                         .ring = env->ring,
                         .dir = dir,

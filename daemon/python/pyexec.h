@@ -8,6 +8,7 @@
 #include "config.h"
 #include "envs.h"
 #include "run.h"
+#include "sandbox.h"
 #include "scheduler.h"
 
 typedef struct PyExec PyExec;
@@ -32,10 +33,6 @@ void pyexec_attach(PyExec *px, Scheduler *scheduler);
 const char *pyexec_names(const PyExec *px);
 const char *pyexec_sources(const PyExec *px);
 
-/* What Python sees as PATH inside the sandbox (only /usr is mounted there), and so where a bare
- * interpreter name is looked up. */
-#define RUN_PATH "/usr/local/bin:/usr/bin:/bin"
-
-/* A bare name is looked up in RUN_PATH, where the sandbox can see it, not in our own PATH (which
+/* A bare name is looked up in SANDBOX_PATH, where the sandbox can see it, not in our own PATH (which
  * may point into home directories the sandbox hides). Returns a malloc'd absolute path or NULL. */
 char *python_resolve(const char *name);

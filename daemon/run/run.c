@@ -617,7 +617,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         if (run->error || r < 0)
                 run_fail(run, "cannot make a run id: %s", strerror(-r)); /* keeps an earlier error */
         else if (!env->python && !run->python)
-                run_fail(run, "the interpreter '%s' was not found in /usr/local/bin:/usr/bin:/bin "
+                run_fail(run, "the interpreter '%s' was not found in " SANDBOX_PATH " "
                               "(MCP_EXEC_PYTHON)", env->python_name);
         else if ((r = run_stage(run, p)) < 0)
                 run_fail(run, "cannot create the run's working directory in %s: %s", env->state_dir, strerror(-r));
