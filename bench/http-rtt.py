@@ -20,7 +20,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtt import Daemon  # noqa: E402  (stdio daemon)
+from rtt import Client, Daemon, medians  # noqa: E402  (Daemon: stdio)
 
 
 def free_port():
@@ -29,8 +29,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-class HttpDaemon:
-    """mcp-execd over Streamable HTTP, initialized; call() times one exec of print(1)."""
+class HttpDaemon(Client):
+    """mcp-execd over Streamable HTTP, initialized."""
 
     def __init__(self, binary, env):
         self.port = free_port()
@@ -48,17 +48,8 @@ class HttpDaemon:
             if r:
                 err += os.read(self.proc.stderr.fileno(), 65536)
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port)
-        self.next_id = 0
         self.session = None
-        r = self.rpc({"jsonrpc": "2.0", "id": self.id(), "method": "initialize",
-                      "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                                 "clientInfo": {"name": "bench", "version": "1"}}})
-        assert "result" in r, r
-        self.rpc({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def id(self):
-        self.next_id += 1
-        return self.next_id
+        self.initialize()
 
     def rpc(self, msg):
         headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -75,15 +66,6 @@ class HttpDaemon:
             return None
         assert resp.status == 200, (resp.status, body)
         return json.loads(body)
-
-    def call(self, code="print(1)"):
-        t = time.perf_counter()
-        r = self.rpc({"jsonrpc": "2.0", "id": self.id(), "method": "tools/call",
-                      "params": {"name": "exec", "arguments": {"code": code}}})
-        dt = time.perf_counter() - t
-        sc = r["result"].get("structuredContent")
-        assert sc and sc["stdout"] == "1\n" and sc["exit_code"] == 0, r
-        return dt, sc
 
     def ping(self):
         t = time.perf_counter()
@@ -128,14 +110,11 @@ def main():
     s.close()
     h.close()
 
-    ms, mh = statistics.median(rs), statistics.median(rh)
+    medians("exec print(1) round trip over Streamable HTTP", rh, "exec print(1) round trip over stdio", rs,
+            what="ratio HTTP/stdio")
     pms, pmh = statistics.median(ps), statistics.median(ph)
-    print(f"exec print(1) round trip over stdio:           median {ms * 1000:.2f} ms (n={a.n})")
-    print(f"exec print(1) round trip over Streamable HTTP: median {mh * 1000:.2f} ms (n={a.n})")
-    print(f"ratio HTTP/stdio: {mh / ms:.3f}   added: {(mh - ms) * 1000:.2f} ms")
     print(f"ping over stdio: median {pms * 1e6:.0f} us; over HTTP: median {pmh * 1e6:.0f} us (n={a.n * 4}); "
           f"ratio {pmh / pms:.2f}")
-
 
 if __name__ == "__main__":
     main()

@@ -11,23 +11,52 @@ import subprocess
 import time
 
 
-class Daemon:
-    """mcp-execd over stdio, initialized; call() times one exec of print(1)."""
+class Client:
+    """What every transport's client shares: request ids, and call(), which times one exec of
+    print(1) through the subclass's rpc(msg) (the reply, or None for a notification)."""
+
+    next_id = 0
+
+    def id(self):
+        self.next_id += 1
+        return self.next_id
+
+    def call(self, code="print(1)"):
+        t = time.perf_counter()
+        r = self.rpc({"jsonrpc": "2.0", "id": self.id(), "method": "tools/call",
+                      "params": {"name": "exec", "arguments": {"code": code}}})
+        dt = time.perf_counter() - t
+        sc = r["result"].get("structuredContent")
+        assert sc and sc["stdout"] == "1\n" and sc["exit_code"] == 0, r
+        return dt, sc
+
+    def initialize(self):
+        r = self.rpc({"jsonrpc": "2.0", "id": self.id(), "method": "initialize",
+                      "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "bench", "version": "1"}}})
+        assert "result" in r, r
+        self.rpc({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def medians(a_label, a, b_label, b, what="ratio"):
+    """Prints both medians (ms) and their ratio; returns the medians."""
+    ma, mb = statistics.median(a), statistics.median(b)
+    width = max(len(a_label), len(b_label))
+    print(f"{a_label + ':':<{width + 1}} median {ma * 1000:.2f} ms (n={len(a)})")
+    print(f"{b_label + ':':<{width + 1}} median {mb * 1000:.2f} ms (n={len(b)})")
+    print(f"{what}: {ma / mb:.3f}   added: {(ma - mb) * 1000:.2f} ms")
+    return ma, mb
+
+
+class Daemon(Client):
+    """mcp-execd over stdio, initialized."""
 
     def __init__(self, binary, env):
         full = {"PATH": "/usr/bin:/bin"}
         full.update(env)
         self.proc = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=full)
-        self.next_id = 0
-        self.rpc({"jsonrpc": "2.0", "id": self.id(), "method": "initialize",
-                  "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                             "clientInfo": {"name": "bench", "version": "1"}}})
-        self.rpc({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def id(self):
-        self.next_id += 1
-        return self.next_id
+        self.initialize()
 
     def rpc(self, msg):
         self.proc.stdin.write((json.dumps(msg) + "\n").encode())
@@ -41,15 +70,6 @@ class Daemon:
             reply = json.loads(line)
             if reply.get("id") == msg["id"]:
                 return reply
-
-    def call(self, code="print(1)"):
-        t = time.perf_counter()
-        r = self.rpc({"jsonrpc": "2.0", "id": self.id(), "method": "tools/call",
-                      "params": {"name": "exec", "arguments": {"code": code}}})
-        dt = time.perf_counter() - t
-        sc = r["result"].get("structuredContent")
-        assert sc and sc["stdout"] == "1\n" and sc["exit_code"] == 0, r
-        return dt, sc
 
     def close(self):
         self.proc.stdin.close()
@@ -81,10 +101,7 @@ def main():
         base.append(bare(a.python))
     d.close()
 
-    m_rtt, m_base = statistics.median(rtt), statistics.median(base)
-    print(f"exec print(1) round trip over stdio: median {m_rtt * 1000:.2f} ms (n={a.n})")
-    print(f"bare {a.python} -I -c pass:        median {m_base * 1000:.2f} ms (n={a.n})")
-    print(f"ratio: {m_rtt / m_base:.3f}   added: {(m_rtt - m_base) * 1000:.2f} ms")
+    medians("exec print(1) round trip over stdio", rtt, f"bare {a.python} -I -c pass", base)
 
 
 if __name__ == "__main__":

@@ -8,11 +8,10 @@ bench/README.md).
 """
 import argparse
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtt import Daemon  # noqa: E402
+from rtt import Daemon, medians  # noqa: E402
 
 
 def main():
@@ -26,7 +25,7 @@ def main():
     for _ in range(3):
         scoped.call()
         plain.call()
-    t_scoped, t_plain, place = [], [], []
+    t_scoped, t_plain = [], []
     for _ in range(a.n):
         dt, sc = scoped.call()
         assert sc["limits"] == "cgroup", sc
@@ -36,11 +35,8 @@ def main():
         t_plain.append(dt)
     scoped.close()
     plain.close()
-    ms, mp = statistics.median(t_scoped), statistics.median(t_plain)
-    print(f"exec print(1), backend systemd: median {ms * 1000:.1f} ms (n={a.n})")
-    print(f"exec print(1), backend none:    median {mp * 1000:.1f} ms (n={a.n})")
-    print(f"ratio systemd/none: {ms / mp:.3f}   added per run: {(ms - mp) * 1000:.1f} ms")
-
+    medians("exec print(1), backend systemd", t_scoped, "exec print(1), backend none", t_plain,
+            what="ratio systemd/none")
 
 if __name__ == "__main__":
     main()
