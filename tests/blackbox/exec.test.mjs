@@ -4,36 +4,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startDaemon, callExec, summarize, RawDaemon, test } from './lib/index.mjs';
-
-const FIELDS = {
-    stdout: 'string', stderr: 'string', exit_code: 'number', duration_ms: 'number',
-    truncated: 'boolean', timed_out: 'boolean', oom_killed: 'boolean', pids_limit_hit: 'boolean',
-    memory_peak_bytes: 'number', cpu_user_us: 'number', cpu_system_us: 'number',
-    limits: 'string', queue_ms: 'number',
-};
-
-function assertResultShape(r) {
-    assert.equal(r.isError, false, `isError: ${summarize(r)}`);
-    assert.ok(r.sc && typeof r.sc === 'object', `no structuredContent: ${summarize(r)}`);
-    for (const [f, type] of Object.entries(FIELDS)) {
-        assert.ok(f in r.sc, `field ${f} missing: ${JSON.stringify(r.sc)}`);
-        assert.equal(typeof r.sc[f], type, `field ${f} is ${JSON.stringify(r.sc[f])}, not a ${type}`);
-    }
-    assert.ok('signal' in r.sc, 'field signal missing');
-    assert.ok(r.sc.signal === null || typeof r.sc.signal === 'string', `signal: ${JSON.stringify(r.sc.signal)}`);
-    assert.ok(['cgroup', 'rlimit'].includes(r.sc.limits), `limits: ${JSON.stringify(r.sc.limits)}`);
-    for (const f of ['exit_code', 'duration_ms', 'memory_peak_bytes', 'cpu_user_us', 'cpu_system_us', 'queue_ms']) {
-        assert.ok(Number.isInteger(r.sc[f]), `${f} is not an integer: ${r.sc[f]}`);
-    }
-    for (const f of ['duration_ms', 'memory_peak_bytes', 'cpu_user_us', 'cpu_system_us', 'queue_ms']) {
-        assert.ok(r.sc[f] >= 0, `${f} is negative: ${r.sc[f]}`);
-    }
-    // the same JSON as one text content item, content[0]
-    assert.equal(r.result.content.filter((c) => c.type === 'text').length, 1, JSON.stringify(r.result.content));
-    assert.equal(r.result.content[0].type, 'text');
-    assert.deepEqual(r.textJson, r.sc, 'text content is not the same JSON as structuredContent');
-}
+import { startDaemon, callExec, summarize, assertResultShape, RawDaemon, test } from './lib/index.mjs';
 
 test('print(1): stdout "1\\n", exit 0, every field present, structuredContent == JSON of the text', async (t) => {
     const d = await startDaemon(t, { listTools: true });   // listTools: the SDK validates against outputSchema

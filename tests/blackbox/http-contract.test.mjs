@@ -4,26 +4,8 @@
 // an unknown tool, the catalogue, ping. One daemon serves both transports (MCP_EXEC_TRANSPORT=http).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { callExec, summarize } from './lib/index.mjs';
+import { callExec, summarize, assertResultShape } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk } from './lib/http-daemon.mjs';
-
-const FIELDS = {
-    stdout: 'string', stderr: 'string', exit_code: 'number', duration_ms: 'number',
-    truncated: 'boolean', timed_out: 'boolean', oom_killed: 'boolean', pids_limit_hit: 'boolean',
-    memory_peak_bytes: 'number', cpu_user_us: 'number', cpu_system_us: 'number',
-    limits: 'string', queue_ms: 'number',
-};
-
-function assertResultShape(r) {
-    assert.equal(r.isError, false, `isError: ${summarize(r)}`);
-    assert.ok(r.sc && typeof r.sc === 'object', `no structuredContent: ${summarize(r)}`);
-    for (const [f, type] of Object.entries(FIELDS)) {
-        assert.ok(f in r.sc, `field ${f} missing: ${JSON.stringify(r.sc)}`);
-        assert.equal(typeof r.sc[f], type, `field ${f} is ${JSON.stringify(r.sc[f])}, not a ${type}`);
-    }
-    assert.ok('signal' in r.sc, 'field signal missing');
-    assert.deepEqual(r.textJson, r.sc, 'text content is not the same JSON as structuredContent');
-}
 
 for (const kind of ['http', 'sse']) {
     const name = kind === 'http' ? 'Streamable HTTP' : 'HTTP+SSE';

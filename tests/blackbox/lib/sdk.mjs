@@ -7,6 +7,7 @@
 // startDaemon registers t.after() to close the daemon, so every test gets its own process and
 // nothing leaks when an assertion fails.
 
+import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { binaryPath, daemonEnv } from './env.mjs';
@@ -97,4 +98,35 @@ export async function callExec(client, args, opts = {}) {
 export function summarize(r) {
     return JSON.stringify({ isError: r.isError, ms: Math.round(r.ms), sc: r.sc, text: r.sc ? undefined : r.text })
         .slice(0, 2000);
+}
+
+export const RESULT_FIELDS = {
+    stdout: 'string', stderr: 'string', exit_code: 'number', duration_ms: 'number',
+    truncated: 'boolean', timed_out: 'boolean', oom_killed: 'boolean', pids_limit_hit: 'boolean',
+    memory_peak_bytes: 'number', cpu_user_us: 'number', cpu_system_us: 'number',
+    limits: 'string', queue_ms: 'number',
+};
+
+// The exec result contract, the same over every transport: every field with its type, integers
+// where the schema says integer, the same JSON as the one text content item.
+export function assertResultShape(r) {
+    assert.equal(r.isError, false, `isError: ${summarize(r)}`);
+    assert.ok(r.sc && typeof r.sc === 'object', `no structuredContent: ${summarize(r)}`);
+    for (const [f, type] of Object.entries(RESULT_FIELDS)) {
+        assert.ok(f in r.sc, `field ${f} missing: ${JSON.stringify(r.sc)}`);
+        assert.equal(typeof r.sc[f], type, `field ${f} is ${JSON.stringify(r.sc[f])}, not a ${type}`);
+    }
+    assert.ok('signal' in r.sc, 'field signal missing');
+    assert.ok(r.sc.signal === null || typeof r.sc.signal === 'string', `signal: ${JSON.stringify(r.sc.signal)}`);
+    assert.ok(['cgroup', 'rlimit'].includes(r.sc.limits), `limits: ${JSON.stringify(r.sc.limits)}`);
+    for (const f of ['exit_code', 'duration_ms', 'memory_peak_bytes', 'cpu_user_us', 'cpu_system_us', 'queue_ms']) {
+        assert.ok(Number.isInteger(r.sc[f]), `${f} is not an integer: ${r.sc[f]}`);
+    }
+    for (const f of ['duration_ms', 'memory_peak_bytes', 'cpu_user_us', 'cpu_system_us', 'queue_ms']) {
+        assert.ok(r.sc[f] >= 0, `${f} is negative: ${r.sc[f]}`);
+    }
+    // the same JSON as one text content item, content[0]
+    assert.equal(r.result.content.filter((c) => c.type === 'text').length, 1, JSON.stringify(r.result.content));
+    assert.equal(r.result.content[0].type, 'text');
+    assert.deepEqual(r.textJson, r.sc, 'text content is not the same JSON as structuredContent');
 }
