@@ -14,25 +14,8 @@
 #include <jansson.h>
 
 #include "cleanup.h"
+#include "test-mcp-tools.h"
 #include "tools-internal.h"
-
-static const McpLimits limits = {
-        .default_timeout_s = 30,
-        .max_timeout_s = 60,
-        .max_code_bytes = 200,
-        .max_stdin_bytes = 10,
-        .max_output_bytes = 4096,
-        .memory_max_bytes = 256u << 20,
-        .pids_max = 128,
-        .cpu_quota_percent = 100,
-        .tmp_size_bytes = 64u << 20,
-        .python_version = "3.11.2",
-        .limits_by = "rlimit",
-        .pythons = "python3,pypy3",
-        .sources = "the wheelhouse /w",
-        .max_input_bytes = 48,
-        .max_return_bytes = 4096,
-};
 
 static const char *const kind_names[_MCP_ARG_KIND_MAX] = {
         [MCP_ARG_CODE] = "code",
@@ -152,38 +135,17 @@ static void arguments(const McpToolDef *t, const McpToolArg *bad_arg, const char
         assert_true(o + 1 < size);
 }
 
-/* The reply to a tools/call of t with these arguments: the tool error's text (malloc'd), or NULL
- * if the call was accepted. */
-static char *call(const McpToolDef *t, const char *args) {
-        McpServer *s = mcp_server_new(&limits, "1.0.0");
-        assert_non_null(s);
+/* The tool error's text (malloc'd) of a tools/call of t with these arguments, or NULL if the call
+ * was accepted. */
+static char *call(McpServer *s, const McpToolDef *t, const char *args) {
         McpAction a;
-        const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-                           "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
-        assert_int_equal(mcp_server_handle(s, init, strlen(init), &a), 0);
-        mcp_action_done(&a);
-
-        size_t size = strlen(args) + 256;
-        char *msg = malloc(size);
-        assert_non_null(msg);
-        snprintf(msg, size, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
-                 "\"arguments\":%s}}", t->name, args);
-        assert_int_equal(mcp_server_handle(s, msg, strlen(msg), &a), 0);
-        free(msg);
+        test_tools_call(s, t->name, args, &a);
         char *text = NULL;
-        if (a.kind == MCP_ACTION_REPLY) {
-                assert_true(a.is_tool_error);
-                json_t *j = json_loads(a.reply, 0, NULL);
-                json_t *result = json_object_get(j, "result");
-                assert_true(json_is_true(json_object_get(result, "isError")));
-                text = strdup(json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0),
-                                                                "text")));
-                json_decref(j);
-        } else
-                assert_int_equal(a.kind, MCP_ACTION_CALL);
+        if (a.kind == MCP_ACTION_CALL)
+                assert_non_null(a.call);
+        else
+                text = test_tool_error_text(&a);
         mcp_action_done(&a);
-        mcp_server_free(s);
         return text;
 }
 
@@ -216,7 +178,7 @@ static const McpToolArg *tool_arg_of_kind(const McpToolDef *t, McpArgKind k) {
 
 /* Sends bad (one bad value, or two at once) to every tool taking its kinds; all must refuse it with
  * one message. Returns how many tools took it. */
-static size_t compare(const Bad *bad, const Bad *bad2) {
+static size_t compare(McpServer *s, const Bad *bad, const Bad *bad2) {
         size_t n_tools, n = 0;
         const McpToolDef *const *tools = mcp_tools_all(&n_tools);
         char *first = NULL;
@@ -243,7 +205,7 @@ static size_t compare(const Bad *bad, const Bad *bad2) {
                         free(dumped);
                         json_decref(j);
                 }
-                char *text = call(tools[i], args);
+                char *text = call(s, tools[i], args);
                 if (!text)
                         fail_msg("%s, %s %s%s%s: accepted by %s", bad->what, kind_names[bad->kind],
                                  bad2 ? "and " : "", bad2 ? kind_names[bad2->kind] : "", bad2 ? bad2->what : "",
@@ -269,9 +231,11 @@ static size_t compare(const Bad *bad, const Bad *bad2) {
 
 static void test_one_mistake_one_message(void **state) {
         bad_values_init();
+        McpServer *s = test_server_new();
         size_t tools_of_kind[_MCP_ARG_KIND_MAX] = {};
         for (size_t i = 0; i < ELEMENTSOF(bads); i++)
-                tools_of_kind[bads[i].kind] = compare(&bads[i], NULL);
+                tools_of_kind[bads[i].kind] = compare(s, &bads[i], NULL);
+        mcp_server_free(s);
         /* Every kind some tool takes is checked by the list above (a kind nobody takes has 0). */
         size_t n_tools;
         const McpToolDef *const *tools = mcp_tools_all(&n_tools);
@@ -286,10 +250,12 @@ static void test_one_mistake_one_message(void **state) {
  * tool's own). */
 static void test_two_mistakes_same_first(void **state) {
         bad_values_init();
+        McpServer *s = test_server_new();
         for (size_t i = 0; i < ELEMENTSOF(bads); i++)
                 for (size_t j = 0; j < ELEMENTSOF(bads); j++)
                         if (bads[i].kind < bads[j].kind)
-                                compare(&bads[i], &bads[j]);
+                                compare(s, &bads[i], &bads[j]);
+        mcp_server_free(s);
 }
 
 /* Invalid UTF-8 never reaches a leaf: jansson refuses the message (-32700), for every argument of
@@ -297,8 +263,7 @@ static void test_two_mistakes_same_first(void **state) {
 static void test_invalid_utf8_is_a_parse_error(void **state) {
         size_t n_tools;
         const McpToolDef *const *tools = mcp_tools_all(&n_tools);
-        McpServer *s = mcp_server_new(&limits, "1.0.0");
-        assert_non_null(s);
+        McpServer *s = test_server_new();
         for (size_t i = 0; i < n_tools; i++)
                 for (size_t k = 0; k < tools[i]->n_args; k++) {
                         char msg[512];
