@@ -1,9 +1,8 @@
-/* files.c: files in and out of a run (issue 10): the `files` argument (names, encodings, bounds),
- * base64, what a returned file is (magic bytes first, the name second) and how it becomes MCP
- * content (image items, embedded resources). Pure: no I/O. */
+/* files.c: files in and out of a run (issue 10): what an input file may be called, base64, what a
+ * returned file is (magic bytes first, the name second) and how it becomes MCP content (image
+ * items, embedded resources). Pure: no I/O. The `files` argument itself is a leaf of tools-args.c. */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,16 +13,6 @@
 #include "cleanup.h"
 #include "mcp-internal.h"
 #include "str-util.h"
-
-static char *problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *problem(const char *fmt, ...) {
-        char *msg = NULL;
-        va_list ap;
-        va_start(ap, fmt);
-        int r = vasprintf(&msg, fmt, ap);
-        va_end(ap);
-        return r < 0 ? NULL : msg;
-}
 
 /* The name as a message can show it: control characters, NUL and '"' as \xNN, at most ~80 bytes. */
 static void name_quote(char *out, size_t size, const char *s, size_t n) {
@@ -46,41 +35,41 @@ char *mcp_file_name_check(const char *name, size_t n) {
         char q[128];
         name_quote(q, sizeof(q), name, n);
         if (n == 0)
-                return problem("must not be empty");
+                return mcp_problem("must not be empty");
         if (n > MCP_FILE_NAME_MAX_BYTES)
-                return problem("\"%s\" is %zu bytes, over the limit of %d", q, n, MCP_FILE_NAME_MAX_BYTES);
+                return mcp_problem("\"%s\" is %zu bytes, over the limit of %d", q, n, MCP_FILE_NAME_MAX_BYTES);
         for (size_t i = 0; i < n; i++) {
                 unsigned char c = (unsigned char) name[i];
                 if (c == 0)
-                        return problem("\"%s\" contains a NUL character", q);
+                        return mcp_problem("\"%s\" contains a NUL character", q);
                 if (c < 0x20 || c == 0x7f)
-                        return problem("\"%s\" contains a control character (0x%02x)", q, c);
+                        return mcp_problem("\"%s\" contains a control character (0x%02x)", q, c);
                 /* C1 controls, U+0080..U+009F: UTF-8 C2 80..C2 9F (names are valid UTF-8, from JSON). */
                 if (c == 0xc2 && i + 1 < n && (unsigned char) name[i + 1] >= 0x80 && (unsigned char) name[i + 1] <= 0x9f)
-                        return problem("\"%s\" contains a control character (U+%04X)", q,
+                        return mcp_problem("\"%s\" contains a control character (U+%04X)", q,
                                        (unsigned) (unsigned char) name[i + 1]);
         }
         if (name[0] == '/')
-                return problem("\"%s\" is an absolute path; names are relative paths inside the working directory", q);
+                return mcp_problem("\"%s\" is an absolute path; names are relative paths inside the working directory", q);
         size_t depth = 0;
         for (const char *p = name, *end = name + n; p <= end;) {
                 const char *slash = memchr(p, '/', (size_t) (end - p));
                 size_t k = (size_t) ((slash ? slash : end) - p);
                 if (k == 0)
-                        return problem("\"%s\" has an empty path segment", q);
+                        return mcp_problem("\"%s\" has an empty path segment", q);
                 if ((k == 1 && p[0] == '.') || (k == 2 && p[0] == '.' && p[1] == '.'))
-                        return problem("\"%s\" has a '%.*s' segment; names are relative paths inside the working "
+                        return mcp_problem("\"%s\" has a '%.*s' segment; names are relative paths inside the working "
                                        "directory, without . or ..", q, (int) k, p);
                 if (k > 255)
-                        return problem("\"%s\" has a path segment over 255 bytes", q);
+                        return mcp_problem("\"%s\" has a path segment over 255 bytes", q);
                 if (++depth > MCP_FILE_DEPTH_MAX)
-                        return problem("\"%s\" is nested more than %d levels deep", q, MCP_FILE_DEPTH_MAX);
+                        return mcp_problem("\"%s\" is nested more than %d levels deep", q, MCP_FILE_DEPTH_MAX);
                 if (!slash)
                         break;
                 p = slash + 1;
         }
         if (strcmp(name, MCP_RUN_SCRIPT) == 0 || strcmp(name, MCP_RUN_LAUNCHER) == 0)
-                return problem("\"%s\" is reserved (the run's own script)", q);
+                return mcp_problem("\"%s\" is reserved (the run's own script)", q);
         return NULL;
 }
 
@@ -242,140 +231,6 @@ const char *mcp_file_mime(const void *head, size_t n, bool complete, const char 
 bool mcp_mime_is_image(const char *mime) {
         return mime && (strcmp(mime, "image/png") == 0 || strcmp(mime, "image/jpeg") == 0 ||
                         strcmp(mime, "image/gif") == 0 || strcmp(mime, "image/webp") == 0);
-}
-
-/* ---------------------------------------------------------------------------------------------
- * The `files` argument. */
-
-void mcp_files_args_free(McpExecArgs *a) {
-        free(a->files);
-        free(a->files_data);
-        a->files = NULL;
-        a->files_data = NULL;
-        a->n_files = 0;
-}
-
-char *mcp_files_arg_validate(const McpLimits *l, json_t *v, McpExecArgs *a) {
-        if (!json_is_array(v))
-                return problem("invalid argument 'files': must be an array of {name, content, encoding?} objects");
-        size_t n = json_array_size(v);
-        if (n == 0)
-                return NULL;
-        if (n > MCP_FILES_MAX)
-                return problem("invalid argument 'files': %zu files, over the limit of %d", n, MCP_FILES_MAX);
-
-        /* First every name, encoding and (an upper bound of) the size, so nothing is decoded for a
-         * call that is refused anyway. */
-        uint64_t total = 0;
-        size_t i;
-        json_t *f;
-        json_array_foreach(v, i, f) {
-                if (!json_is_object(f))
-                        return problem("invalid argument 'files[%zu]': must be an object {name, content, encoding?}", i);
-                const char *key;
-                json_t *x;
-                json_object_foreach(f, key, x)
-                        if (strcmp(key, "name") != 0 && strcmp(key, "content") != 0 && strcmp(key, "encoding") != 0)
-                                return problem("invalid argument 'files[%zu].%s': unknown property; a file has name, "
-                                               "content and encoding", i, key);
-                json_t *name = json_object_get(f, "name"), *content = json_object_get(f, "content");
-                json_t *enc = json_object_get(f, "encoding");
-                if (!json_is_string(name))
-                        return problem("invalid argument 'files[%zu].name': required, a relative path inside the "
-                                       "working directory", i);
-                _cleanup_free_ char *why = mcp_file_name_check(json_string_value(name), json_string_length(name));
-                if (why)
-                        return problem("invalid argument 'files[%zu].name': %s", i, why);
-                if (!json_is_string(content))
-                        return problem("invalid argument 'files[%zu].content': required, a string (the file's text, "
-                                       "or its bytes in base64 with encoding \"base64\")", i);
-                if (enc && !json_is_null(enc) &&
-                    (!mcp_json_name(enc) || (strcmp(json_string_value(enc), "utf-8") != 0 &&
-                                             strcmp(json_string_value(enc), "base64") != 0)))
-                        return problem("invalid argument 'files[%zu].encoding': must be \"utf-8\" or \"base64\"", i);
-                bool b64 = mcp_json_name(enc) && strcmp(json_string_value(enc), "base64") == 0;
-                total += b64 ? json_string_length(content) / 4 * 3 : json_string_length(content);
-        }
-        if (total > l->max_input_bytes + 3 * n) /* the base64 bound is exact but for padding */
-                return problem("invalid argument 'files': about %" PRIu64 " bytes in total, over the limit of %" PRIu64
-                               " bytes (MCP_EXEC_MAX_INPUT_BYTES)", total, l->max_input_bytes);
-
-        /* Two files with one name, or a file where another needs a directory. */
-        for (size_t a1 = 0; a1 < n; a1++)
-                for (size_t b = 0; b < n; b++) {
-                        if (a1 == b)
-                                continue;
-                        json_t *na = json_object_get(json_array_get(v, a1), "name");
-                        json_t *nb = json_object_get(json_array_get(v, b), "name");
-                        size_t la = json_string_length(na), lb = json_string_length(nb);
-                        const char *sa = json_string_value(na), *sb = json_string_value(nb);
-                        if (a1 < b && la == lb && memcmp(sa, sb, la) == 0)
-                                return problem("invalid argument 'files[%zu].name': \"%s\" is given twice", b, sb);
-                        if (lb > la && memcmp(sa, sb, la) == 0 && sb[la] == '/')
-                                return problem("invalid argument 'files[%zu].name': \"%s\" is a file, and files[%zu] "
-                                               "needs it as a directory", a1, sa, b);
-                }
-
-        McpInputFile *files = calloc(n, sizeof(*files));
-        size_t cap = 0;
-        json_array_foreach(v, i, f) {
-                json_t *enc = json_object_get(f, "encoding"), *content = json_object_get(f, "content");
-                bool b64 = mcp_json_name(enc) && strcmp(json_string_value(enc), "base64") == 0;
-                cap += b64 ? mcp_base64_decoded_max(json_string_length(content)) : json_string_length(content);
-        }
-        char *data = malloc(cap + 1);
-        if (!files || !data) {
-                free(files);
-                free(data);
-                return problem("out of memory");
-        }
-        size_t used = 0;
-        json_array_foreach(v, i, f) {
-                json_t *enc = json_object_get(f, "encoding"), *content = json_object_get(f, "content");
-                json_t *name = json_object_get(f, "name");
-                bool b64 = mcp_json_name(enc) && strcmp(json_string_value(enc), "base64") == 0;
-                size_t len = json_string_length(content);
-                files[i].name = json_string_value(name);
-                files[i].data = data + used;
-                if (b64) {
-                        size_t bad = 0;
-                        if (mcp_base64_decode(json_string_value(content), len, data + used, &len, &bad) < 0) {
-                                free(files);
-                                free(data);
-                                return problem("invalid argument 'files[%zu].content': not valid base64 (at offset %zu "
-                                               "of %zu)", i, bad, json_string_length(content));
-                        }
-                } else
-                        memcpy(data + used, json_string_value(content), len);
-                files[i].len = len;
-                used += len;
-        }
-        if (used > l->max_input_bytes) {
-                free(files);
-                free(data);
-                return problem("invalid argument 'files': %zu bytes in total, over the limit of %" PRIu64
-                               " bytes (MCP_EXEC_MAX_INPUT_BYTES)", used, l->max_input_bytes);
-        }
-        a->files = files;
-        a->files_data = data;
-        a->n_files = n;
-        return NULL;
-}
-
-json_t *mcp_files_input_schema(const McpLimits *l) {
-        char d[512];
-        snprintf(d, sizeof(d),
-                 "Files to create in the working directory before the code starts (at most %d, %" PRIu64
-                 " bytes in total): name is a relative path (subdirectories are created; no absolute paths, "
-                 "no . or .. segments), content is the text, or the bytes in base64 when encoding is \"base64\"",
-                 MCP_FILES_MAX, l->max_input_bytes);
-        return json_pack("{s:s, s:i, s:s, s:{s:s, s:{s:{s:s, s:i}, s:{s:s}, s:{s:s, s:[s,s]}}, s:[s,s], s:b}}",
-                         "type", "array", "maxItems", MCP_FILES_MAX, "description", d,
-                         "items", "type", "object", "properties",
-                         "name", "type", "string", "maxLength", MCP_FILE_NAME_MAX_BYTES,
-                         "content", "type", "string",
-                         "encoding", "type", "string", "enum", "utf-8", "base64",
-                         "required", "name", "content", "additionalProperties", 0);
 }
 
 /* ---------------------------------------------------------------------------------------------

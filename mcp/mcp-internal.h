@@ -2,6 +2,8 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdarg.h>
+#include <string.h>
 
 #include "mcp.h"
 
@@ -13,32 +15,34 @@ struct McpCall {
         McpExecArgs args;
 };
 
+/* The tool registry (tools.c), as the server reads it: a table of definitions, looked up by name. */
+typedef struct McpToolDef McpToolDef;
+
+/* The definition of the tool called name, or NULL if there is none. */
+const McpToolDef *mcp_tool_find(const char *name);
+
 /* The tool catalogue: the tools/list result for these limits. New reference. */
 json_t *mcp_tools_list_new(const McpLimits *limits);
 
-/* Looks a tool up by name: true if it exists. */
-bool mcp_tool_exists(const char *name);
+/* Validates the arguments of a call of tool against limits. Returns 0 and fills *ret (whose
+ * allocations mcp_exec_args_done() frees); -EINVAL with *ret_problem a malloc'd message naming the
+ * argument and the limit (a tool error for the caller); or -ENOMEM. */
+int mcp_tool_args_validate(const McpLimits *limits, const McpToolDef *tool, json_t *arguments, McpExecArgs *ret,
+                char **ret_problem);
+void mcp_exec_args_done(McpExecArgs *a);
 
-/* Validates arguments of tool name against limits, filling *ret. Returns NULL on success, else
- * a malloc'd message naming the field and the limit (a tool error for the caller). */
-char *mcp_tool_args_validate(const McpLimits *limits, const char *name, json_t *arguments,
-                McpExecArgs *ret);
+/* problem.c: a message, formatted (NULL on ENOMEM); the same into *ret for a refusal, returning
+ * -EINVAL (or -ENOMEM); what a JSON value is, for messages ("an integer"). */
+char *mcp_problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *mcp_problemv(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+int mcp_refuse(char **ret, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *mcp_json_type_name(const json_t *v);
 
-/* tools-python.c: execute_python, validate_script, check_environment (the parity tools of issue 8),
- * and the `python` argument every running tool takes. */
-json_t *mcp_tools_python_new(const McpLimits *limits); /* array of tool objects; new reference */
-McpTool mcp_tool_python_lookup(const char *name);      /* MCP_TOOL_EXEC if not one of them */
-char *mcp_tool_python_args_validate(const McpLimits *limits, McpTool tool, json_t *arguments,
-                McpExecArgs *ret);
-/* NULL if v names a configured interpreter (*ret points into v), else a tool error message. */
-json_t *mcp_exec_output_schema_new(void); /* exec's outputSchema (execute_python extends it) */
-char *mcp_python_arg_validate(const McpLimits *limits, json_t *v, const char **ret);
+/* reply.c: a JSON-RPC result reply (takes result; NULL on ENOMEM), and a tool error (isError: true). */
+char *mcp_reply_result(json_t *id, json_t *result);
+char *mcp_reply_tool_error(json_t *id, const char *message);
 
-/* files.c: the `files` argument (schema, validation into a->files; NULL or a tool error message),
- * freeing it, and the result's files (structuredContent.files and the content items). */
-json_t *mcp_files_input_schema(const McpLimits *limits);
-char *mcp_files_arg_validate(const McpLimits *limits, json_t *v, McpExecArgs *a);
-void mcp_files_args_free(McpExecArgs *a);
+/* files.c: the result's files (structuredContent.files and the content items). */
 int mcp_files_output_schema_add(json_t *schema);
 int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content, char nonce[static 17]);
 /* Puts the returned files' bytes in the dumped reply in place of their placeholders; takes json. */
@@ -51,5 +55,8 @@ static inline const char *mcp_json_name(json_t *v) {
                                                                                         : NULL;
 }
 
-/* Serializes a JSON-RPC message compactly (never a raw newline). malloc'd or NULL. */
-char *mcp_json_dump(json_t *msg);
+/* Serializes a JSON-RPC message compactly. JSON_COMPACT never emits a raw newline (control
+ * characters are escaped), so the result is one NDJSON line. malloc'd or NULL. */
+static inline char *mcp_json_dump(json_t *msg) {
+        return json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+}

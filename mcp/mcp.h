@@ -43,7 +43,7 @@ McpServer *mcp_server_new_like(const McpServer *s);
 /* Negotiated protocol version, or NULL before initialize. */
 const char *mcp_server_protocol_version(const McpServer *s);
 
-/* The tools (tools-python.c has all but exec). */
+/* The tools, as the daemon runs them; each has one definition in the registry (tools.c). */
 typedef enum McpTool {
         MCP_TOOL_EXEC,
         MCP_TOOL_EXECUTE_PYTHON,   /* code = script; dependencies; timeout_seconds → timeout_s */

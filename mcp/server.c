@@ -86,18 +86,6 @@ const char *mcp_server_protocol_version(const McpServer *s) {
         return s->protocol_version;
 }
 
-char *mcp_json_dump(json_t *msg) {
-        /* JSON_COMPACT never emits a raw newline (control characters are escaped), so the result
-         * is one NDJSON line. */
-        return json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
-}
-
-static char *reply_result(json_t *id, json_t *result) {
-        _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
-                                                      "result", result);
-        return m ? mcp_json_dump(m) : NULL;
-}
-
 /* An error reply; id may be NULL when it could not be read (then it is omitted, which the
  * 2025-11-25 schema allows and SDK clients tolerate best). */
 static char *reply_error(json_t *id, int code, const char *message) {
@@ -122,20 +110,11 @@ char *mcp_error_reply_new(int code, const char *message) {
 
 static char *reply_errorf(json_t *id, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static char *reply_errorf(json_t *id, int code, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
         va_list ap;
         va_start(ap, fmt);
-        int r = vasprintf(&msg, fmt, ap);
+        _cleanup_free_ char *msg = mcp_problemv(fmt, ap);
         va_end(ap);
-        if (r < 0)
-                return NULL;
-        return reply_error(id, code, msg);
-}
-
-static char *tool_result_error(json_t *id, const char *message) {
-        json_t *result = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", message,
-                                   "isError", 1);
-        return result ? reply_result(id, result) : NULL;
+        return msg ? reply_error(id, code, msg) : NULL;
 }
 
 void mcp_action_done(McpAction *a) {
@@ -164,8 +143,7 @@ McpCall *mcp_call_free(McpCall *c) {
         json_decref(c->arguments);
         free(c->id_key);
         free(c->progress_token);
-        free(c->args.dependencies_json);
-        mcp_files_args_free(&c->args);
+        mcp_exec_args_done(&c->args);
         free(c);
         return NULL;
 }
@@ -202,7 +180,7 @@ static int handle_initialize(McpServer *s, json_t *id, json_t *params, McpAction
                 "from nothing: no files or state survive between calls.");
         if (!result)
                 return -ENOMEM;
-        ret->reply = reply_result(id, result);
+        ret->reply = mcp_reply_result(id, result);
         if (!ret->reply)
                 return -ENOMEM;
         s->protocol_version = strdup(version);
@@ -218,7 +196,8 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, McpAction
                 ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "tools/call: params.name must be a string");
                 return ret->reply ? 0 : -ENOMEM;
         }
-        if (!mcp_json_name(name) || !mcp_tool_exists(json_string_value(name))) {
+        const McpToolDef *tool = mcp_json_name(name) ? mcp_tool_find(json_string_value(name)) : NULL;
+        if (!tool) {
                 ret->reply = reply_errorf(id, MCP_ERROR_INVALID_PARAMS, "Unknown tool: %s%s",
                                           json_string_value(name),
                                           mcp_json_name(name) ? "" : " (followed by a NUL character)");
@@ -247,13 +226,15 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, McpAction
 
         /* Invalid arguments are tool execution errors (isError), so the model can correct itself
          * (SEP-1303, 2025-11-25 "Error Handling"). */
-        _cleanup_free_ char *problem = mcp_tool_args_validate(&s->limits, json_string_value(name),
-                                                              c->arguments, &c->args);
-        if (problem) {
+        _cleanup_free_ char *problem = NULL;
+        int r = mcp_tool_args_validate(&s->limits, tool, c->arguments, &c->args, &problem);
+        if (r == -EINVAL) {
                 ret->is_tool_error = true;
-                ret->reply = tool_result_error(id, problem);
+                ret->reply = mcp_reply_tool_error(id, problem);
                 return ret->reply ? 0 : -ENOMEM;
         }
+        if (r < 0)
+                return r;
         ret->kind = MCP_ACTION_CALL;
         ret->call = TAKE_PTR(c);
         return 0;
@@ -265,7 +246,7 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
         if (strcmp(method, "initialize") == 0)
                 return handle_initialize(s, id, params, ret);
         if (strcmp(method, "ping") == 0) {
-                ret->reply = reply_result(id, json_object());
+                ret->reply = mcp_reply_result(id, json_object());
                 return ret->reply ? 0 : -ENOMEM;
         }
 
@@ -288,7 +269,7 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
                         ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "tools/list: invalid cursor");
                         return ret->reply ? 0 : -ENOMEM;
                 }
-                ret->reply = reply_result(id, json_deep_copy(s->tools_list));
+                ret->reply = mcp_reply_result(id, json_deep_copy(s->tools_list));
                 return ret->reply ? 0 : -ENOMEM;
         }
         return handle_tools_call(s, id, params, ret);

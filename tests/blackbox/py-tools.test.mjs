@@ -52,6 +52,9 @@ test('invalid arguments are tool errors naming the field', T, async (t) => {
     const cases = [
         ['execute_python', {}, ['script', 'required']],
         ['execute_python', { script: '   ' }, ['script', 'empty']],
+        // The same NUL message as exec's, with the offset, from every tool that takes the source.
+        ['execute_python', { script: 'print(1)\u0000print(2)' }, ["'script'", 'NUL', 'byte 8']],
+        ['validate_script', { script: 'print(1)\u0000' }, ["'script'", 'NUL', 'byte 8']],
         ['execute_python', { script: 'print(1)', dependencies: 'numpy' }, ['dependencies', 'array']],
         ['execute_python', { script: 'print(1)', dependencies: ['ok', 3] }, ['dependencies[1]', 'string']],
         ['execute_python', { script: 'print(1)', dependencies: [''] }, ['dependencies[0]', 'empty']],

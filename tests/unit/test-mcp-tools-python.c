@@ -13,66 +13,25 @@
 #include <jansson.h>
 
 #include "mcp.h"
-
-static const McpLimits limits = {
-        .default_timeout_s = 30,
-        .max_timeout_s = 60,
-        .max_code_bytes = 200,
-        .max_stdin_bytes = 10,
-        .max_output_bytes = 4096,
-        .memory_max_bytes = 256u << 20,
-        .pids_max = 128,
-        .cpu_quota_percent = 100,
-        .tmp_size_bytes = 64u << 20,
-        .python_version = "3.11.2",
-        .limits_by = "rlimit",
-        .pythons = "python3,pypy3",
-        .sources = "the wheelhouse /w",
-};
-
-static McpServer *server_new(void) {
-        McpServer *s = mcp_server_new(&limits, "1.0.0");
-        assert_non_null(s);
-        McpAction a;
-        const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-                           "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
-        assert_int_equal(mcp_server_handle(s, init, strlen(init), &a), 0);
-        mcp_action_done(&a);
-        return s;
-}
-
-static void call(McpServer *s, const char *tool, const char *args, McpAction *ret) {
-        char msg[2048];
-        snprintf(msg, sizeof(msg), "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
-                 "\"arguments\":%s}}", tool, args);
-        assert_int_equal(mcp_server_handle(s, msg, strlen(msg), ret), 0);
-}
+#include "test-mcp-tools.h"
 
 /* Expects a tool error whose text contains every word. */
 static void expect_tool_error(McpServer *s, const char *tool, const char *args, const char *const *words) {
         McpAction a;
-        call(s, tool, args, &a);
-        assert_int_equal(a.kind, MCP_ACTION_REPLY);
-        assert_true(a.is_tool_error);
-        json_t *j = json_loads(a.reply, 0, NULL);
-        assert_non_null(j);
-        json_t *result = json_object_get(j, "result");
-        assert_true(json_is_true(json_object_get(result, "isError")));
-        const char *text = json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
-        assert_non_null(text);
+        test_tools_call(s, tool, args, &a);
+        char *text = test_tool_error_text(&a);
         for (const char *const *w = words; *w; w++)
                 if (!strstr(text, *w))
                         fail_msg("%s %s: '%s' not in: %s", tool, args, *w, text);
-        json_decref(j);
+        free(text);
         mcp_action_done(&a);
 }
 
 static void test_accepted(void **state) {
-        McpServer *s = server_new();
+        McpServer *s = test_server_new();
         McpAction a;
 
-        call(s, "execute_python", "{\"script\":\"print(1)\",\"dependencies\":[\"a==1\",\"B>=2\"],"
+        test_tools_call(s, "execute_python", "{\"script\":\"print(1)\",\"dependencies\":[\"a==1\",\"B>=2\"],"
              "\"timeout_seconds\":999,\"python\":\"pypy3\"}", &a);
         assert_int_equal(a.kind, MCP_ACTION_CALL);
         const McpExecArgs *x = mcp_call_args(a.call);
@@ -83,24 +42,24 @@ static void test_accepted(void **state) {
         assert_int_equal(x->timeout_s, 60); /* clamped, not an error */
         mcp_action_done(&a);
 
-        call(s, "execute_python", "{\"script\":\"x\",\"timeout_seconds\":-3}", &a);
+        test_tools_call(s, "execute_python", "{\"script\":\"x\",\"timeout_seconds\":-3}", &a);
         assert_int_equal(a.kind, MCP_ACTION_CALL);
         assert_int_equal(mcp_call_args(a.call)->timeout_s, 1);
         assert_null(mcp_call_args(a.call)->python);
         assert_null(mcp_call_args(a.call)->dependencies_json);
         mcp_action_done(&a);
 
-        call(s, "validate_script", "{\"script\":\"x\",\"dependencies\":null}", &a);
+        test_tools_call(s, "validate_script", "{\"script\":\"x\",\"dependencies\":null}", &a);
         assert_int_equal(a.kind, MCP_ACTION_CALL);
         assert_int_equal(mcp_call_args(a.call)->tool, MCP_TOOL_VALIDATE_SCRIPT);
         mcp_action_done(&a);
 
-        call(s, "check_environment", "{}", &a);
+        test_tools_call(s, "check_environment", "{}", &a);
         assert_int_equal(a.kind, MCP_ACTION_CALL);
         assert_int_equal(mcp_call_args(a.call)->tool, MCP_TOOL_CHECK_ENVIRONMENT);
         mcp_action_done(&a);
 
-        call(s, "exec", "{\"code\":\"x\",\"python\":\"python3\"}", &a);
+        test_tools_call(s, "exec", "{\"code\":\"x\",\"python\":\"python3\"}", &a);
         assert_int_equal(a.kind, MCP_ACTION_CALL);
         assert_int_equal(mcp_call_args(a.call)->tool, MCP_TOOL_EXEC);
         assert_string_equal(mcp_call_args(a.call)->python, "python3");
@@ -109,7 +68,7 @@ static void test_accepted(void **state) {
 }
 
 static void test_refused(void **state) {
-        McpServer *s = server_new();
+        McpServer *s = test_server_new();
         static const struct {
                 const char *tool, *args, *words[4];
         } cases[] = {
@@ -136,7 +95,7 @@ static void test_refused(void **state) {
 }
 
 static void test_catalogue(void **state) {
-        McpServer *s = server_new();
+        McpServer *s = test_server_new();
         McpAction a;
         const char *list = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}";
         assert_int_equal(mcp_server_handle(s, list, strlen(list), &a), 0);
@@ -163,9 +122,9 @@ static void test_catalogue(void **state) {
 }
 
 static void test_encoders(void **state) {
-        McpServer *s = server_new();
+        McpServer *s = test_server_new();
         McpAction a;
-        call(s, "execute_python", "{\"script\":\"x\"}", &a);
+        test_tools_call(s, "execute_python", "{\"script\":\"x\"}", &a);
         McpExecResult r = { .stdout_data = "hi\n", .stdout_len = 3, .limits = "rlimit",
                             .extra_json = "{\"python\":\"python3\",\"environment\":null}" };
         char *reply = mcp_call_reply_result(a.call, &r);

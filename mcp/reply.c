@@ -1,0 +1,90 @@
+/* reply.c: the replies to a tools/call: a run's result (structuredContent, the same JSON as text,
+ * the files as content items), a structured result and a tool error. */
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "cleanup.h"
+#include "mcp-internal.h"
+
+char *mcp_reply_result(json_t *id, json_t *result) {
+        _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
+                                                      "result", result);
+        return m ? mcp_json_dump(m) : NULL;
+}
+
+char *mcp_reply_tool_error(json_t *id, const char *message) {
+        json_t *result = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", message,
+                                   "isError", 1);
+        return result ? mcp_reply_result(id, result) : NULL;
+}
+
+static json_t *repaired_string(const char *s, size_t len) {
+        size_t n;
+        _cleanup_free_ char *fixed = mcp_utf8_repair(s ? s : "", s ? len : 0, &n);
+        return fixed ? json_stringn(fixed, n) : NULL;
+}
+
+char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r) {
+        json_t *out = repaired_string(r->stdout_data, r->stdout_len);
+        json_t *err = repaired_string(r->stderr_data, r->stderr_len);
+        if (!out || !err) {
+                json_decref(out);
+                json_decref(err);
+                return NULL;
+        }
+        _cleanup_(json_decrefp) json_t *sc = json_pack(
+                "{s:o, s:o, s:I, s:I, s:b, s:b, s:o, s:b, s:b, s:I, s:I, s:I, s:s, s:I}",
+                "stdout", out,
+                "stderr", err,
+                "exit_code", (json_int_t) r->exit_code,
+                "duration_ms", (json_int_t) r->duration_ms,
+                "truncated", r->truncated,
+                "timed_out", r->timed_out,
+                "signal", r->signal ? json_string(r->signal) : json_null(),
+                "oom_killed", r->oom_killed,
+                "pids_limit_hit", r->pids_limit_hit,
+                "memory_peak_bytes", (json_int_t) r->memory_peak_bytes,
+                "cpu_user_us", (json_int_t) r->cpu_user_us,
+                "cpu_system_us", (json_int_t) r->cpu_system_us,
+                "limits", r->limits ? r->limits : "rlimit",
+                "queue_ms", (json_int_t) r->queue_ms);
+        if (!sc)
+                return NULL;
+        if (r->extra_json) {
+                /* execute_python's additions (interpreter, dependencies, environment). */
+                _cleanup_(json_decrefp) json_t *extra = json_loads(r->extra_json, 0, NULL);
+                if (!json_is_object(extra) || json_object_update(sc, extra) < 0)
+                        return NULL;
+        }
+        /* Clients that only read text content get the same JSON (the tools spec's advice for
+         * structuredContent, and what mcp-exec returns). The files (issue 10): listed in sc, their bytes as content items after the text. */
+        _cleanup_(json_decrefp) json_t *items = json_array();
+        char nonce[17];
+        if (!items || mcp_files_result_add(r, sc, items, nonce) < 0)
+                return NULL;
+        _cleanup_free_ char *text = json_dumps(sc, JSON_COMPACT);
+        if (!text)
+                return NULL;
+        _cleanup_(json_decrefp) json_t *content = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
+        if (!content || json_array_extend(content, items) < 0)
+                return NULL;
+        char *reply = mcp_reply_result(c->id, json_pack("{s:O, s:O, s:b}", "content", content,
+                                                        "structuredContent", sc, "isError", 0));
+        return reply && r->n_files > 0 ? mcp_files_splice(reply, r, nonce) : reply;
+}
+
+char *mcp_call_reply_tool_error(const McpCall *c, const char *message) {
+        return mcp_reply_tool_error(c->id, message);
+}
+
+char *mcp_call_reply_structured(const McpCall *c, const char *json_object) {
+        _cleanup_(json_decrefp) json_t *sc = json_loads(json_object, 0, NULL);
+        if (!json_is_object(sc))
+                return NULL;
+        _cleanup_free_ char *text = json_dumps(sc, JSON_COMPACT);
+        if (!text)
+                return NULL;
+        return mcp_reply_result(c->id, json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text",
+                                                 text, "structuredContent", sc, "isError", 0));
+}

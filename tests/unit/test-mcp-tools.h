@@ -1,0 +1,69 @@
+/* test-mcp-tools.h: what the unit tests of mcp/'s tools share: their limits, an initialized server,
+ * a tools/call and the text of the tool error it got. Include after cmocka.h. */
+#pragma once
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "mcp.h"
+
+/* Small, so every limit is reachable with short arguments. */
+static const McpLimits test_limits = {
+        .default_timeout_s = 30,
+        .max_timeout_s = 60,
+        .max_code_bytes = 200,
+        .max_stdin_bytes = 10,
+        .max_output_bytes = 4096,
+        .memory_max_bytes = 256u << 20,
+        .pids_max = 128,
+        .cpu_quota_percent = 100,
+        .tmp_size_bytes = 64u << 20,
+        .python_version = "3.11.2",
+        .limits_by = "rlimit",
+        .pythons = "python3,pypy3",
+        .sources = "the wheelhouse /w",
+        .max_input_bytes = 48,
+        .max_return_bytes = 4096,
+};
+
+/* A server past initialize. */
+static inline McpServer *test_server_new(void) {
+        McpServer *s = mcp_server_new(&test_limits, "1.0.0");
+        assert_non_null(s);
+        McpAction a;
+        const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+                           "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
+        assert_int_equal(mcp_server_handle(s, init, strlen(init), &a), 0);
+        mcp_action_done(&a);
+        return s;
+}
+
+/* tools/call of tool with args (a JSON object's text). */
+static inline void test_tools_call(McpServer *s, const char *tool, const char *args, McpAction *ret) {
+        size_t size = strlen(tool) + strlen(args) + 128;
+        char *msg = malloc(size);
+        assert_non_null(msg);
+        snprintf(msg, size, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
+                 "\"arguments\":%s}}", tool, args);
+        assert_int_equal(mcp_server_handle(s, msg, strlen(msg), ret), 0);
+        free(msg);
+}
+
+/* The text of the tool error a is (malloc'd); fails the test if a is anything else. */
+static inline char *test_tool_error_text(const McpAction *a) {
+        assert_int_equal(a->kind, MCP_ACTION_REPLY);
+        assert_true(a->is_tool_error);
+        json_t *j = json_loads(a->reply, 0, NULL);
+        assert_non_null(j);
+        json_t *result = json_object_get(j, "result");
+        assert_true(json_is_true(json_object_get(result, "isError")));
+        const char *text = json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+        assert_non_null(text);
+        char *copy = strdup(text);
+        json_decref(j);
+        return copy;
+}
