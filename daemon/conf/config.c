@@ -369,8 +369,10 @@ static int then_credential(const ConfigVariable *row, const char *value, Config 
         if (value)
                 return 0;
         int r = read_credential(env, &c->auth_token);
-        if (r < 0 && reterr && asprintf(reterr, "cannot read the credential auth-token: %s", strerror(-r)) < 0)
+        if (r < 0 && reterr && asprintf(reterr, "cannot read the credential auth-token: %s", strerror(-r)) < 0) {
                 *reterr = NULL;
+                return -ENOMEM; /* as refuse(): an error without its message is the allocation's */
+        }
         return r;
 }
 
