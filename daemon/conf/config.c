@@ -383,123 +383,142 @@ static int then_require_cgroup(const ConfigVariable *row, const char *value, Con
         return 0;
 }
 
-#define FIELD(f) .offset = offsetof(Config, f)
-#define SECONDS(lo, hi) .parse = parse_uint32, .min = lo, .max = hi, .accepted = "whole seconds from " #lo " to " #hi
-#define BYTES(lo) .parse = parse_uint64, .min = lo, .max = MAX_BYTES_LIMIT, \
-                  .accepted = "a number of bytes from " #lo " to 67108864"
+/* A row's parser and field: the field's type is checked at build time against what the parser
+ * writes (a negative array size when it differs). */
+#define FIELD(f, type) \
+        .offset = offsetof(Config, f) + 0 * sizeof(char[_Generic(((Config *) NULL)->f, type: 1, default: -1)])
+#define STRING(f) .parse = parse_string, FIELD(f, char *)
+#define CHOICE(f, type) .parse = parse_choice, FIELD(f, type)
+#define UINT32(f) .parse = parse_uint32, FIELD(f, uint32_t)
+#define UINT64(f) .parse = parse_uint64, FIELD(f, uint64_t)
+#define SIZE(f) .parse = parse_size, FIELD(f, uint64_t)
+#define PERCENT(f) .parse = parse_percent, FIELD(f, uint32_t)
+#define BOOL(f) .parse = parse_bool, FIELD(f, bool)
+#define SECONDS(f, lo, hi) UINT32(f), .min = lo, .max = hi, .accepted = "whole seconds from " #lo " to " #hi
+#define BYTES(f, lo) UINT64(f), .min = lo, .max = MAX_BYTES_LIMIT, .accepted = "a number of bytes from " #lo " to 67108864"
 #define SIZE_ACCEPTED "a size of at least 1M: bytes or a number with K, M, G or T (base 1024)"
+
+/* parse_choice stores the index as an int. */
+_Static_assert(sizeof(Transport) == sizeof(int) && sizeof(CgroupMode) == sizeof(int), "enum fields are ints");
 
 /* Every variable, in the order they are read: the first bad one is the one reported, and a row
  * with at_most or then comes after the rows it reads. */
 const ConfigVariable config_table[] = {
-        { "MCP_EXEC_TRANSPORT", parse_choice, FIELD(transport), .fallback = "stdio",
+        { "MCP_EXEC_TRANSPORT", CHOICE(transport, Transport), .fallback = "stdio",
           .choices = (const char *const[]) { "stdio", "http", "sse", NULL }, /* Transport's order */
           .accepted = "one of stdio, http, sse",
           .help = "stdio, http (Streamable HTTP and HTTP+SSE) or sse" },
-        { "MCP_EXEC_ADDR", parse_string, FIELD(addr), .valid = config_parse_addr, .fallback = "127.0.0.1:8080",
+        { "MCP_EXEC_ADDR", STRING(addr), .valid = config_parse_addr, .fallback = "127.0.0.1:8080",
           .accepted = "host:port with an IPv4 address, [IPv6] address, localhost or nothing (all interfaces) "
                       "before the colon and a port from 1 to 65535",
           .help = "HTTP listen address, host:port" },
-        { "MCP_EXEC_MAX_TIMEOUT_S", FIELD(max_timeout_s), SECONDS(1, 86400), .fallback = "300",
+        { "MCP_EXEC_MAX_TIMEOUT_S", SECONDS(max_timeout_s, 1, 86400), .fallback = "300",
           .help = "largest timeout a call may ask for, seconds" },
-        { "MCP_EXEC_DEFAULT_TIMEOUT_S", FIELD(default_timeout_s), SECONDS(1, 86400), .fallback = "30",
+        { "MCP_EXEC_DEFAULT_TIMEOUT_S", SECONDS(default_timeout_s, 1, 86400), .fallback = "30",
           /* as mcp-exec, which clamps: MCP_EXEC_MAX_TIMEOUT_S=10 alone works */
           .at_most = "MCP_EXEC_MAX_TIMEOUT_S",
           .help = "timeout of a call that gives none, seconds" },
-        { "MCP_EXEC_MAX_OUTPUT_BYTES", FIELD(max_output_bytes), BYTES(1), .fallback = "1048576",
+        { "MCP_EXEC_MAX_OUTPUT_BYTES", BYTES(max_output_bytes, 1), .fallback = "1048576",
           .help = "cap on stdout and stderr together" },
-        { "MCP_EXEC_MAX_STDIN_BYTES", FIELD(max_stdin_bytes), BYTES(0), .fallback = "1048576",
+        { "MCP_EXEC_MAX_STDIN_BYTES", BYTES(max_stdin_bytes, 0), .fallback = "1048576",
           .help = "largest stdin" },
-        { "MCP_EXEC_MAX_CODE_BYTES", FIELD(max_code_bytes), BYTES(1), .fallback = "1048576",
+        { "MCP_EXEC_MAX_CODE_BYTES", BYTES(max_code_bytes, 1), .fallback = "1048576",
           .help = "largest code" },
         /* 0: no input files / nothing returned (outputs/ is still listed). */
-        { "MCP_EXEC_MAX_INPUT_BYTES", FIELD(max_input_bytes), BYTES(0), .fallback = "4194304",
+        { "MCP_EXEC_MAX_INPUT_BYTES", BYTES(max_input_bytes, 0), .fallback = "4194304",
           .help = "input files of one call in total, decoded" },
-        { "MCP_EXEC_MAX_RETURN_BYTES", FIELD(max_return_bytes), BYTES(0), .fallback = "4194304",
+        { "MCP_EXEC_MAX_RETURN_BYTES", BYTES(max_return_bytes, 0), .fallback = "4194304",
           .help = "outputs/ files returned by one call in total" },
-        { "MCP_EXEC_MAX_MESSAGE_BYTES", parse_uint64, FIELD(max_message_bytes), .min = 4096, .max = 1073741824,
+        { "MCP_EXEC_MAX_MESSAGE_BYTES", UINT64(max_message_bytes), .min = 4096, .max = 1073741824,
           .fallback = "16777216", .accepted = "a number of bytes from 4096 to 1073741824",
           .help = "largest JSON-RPC message" },
-        { "MCP_EXEC_PYTHON", parse_string, FIELD(python), .valid = python_valid, .fallback = "python3",
+        { "MCP_EXEC_PYTHON", STRING(python), .valid = python_valid, .fallback = "python3",
           .accepted = "an interpreter name (looked up in " SANDBOX_PATH ") or an absolute path, without spaces",
           .help = "interpreter: a name looked up in the sandbox, or a path" },
-        { "MCP_EXEC_AUTH_TOKEN", parse_string, FIELD(auth_token), .flags = CONFIG_EMPTY_IS_UNSET,
+        { "MCP_EXEC_AUTH_TOKEN", STRING(auth_token), .flags = CONFIG_EMPTY_IS_UNSET,
           .then = then_credential, /* any value: no refusal, no accepted text */
           .help = "HTTP token (else the systemd credential auth-token)" },
-        { "MCP_EXEC_MEMORY_MAX", parse_size, FIELD(memory_max_bytes), .min = 1 << 20, .max = UINT64_MAX,
+        { "MCP_EXEC_MEMORY_MAX", SIZE(memory_max_bytes), .min = 1 << 20, .max = UINT64_MAX,
           .flags = CONFIG_PERCENT_OF_RAM, .fallback = "256M",
           .accepted = SIZE_ACCEPTED ", a percentage of physical memory, or infinity",
           .help = "memory per run: a size, a % of RAM, or infinity" },
-        { "MCP_EXEC_PIDS_MAX", parse_uint64, FIELD(pids_max), .min = 2, .max = 4194304, .flags = CONFIG_INFINITY,
+        { "MCP_EXEC_PIDS_MAX", UINT64(pids_max), .min = 2, .max = 4194304, .flags = CONFIG_INFINITY,
           .fallback = "128", .accepted = "a number of processes from 2 to 4194304, or infinity",
           .help = "processes per run, or infinity" },
-        { "MCP_EXEC_CPU_QUOTA", parse_percent, FIELD(cpu_quota_percent), .fallback = "100%",
+        { "MCP_EXEC_CPU_QUOTA", PERCENT(cpu_quota_percent), .fallback = "100%",
           .accepted = "a percentage of one CPU from 1% to 100000% (200% = two CPUs), or infinity",
           .help = "CPU per run (200% = two CPUs), or infinity" },
-        { "MCP_EXEC_TMP_SIZE", parse_size, FIELD(tmp_size_bytes), .min = 1 << 20, .max = UINT64_MAX - 1,
+        { "MCP_EXEC_TMP_SIZE", SIZE(tmp_size_bytes), .min = 1 << 20, .max = UINT64_MAX - 1,
           .fallback = "64M", .accepted = SIZE_ACCEPTED, /* max: not infinity, a tmpfs needs a size */
           .help = "size of each run's private /tmp" },
         /* Its default, the number of CPUs, is config_load's. */
-        { "MCP_EXEC_MAX_CONCURRENT", FIELD(max_concurrent), .parse = parse_uint32, .min = 1, .max = 1024,
+        { "MCP_EXEC_MAX_CONCURRENT", UINT32(max_concurrent), .min = 1, .max = 1024,
           .accepted = "a number of runs from 1 to 1024",
           .help = "runs at once (default: the number of CPUs)" },
-        { "MCP_EXEC_QUEUE_MAX", FIELD(queue_max), .parse = parse_uint32, .min = 0, .max = 100000, .fallback = "64",
+        { "MCP_EXEC_QUEUE_MAX", UINT32(queue_max), .min = 0, .max = 100000, .fallback = "64",
           .accepted = "a number of waiting runs from 0 to 100000",
           .help = "calls waiting for a slot, all sessions together" },
         /* A quarter of the default queue, so that no client fills it alone. */
-        { "MCP_EXEC_SESSION_QUEUE_MAX", FIELD(session_queue_max), .parse = parse_uint32, .min = 0, .max = 100000,
+        { "MCP_EXEC_SESSION_QUEUE_MAX", UINT32(session_queue_max), .min = 0, .max = 100000,
           .fallback = "16", .at_most = "MCP_EXEC_QUEUE_MAX", .accepted = "a number of waiting runs from 0 to 100000",
           .help = "HTTP: calls one session may have waiting" },
-        { "MCP_EXEC_MAX_SESSIONS", FIELD(max_sessions), .parse = parse_uint32, .min = 1, .max = 100000,
+        { "MCP_EXEC_MAX_SESSIONS", UINT32(max_sessions), .min = 1, .max = 100000,
           .fallback = "1024", .accepted = "a number of HTTP sessions from 1 to 100000",
           .help = "HTTP: open sessions, both transports" },
-        { "MCP_EXEC_CGROUP", parse_choice, FIELD(cgroup), .fallback = "auto",
+        { "MCP_EXEC_CGROUP", CHOICE(cgroup, CgroupMode), .fallback = "auto",
           .choices = (const char *const[]) { "auto", "systemd", "cgroupfs", "none", NULL }, /* CgroupMode's */
           .accepted = "one of auto, systemd, cgroupfs, none",
           .help = "auto, systemd, cgroupfs or none" },
-        { "MCP_EXEC_SLICE", parse_string, FIELD(slice), .valid = slice_name_valid, .fallback = "mcp-execd.slice",
+        { "MCP_EXEC_SLICE", STRING(slice), .valid = slice_name_valid, .fallback = "mcp-execd.slice",
           .accepted = "a slice unit name such as mcp-execd.slice",
           .help = "slice of the per-run scopes" },
-        { "MCP_EXEC_REQUIRE_CGROUP", parse_bool, FIELD(require_cgroup), .fallback = "0", .then = then_require_cgroup,
+        { "MCP_EXEC_REQUIRE_CGROUP", BOOL(require_cgroup), .fallback = "0", .then = then_require_cgroup,
           .accepted = "a boolean: 1, yes, true, on, 0, no, false or off",
           .help = "1: refuse to start rather than fall back to rlimits" },
-        { "MCP_EXEC_ALLOWED_HOSTS", parse_string, FIELD(allowed_hosts), .valid = hosts_valid,
+        { "MCP_EXEC_ALLOWED_HOSTS", STRING(allowed_hosts), .valid = hosts_valid,
           .accepted = "a comma-separated list of host names or host:port (no spaces, no scheme), or * to accept "
                       "any Host",
           .help = "HTTP: Host values accepted besides loopback, or *" },
-        { "MCP_EXEC_ALLOWED_ORIGINS", parse_string, FIELD(allowed_origins), .valid = origins_valid,
+        { "MCP_EXEC_ALLOWED_ORIGINS", STRING(allowed_origins), .valid = origins_valid,
           .accepted = "a comma-separated list of origins such as https://app.example.com:8443 (no path), or * to "
                       "accept any Origin",
           .help = "HTTP: Origins accepted besides loopback pages, or *" },
-        { "MCP_EXEC_SESSION_IDLE_S", FIELD(session_idle_s), SECONDS(1, 604800), .fallback = "3600",
+        { "MCP_EXEC_SESSION_IDLE_S", SECONDS(session_idle_s, 1, 604800), .fallback = "3600",
           .help = "HTTP: seconds before an idle session is ended" },
-        { "MCP_EXEC_SSE_KEEPALIVE_S", FIELD(sse_keepalive_s), SECONDS(1, 3600), .fallback = "15",
+        { "MCP_EXEC_SSE_KEEPALIVE_S", SECONDS(sse_keepalive_s, 1, 3600), .fallback = "15",
           .help = "HTTP: seconds between keep-alives on a quiet stream" },
-        { "MCP_EXEC_PYTHONS", parse_string, FIELD(pythons), .valid = pythons_valid,
+        { "MCP_EXEC_PYTHONS", STRING(pythons), .valid = pythons_valid,
           .accepted = "a comma-separated list of name=path (name of letters, digits, . _ -; path absolute or "
                       "looked up in " SANDBOX_PATH "; names unique; at most 8), e.g. "
                       "python3=/usr/bin/python3,pypy3=/usr/bin/pypy3",
           .help = "interpreters a call may choose: name=path,..." },
-        { "MCP_EXEC_INDEX_URL", parse_string, FIELD(index_url), .valid = config_parse_index_url,
+        { "MCP_EXEC_INDEX_URL", STRING(index_url), .valid = config_parse_index_url,
           .flags = CONFIG_EMPTY_IS_UNSET,
           .accepted = "the URL of a PEP 503 simple index (http://, https:// or file:///), e.g. "
                       "http://127.0.0.1:3141/simple/",
           .help = "dependencies: the URL of a PEP 503 simple index" },
-        { "MCP_EXEC_WHEELHOUSE", parse_string, FIELD(wheelhouse), .valid = wheelhouse_valid,
+        { "MCP_EXEC_WHEELHOUSE", STRING(wheelhouse), .valid = wheelhouse_valid,
           .flags = CONFIG_EMPTY_IS_UNSET, .accepted = "an absolute path of a readable directory of wheels",
           .help = "dependencies: an absolute directory of wheels" },
-        { "MCP_EXEC_ENV_CACHE_DIR", parse_string, FIELD(env_cache_dir), .valid = cache_dir_valid,
+        { "MCP_EXEC_ENV_CACHE_DIR", STRING(env_cache_dir), .valid = cache_dir_valid,
           .flags = CONFIG_EMPTY_IS_UNSET, .accepted = "an absolute path without spaces (created if missing)",
           .help = "where dependency environments are kept" },
-        { "MCP_EXEC_ENV_CACHE_MAX", parse_size, FIELD(env_cache_max_bytes), .min = 1 << 20, .max = UINT64_MAX,
+        { "MCP_EXEC_ENV_CACHE_MAX", SIZE(env_cache_max_bytes), .min = 1 << 20, .max = UINT64_MAX,
           .fallback = "2G", .accepted = SIZE_ACCEPTED ", or infinity",
           .help = "total size of the kept environments, or infinity" },
-        { "MCP_EXEC_INSTALL_TIMEOUT_S", FIELD(install_timeout_s), SECONDS(1, 86400), .fallback = "300",
+        { "MCP_EXEC_INSTALL_TIMEOUT_S", SECONDS(install_timeout_s, 1, 86400), .fallback = "300",
           .help = "seconds one installation of an environment may take" },
 };
 const size_t config_table_size = ELEMENTSOF(config_table);
 
 #undef FIELD
+#undef STRING
+#undef CHOICE
+#undef UINT32
+#undef UINT64
+#undef SIZE
+#undef PERCENT
+#undef BOOL
 #undef SECONDS
 #undef BYTES
 #undef SIZE_ACCEPTED
