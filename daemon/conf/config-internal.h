@@ -17,8 +17,8 @@ typedef int (*ConfigParser)(const ConfigVariable *row, const char *value, void *
 
 /* A rule that involves other variables, run after the row whether it was set or not (value NULL:
  * unset). Returns 0 or a negative errno with *reterr set (when reterr is not NULL). */
-typedef int (*ConfigThen)(const ConfigVariable *row, const char *value, Config *c, char *(*env)(const char *name),
-                          char **reterr);
+typedef int (*ConfigThen)(const ConfigVariable *row, const char *value, Config *c,
+                          char *(*env)(const char *name), char **reterr);
 
 typedef enum ConfigFlags {
         CONFIG_EMPTY_IS_UNSET = 1 << 0, /* "" means the default, as if the variable were not set */

@@ -364,29 +364,32 @@ static int read_credential(char *(*env)(const char *), char **ret) {
         return *ret ? 1 : -ENOMEM;
 }
 
-static int then_credential(const ConfigVariable *row, const char *value, Config *c, char *(*env)(const char *),
-                           char **reterr) {
+static int then_credential(const ConfigVariable *row, const char *value, Config *c,
+                           char *(*env)(const char *), char **reterr) {
         if (value)
                 return 0;
         int r = read_credential(env, &c->auth_token);
-        if (r < 0 && reterr && asprintf(reterr, "cannot read the credential auth-token: %s", strerror(-r)) < 0) {
+        if (r < 0 && reterr &&
+            asprintf(reterr, "cannot read the credential auth-token: %s", strerror(-r)) < 0) {
                 *reterr = NULL;
                 return -ENOMEM; /* as refuse(): an error without its message is the allocation's */
         }
         return r;
 }
 
-static int then_require_cgroup(const ConfigVariable *row, const char *value, Config *c, char *(*env)(const char *),
-                               char **reterr) {
+static int then_require_cgroup(const ConfigVariable *row, const char *value, Config *c,
+                               char *(*env)(const char *), char **reterr) {
         if (c->require_cgroup && c->cgroup == CGROUP_MODE_NONE)
-                return refuse(reterr, row->name, "1", "0 when MCP_EXEC_CGROUP=none (the two contradict each other)");
+                return refuse(reterr, row->name, "1",
+                              "0 when MCP_EXEC_CGROUP=none (the two contradict each other)");
         return 0;
 }
 
 /* A row's parser and field: the field's type is checked at build time against what the parser
  * writes (a negative array size when it differs). */
-#define FIELD(f, type) \
-        .offset = offsetof(Config, f) + 0 * sizeof(char[_Generic(((Config *) NULL)->f, type: 1, default: -1)])
+#define FIELD(f, type)                  \
+        .offset = offsetof(Config, f) + \
+                  0 * sizeof(char[_Generic(((Config *) NULL)->f, type: 1, default: -1)])
 #define STRING(f) .parse = parse_string, FIELD(f, char *)
 #define CHOICE(f, type) .parse = parse_choice, FIELD(f, type)
 #define UINT32(f) .parse = parse_uint32, FIELD(f, uint32_t)
@@ -395,11 +398,14 @@ static int then_require_cgroup(const ConfigVariable *row, const char *value, Con
 #define PERCENT(f) .parse = parse_percent, FIELD(f, uint32_t)
 #define BOOL(f) .parse = parse_bool, FIELD(f, bool)
 #define SECONDS(f, lo, hi) UINT32(f), .min = lo, .max = hi, .accepted = "whole seconds from " #lo " to " #hi
-#define BYTES(f, lo) UINT64(f), .min = lo, .max = MAX_BYTES_LIMIT, .accepted = "a number of bytes from " #lo " to 67108864"
+#define BYTES(f, lo)                                  \
+        UINT64(f), .min = lo, .max = MAX_BYTES_LIMIT, \
+                .accepted = "a number of bytes from " #lo " to 67108864"
 #define SIZE_ACCEPTED "a size of at least 1M: bytes or a number with K, M, G or T (base 1024)"
 
 /* parse_choice stores the index as an int. */
-_Static_assert(sizeof(Transport) == sizeof(int) && sizeof(CgroupMode) == sizeof(int), "enum fields are ints");
+_Static_assert(sizeof(Transport) == sizeof(int) && sizeof(CgroupMode) == sizeof(int),
+               "enum fields are ints");
 
 /* Every variable, in the order they are read: the first bad one is the one reported, and a row
  * with at_most or then comes after the rows it reads. */
@@ -409,8 +415,8 @@ const ConfigVariable config_table[] = {
           .accepted = "one of stdio, http, sse",
           .help = "stdio, http (Streamable HTTP and HTTP+SSE) or sse" },
         { "MCP_EXEC_ADDR", STRING(addr), .valid = config_parse_addr, .fallback = "127.0.0.1:8080",
-          .accepted = "host:port with an IPv4 address, [IPv6] address, localhost or nothing (all interfaces) "
-                      "before the colon and a port from 1 to 65535",
+          .accepted = "host:port with an IPv4 address, [IPv6] address, localhost or nothing (all "
+                      "interfaces) before the colon and a port from 1 to 65535",
           .help = "HTTP listen address, host:port" },
         { "MCP_EXEC_MAX_TIMEOUT_S", SECONDS(max_timeout_s, 1, 86400), .fallback = "300",
           .help = "largest timeout a call may ask for, seconds" },
@@ -433,7 +439,8 @@ const ConfigVariable config_table[] = {
           .fallback = "16777216", .accepted = "a number of bytes from 4096 to 1073741824",
           .help = "largest JSON-RPC message" },
         { "MCP_EXEC_PYTHON", STRING(python), .valid = python_valid, .fallback = "python3",
-          .accepted = "an interpreter name (looked up in " SANDBOX_PATH ") or an absolute path, without spaces",
+          .accepted = "an interpreter name (looked up in " SANDBOX_PATH ") or an absolute path, "
+                      "without spaces",
           .help = "interpreter: a name looked up in the sandbox, or a path" },
         { "MCP_EXEC_AUTH_TOKEN", STRING(auth_token), .flags = CONFIG_EMPTY_IS_UNSET,
           .then = then_credential, /* any value: no refusal, no accepted text */
@@ -460,13 +467,15 @@ const ConfigVariable config_table[] = {
           .help = "calls waiting for a slot, all sessions together" },
         /* A quarter of the default queue, so that no client fills it alone. */
         { "MCP_EXEC_SESSION_QUEUE_MAX", UINT32(session_queue_max), .min = 0, .max = 100000,
-          .fallback = "16", .at_most = "MCP_EXEC_QUEUE_MAX", .accepted = "a number of waiting runs from 0 to 100000",
+          .fallback = "16", .at_most = "MCP_EXEC_QUEUE_MAX",
+          .accepted = "a number of waiting runs from 0 to 100000",
           .help = "HTTP: calls one session may have waiting" },
         { "MCP_EXEC_MAX_SESSIONS", UINT32(max_sessions), .min = 1, .max = 100000,
           .fallback = "1024", .accepted = "a number of HTTP sessions from 1 to 100000",
           .help = "HTTP: open sessions, both transports" },
         { "MCP_EXEC_CGROUP", CHOICE(cgroup, CgroupMode), .fallback = "auto",
-          .choices = (const char *const[]) { "auto", "systemd", "cgroupfs", "none", NULL }, /* CgroupMode's */
+          /* CgroupMode's order */
+          .choices = (const char *const[]) { "auto", "systemd", "cgroupfs", "none", NULL },
           .accepted = "one of auto, systemd, cgroupfs, none",
           .help = "auto, systemd, cgroupfs or none" },
         { "MCP_EXEC_SLICE", STRING(slice), .valid = slice_name_valid, .fallback = "mcp-execd.slice",
@@ -476,20 +485,20 @@ const ConfigVariable config_table[] = {
           .accepted = "a boolean: 1, yes, true, on, 0, no, false or off",
           .help = "1: refuse to start rather than fall back to rlimits" },
         { "MCP_EXEC_ALLOWED_HOSTS", STRING(allowed_hosts), .valid = hosts_valid,
-          .accepted = "a comma-separated list of host names or host:port (no spaces, no scheme), or * to accept "
-                      "any Host",
+          .accepted = "a comma-separated list of host names or host:port (no spaces, no scheme), or * "
+                      "to accept any Host",
           .help = "HTTP: Host values accepted besides loopback, or *" },
         { "MCP_EXEC_ALLOWED_ORIGINS", STRING(allowed_origins), .valid = origins_valid,
-          .accepted = "a comma-separated list of origins such as https://app.example.com:8443 (no path), or * to "
-                      "accept any Origin",
+          .accepted = "a comma-separated list of origins such as https://app.example.com:8443 (no path), "
+                      "or * to accept any Origin",
           .help = "HTTP: Origins accepted besides loopback pages, or *" },
         { "MCP_EXEC_SESSION_IDLE_S", SECONDS(session_idle_s, 1, 604800), .fallback = "3600",
           .help = "HTTP: seconds before an idle session is ended" },
         { "MCP_EXEC_SSE_KEEPALIVE_S", SECONDS(sse_keepalive_s, 1, 3600), .fallback = "15",
           .help = "HTTP: seconds between keep-alives on a quiet stream" },
         { "MCP_EXEC_PYTHONS", STRING(pythons), .valid = pythons_valid,
-          .accepted = "a comma-separated list of name=path (name of letters, digits, . _ -; path absolute or "
-                      "looked up in " SANDBOX_PATH "; names unique; at most 8), e.g. "
+          .accepted = "a comma-separated list of name=path (name of letters, digits, . _ -; path "
+                      "absolute or looked up in " SANDBOX_PATH "; names unique; at most 8), e.g. "
                       "python3=/usr/bin/python3,pypy3=/usr/bin/pypy3",
           .help = "interpreters a call may choose: name=path,..." },
         { "MCP_EXEC_INDEX_URL", STRING(index_url), .valid = config_parse_index_url,
@@ -607,6 +616,7 @@ void config_warn_unknown(char *const *envp) {
                         continue;
                 size_t n = strcspn(*e, "=");
                 if (!config_table_find(*e, n))
-                        log_warning("unknown variable %.*s in the environment (a typo?), ignoring", (int) n, *e);
+                        log_warning("unknown variable %.*s in the environment (a typo?), ignoring",
+                                    (int) n, *e);
         }
 }

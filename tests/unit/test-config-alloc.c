@@ -303,7 +303,8 @@ static void test_each_bad_value(void **state) {
                 print_message("%s=%s\n", row->name, bad);
                 char *err, *want;
                 assert_int_equal(load_failing_each_allocation(-EINVAL, &err), -EINVAL);
-                assert_true(asprintf(&want, "%s=\"%s\" is invalid: expected %s", row->name, bad, row->accepted) > 0);
+                assert_true(asprintf(&want, "%s=\"%s\" is invalid: expected %s", row->name, bad,
+                                     row->accepted) > 0);
                 assert_string_equal(err, want);
                 free(err);
                 free(want);
@@ -318,13 +319,15 @@ static void test_each_rule(void **state) {
                 const char *message;
         } rules[] = {
                 { "MCP_EXEC_DEFAULT_TIMEOUT_S", "20", "MCP_EXEC_MAX_TIMEOUT_S", "10", -EINVAL,
-                  "MCP_EXEC_DEFAULT_TIMEOUT_S=\"20\" is invalid: expected at most MCP_EXEC_MAX_TIMEOUT_S (10)" },
+                  "MCP_EXEC_DEFAULT_TIMEOUT_S=\"20\" is invalid: expected at most "
+                  "MCP_EXEC_MAX_TIMEOUT_S (10)" },
                 { "MCP_EXEC_SESSION_QUEUE_MAX", "5", "MCP_EXEC_QUEUE_MAX", "4", -EINVAL,
                   "MCP_EXEC_SESSION_QUEUE_MAX=\"5\" is invalid: expected at most MCP_EXEC_QUEUE_MAX (4)" },
                 { "MCP_EXEC_REQUIRE_CGROUP", "yes", "MCP_EXEC_CGROUP", "none", -EINVAL,
                   "MCP_EXEC_REQUIRE_CGROUP=\"1\" is invalid: expected 0 when MCP_EXEC_CGROUP=none (the two "
                   "contradict each other)" },
-                { "CREDENTIALS_DIRECTORY", NULL /* too long a path */, "MCP_EXEC_AUTH_TOKEN", "", -ENAMETOOLONG,
+                /* value NULL: a path too long to open */
+                { "CREDENTIALS_DIRECTORY", NULL, "MCP_EXEC_AUTH_TOKEN", "", -ENAMETOOLONG,
                   "cannot read the credential auth-token: File name too long" },
         };
         static char long_dir[PATH_MAX + 16];

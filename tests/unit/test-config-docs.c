@@ -55,7 +55,8 @@ static void check_names_are_rows(const char *what, const char *text) {
                 if (n == strlen("MCP_EXEC_"))
                         continue;
                 if (!config_table_find(p, n))
-                        fail_msg("%s names %.*s, which is no variable (no row of config_table[])", what, (int) n, p);
+                        fail_msg("%s names %.*s, which is no variable (no row of config_table[])", what,
+                                 (int) n, p);
         }
 }
 
@@ -96,8 +97,8 @@ static void test_readme(void **state) {
                         char want[128];
                         snprintf(want, sizeof(want), "`%s`", row->fallback);
                         if (len != strlen(want) || strncmp(cell, want, len) != 0)
-                                fail_msg("README.md gives %s the default %.*s, the table %s", row->name, (int) len,
-                                         cell, want);
+                                fail_msg("README.md gives %s the default %.*s, the table %s", row->name,
+                                         (int) len, cell, want);
                 }
         }
         for (size_t i = 0; i < config_table_size; i++)
@@ -147,12 +148,14 @@ static void test_man(void **state) {
                         }
                         strcpy(w, ")\"");
                         if (strncmp(q + n, want, strlen(want)) != 0)
-                                fail_msg("mcp-execd.8 does not give %s the default of the table:%s", row->name, want);
+                                fail_msg("mcp-execd.8 does not give %s the default of the table:%s",
+                                         row->name, want);
                 }
         }
         for (size_t i = 0; i < config_table_size; i++)
                 if (!seen[i])
-                        fail_msg("%s is missing from mcp-execd.8's ENVIRONMENT section", config_table[i].name);
+                        fail_msg("%s is missing from mcp-execd.8's ENVIRONMENT section",
+                                 config_table[i].name);
 }
 
 int main(int argc, char *argv[]) {

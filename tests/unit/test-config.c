@@ -462,7 +462,8 @@ static void test_help(void **state) {
                 assert_memory_equal(line, want, strlen(want));
                 const char *nl = strchr(line, '\n');
                 assert_non_null(nl);
-                assert_non_null(memmem(line, (size_t) (nl - line), config_table[i].help, strlen(config_table[i].help)));
+                const char *help = config_table[i].help;
+                assert_non_null(memmem(line, (size_t) (nl - line), help, strlen(help)));
                 line = nl + 1;
         }
         assert_string_equal(line, "");
@@ -490,9 +491,10 @@ static void test_warn_unknown(void **state) {
         size_t n = fread(out, 1, sizeof(out) - 1, tmp);
         out[n] = '\0';
         fclose(tmp);
-        assert_string_equal(out,
-                            "<4>mcp-execd: unknown variable MCP_EXEC_TRANSPORTS in the environment (a typo?), ignoring\n"
-                            "<4>mcp-execd: unknown variable MCP_EXEC_MAX_TIMEOUT in the environment (a typo?), ignoring\n");
+        assert_string_equal(out, "<4>mcp-execd: unknown variable MCP_EXEC_TRANSPORTS in the environment (a "
+                                 "typo?), ignoring\n"
+                                 "<4>mcp-execd: unknown variable MCP_EXEC_MAX_TIMEOUT in the environment (a "
+                                 "typo?), ignoring\n");
 }
 
 int main(void) {
