@@ -58,8 +58,7 @@ static void help(void) {
                "\n"
                "Configuration comes from the environment (see README.md or mcp-execd(8)):\n",
                program_invocation_short_name);
-        for (size_t i = 0; config_variables[i]; i++)
-                printf("  %s\n", config_variables[i]);
+        config_print_help(stdout);
 }
 
 static int parse_argv(int argc, char **argv) {
@@ -93,16 +92,7 @@ static int parse_argv(int argc, char **argv) {
 
 static void warn_unknown_variables(void) {
         extern char **environ;
-        for (char **e = environ; *e; e++) {
-                if (strncmp(*e, "MCP_EXEC_", 9) != 0)
-                        continue;
-                size_t n = strcspn(*e, "=");
-                bool known = false;
-                for (size_t i = 0; config_variables[i] && !known; i++)
-                        known = strlen(config_variables[i]) == n && strncmp(*e, config_variables[i], n) == 0;
-                if (!known)
-                        log_warning("unknown variable %.*s in the environment (a typo?), ignoring", (int) n, *e);
-        }
+        config_warn_unknown(environ);
 }
 
 typedef struct Probe {

@@ -1,5 +1,6 @@
-/* config.c: reading and validating the MCP_EXEC_* environment (mcp-exec's names and defaults, and
- * ours). A bad value is never replaced by a default: the daemon refuses to start. */
+/* config.c: the MCP_EXEC_* variables, one table row each (parser, field, range, default, what is
+ * accepted, help), read and checked once at start; --help and the unknown-name warning come from the
+ * same table. A bad value is never replaced by a default: the daemon refuses to start. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -12,22 +13,9 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "config.h"
-#include "fd-util.h"
+#include "config-internal.h"
+#include "log.h"
 #include "sandbox.h"
-
-const char *const config_variables[] = {
-        "MCP_EXEC_TRANSPORT", "MCP_EXEC_ADDR", "MCP_EXEC_DEFAULT_TIMEOUT_S", "MCP_EXEC_MAX_TIMEOUT_S",
-        "MCP_EXEC_MAX_OUTPUT_BYTES", "MCP_EXEC_MAX_STDIN_BYTES", "MCP_EXEC_MAX_CODE_BYTES",
-        "MCP_EXEC_MAX_MESSAGE_BYTES", "MCP_EXEC_PYTHON", "MCP_EXEC_AUTH_TOKEN", "MCP_EXEC_MEMORY_MAX",
-        "MCP_EXEC_PIDS_MAX", "MCP_EXEC_CPU_QUOTA", "MCP_EXEC_TMP_SIZE", "MCP_EXEC_MAX_CONCURRENT",
-        "MCP_EXEC_QUEUE_MAX", "MCP_EXEC_CGROUP", "MCP_EXEC_SLICE", "MCP_EXEC_REQUIRE_CGROUP",
-        "MCP_EXEC_ALLOWED_HOSTS", "MCP_EXEC_ALLOWED_ORIGINS", "MCP_EXEC_SESSION_IDLE_S", "MCP_EXEC_SSE_KEEPALIVE_S",
-        "MCP_EXEC_PYTHONS", "MCP_EXEC_INDEX_URL", "MCP_EXEC_WHEELHOUSE", "MCP_EXEC_ENV_CACHE_DIR",
-        "MCP_EXEC_ENV_CACHE_MAX", "MCP_EXEC_INSTALL_TIMEOUT_S", "MCP_EXEC_MAX_INPUT_BYTES",
-        "MCP_EXEC_MAX_RETURN_BYTES", "MCP_EXEC_MAX_SESSIONS", "MCP_EXEC_SESSION_QUEUE_MAX",
-        NULL,
-};
 
 #define MAX_BYTES_LIMIT ((uint64_t) 64 << 20) /* output, stdin, code: the SDK's stdio buffer is 10 MiB */
 
@@ -240,20 +228,115 @@ int config_parse_index_url(const char *s) {
         return 0;
 }
 
-static int bad(char **reterr, const char *name, const char *value, const char *accepted) {
-        if (reterr && asprintf(reterr, "%s=\"%s\" is invalid: expected %s", name, value, accepted) < 0)
-                *reterr = NULL;
+/* The validators of the string rows: 0 or -EINVAL. */
+static int slice_name_valid(const char *s) {
+        size_t n = strlen(s);
+        if (n <= 6 || n > 255 || strcmp(s + n - 6, ".slice") != 0)
+                return -EINVAL;
+        for (size_t i = 0; i < n - 6; i++)
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:-_.\\", s[i]))
+                        return -EINVAL;
+        return 0;
+}
+
+static int python_valid(const char *s) {
+        return *s && !strchr(s, ' ') ? 0 : -EINVAL;
+}
+
+static int hosts_valid(const char *s) {
+        return config_parse_http_list(s, false);
+}
+
+static int origins_valid(const char *s) {
+        return config_parse_http_list(s, true);
+}
+
+static int pythons_valid(const char *s) {
+        char buf[1024];
+        const char *names[CONFIG_PYTHONS_MAX]; /* names, so that a name given twice is refused */
+        return config_parse_pythons(s, buf, sizeof(buf), names, NULL) < 0 ? -EINVAL : 0;
+}
+
+static int wheelhouse_valid(const char *s) {
+        return s[0] == '/' && access(s, R_OK | X_OK) >= 0 ? 0 : -EINVAL;
+}
+
+static int cache_dir_valid(const char *s) {
+        return s[0] == '/' && !strchr(s, ' ') ? 0 : -EINVAL;
+}
+
+/* The parsers of the table, one per kind of field (ConfigParser). */
+static int parse_number(const ConfigVariable *row, const char *value, uint64_t *ret) {
+        if ((row->flags & CONFIG_INFINITY) && strcmp(value, "infinity") == 0) {
+                *ret = UINT64_MAX;
+                return 0;
+        }
+        return config_parse_uint(value, row->min, row->max, ret);
+}
+
+static int parse_uint32(const ConfigVariable *row, const char *value, void *field) {
+        uint64_t u;
+        int r = parse_number(row, value, &u);
+        if (r < 0)
+                return r;
+        if (u > UINT32_MAX)
+                return -ERANGE; /* a row whose max does not fit its field */
+        *(uint32_t *) field = (uint32_t) u;
+        return 0;
+}
+
+static int parse_uint64(const ConfigVariable *row, const char *value, void *field) {
+        return parse_number(row, value, field);
+}
+
+static int parse_size(const ConfigVariable *row, const char *value, void *field) {
+        uint64_t u;
+        int r = config_parse_size(value, row->flags & CONFIG_PERCENT_OF_RAM, &u);
+        if (r < 0)
+                return r;
+        if (u < row->min || u > row->max)
+                return -ERANGE;
+        *(uint64_t *) field = u;
+        return 0;
+}
+
+static int parse_percent(const ConfigVariable *row, const char *value, void *field) {
+        return config_parse_percent(value, field);
+}
+
+static int parse_bool(const ConfigVariable *row, const char *value, void *field) {
+        return config_parse_bool(value, field);
+}
+
+/* An enum field whose values are the indexes of row->choices. */
+static int parse_choice(const ConfigVariable *row, const char *value, void *field) {
+        for (int i = 0; row->choices[i]; i++)
+                if (strcmp(value, row->choices[i]) == 0) {
+                        *(int *) field = i;
+                        return 0;
+                }
         return -EINVAL;
 }
 
-static bool slice_name_valid(const char *s) {
-        size_t n = strlen(s);
-        if (n <= 6 || n > 255 || strcmp(s + n - 6, ".slice") != 0)
-                return false;
-        for (size_t i = 0; i < n - 6; i++)
-                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:-_.\\", s[i]))
-                        return false;
-        return true;
+/* A char * field owned by the Config from the moment it is duplicated (config_done frees it). */
+static int parse_string(const ConfigVariable *row, const char *value, void *field) {
+        if (row->valid && row->valid(value) < 0)
+                return -EINVAL;
+        char *copy = strdup(value);
+        if (!copy)
+                return -ENOMEM;
+        free(*(char **) field);
+        *(char **) field = copy;
+        return 0;
+}
+
+static int refuse(char **reterr, const char *name, const char *value, const char *accepted) {
+        /* Without its message a refusal would read as EINVAL's "Invalid argument": say what failed. */
+        if (reterr && asprintf(reterr, "%s=\"%s\" is invalid: expected %s", name, value, accepted) < 0) {
+                *reterr = NULL;
+                return -ENOMEM;
+        }
+        return -EINVAL;
 }
 
 /* The auth token may come from a systemd credential (LoadCredential=auth-token:…), so the secret
@@ -277,293 +360,263 @@ static int read_credential(char *(*env)(const char *), char **ret) {
         if (n == 0)
                 return 0;
         *ret = strdup(buf);
+        explicit_bzero(buf, n); /* the secret stays only in *ret */
         return *ret ? 1 : -ENOMEM;
+}
+
+static int then_credential(const ConfigVariable *row, const char *value, Config *c,
+                           char *(*env)(const char *), char **reterr) {
+        if (value)
+                return 0;
+        int r = read_credential(env, &c->auth_token);
+        if (r < 0 && reterr &&
+            asprintf(reterr, "cannot read the credential auth-token: %s", strerror(-r)) < 0) {
+                *reterr = NULL;
+                return -ENOMEM; /* as refuse(): an error without its message is the allocation's */
+        }
+        return r;
+}
+
+static int then_require_cgroup(const ConfigVariable *row, const char *value, Config *c,
+                               char *(*env)(const char *), char **reterr) {
+        if (c->require_cgroup && c->cgroup == CGROUP_MODE_NONE)
+                return refuse(reterr, row->name, "1",
+                              "0 when MCP_EXEC_CGROUP=none (the two contradict each other)");
+        return 0;
+}
+
+/* A row's parser and field: the field's type is checked at build time against what the parser
+ * writes (a negative array size when it differs). */
+#define FIELD(f, type)                  \
+        .offset = offsetof(Config, f) + \
+                  0 * sizeof(char[_Generic(((Config *) NULL)->f, type: 1, default: -1)])
+#define STRING(f) .parse = parse_string, FIELD(f, char *)
+#define CHOICE(f, type) .parse = parse_choice, FIELD(f, type)
+#define UINT32(f) .parse = parse_uint32, FIELD(f, uint32_t)
+#define UINT64(f) .parse = parse_uint64, FIELD(f, uint64_t)
+#define SIZE(f) .parse = parse_size, FIELD(f, uint64_t)
+#define PERCENT(f) .parse = parse_percent, FIELD(f, uint32_t)
+#define BOOL(f) .parse = parse_bool, FIELD(f, bool)
+#define SECONDS(f, lo, hi) UINT32(f), .min = lo, .max = hi, .accepted = "whole seconds from " #lo " to " #hi
+#define BYTES(f, lo)                                  \
+        UINT64(f), .min = lo, .max = MAX_BYTES_LIMIT, \
+                .accepted = "a number of bytes from " #lo " to 67108864"
+#define SIZE_ACCEPTED "a size of at least 1M: bytes or a number with K, M, G or T (base 1024)"
+
+/* parse_choice stores the index as an int. */
+_Static_assert(sizeof(Transport) == sizeof(int) && sizeof(CgroupMode) == sizeof(int),
+               "enum fields are ints");
+
+/* Every variable, in the order they are read: the first bad one is the one reported, and a row
+ * with at_most or then comes after the rows it reads. */
+const ConfigVariable config_table[] = {
+        { "MCP_EXEC_TRANSPORT", CHOICE(transport, Transport), .fallback = "stdio",
+          .choices = (const char *const[]) { "stdio", "http", "sse", NULL }, /* Transport's order */
+          .accepted = "one of stdio, http, sse",
+          .help = "stdio, http (Streamable HTTP and HTTP+SSE) or sse" },
+        { "MCP_EXEC_ADDR", STRING(addr), .valid = config_parse_addr, .fallback = "127.0.0.1:8080",
+          .accepted = "host:port with an IPv4 address, [IPv6] address, localhost or nothing (all "
+                      "interfaces) before the colon and a port from 1 to 65535",
+          .help = "HTTP listen address, host:port" },
+        { "MCP_EXEC_MAX_TIMEOUT_S", SECONDS(max_timeout_s, 1, 86400), .fallback = "300",
+          .help = "largest timeout a call may ask for, seconds" },
+        { "MCP_EXEC_DEFAULT_TIMEOUT_S", SECONDS(default_timeout_s, 1, 86400), .fallback = "30",
+          /* as mcp-exec, which clamps: MCP_EXEC_MAX_TIMEOUT_S=10 alone works */
+          .at_most = "MCP_EXEC_MAX_TIMEOUT_S",
+          .help = "timeout of a call that gives none, seconds" },
+        { "MCP_EXEC_MAX_OUTPUT_BYTES", BYTES(max_output_bytes, 1), .fallback = "1048576",
+          .help = "cap on stdout and stderr together" },
+        { "MCP_EXEC_MAX_STDIN_BYTES", BYTES(max_stdin_bytes, 0), .fallback = "1048576",
+          .help = "largest stdin" },
+        { "MCP_EXEC_MAX_CODE_BYTES", BYTES(max_code_bytes, 1), .fallback = "1048576",
+          .help = "largest code" },
+        /* 0: no input files / nothing returned (outputs/ is still listed). */
+        { "MCP_EXEC_MAX_INPUT_BYTES", BYTES(max_input_bytes, 0), .fallback = "4194304",
+          .help = "input files of one call in total, decoded" },
+        { "MCP_EXEC_MAX_RETURN_BYTES", BYTES(max_return_bytes, 0), .fallback = "4194304",
+          .help = "outputs/ files returned by one call in total" },
+        { "MCP_EXEC_MAX_MESSAGE_BYTES", UINT64(max_message_bytes), .min = 4096, .max = 1073741824,
+          .fallback = "16777216", .accepted = "a number of bytes from 4096 to 1073741824",
+          .help = "largest JSON-RPC message" },
+        { "MCP_EXEC_PYTHON", STRING(python), .valid = python_valid, .fallback = "python3",
+          .accepted = "an interpreter name (looked up in " SANDBOX_PATH ") or an absolute path, "
+                      "without spaces",
+          .help = "interpreter: a name looked up in the sandbox, or a path" },
+        { "MCP_EXEC_AUTH_TOKEN", STRING(auth_token), .flags = CONFIG_EMPTY_IS_UNSET,
+          .then = then_credential, /* any value: no refusal, no accepted text */
+          .help = "HTTP token (else the systemd credential auth-token)" },
+        { "MCP_EXEC_MEMORY_MAX", SIZE(memory_max_bytes), .min = 1 << 20, .max = UINT64_MAX,
+          .flags = CONFIG_PERCENT_OF_RAM, .fallback = "256M",
+          .accepted = SIZE_ACCEPTED ", a percentage of physical memory, or infinity",
+          .help = "memory per run: a size, a % of RAM, or infinity" },
+        { "MCP_EXEC_PIDS_MAX", UINT64(pids_max), .min = 2, .max = 4194304, .flags = CONFIG_INFINITY,
+          .fallback = "128", .accepted = "a number of processes from 2 to 4194304, or infinity",
+          .help = "processes per run, or infinity" },
+        { "MCP_EXEC_CPU_QUOTA", PERCENT(cpu_quota_percent), .fallback = "100%",
+          .accepted = "a percentage of one CPU from 1% to 100000% (200% = two CPUs), or infinity",
+          .help = "CPU per run (200% = two CPUs), or infinity" },
+        { "MCP_EXEC_TMP_SIZE", SIZE(tmp_size_bytes), .min = 1 << 20, .max = UINT64_MAX - 1,
+          .fallback = "64M", .accepted = SIZE_ACCEPTED, /* max: not infinity, a tmpfs needs a size */
+          .help = "size of each run's private /tmp" },
+        /* Its default, the number of CPUs, is config_load's. */
+        { "MCP_EXEC_MAX_CONCURRENT", UINT32(max_concurrent), .min = 1, .max = 1024,
+          .accepted = "a number of runs from 1 to 1024",
+          .help = "runs at once (default: the number of CPUs)" },
+        { "MCP_EXEC_QUEUE_MAX", UINT32(queue_max), .min = 0, .max = 100000, .fallback = "64",
+          .accepted = "a number of waiting runs from 0 to 100000",
+          .help = "calls waiting for a slot, all sessions together" },
+        /* A quarter of the default queue, so that no client fills it alone. */
+        { "MCP_EXEC_SESSION_QUEUE_MAX", UINT32(session_queue_max), .min = 0, .max = 100000,
+          .fallback = "16", .at_most = "MCP_EXEC_QUEUE_MAX",
+          .accepted = "a number of waiting runs from 0 to 100000",
+          .help = "HTTP: calls one session may have waiting" },
+        { "MCP_EXEC_MAX_SESSIONS", UINT32(max_sessions), .min = 1, .max = 100000,
+          .fallback = "1024", .accepted = "a number of HTTP sessions from 1 to 100000",
+          .help = "HTTP: open sessions, both transports" },
+        { "MCP_EXEC_CGROUP", CHOICE(cgroup, CgroupMode), .fallback = "auto",
+          /* CgroupMode's order */
+          .choices = (const char *const[]) { "auto", "systemd", "cgroupfs", "none", NULL },
+          .accepted = "one of auto, systemd, cgroupfs, none",
+          .help = "auto, systemd, cgroupfs or none" },
+        { "MCP_EXEC_SLICE", STRING(slice), .valid = slice_name_valid, .fallback = "mcp-execd.slice",
+          .accepted = "a slice unit name such as mcp-execd.slice",
+          .help = "slice of the per-run scopes" },
+        { "MCP_EXEC_REQUIRE_CGROUP", BOOL(require_cgroup), .fallback = "0", .then = then_require_cgroup,
+          .accepted = "a boolean: 1, yes, true, on, 0, no, false or off",
+          .help = "1: refuse to start rather than fall back to rlimits" },
+        { "MCP_EXEC_ALLOWED_HOSTS", STRING(allowed_hosts), .valid = hosts_valid,
+          .accepted = "a comma-separated list of host names or host:port (no spaces, no scheme), or * "
+                      "to accept any Host",
+          .help = "HTTP: Host values accepted besides loopback, or *" },
+        { "MCP_EXEC_ALLOWED_ORIGINS", STRING(allowed_origins), .valid = origins_valid,
+          .accepted = "a comma-separated list of origins such as https://app.example.com:8443 (no path), "
+                      "or * to accept any Origin",
+          .help = "HTTP: Origins accepted besides loopback pages, or *" },
+        { "MCP_EXEC_SESSION_IDLE_S", SECONDS(session_idle_s, 1, 604800), .fallback = "3600",
+          .help = "HTTP: seconds before an idle session is ended" },
+        { "MCP_EXEC_SSE_KEEPALIVE_S", SECONDS(sse_keepalive_s, 1, 3600), .fallback = "15",
+          .help = "HTTP: seconds between keep-alives on a quiet stream" },
+        { "MCP_EXEC_PYTHONS", STRING(pythons), .valid = pythons_valid,
+          .accepted = "a comma-separated list of name=path (name of letters, digits, . _ -; path "
+                      "absolute or looked up in " SANDBOX_PATH "; names unique; at most 8), e.g. "
+                      "python3=/usr/bin/python3,pypy3=/usr/bin/pypy3",
+          .help = "interpreters a call may choose: name=path,..." },
+        { "MCP_EXEC_INDEX_URL", STRING(index_url), .valid = config_parse_index_url,
+          .flags = CONFIG_EMPTY_IS_UNSET,
+          .accepted = "the URL of a PEP 503 simple index (http://, https:// or file:///), e.g. "
+                      "http://127.0.0.1:3141/simple/",
+          .help = "dependencies: the URL of a PEP 503 simple index" },
+        { "MCP_EXEC_WHEELHOUSE", STRING(wheelhouse), .valid = wheelhouse_valid,
+          .flags = CONFIG_EMPTY_IS_UNSET, .accepted = "an absolute path of a readable directory of wheels",
+          .help = "dependencies: an absolute directory of wheels" },
+        { "MCP_EXEC_ENV_CACHE_DIR", STRING(env_cache_dir), .valid = cache_dir_valid,
+          .flags = CONFIG_EMPTY_IS_UNSET, .accepted = "an absolute path without spaces (created if missing)",
+          .help = "where dependency environments are kept" },
+        { "MCP_EXEC_ENV_CACHE_MAX", SIZE(env_cache_max_bytes), .min = 1 << 20, .max = UINT64_MAX,
+          .fallback = "2G", .accepted = SIZE_ACCEPTED ", or infinity",
+          .help = "total size of the kept environments, or infinity" },
+        { "MCP_EXEC_INSTALL_TIMEOUT_S", SECONDS(install_timeout_s, 1, 86400), .fallback = "300",
+          .help = "seconds one installation of an environment may take" },
+};
+const size_t config_table_size = ELEMENTSOF(config_table);
+
+#undef FIELD
+#undef STRING
+#undef CHOICE
+#undef UINT32
+#undef UINT64
+#undef SIZE
+#undef PERCENT
+#undef BOOL
+#undef SECONDS
+#undef BYTES
+#undef SIZE_ACCEPTED
+
+const ConfigVariable *config_table_find(const char *name, size_t n) {
+        for (size_t i = 0; i < config_table_size; i++)
+                if (strlen(config_table[i].name) == n && strncmp(config_table[i].name, name, n) == 0)
+                        return &config_table[i];
+        return NULL;
+}
+
+static int config_load_one(const ConfigVariable *row, char *(*env)(const char *), Config *c, char **reterr) {
+        char *field = (char *) c + row->offset;
+        const char *value = env(row->name);
+        if (value && !*value && (row->flags & CONFIG_EMPTY_IS_UNSET))
+                value = NULL;
+
+        const char *v = value ?: row->fallback;
+        if (v) {
+                int r = row->parse(row, v, field);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return refuse(reterr, row->name, v, row->accepted);
+        }
+
+        if (row->at_most) {
+                const ConfigVariable *bound = config_table_find(row->at_most, strlen(row->at_most));
+                uint32_t *u = (uint32_t *) field, max = *(uint32_t *) ((char *) c + bound->offset);
+                if (*u > max && value) {
+                        char accepted[96];
+                        snprintf(accepted, sizeof(accepted), "at most %s (%" PRIu32 ")", bound->name, max);
+                        return refuse(reterr, row->name, value, accepted);
+                }
+                *u = MIN(*u, max);
+        }
+
+        return row->then ? row->then(row, value, c, env, reterr) : 0;
 }
 
 int config_load(char *(*env)(const char *name), Config *ret, char **reterr) {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        Config c = {
-                .transport = TRANSPORT_STDIO,
-                .default_timeout_s = 30,
-                .max_timeout_s = 300,
-                .max_output_bytes = 1048576,
-                .max_stdin_bytes = 1048576,
-                .max_code_bytes = 1048576,
-                .max_input_bytes = 4 << 20,
-                .max_return_bytes = 4 << 20,
-                .max_message_bytes = 16 << 20,
-                .memory_max_bytes = 256 << 20,
-                .pids_max = 128,
-                .cpu_quota_percent = 100,
-                .tmp_size_bytes = 64 << 20,
+        _cleanup_(config_done) Config c = {
                 .max_concurrent = ncpu > 0 ? (uint32_t) ncpu : 1,
-                .queue_max = 64,
-                .session_queue_max = 16, /* a quarter of the default queue: no client fills it alone */
-                .max_sessions = 1024,
-                .cgroup = CGROUP_MODE_AUTO,
-                .session_idle_s = 3600,
-                .sse_keepalive_s = 15,
-                .env_cache_max_bytes = (uint64_t) 2 << 30,
-                .install_timeout_s = 300,
         };
-        const char *v;
-        uint64_t u;
-        int r;
 
         if (reterr)
                 *reterr = NULL;
-
-#define FAIL(name, accepted) do { config_done(&c); return bad(reterr, name, v, accepted); } while (0)
-
-        if ((v = env("MCP_EXEC_TRANSPORT"))) {
-                if (strcmp(v, "stdio") == 0)
-                        c.transport = TRANSPORT_STDIO;
-                else if (strcmp(v, "http") == 0)
-                        c.transport = TRANSPORT_HTTP;
-                else if (strcmp(v, "sse") == 0)
-                        c.transport = TRANSPORT_SSE;
-                else
-                        FAIL("MCP_EXEC_TRANSPORT", "one of stdio, http, sse");
+        for (size_t i = 0; i < config_table_size; i++) {
+                int r = config_load_one(&config_table[i], env, &c, reterr);
+                if (r < 0)
+                        return r;
         }
-
-        v = env("MCP_EXEC_ADDR");
-        if (v && config_parse_addr(v) < 0)
-                FAIL("MCP_EXEC_ADDR", "host:port with an IPv4 address, [IPv6] address, localhost or nothing "
-                                      "(all interfaces) before the colon and a port from 1 to 65535");
-        c.addr = strdup(v ? v : "127.0.0.1:8080");
-        if (!c.addr)
-                return -ENOMEM;
-
-        if ((v = env("MCP_EXEC_MAX_TIMEOUT_S"))) {
-                if (config_parse_uint(v, 1, 86400, &u) < 0)
-                        FAIL("MCP_EXEC_MAX_TIMEOUT_S", "whole seconds from 1 to 86400");
-                c.max_timeout_s = (uint32_t) u;
-        }
-        if ((v = env("MCP_EXEC_DEFAULT_TIMEOUT_S"))) {
-                if (config_parse_uint(v, 1, 86400, &u) < 0)
-                        FAIL("MCP_EXEC_DEFAULT_TIMEOUT_S", "whole seconds from 1 to 86400");
-                c.default_timeout_s = (uint32_t) u;
-        }
-        if (c.default_timeout_s > c.max_timeout_s) {
-                /* Only a default set explicitly above the maximum is a contradiction; the built-in
-                 * default follows a smaller maximum (MCP_EXEC_MAX_TIMEOUT_S=10 alone works, as with
-                 * mcp-exec, which clamps). */
-                if (!(v = env("MCP_EXEC_DEFAULT_TIMEOUT_S")))
-                        c.default_timeout_s = c.max_timeout_s;
-                else {
-                        char accepted[96];
-                        snprintf(accepted, sizeof(accepted), "at most MCP_EXEC_MAX_TIMEOUT_S (%" PRIu32 ")",
-                                 c.max_timeout_s);
-                        FAIL("MCP_EXEC_DEFAULT_TIMEOUT_S", accepted);
-                }
-        }
-
-        static const struct {
-                const char *name;
-                uint64_t min;
-                size_t offset;
-        } byte_limits[] = {
-                { "MCP_EXEC_MAX_OUTPUT_BYTES", 1, offsetof(Config, max_output_bytes) },
-                { "MCP_EXEC_MAX_STDIN_BYTES", 0, offsetof(Config, max_stdin_bytes) },
-                { "MCP_EXEC_MAX_CODE_BYTES", 1, offsetof(Config, max_code_bytes) },
-                /* 0: no input files / nothing returned (outputs/ is still listed). */
-                { "MCP_EXEC_MAX_INPUT_BYTES", 0, offsetof(Config, max_input_bytes) },
-                { "MCP_EXEC_MAX_RETURN_BYTES", 0, offsetof(Config, max_return_bytes) },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(byte_limits); i++)
-                if ((v = env(byte_limits[i].name))) {
-                        if (config_parse_uint(v, byte_limits[i].min, MAX_BYTES_LIMIT, &u) < 0)
-                                FAIL(byte_limits[i].name, byte_limits[i].min == 0
-                                                                  ? "a number of bytes from 0 to 67108864"
-                                                                  : "a number of bytes from 1 to 67108864");
-                        *(uint64_t *) ((char *) &c + byte_limits[i].offset) = u;
-                }
-        if ((v = env("MCP_EXEC_MAX_MESSAGE_BYTES"))) {
-                if (config_parse_uint(v, 4096, (uint64_t) 1 << 30, &u) < 0)
-                        FAIL("MCP_EXEC_MAX_MESSAGE_BYTES", "a number of bytes from 4096 to 1073741824");
-                c.max_message_bytes = u;
-        }
-
-        v = env("MCP_EXEC_PYTHON");
-        if (v && (!*v || strchr(v, ' ')))
-                FAIL("MCP_EXEC_PYTHON", "an interpreter name (looked up in " SANDBOX_PATH ") or an "
-                                        "absolute path, without spaces");
-        c.python = strdup(v ? v : "python3");
-        if (!c.python)
-                return -ENOMEM;
-
-        v = env("MCP_EXEC_AUTH_TOKEN");
-        if (v && *v) {
-                c.auth_token = strdup(v);
-                if (!c.auth_token)
-                        return -ENOMEM;
-        } else if ((r = read_credential(env, &c.auth_token)) < 0) {
-                config_done(&c);
-                if (reterr && asprintf(reterr, "cannot read the credential auth-token: %s", strerror(-r)) < 0)
-                        *reterr = NULL;
-                return r;
-        }
-
-        if ((v = env("MCP_EXEC_MEMORY_MAX"))) {
-                if (config_parse_size(v, true, &u) < 0 || u < (1 << 20))
-                        FAIL("MCP_EXEC_MEMORY_MAX", "a size of at least 1M: bytes or a number with K, M, G or T "
-                                                    "(base 1024), a percentage of physical memory, or infinity");
-                c.memory_max_bytes = u;
-        }
-        if ((v = env("MCP_EXEC_PIDS_MAX"))) {
-                if (strcmp(v, "infinity") == 0)
-                        c.pids_max = UINT64_MAX;
-                else if (config_parse_uint(v, 2, 4194304, &u) < 0)
-                        FAIL("MCP_EXEC_PIDS_MAX", "a number of processes from 2 to 4194304, or infinity");
-                else
-                        c.pids_max = u;
-        }
-        if ((v = env("MCP_EXEC_CPU_QUOTA")) && config_parse_percent(v, &c.cpu_quota_percent) < 0)
-                FAIL("MCP_EXEC_CPU_QUOTA", "a percentage of one CPU from 1% to 100000% (200% = two CPUs), or "
-                                           "infinity");
-        if ((v = env("MCP_EXEC_TMP_SIZE"))) {
-                if (config_parse_size(v, false, &u) < 0 || u < (1 << 20) || u == UINT64_MAX)
-                        FAIL("MCP_EXEC_TMP_SIZE", "a size of at least 1M: bytes or a number with K, M, G or T "
-                                                  "(base 1024)");
-                c.tmp_size_bytes = u;
-        }
-        if ((v = env("MCP_EXEC_MAX_CONCURRENT"))) {
-                if (config_parse_uint(v, 1, 1024, &u) < 0)
-                        FAIL("MCP_EXEC_MAX_CONCURRENT", "a number of runs from 1 to 1024");
-                c.max_concurrent = (uint32_t) u;
-        }
-        if ((v = env("MCP_EXEC_QUEUE_MAX"))) {
-                if (config_parse_uint(v, 0, 100000, &u) < 0)
-                        FAIL("MCP_EXEC_QUEUE_MAX", "a number of waiting runs from 0 to 100000");
-                c.queue_max = (uint32_t) u;
-        }
-        if ((v = env("MCP_EXEC_SESSION_QUEUE_MAX"))) {
-                if (config_parse_uint(v, 0, 100000, &u) < 0)
-                        FAIL("MCP_EXEC_SESSION_QUEUE_MAX", "a number of waiting runs from 0 to 100000");
-                if (u > c.queue_max) {
-                        char accepted[96];
-                        snprintf(accepted, sizeof(accepted), "at most MCP_EXEC_QUEUE_MAX (%" PRIu32 ")", c.queue_max);
-                        FAIL("MCP_EXEC_SESSION_QUEUE_MAX", accepted);
-                }
-                c.session_queue_max = (uint32_t) u;
-        } else if (c.session_queue_max > c.queue_max)
-                /* The built-in default follows a smaller total queue (as the default timeout follows
-                 * a smaller maximum); only an explicit value above it is a contradiction. */
-                c.session_queue_max = c.queue_max;
-        if ((v = env("MCP_EXEC_MAX_SESSIONS"))) {
-                if (config_parse_uint(v, 1, 100000, &u) < 0)
-                        FAIL("MCP_EXEC_MAX_SESSIONS", "a number of HTTP sessions from 1 to 100000");
-                c.max_sessions = (uint32_t) u;
-        }
-        if ((v = env("MCP_EXEC_CGROUP"))) {
-                if (strcmp(v, "auto") == 0)
-                        c.cgroup = CGROUP_MODE_AUTO;
-                else if (strcmp(v, "systemd") == 0)
-                        c.cgroup = CGROUP_MODE_SYSTEMD;
-                else if (strcmp(v, "cgroupfs") == 0)
-                        c.cgroup = CGROUP_MODE_CGROUPFS;
-                else if (strcmp(v, "none") == 0)
-                        c.cgroup = CGROUP_MODE_NONE;
-                else
-                        FAIL("MCP_EXEC_CGROUP", "one of auto, systemd, cgroupfs, none");
-        }
-        v = env("MCP_EXEC_SLICE");
-        if (v && !slice_name_valid(v))
-                FAIL("MCP_EXEC_SLICE", "a slice unit name such as mcp-execd.slice");
-        c.slice = strdup(v ? v : "mcp-execd.slice");
-        if (!c.slice)
-                return -ENOMEM;
-        if ((v = env("MCP_EXEC_REQUIRE_CGROUP")) && config_parse_bool(v, &c.require_cgroup) < 0)
-                FAIL("MCP_EXEC_REQUIRE_CGROUP", "a boolean: 1, yes, true, on, 0, no, false or off");
-        if (c.require_cgroup && c.cgroup == CGROUP_MODE_NONE) {
-                v = "1";
-                FAIL("MCP_EXEC_REQUIRE_CGROUP", "0 when MCP_EXEC_CGROUP=none (the two contradict each other)");
-        }
-
-        if ((v = env("MCP_EXEC_ALLOWED_HOSTS"))) {
-                if (config_parse_http_list(v, false) < 0)
-                        FAIL("MCP_EXEC_ALLOWED_HOSTS", "a comma-separated list of host names or host:port (no spaces, "
-                                                       "no scheme), or * to accept any Host");
-                if (!(c.allowed_hosts = strdup(v)))
-                        return -ENOMEM;
-        }
-        if ((v = env("MCP_EXEC_ALLOWED_ORIGINS"))) {
-                if (config_parse_http_list(v, true) < 0)
-                        FAIL("MCP_EXEC_ALLOWED_ORIGINS", "a comma-separated list of origins such as "
-                                                         "https://app.example.com:8443 (no path), or * to accept any Origin");
-                if (!(c.allowed_origins = strdup(v)))
-                        return -ENOMEM;
-        }
-        if ((v = env("MCP_EXEC_SESSION_IDLE_S"))) {
-                if (config_parse_uint(v, 1, 604800, &u) < 0)
-                        FAIL("MCP_EXEC_SESSION_IDLE_S", "whole seconds from 1 to 604800");
-                c.session_idle_s = (uint32_t) u;
-        }
-        if ((v = env("MCP_EXEC_SSE_KEEPALIVE_S"))) {
-                if (config_parse_uint(v, 1, 3600, &u) < 0)
-                        FAIL("MCP_EXEC_SSE_KEEPALIVE_S", "whole seconds from 1 to 3600");
-                c.sse_keepalive_s = (uint32_t) u;
-        }
-        if ((v = env("MCP_EXEC_PYTHONS"))) {
-                char buf[1024];
-                const char *names[CONFIG_PYTHONS_MAX];
-                if (config_parse_pythons(v, buf, sizeof(buf), names, NULL) < 0)
-                        FAIL("MCP_EXEC_PYTHONS", "a comma-separated list of name=path (name of letters, digits, . _ -; "
-                                                 "path absolute or looked up in " SANDBOX_PATH "; names "
-                                                 "unique; at most 8), e.g. python3=/usr/bin/python3,pypy3=/usr/bin/pypy3");
-                if (!(c.pythons = strdup(v)))
-                        return -ENOMEM;
-        }
-        if ((v = env("MCP_EXEC_INDEX_URL")) && *v) {
-                if (config_parse_index_url(v) < 0)
-                        FAIL("MCP_EXEC_INDEX_URL", "the URL of a PEP 503 simple index (http://, https:// or file:///), "
-                                                   "e.g. http://127.0.0.1:3141/simple/");
-                if (!(c.index_url = strdup(v)))
-                        return -ENOMEM;
-        }
-        if ((v = env("MCP_EXEC_WHEELHOUSE")) && *v) {
-                if (v[0] != '/' || access(v, R_OK | X_OK) < 0)
-                        FAIL("MCP_EXEC_WHEELHOUSE", "an absolute path of a readable directory of wheels");
-                if (!(c.wheelhouse = strdup(v)))
-                        return -ENOMEM;
-        }
-        if ((v = env("MCP_EXEC_ENV_CACHE_DIR")) && *v) {
-                if (v[0] != '/' || strchr(v, ' '))
-                        FAIL("MCP_EXEC_ENV_CACHE_DIR", "an absolute path without spaces (created if missing)");
-                if (!(c.env_cache_dir = strdup(v)))
-                        return -ENOMEM;
-        }
-        if ((v = env("MCP_EXEC_ENV_CACHE_MAX"))) {
-                if (config_parse_size(v, false, &u) < 0 || u < (1 << 20))
-                        FAIL("MCP_EXEC_ENV_CACHE_MAX", "a size of at least 1M: bytes or a number with K, M, G or T "
-                                                       "(base 1024), or infinity");
-                c.env_cache_max_bytes = u;
-        }
-        if ((v = env("MCP_EXEC_INSTALL_TIMEOUT_S"))) {
-                if (config_parse_uint(v, 1, 86400, &u) < 0)
-                        FAIL("MCP_EXEC_INSTALL_TIMEOUT_S", "whole seconds from 1 to 86400");
-                c.install_timeout_s = (uint32_t) u;
-        }
-#undef FAIL
 
         *ret = c;
+        c = (Config) {}; /* handed over: what it owns is now *ret's */
         return 0;
 }
 
 void config_done(Config *c) {
-        free(c->addr);
-        free(c->python);
-        if (c->auth_token) {
-                /* Do not leave the secret in freed memory. */
-                explicit_bzero(c->auth_token, strlen(c->auth_token));
-                free(c->auth_token);
+        for (size_t i = 0; i < config_table_size; i++) {
+                if (config_table[i].parse != parse_string)
+                        continue;
+                char **s = (char **) ((char *) c + config_table[i].offset);
+                if (*s)
+                        /* Do not leave a secret (the auth token) in freed memory. */
+                        explicit_bzero(*s, strlen(*s));
+                free(*s);
         }
-        free(c->slice);
-        free(c->allowed_hosts);
-        free(c->allowed_origins);
-        free(c->pythons);
-        free(c->index_url);
-        free(c->wheelhouse);
-        free(c->env_cache_dir);
         *c = (Config) {};
+}
+
+void config_print_help(FILE *f) {
+        for (size_t i = 0; i < config_table_size; i++) {
+                const ConfigVariable *row = &config_table[i];
+                fprintf(f, "  %-26s  %s", row->name, row->help);
+                if (row->fallback)
+                        fprintf(f, " (default: %s)", row->fallback);
+                fputc('\n', f);
+        }
+}
+
+void config_warn_unknown(char *const *envp) {
+        for (char *const *e = envp; *e; e++) {
+                if (strncmp(*e, "MCP_EXEC_", 9) != 0)
+                        continue;
+                size_t n = strcspn(*e, "=");
+                if (!config_table_find(*e, n))
+                        log_warning("unknown variable %.*s in the environment (a typo?), ignoring",
+                                    (int) n, *e);
+        }
 }

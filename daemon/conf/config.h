@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef enum Transport {
         TRANSPORT_STDIO,
@@ -55,13 +56,17 @@ typedef struct Config {
 
 /* Reads the configuration from getenv-like lookup (env(name) returns the value or NULL).
  * On a bad value returns -EINVAL and a malloc'd message naming the variable, the value and what
- * is accepted in *reterr_message. Returns 0 on success, -ENOMEM. */
+ * is accepted in *reterr_message; when the credential auth-token cannot be read, its -errno and a
+ * message. Returns 0 on success (*ret is written only then), -ENOMEM (with no message when the
+ * message itself could not be allocated). */
 int config_load(char *(*env)(const char *name), Config *ret, char **reterr_message);
 void config_done(Config *c);
 
-/* The names of every variable config_load() reads, NULL-terminated (for --help and for warning
- * about unknown MCP_EXEC_* names). */
-extern const char *const config_variables[];
+/* --help's list: one line per variable with what it takes and its default. */
+void config_print_help(FILE *f);
+/* Logs a warning for each MCP_EXEC_* name in envp that is no variable of ours (a typo is not
+ * silently ignored). */
+void config_warn_unknown(char *const *envp);
 
 /* Parsers, exposed for tests. Each returns 0 or -EINVAL. */
 int config_parse_size(const char *s, bool allow_percent, uint64_t *ret);

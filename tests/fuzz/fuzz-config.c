@@ -1,12 +1,13 @@
 /* fuzz-config.c: config_load() over a fake environment, and each value parser on its own. The
- * input is lines "NAME=VALUE"; NAME is a variable's full name or a one-byte shorthand (its index
- * among config_variables[]), so short inputs reach every variable. Only MCP_EXEC_* names exist in
- * the fake environment (no CREDENTIALS_DIRECTORY: the target touches no files). */
+ * input is lines "NAME=VALUE"; NAME is a variable's full name or a one-byte shorthand (its row in
+ * config_table[], modulo the number of rows), so short inputs reach every variable. Only
+ * MCP_EXEC_* names exist in the fake environment (no CREDENTIALS_DIRECTORY: the target touches no
+ * files). */
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
 
-#include "config.h"
+#include "config-internal.h"
 #include "fuzz.h"
 
 #define FUZZ_MAX_VARS 32
@@ -17,13 +18,6 @@ static struct {
 } vars[FUZZ_MAX_VARS];
 static size_t n_vars;
 
-static size_t n_config_variables(void) {
-        size_t n = 0;
-        while (config_variables[n])
-                n++;
-        return n;
-}
-
 static char *fake_env(const char *name) {
         /* The last assignment wins, as in a shell. */
         for (size_t i = n_vars; i > 0; i--)
@@ -33,13 +27,10 @@ static char *fake_env(const char *name) {
 }
 
 static const char *lookup_name(const char *key, size_t len) {
-        size_t n = n_config_variables();
         if (len == 1)
-                return config_variables[(unsigned char) key[0] % n];
-        for (size_t i = 0; i < n; i++)
-                if (strlen(config_variables[i]) == len && memcmp(config_variables[i], key, len) == 0)
-                        return config_variables[i];
-        return NULL;
+                return config_table[(unsigned char) key[0] % config_table_size].name;
+        const ConfigVariable *row = config_table_find(key, len);
+        return row ? row->name : NULL;
 }
 
 static void parse_value(const char *v) {

@@ -1,4 +1,5 @@
-/* test-config.c: every MCP_EXEC_* variable, good and bad values, through config_load(). */
+/* test-config.c: every MCP_EXEC_* variable, good and bad values, through config_load(); --help and the
+ * unknown-name warning generated from the table. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "config-internal.h"
 
 /* A fake environment: pairs of name, value. */
 static const char *const *fake_env;
@@ -446,6 +447,56 @@ static void test_python_variables(void **state) {
         assert_string_equal(paths[0], "/usr/bin/pypy3");
 }
 
+/* --help: one line per row, its name first, then its help (and default); in table order. */
+static void test_help(void **state) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+        assert_non_null(f);
+        config_print_help(f);
+        assert_int_equal(fclose(f), 0);
+        const char *line = text;
+        for (size_t i = 0; i < config_table_size; i++) {
+                char want[64];
+                snprintf(want, sizeof(want), "  %s ", config_table[i].name);
+                assert_memory_equal(line, want, strlen(want));
+                const char *nl = strchr(line, '\n');
+                assert_non_null(nl);
+                const char *help = config_table[i].help;
+                assert_non_null(memmem(line, (size_t) (nl - line), help, strlen(help)));
+                line = nl + 1;
+        }
+        assert_string_equal(line, "");
+        free(text);
+}
+
+/* The unknown-name warning: one line per MCP_EXEC_* name that is no row, nothing for the others. */
+static void test_warn_unknown(void **state) {
+        char *const envp[] = {
+                "MCP_EXEC_TRANSPORT=http", "MCP_EXEC_TRANSPORTS=http", "PATH=/bin", "MCP_EXEC_MAX_TIMEOUT=5",
+                "MCP_EXEC_SLICE", "MCP_EXEC_PYTHON=", "mcp_exec_python=x", NULL,
+        };
+        FILE *tmp = tmpfile();
+        assert_non_null(tmp);
+        fflush(stderr);
+        int saved = dup(STDERR_FILENO);
+        assert_true(saved >= 0);
+        assert_true(dup2(fileno(tmp), STDERR_FILENO) >= 0);
+        config_warn_unknown(envp);
+        fflush(stderr);
+        assert_true(dup2(saved, STDERR_FILENO) >= 0);
+        close(saved);
+        char out[1024];
+        rewind(tmp);
+        size_t n = fread(out, 1, sizeof(out) - 1, tmp);
+        out[n] = '\0';
+        fclose(tmp);
+        assert_string_equal(out, "<4>mcp-execd: unknown variable MCP_EXEC_TRANSPORTS in the environment (a "
+                                 "typo?), ignoring\n"
+                                 "<4>mcp-execd: unknown variable MCP_EXEC_MAX_TIMEOUT in the environment (a "
+                                 "typo?), ignoring\n");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_python_variables),
@@ -457,6 +508,8 @@ int main(void) {
                 cmocka_unit_test(test_contradictions),
                 cmocka_unit_test(test_parsers),
                 cmocka_unit_test(test_credential_token),
+                cmocka_unit_test(test_help),
+                cmocka_unit_test(test_warn_unknown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
