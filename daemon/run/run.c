@@ -210,6 +210,11 @@ static void on_stdin(RingOp *op, int res) {
         run_maybe_free(run);
 }
 
+static void pidfd_poll(Run *run) {
+        struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, &run->op_pidfd);
+        io_uring_prep_poll_add(sqe, run->child.pidfd, POLLIN);
+}
+
 static void control_read(Run *run) {
         struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, &run->op_control);
         io_uring_prep_recv(sqe, run->child.control_fd, &run->report, sizeof(run->report), 0);
@@ -305,8 +310,7 @@ static void on_pidfd(RingOp *op, int res) {
         }
         siginfo_t si = {};
         if (waitid((idtype_t) P_PIDFD, (id_t) run->child.pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid == 0) {
-                struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, &run->op_pidfd);
-                io_uring_prep_poll_add(sqe, run->child.pidfd, POLLIN);
+                pidfd_poll(run);
                 return;
         }
         run->init_exited = true;
@@ -645,8 +649,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         stream_read(run, &run->streams[0]);
         stream_read(run, &run->streams[1]);
         control_read(run);
-        struct io_uring_sqe *sqe = ring_get_sqe(env->ring, &run->op_pidfd);
-        io_uring_prep_poll_add(sqe, run->child.pidfd, POLLIN);
+        pidfd_poll(run);
 
         _cleanup_free_ char *problem = NULL;
         r = run->cgroup ? cgroup_run_place(run->cgroup, run->child.pid, run->child.pidfd, on_placed, run, &problem)

@@ -367,15 +367,10 @@ static void test_interpreter_fails_in_sandbox(void **state) {
 }
 
 static int runs_setup(void **state) {
-        SandboxConfig scfg = {
-                .tmp_size_bytes = 8 * 1024 * 1024,
-                .cpu_threads = 1,
-                .rlimit_as_bytes = 1ULL << 30,
-                .rlimit_nproc = 64,
-                .rlimit_cpu_sec = 20,
-        };
+        /* No cgroup: the runs get rlimits (0: left unset) and the init's rusage. */
         _cleanup_free_ char *reason = NULL;
-        int r = sandbox_new(&scfg, &sandbox, &reason);
+        int r = sandbox_new(&(SandboxConfig) { .tmp_size_bytes = 8u << 20, .cpu_threads = 1, .rlimit_nproc = 64 },
+                            &sandbox, &reason);
         if (r < 0) {
                 /* A container without user namespaces: the real runs are skipped, not failed. */
                 fprintf(stderr, "no sandbox here, skipping the real runs: %s\n", reason ?: strerror(-r));

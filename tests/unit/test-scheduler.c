@@ -112,20 +112,14 @@ static void fake_end(size_t i) {
 static McpServer *server;
 static int next_id;
 
+/* What the calls are checked against: pypy3 is an interpreter a call may name. */
 static const McpLimits limits = {
         .default_timeout_s = 30,
         .max_timeout_s = 60,
         .max_code_bytes = 1000,
         .max_stdin_bytes = 1000,
-        .max_output_bytes = 4096,
-        .memory_max_bytes = 256u << 20,
-        .pids_max = 128,
-        .cpu_quota_percent = 100,
-        .tmp_size_bytes = 64u << 20,
-        .python_version = "3.11.2",
         .limits_by = "rlimit",
         .pythons = "python3,pypy3",
-        .sources = "the wheelhouse /w",
 };
 
 /* A tools/call of tool with args, as the transports get it from mcp_server_handle(). */
