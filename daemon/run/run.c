@@ -536,8 +536,24 @@ static void on_placed(CgroupRun *cr, int error, const char *message, void *userd
         run_go(run);
 }
 
+/* Both ends of a pipe not handed over yet. */
+static void pipe_closep(int (*p)[2]) {
+        (*p)[0] = safe_close((*p)[0]);
+        (*p)[1] = safe_close((*p)[1]);
+}
+
+static int run_spawn_failed(Run *run, int r) {
+        /* EAGAIN from clone: a process limit of the daemon itself, not of the run. */
+        run_fail(run, "cannot start the sandbox: %s%s", strerror(-r),
+                 r == -EAGAIN ? " (the daemon is at a process limit: RLIMIT_NPROC of its user, or its cgroup's "
+                                "pids.max; try again later)" : "");
+        return r;
+}
+
 static int run_spawn(Run *run) {
-        int in[2] = { -EBADF, -EBADF }, out[2] = { -EBADF, -EBADF }, err[2] = { -EBADF, -EBADF };
+        _cleanup_(pipe_closep) int in[2] = { -EBADF, -EBADF };
+        _cleanup_(pipe_closep) int out[2] = { -EBADF, -EBADF };
+        _cleanup_(pipe_closep) int err[2] = { -EBADF, -EBADF };
         int r;
 
         if (cgroup_backend(run->env.cgroup) != CGROUP_BACKEND_NONE) {
@@ -548,10 +564,9 @@ static int run_spawn(Run *run) {
                         return r;
                 }
         }
-        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-                r = -errno;
-                goto fail;
-        }
+        /* pipe2(2) leaves the array as it was when it fails. */
+        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
+                return run_spawn_failed(run, -errno);
         SandboxRunSpec spec = {
                 .python = run->python ? run->python : run->env.python,
                 .env_dir = run->env_dir,
@@ -566,28 +581,14 @@ static int run_spawn(Run *run) {
         };
         r = sandbox_spawn(run->env.sandbox, &spec, &run->child);
         if (r < 0)
-                goto fail;
+                return run_spawn_failed(run, r);
         run->child_spawned = true;
         run->t_spawn = now_usec();
-        in[0] = safe_close(in[0]);
-        out[1] = safe_close(out[1]);
-        err[1] = safe_close(err[1]);
-        run->stdin_fd = in[1];
-        run->streams[0].fd = out[0];
-        run->streams[1].fd = err[0];
+        /* The child's ends close on the way out; ours go to the run. */
+        run->stdin_fd = TAKE_FD(in[1]);
+        run->streams[0].fd = TAKE_FD(out[0]);
+        run->streams[1].fd = TAKE_FD(err[0]);
         return 0;
-
-fail:
-        for (int i = 0; i < 2; i++) {
-                safe_close(in[i]);
-                safe_close(out[i]);
-                safe_close(err[i]);
-        }
-        /* EAGAIN from clone: a process limit of the daemon itself, not of the run. */
-        run_fail(run, "cannot start the sandbox: %s%s", strerror(-r),
-                 r == -EAGAIN ? " (the daemon is at a process limit: RLIMIT_NPROC of its user, or its cgroup's "
-                                "pids.max; try again later)" : "");
-        return r;
 }
 
 int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userdata, Run **ret) {
