@@ -159,7 +159,7 @@ static void run_free(Run *run) {
         free(run->error);
         free(run);
 }
-DEFINE_POINTER_CLEANUP(Run, run_free);
+DEFINE_POINTER_CLEANUP(Run, run_free)
 
 /* Frees the run once the owner released it and no kernel operation still references it. */
 static void run_maybe_free(Run *run) {

@@ -63,7 +63,7 @@ static void job_free(Job *j) {
         free(j->extra_json);
         free(j);
 }
-DEFINE_POINTER_CLEANUP(Job, job_free);
+DEFINE_POINTER_CLEANUP(Job, job_free)
 
 /* The queue keeps its tail, so appending stays O(1) however long it is. */
 static void queue_append(Scheduler *s, Job *j) {
