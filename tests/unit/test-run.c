@@ -424,5 +424,6 @@ int main(void) {
         };
         int failed = cmocka_run_group_tests_name("decisions", decisions, NULL, NULL);
         failed += cmocka_run_group_tests_name("runs", runs, runs_setup, runs_teardown);
-        return failed;
+        /* No sandbox here: meson shows the test as skipped (77), not as a pass it was not. */
+        return failed ? failed : no_sandbox ? 77 : 0;
 }
