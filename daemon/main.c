@@ -351,7 +351,7 @@ static int run_daemon(const Config *cfg) {
                 log_error_errno(r, "cannot set up the metrics: %m");
                 goto out_mcp;
         }
-        scheduler.metrics = metrics;
+        scheduler_set_metrics(&scheduler, metrics);
 
         /* stdio: mcp is the one session. HTTP: each session gets its own, made like mcp. */
         Stdio *stdio = NULL;

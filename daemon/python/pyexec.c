@@ -881,7 +881,7 @@ int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, Envs *en
 
 void pyexec_attach(PyExec *px, Scheduler *scheduler) {
         px->scheduler = scheduler;
-        scheduler->hook = &px->hook;
+        scheduler_set_hook(scheduler, &px->hook);
 }
 
 PyExec *pyexec_free(PyExec *px) {

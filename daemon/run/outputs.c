@@ -50,26 +50,27 @@ static int walk_add(Walk *w, const char *rel, uint64_t bytes, const char *mime) 
                 o->files = f;
                 w->cap = cap;
         }
-        char *name = NULL;
-        if (asprintf(&name, OUTPUTS_DIR "/%s", rel) < 0)
-                return -ENOMEM;
-        w->rel[o->n_files] = strdup(rel);
-        if (!w->rel[o->n_files]) {
-                free(name);
+        _cleanup_free_ char *name = NULL;
+        if (asprintf(&name, OUTPUTS_DIR "/%s", rel) < 0) {
+                name = NULL; /* asprintf(3) leaves it undefined */
                 return -ENOMEM;
         }
-        o->files[o->n_files++] = (McpOutputFile) { .name = name, .bytes = bytes, .mime = mime };
+        w->rel[o->n_files] = strdup(rel);
+        if (!w->rel[o->n_files])
+                return -ENOMEM;
+        o->files[o->n_files++] = (McpOutputFile) { .name = TAKE_PTR(name), .bytes = bytes, .mime = mime };
         return 0;
 }
 
-/* One directory of outputs/ (dfd is owned), prefix its path below outputs/ ("" or "a/b/"). */
-static int walk_dir(Walk *w, int dfd, const char *prefix, unsigned depth) {
-        DIR *d = fdopendir(dfd);
-        if (!d) {
-                int r = -errno;
-                close(dfd);
-                return r;
-        }
+DEFINE_POINTER_CLEANUP(DIR, closedir)
+
+/* One directory of outputs/ (takes dir_fd), prefix its path below outputs/ ("" or "a/b/"). */
+static int walk_dir(Walk *w, int dir_fd, const char *prefix, unsigned depth) {
+        _cleanup_close_ int dfd = dir_fd;
+        _cleanup_(closedirp) DIR *d = fdopendir(dfd);
+        if (!d)
+                return -errno;
+        (void) TAKE_FD(dfd); /* d's now */
         int r = 0;
         struct dirent *de;
         while (r >= 0 && (de = readdir(d))) {
@@ -117,7 +118,6 @@ static int walk_dir(Walk *w, int dfd, const char *prefix, unsigned depth) {
                 r = walk_add(w, rel, (uint64_t) st.st_size,
                              mcp_file_mime(head, (size_t) n, (uint64_t) n >= (uint64_t) st.st_size, de->d_name));
         }
-        closedir(d);
         return r;
 }
 
@@ -137,7 +137,7 @@ static int read_file(int outfd, const char *rel, uint64_t bytes, char **ret, siz
         if (!S_ISREG(st.st_mode))
                 return -EBADFD;
         /* Never more than was listed (and budgeted), whatever happened to the file since. */
-        char *buf = malloc(bytes + 1);
+        _cleanup_free_ char *buf = malloc(bytes + 1);
         if (!buf)
                 return -ENOMEM;
         size_t got = 0;
@@ -145,17 +145,14 @@ static int read_file(int outfd, const char *rel, uint64_t bytes, char **ret, siz
                 ssize_t n = pread(fd, buf + got, bytes - got, (off_t) got);
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n < 0) {
-                        int r = -errno;
-                        free(buf);
-                        return r;
-                }
+                if (n < 0)
+                        return -errno;
                 if (n == 0)
                         break;
                 got += (size_t) n;
         }
         buf[got] = '\0';
-        *ret = buf;
+        *ret = TAKE_PTR(buf);
         *ret_len = got;
         return 0;
 }
@@ -169,25 +166,20 @@ int outputs_collect_at(int rootfd, const char *workdir, uint64_t max_return_byte
         /* RESOLVE_IN_ROOT: ".." and absolute names stay inside the run's root; no symlink at all
          * (outputs/ itself may be one the code made). The working directory is its own tmpfs: no
          * RESOLVE_NO_XDEV on this first step. */
-        int outfd = open_beneath(rootfd, path, O_RDONLY | O_DIRECTORY, RESOLVE_IN_ROOT);
+        _cleanup_close_ int outfd = open_beneath(rootfd, path, O_RDONLY | O_DIRECTORY, RESOLVE_IN_ROOT);
         if (outfd == -ENOENT || outfd == -ENOTDIR || outfd == -ELOOP)
                 return 0;
         if (outfd < 0)
                 return outfd;
         _cleanup_close_ int keep = fcntl(outfd, F_DUPFD_CLOEXEC, 3);
-        if (keep < 0) {
-                int r = -errno;
-                close(outfd);
-                return r;
-        }
+        if (keep < 0)
+                return -errno;
 
-        Walk *w = calloc(1, sizeof(*w));
-        if (!w) {
-                close(outfd);
+        _cleanup_free_ Walk *w = calloc(1, sizeof(*w));
+        if (!w)
                 return -ENOMEM;
-        }
         w->out = &o;
-        int r = walk_dir(w, outfd, "", 0); /* takes outfd */
+        int r = walk_dir(w, TAKE_FD(outfd), "", 0);
 
         /* Sort the names and carry the relative paths along: sort an index. */
         if (r >= 0 && o.n_files > 1) {
@@ -224,7 +216,6 @@ int outputs_collect_at(int rootfd, const char *workdir, uint64_t max_return_byte
         }
         for (size_t i = 0; i < o.n_files; i++)
                 free(w->rel[i]);
-        free(w);
         if (r < 0) {
                 outputs_done(&o);
                 return r;

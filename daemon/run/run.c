@@ -22,6 +22,7 @@
 #include "output.h"
 #include "outputs.h"
 #include "py-launch.h"
+#include "run-internal.h"
 #include "run.h"
 #include "str-util.h"
 
@@ -94,7 +95,7 @@ struct Run {
         RunStream streams[2];
         int stdin_fd;
 
-        char signame[16];
+        RunEnd end; /* decided when it is over */
 
         RingOp op_stdin, op_control, op_pidfd, op_timer, op_grace, op_start, op_place;
         struct __kernel_timespec deadline, grace, place;
@@ -158,6 +159,7 @@ static void run_free(Run *run) {
         free(run->error);
         free(run);
 }
+DEFINE_POINTER_CLEANUP(Run, run_free)
 
 /* Frees the run once the owner released it and no kernel operation still references it. */
 static void run_maybe_free(Run *run) {
@@ -206,6 +208,11 @@ static void on_stdin(RingOp *op, int res) {
         /* All written, or the code stopped reading (EPIPE: SIGPIPE is ignored): EOF for the code. */
         run->stdin_fd = safe_close(run->stdin_fd);
         run_maybe_free(run);
+}
+
+static void pidfd_poll(Run *run) {
+        struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, &run->op_pidfd);
+        io_uring_prep_poll_add(sqe, run->child.pidfd, POLLIN);
 }
 
 static void control_read(Run *run) {
@@ -272,9 +279,6 @@ static void on_control(RingOp *op, int res) {
                         run->wait_status = run->report.value;
                         if (!run->t_end)
                                 run->t_end = now_usec();
-                        if (WIFSIGNALED(run->wait_status))
-                                snprintf(run->signame, sizeof(run->signame), "SIG%s",
-                                         sigabbrev_np(WTERMSIG(run->wait_status)) ?: "UNKNOWN");
                         run_collect(run);
                         break;
                 case SANDBOX_REPORT_FAILED:
@@ -306,8 +310,7 @@ static void on_pidfd(RingOp *op, int res) {
         }
         siginfo_t si = {};
         if (waitid((idtype_t) P_PIDFD, (id_t) run->child.pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid == 0) {
-                struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, &run->op_pidfd);
-                io_uring_prep_poll_add(sqe, run->child.pidfd, POLLIN);
+                pidfd_poll(run);
                 return;
         }
         run->init_exited = true;
@@ -377,6 +380,25 @@ void run_kill(Run *run) {
                 timer_arm(run, &run->op_grace, &run->grace, RUN_KILL_GRACE_USEC);
 }
 
+/* The run is over: how it ended is decided now, from what is final, and done() is called. */
+static void run_finish(Run *run) {
+        RunEndFacts f = {
+                .timed_out = run->timed_out,
+                .exit_reported = run->exit_reported,
+                .wait_status = run->wait_status,
+                .stats = run->stats_read ? &run->stats : NULL,
+                .utime_usec = run->report.utime_usec,
+                .stime_usec = run->report.stime_usec,
+                .maxrss_bytes = run->report.maxrss_bytes,
+        };
+        run_end_decide(&f, &run->end);
+        run->phase = RUN_FINISHED;
+        /* Every caller calls run_maybe_free() next, which frees a run released by done(). */
+        run->in_done = true;
+        run->done(run, run->userdata);
+        run->in_done = false;
+}
+
 static void run_maybe_finish(Run *run) {
         if (run->phase != RUN_RUNNING)
                 return;
@@ -384,7 +406,6 @@ static void run_maybe_finish(Run *run) {
         if (!run->grace_over && !(run->init_exited && streams_done))
                 return;
 
-        run->phase = RUN_FINISHED;
         /* Whatever is still in flight is cancelled; its CQE frees nothing but is awaited. */
         ring_cancel(run->env.ring, &run->op_timer);
         ring_cancel(run->env.ring, &run->op_grace);
@@ -396,18 +417,12 @@ static void run_maybe_finish(Run *run) {
         ring_cancel(run->env.ring, &run->streams[1].op);
         if (run->grace_over && !run->init_exited && !run->error)
                 run_fail(run, "the run did not end within %u ms of being killed", 2 * RUN_KILL_GRACE_USEC / 1000);
-        /* Every caller calls run_maybe_free() next, which frees a run released by done(). */
-        run->in_done = true;
-        run->done(run, run->userdata);
-        run->in_done = false;
+        run_finish(run);
 }
 
 static void on_start_failed(RingOp *op, int res) {
         Run *run = container_of(op, Run, op_start);
-        run->phase = RUN_FINISHED;
-        run->in_done = true;
-        run->done(run, run->userdata);
-        run->in_done = false;
+        run_finish(run);
         run_maybe_free(run);
 }
 
@@ -521,8 +536,24 @@ static void on_placed(CgroupRun *cr, int error, const char *message, void *userd
         run_go(run);
 }
 
+/* Both ends of a pipe not handed over yet. */
+static void pipe_closep(int (*p)[2]) {
+        (*p)[0] = safe_close((*p)[0]);
+        (*p)[1] = safe_close((*p)[1]);
+}
+
+static int run_spawn_failed(Run *run, int r) {
+        /* EAGAIN from clone: a process limit of the daemon itself, not of the run. */
+        run_fail(run, "cannot start the sandbox: %s%s", strerror(-r),
+                 r == -EAGAIN ? " (the daemon is at a process limit: RLIMIT_NPROC of its user, or its cgroup's "
+                                "pids.max; try again later)" : "");
+        return r;
+}
+
 static int run_spawn(Run *run) {
-        int in[2] = { -EBADF, -EBADF }, out[2] = { -EBADF, -EBADF }, err[2] = { -EBADF, -EBADF };
+        _cleanup_(pipe_closep) int in[2] = { -EBADF, -EBADF };
+        _cleanup_(pipe_closep) int out[2] = { -EBADF, -EBADF };
+        _cleanup_(pipe_closep) int err[2] = { -EBADF, -EBADF };
         int r;
 
         if (cgroup_backend(run->env.cgroup) != CGROUP_BACKEND_NONE) {
@@ -533,10 +564,9 @@ static int run_spawn(Run *run) {
                         return r;
                 }
         }
-        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-                r = -errno;
-                goto fail;
-        }
+        /* pipe2(2) leaves the array as it was when it fails. */
+        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
+                return run_spawn_failed(run, -errno);
         SandboxRunSpec spec = {
                 .python = run->python ? run->python : run->env.python,
                 .env_dir = run->env_dir,
@@ -551,32 +581,19 @@ static int run_spawn(Run *run) {
         };
         r = sandbox_spawn(run->env.sandbox, &spec, &run->child);
         if (r < 0)
-                goto fail;
+                return run_spawn_failed(run, r);
         run->child_spawned = true;
         run->t_spawn = now_usec();
-        in[0] = safe_close(in[0]);
-        out[1] = safe_close(out[1]);
-        err[1] = safe_close(err[1]);
-        run->stdin_fd = in[1];
-        run->streams[0].fd = out[0];
-        run->streams[1].fd = err[0];
+        /* The child's ends close on the way out; ours go to the run. */
+        run->stdin_fd = TAKE_FD(in[1]);
+        run->streams[0].fd = TAKE_FD(out[0]);
+        run->streams[1].fd = TAKE_FD(err[0]);
         return 0;
-
-fail:
-        for (int i = 0; i < 2; i++) {
-                safe_close(in[i]);
-                safe_close(out[i]);
-                safe_close(err[i]);
-        }
-        /* EAGAIN from clone: a process limit of the daemon itself, not of the run. */
-        run_fail(run, "cannot start the sandbox: %s%s", strerror(-r),
-                 r == -EAGAIN ? " (the daemon is at a process limit: RLIMIT_NPROC of its user, or its cgroup's "
-                                "pids.max; try again later)" : "");
-        return r;
 }
 
 int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userdata, Run **ret) {
-        Run *run = calloc(1, sizeof(*run));
+        /* Freed here until the first operation is submitted; from then on it frees itself. */
+        _cleanup_(run_freep) Run *run = calloc(1, sizeof(*run));
         if (!run)
                 return -ENOMEM;
         run->env = *env;
@@ -599,12 +616,8 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         run->op_place.callback = on_place_timeout;
         run->code = malloc(p->code_len + 1);
         run->stdin_data = malloc(p->stdin_len + 1);
-        if (!run->code || !run->stdin_data) {
-                free(run->code);
-                free(run->stdin_data);
-                free(run);
+        if (!run->code || !run->stdin_data)
                 return -ENOMEM;
-        }
         memcpy(run->code, p->code, p->code_len);
         run->code_len = p->code_len;
         if (p->stdin_len)
@@ -629,7 +642,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
                  * half-started child. */
                 struct io_uring_sqe *sqe = ring_get_sqe(env->ring, &run->op_start);
                 io_uring_prep_nop(sqe);
-                *ret = run;
+                *ret = TAKE_PTR(run);
                 return 0;
         }
 
@@ -637,8 +650,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         stream_read(run, &run->streams[0]);
         stream_read(run, &run->streams[1]);
         control_read(run);
-        struct io_uring_sqe *sqe = ring_get_sqe(env->ring, &run->op_pidfd);
-        io_uring_prep_poll_add(sqe, run->child.pidfd, POLLIN);
+        pidfd_poll(run);
 
         _cleanup_free_ char *problem = NULL;
         r = run->cgroup ? cgroup_run_place(run->cgroup, run->child.pid, run->child.pidfd, on_placed, run, &problem)
@@ -653,7 +665,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
                 run->placing = true;
                 timer_arm(run, &run->op_place, &run->place, RUN_PLACE_TIMEOUT_USEC);
         }
-        *ret = run;
+        *ret = TAKE_PTR(run);
         return 0;
 }
 
@@ -687,32 +699,44 @@ void run_result(const Run *run, McpExecResult *ret) {
                 .n_files = run->outputs.n_files,
                 .files_unlisted = run->outputs.unlisted,
                 .run_id = run->id,
+                .exit_code = run->end.exit_code,
+                .signal = run->end.signal[0] ? run->end.signal : NULL,
+                .oom_killed = run->end.oom_killed,
+                .pids_limit_hit = run->end.pids_limit_hit,
+                .memory_peak_bytes = run->end.memory_peak_bytes,
+                .cpu_user_us = run->end.cpu_user_usec,
+                .cpu_system_us = run->end.cpu_system_usec,
         };
         uint64_t end = run->t_end ? run->t_end : now_usec();
         r.duration_ms = run->t_release && end > run->t_release ? (end - run->t_release) / 1000 : 0;
-
-        if (run->timed_out || !run->exit_reported) {
-                /* mcp-exec's contract: -1 when timed out; the deadline kill is a SIGKILL. */
-                r.exit_code = -1;
-                r.signal = "SIGKILL";
-        } else if (WIFEXITED(run->wait_status)) {
-                r.exit_code = WEXITSTATUS(run->wait_status);
-        } else if (WIFSIGNALED(run->wait_status)) {
-                r.exit_code = -WTERMSIG(run->wait_status);
-                r.signal = run->signame;
-        }
-        if (run->stats_read) {
-                r.memory_peak_bytes = run->stats.memory_peak_bytes;
-                r.cpu_user_us = run->stats.cpu_user_usec;
-                r.cpu_system_us = run->stats.cpu_system_usec;
-                r.oom_killed = run->stats.oom_killed;
-                r.pids_limit_hit = run->stats.pids_limit_hit;
-        } else if (run->exit_reported) {
-                r.cpu_user_us = run->report.utime_usec;
-                r.cpu_system_us = run->report.stime_usec;
-                r.memory_peak_bytes = run->report.maxrss_bytes;
-        }
         *ret = r;
+}
+
+void run_end_decide(const RunEndFacts *f, RunEnd *ret) {
+        RunEnd e = {};
+        if (f->timed_out || !f->exit_reported) {
+                /* mcp-exec's contract: -1 when timed out; the deadline kill is a SIGKILL. */
+                e.exit_code = -1;
+                snprintf(e.signal, sizeof(e.signal), "SIGKILL");
+        } else if (WIFEXITED(f->wait_status)) {
+                e.exit_code = WEXITSTATUS(f->wait_status);
+        } else if (WIFSIGNALED(f->wait_status)) {
+                e.exit_code = -WTERMSIG(f->wait_status);
+                snprintf(e.signal, sizeof(e.signal), "SIG%s", sigabbrev_np(WTERMSIG(f->wait_status)) ?: "UNKNOWN");
+        }
+        if (f->stats) {
+                e.memory_peak_bytes = f->stats->memory_peak_bytes;
+                e.cpu_user_usec = f->stats->cpu_user_usec;
+                e.cpu_system_usec = f->stats->cpu_system_usec;
+                e.oom_killed = f->stats->oom_killed;
+                e.pids_limit_hit = f->stats->pids_limit_hit;
+        } else if (f->exit_reported) {
+                /* Without counters (rlimits): what the init measured of the processes it reaped. */
+                e.cpu_user_usec = f->utime_usec;
+                e.cpu_system_usec = f->stime_usec;
+                e.memory_peak_bytes = f->maxrss_bytes;
+        }
+        *ret = e;
 }
 
 void run_release(Run *run) {
@@ -721,3 +745,14 @@ void run_release(Run *run) {
         if (!run->in_done)
                 run_maybe_free(run);
 }
+
+const RunOps run_ops_sandbox = {
+        .start = run_start,
+        .kill = run_kill,
+        .error = run_error,
+        .result = run_result,
+        .id = run_id,
+        .unit = run_unit,
+        .place_usec = run_place_usec,
+        .release = run_release,
+};

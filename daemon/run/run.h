@@ -65,3 +65,19 @@ uint64_t run_place_usec(const Run *run);
 
 /* Gives the run back: it frees itself once its last kernel operation has completed. */
 void run_release(Run *run);
+
+/* The functions above as a table, for a caller that takes them as a seam (the scheduler: its unit
+ * tests start fake runs). Same contracts. */
+typedef struct RunOps {
+        int (*start)(const RunEnv *env, const RunParams *params, RunDoneFn done, void *userdata, Run **ret);
+        void (*kill)(Run *run);
+        const char *(*error)(const Run *run);
+        void (*result)(const Run *run, McpExecResult *ret);
+        const char *(*id)(const Run *run);
+        const char *(*unit)(const Run *run);
+        uint64_t (*place_usec)(const Run *run);
+        void (*release)(Run *run);
+} RunOps;
+
+/* Runs in the sandbox: run_start(), run_kill(), … */
+extern const RunOps run_ops_sandbox;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "list.h"
 #include "log.h"
 #include "scheduler.h"
 #include "str-util.h"
@@ -24,27 +25,33 @@ struct Job {
         char *python, *env_dir, *extra_json; /* JobPrep */
         void (*release)(void *userdata);
         void *release_userdata;
-        Job *prev, *next;
+        LIST_FIELDS(Job, jobs); /* on s->queue while waiting, on s->running while running */
 };
 
 void scheduler_init(Scheduler *s, const RunEnv *env, uint32_t max_running, uint32_t queue_max) {
-        *s = (Scheduler) { .env = *env, .max_running = max_running, .queue_max = queue_max };
+        *s = (Scheduler) { .env = *env, .run_ops = &run_ops_sandbox, .max_running = max_running,
+                           .queue_max = queue_max };
 }
 
 void scheduler_done(Scheduler *s) {
         *s = (Scheduler) {};
 }
 
-static void list_remove(Job **head, Job **tail, Job *j) {
-        if (j->prev)
-                j->prev->next = j->next;
-        else
-                *head = j->next;
-        if (j->next)
-                j->next->prev = j->prev;
-        else if (tail)
-                *tail = j->prev;
-        j->prev = j->next = NULL;
+void scheduler_set_metrics(Scheduler *s, Metrics *metrics) {
+        s->metrics = metrics;
+}
+
+void scheduler_set_hook(Scheduler *s, const SchedulerHook *hook) {
+        s->hook = hook;
+}
+
+void scheduler_set_sessions(Scheduler *s, const void *(*session_of)(const void *owner), uint32_t session_queue_max) {
+        s->session_of = session_of;
+        s->session_queue_max = session_queue_max;
+}
+
+void scheduler_set_run_ops(Scheduler *s, const RunOps *ops) {
+        s->run_ops = ops;
 }
 
 static void job_free(Job *j) {
@@ -56,6 +63,26 @@ static void job_free(Job *j) {
         free(j->extra_json);
         free(j);
 }
+DEFINE_POINTER_CLEANUP(Job, job_free)
+
+/* The queue keeps its tail, so appending stays O(1) however long it is. */
+static void queue_append(Scheduler *s, Job *j) {
+        LIST_INSERT_AFTER(jobs, s->queue, s->queue_tail, j);
+        s->queue_tail = j;
+        s->n_queued++;
+}
+
+static void queue_remove(Scheduler *s, Job *j) {
+        if (s->queue_tail == j)
+                s->queue_tail = j->jobs_prev;
+        LIST_REMOVE(jobs, s->queue, j);
+        s->n_queued--;
+}
+
+static void running_remove(Scheduler *s, Job *j) {
+        LIST_REMOVE(jobs, s->running, j);
+        s->n_running--;
+}
 
 static void job_answer_error(Job *j, const char *message) {
         char *reply = mcp_call_reply_tool_error(j->call, message);
@@ -66,40 +93,37 @@ static void job_answer_error(Job *j, const char *message) {
 
 static void scheduler_pump(Scheduler *s);
 
-/* The run's journal record (metadata only: sizes, never the bytes) and counters. */
-static void job_record(Job *j, Run *run) {
+/* The run's journal record (metadata only: sizes, never the bytes) and counters. r is the run's
+ * result, zeroed when the run failed to run. */
+static void job_record(Job *j, Run *run, const McpExecResult *r) {
         Scheduler *s = j->scheduler;
         if (!s->metrics)
                 return;
         const McpExecArgs *a = mcp_call_args(j->call);
         MetricsRun m = {
-                .run_id = run_id(run),
-                .unit = run_unit(run),
-                .error = run_error(run),
+                .run_id = s->run_ops->id(run),
+                .unit = s->run_ops->unit(run),
+                .error = s->run_ops->error(run),
                 .cancelled = j->cancelled || j->shutdown,
                 .queue_ms = j->queue_ms,
                 .timeout_s = a->timeout_s,
                 .code_bytes = a->code_len,
                 .stdin_bytes = a->stdin_len,
-                .scope_start_usec = run_place_usec(run),
+                .scope_start_usec = s->run_ops->place_usec(run),
+                .limits = r->limits,
+                .exit_code = r->exit_code,
+                .signal = r->signal,
+                .timed_out = r->timed_out,
+                .oom_killed = r->oom_killed,
+                .pids_limit_hit = r->pids_limit_hit,
+                .truncated = r->truncated,
+                .duration_ms = r->duration_ms,
+                .memory_peak_bytes = r->memory_peak_bytes,
+                .cpu_user_us = r->cpu_user_us,
+                .cpu_system_us = r->cpu_system_us,
+                .stdout_bytes = r->stdout_len,
+                .stderr_bytes = r->stderr_len,
         };
-        if (!m.error) {
-                McpExecResult r;
-                run_result(run, &r);
-                m.limits = r.limits;
-                m.exit_code = r.exit_code;
-                m.signal = r.signal;
-                m.timed_out = r.timed_out;
-                m.oom_killed = r.oom_killed;
-                m.pids_limit_hit = r.pids_limit_hit;
-                m.truncated = r.truncated;
-                m.duration_ms = r.duration_ms;
-                m.memory_peak_bytes = r.memory_peak_bytes;
-                m.cpu_user_us = r.cpu_user_us;
-                m.cpu_system_us = r.cpu_system_us;
-                m.stdout_bytes = r.stdout_len;
-                m.stderr_bytes = r.stderr_len;
-        }
         metrics_set_runs(s->metrics, s->n_running, s->n_queued);
         metrics_run_finished(s->metrics, &m);
 }
@@ -107,18 +131,20 @@ static void job_record(Job *j, Run *run) {
 static void on_run_done(Run *run, void *userdata) {
         Job *j = userdata;
         Scheduler *s = j->scheduler;
+        const char *error = s->run_ops->error(run);
+        McpExecResult r = {};
+        if (!error)
+                s->run_ops->result(run, &r);
 
-        job_record(j, run);
+        job_record(j, run, &r);
         if (j->cancelled) {
                 j->reply(j->owner, NULL);
         } else if (j->shutdown) {
                 job_answer_error(j, s->shutdown_reason);
-        } else if (run_error(run)) {
-                log_warning("run %s failed to run: %s", run_id(run), run_error(run));
-                job_answer_error(j, run_error(run));
+        } else if (error) {
+                log_warning("run %s failed to run: %s", s->run_ops->id(run), error);
+                job_answer_error(j, error);
         } else {
-                McpExecResult r;
-                run_result(run, &r);
                 r.extra_json = j->extra_json;
                 char *reply = mcp_call_reply_result(j->call, &r);
                 if (!reply)
@@ -126,9 +152,8 @@ static void on_run_done(Run *run, void *userdata) {
                 j->reply(j->owner, reply);
         }
 
-        run_release(run);
-        list_remove(&s->running, NULL, j);
-        s->n_running--;
+        s->run_ops->release(run);
+        running_remove(s, j);
         s->n_finished++;
         job_free(j);
         scheduler_pump(s);
@@ -150,26 +175,21 @@ static void job_start(Scheduler *s, Job *j) {
                 .n_files = a->n_files,
         };
         j->queue_ms = p.queue_ms;
-        j->next = s->running;
-        if (s->running)
-                s->running->prev = j;
-        s->running = j;
+        LIST_PREPEND(jobs, s->running, j);
         s->n_running++;
 
-        int r = run_start(&s->env, &p, on_run_done, j, &j->run);
+        int r = s->run_ops->start(&s->env, &p, on_run_done, j, &j->run);
         if (r < 0) {
-                list_remove(&s->running, NULL, j);
-                s->n_running--;
+                running_remove(s, j);
                 job_answer_error(j, "mcp-execd is out of memory and cannot start the run");
                 job_free(j);
         }
 }
 
 static void scheduler_pump(Scheduler *s) {
-        while (s->queue_head && s->n_running < s->max_running && !s->shutting_down) {
-                Job *j = s->queue_head;
-                list_remove(&s->queue_head, &s->queue_tail, j);
-                s->n_queued--;
+        while (s->queue && s->n_running < s->max_running && !s->shutting_down) {
+                Job *j = s->queue;
+                queue_remove(s, j);
                 job_start(s, j);
         }
 }
@@ -183,9 +203,15 @@ int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply)
 
 static uint32_t session_queued(const Scheduler *s, const void *session) {
         uint32_t n = 0;
-        for (const Job *j = s->queue_head; j; j = j->next)
+        LIST_FOREACH(jobs, j, s->queue)
                 n += j->session == session;
         return n;
+}
+
+static int prep_refuse(const JobPrep *prep, int r) {
+        if (prep && prep->release)
+                prep->release(prep->userdata);
+        return r;
 }
 
 int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep) {
@@ -200,38 +226,25 @@ int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReply
         if (refused < 0) {
                 scheduler_note_rejected(s, call, s->shutting_down ? "shutting-down"
                                                  : refused == -EDQUOT ? "session-queue-full" : "queue-full");
-                if (prep && prep->release)
-                        prep->release(prep->userdata);
-                return refused;
+                return prep_refuse(prep, refused);
         }
 
-        Job *j = calloc(1, sizeof(*j));
-        if (!j) {
-                if (prep && prep->release)
-                        prep->release(prep->userdata);
-                return -ENOMEM;
-        }
-        *j = (Job) { .scheduler = s, .call = call, .owner = owner, .session = session, .reply = reply,
-                     .t_queued = now_usec() };
+        _cleanup_(job_freep) Job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return prep_refuse(prep, -ENOMEM);
+        /* The call is the job's only once it is queued: on -ENOMEM the caller still owns it. */
+        *j = (Job) { .scheduler = s, .owner = owner, .session = session, .reply = reply, .t_queued = now_usec() };
         if (prep) {
                 j->release = prep->release;
                 j->release_userdata = prep->userdata;
                 if ((prep->python && !(j->python = strdup(prep->python))) ||
                     (prep->env_dir && !(j->env_dir = strdup(prep->env_dir))) ||
-                    (prep->extra_json && !(j->extra_json = strdup(prep->extra_json)))) {
-                        j->call = NULL; /* not taken */
-                        job_free(j);
-                        return -ENOMEM;
-                }
+                    (prep->extra_json && !(j->extra_json = strdup(prep->extra_json))))
+                        return -ENOMEM; /* job_free() calls prep's release */
         }
+        j->call = call;
 
-        j->prev = s->queue_tail;
-        if (s->queue_tail)
-                s->queue_tail->next = j;
-        else
-                s->queue_head = j;
-        s->queue_tail = j;
-        s->n_queued++;
+        queue_append(s, TAKE_PTR(j));
         scheduler_pump(s);
         return 0;
 }
@@ -254,49 +267,60 @@ void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size
 }
 
 static Job *find(Job *list, const void *owner, const char *id_key) {
-        for (Job *j = list; j; j = j->next)
+        LIST_FOREACH(jobs, j, list)
                 if (j->owner == owner && !j->cancelled && strcmp(mcp_call_id_key(j->call), id_key) == 0)
                         return j;
         return NULL;
 }
 
 bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key) {
-        return find(s->running, owner, id_key) || find(s->queue_head, owner, id_key) ||
+        return find(s->running, owner, id_key) || find(s->queue, owner, id_key) ||
                (s->hook && s->hook->has(s->hook->userdata, owner, id_key));
+}
+
+/* A queued job leaves without running: never answered (cancelled), or with a tool error. */
+static void job_drop_queued(Scheduler *s, Job *j, const char *error) {
+        queue_remove(s, j);
+        if (error)
+                job_answer_error(j, error);
+        else
+                j->reply(j->owner, NULL);
+        job_free(j);
+}
+
+/* A running job is killed; on_run_done() answers it (or not, when cancelled). */
+static void job_kill(Scheduler *s, Job *j, bool cancelled) {
+        if (cancelled)
+                j->cancelled = true;
+        else
+                j->shutdown = true;
+        s->run_ops->kill(j->run);
 }
 
 bool scheduler_cancel(Scheduler *s, const void *owner, const char *id_key) {
         if (s->hook && s->hook->cancel(s->hook->userdata, owner, id_key))
                 return true;
-        Job *j = find(s->queue_head, owner, id_key);
+        Job *j = find(s->queue, owner, id_key);
         if (j) {
-                list_remove(&s->queue_head, &s->queue_tail, j);
-                s->n_queued--;
-                j->reply(j->owner, NULL);
-                job_free(j);
+                job_drop_queued(s, j, NULL);
                 return true;
         }
         j = find(s->running, owner, id_key);
         if (!j)
                 return false;
-        j->cancelled = true;
-        run_kill(j->run);
+        job_kill(s, j, true);
         return true;
 }
 
 void scheduler_cancel_owner(Scheduler *s, const void *owner) {
         if (s->hook)
                 (void) s->hook->cancel(s->hook->userdata, owner, NULL);
-        for (Job *j = s->queue_head, *next; j; j = next) {
-                next = j->next;
+        LIST_FOREACH_SAFE(jobs, j, next, s->queue)
                 if (j->owner == owner)
-                        (void) scheduler_cancel(s, owner, mcp_call_id_key(j->call));
-        }
-        for (Job *j = s->running; j; j = j->next)
-                if (j->owner == owner && !j->cancelled) {
-                        j->cancelled = true;
-                        run_kill(j->run);
-                }
+                        job_drop_queued(s, j, NULL);
+        LIST_FOREACH(jobs, j, s->running)
+                if (j->owner == owner && !j->cancelled)
+                        job_kill(s, j, true);
 }
 
 void scheduler_shutdown(Scheduler *s, const char *reason) {
@@ -306,18 +330,11 @@ void scheduler_shutdown(Scheduler *s, const char *reason) {
         snprintf(s->shutdown_reason, sizeof(s->shutdown_reason), "%s", reason);
         if (s->hook)
                 s->hook->shutdown(s->hook->userdata, reason);
-        while (s->queue_head) {
-                Job *j = s->queue_head;
-                list_remove(&s->queue_head, &s->queue_tail, j);
-                s->n_queued--;
-                job_answer_error(j, s->shutdown_reason);
-                job_free(j);
-        }
-        for (Job *j = s->running; j; j = j->next)
-                if (!j->cancelled) {
-                        j->shutdown = true;
-                        run_kill(j->run);
-                }
+        while (s->queue)
+                job_drop_queued(s, s->queue, s->shutdown_reason);
+        LIST_FOREACH(jobs, j, s->running)
+                if (!j->cancelled)
+                        job_kill(s, j, false);
 }
 
 void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason) {

@@ -14,8 +14,6 @@
  * was cancelled and must not be answered. */
 typedef void (*JobReplyFn)(void *owner, char *reply);
 
-typedef struct Job Job;
-
 /* Calls that need preparing before their run (issue 8: PEP 723 metadata, dependencies, the choice
  * of interpreter; or no run at all) go to the hook first, which hands runs back with
  * scheduler_submit_prepared() and answers the rest itself. */
@@ -39,26 +37,45 @@ typedef struct JobPrep {
         void *userdata;
 } JobPrep;
 
+typedef struct Job Job;
+
+/* Read-only outside scheduler.c (main.c reads the counters): the configuration is given to
+ * scheduler_init() and the scheduler_set_*() below, never written by another module. */
 typedef struct Scheduler {
         RunEnv env;
+        const RunOps *run_ops; /* how runs are started: run.c's, or a test's fakes */
         uint32_t max_running;
         uint32_t queue_max;
         /* HTTP: the session a call belongs to (session_of(owner), NULL for none) may have at most
          * session_queue_max calls waiting; stdio leaves session_of NULL (one session, queue_max only). */
         const void *(*session_of)(const void *owner);
         uint32_t session_queue_max;
-        Job *running;        /* list */
-        Job *queue_head, *queue_tail;
+        Metrics *metrics;          /* run records and counters (issue 7), or NULL */
+        const SchedulerHook *hook; /* or NULL */
+
+        Job *running;              /* list, linked through Job.jobs */
+        Job *queue, *queue_tail;   /* list, FIFO: appended at queue_tail, started from queue */
         uint32_t n_running, n_queued;
         uint64_t n_finished;
-        bool shutting_down;  /* refuse new calls, kill what runs */
-        Metrics *metrics;    /* run records and counters (issue 7), or NULL */
+        bool shutting_down;        /* refuse new calls, kill what runs */
         char shutdown_reason[256];
-        const SchedulerHook *hook; /* or NULL */
 } Scheduler;
 
+/* At most max_running runs at once (MCP_EXEC_MAX_CONCURRENT), at most queue_max waiting
+ * (MCP_EXEC_QUEUE_MAX). env is copied. Runs are started with run.c's functions. */
 void scheduler_init(Scheduler *s, const RunEnv *env, uint32_t max_running, uint32_t queue_max);
 void scheduler_done(Scheduler *s);
+
+/* What other modules attach once they exist, before the first call is submitted; what they pass
+ * stays theirs. The run records and counters (issue 7): */
+void scheduler_set_metrics(Scheduler *s, Metrics *metrics);
+/* The Python tools' preparation (see SchedulerHook): */
+void scheduler_set_hook(Scheduler *s, const SchedulerHook *hook);
+/* HTTP: each session may have at most session_queue_max calls waiting (MCP_EXEC_SESSION_QUEUE_MAX);
+ * session_of(owner) names the session of a call's owner (NULL: none). */
+void scheduler_set_sessions(Scheduler *s, const void *(*session_of)(const void *owner), uint32_t session_queue_max);
+/* The unit tests' seam: runs started through ops (fakes) instead of run.c's run_ops_sandbox. */
+void scheduler_set_run_ops(Scheduler *s, const RunOps *ops);
 
 /* Takes call and answers it later through reply(owner, …). Returns 0, or -EBUSY when the queue is
  * full or the scheduler shuts down, -EDQUOT when the call's session has session_queue_max calls

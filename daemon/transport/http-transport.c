@@ -1316,8 +1316,7 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
         h->policy.any_origin = any_origin;
         h->policy.max_body_bytes = cfg->max_message_bytes;
         /* Each HTTP session gets its share of the queue (stdio has one session: the total only). */
-        scheduler->session_of = session_of_call;
-        scheduler->session_queue_max = cfg->session_queue_max;
+        scheduler_set_sessions(scheduler, session_of_call, cfg->session_queue_max);
 
         /* systemd socket activation (mcp-execd.socket): the socket is passed as fd 3. */
         int n = sd_listen_fds(1);

@@ -1,0 +1,31 @@
+/* run-internal.h: the run's decisions that need no sandbox, shared by run.c and its unit test only
+ * (no other folder includes it). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cgroup.h"
+
+/* What is known of a run once it is over: our own flags, the init's report, the cgroup's counters. */
+typedef struct RunEndFacts {
+        bool timed_out;     /* our deadline fired before Python's exit was reported (then we killed it) */
+        bool exit_reported; /* the init reported Python's wait status */
+        int wait_status;    /* that status, in waitpid(2)'s encoding */
+        const CgroupStats *stats; /* the run cgroup's counters, or NULL: none read (rlimits, a failed read) */
+        /* The init's getrusage(RUSAGE_CHILDREN) from the same report (used without counters). */
+        uint64_t utime_usec, stime_usec, maxrss_bytes;
+} RunEndFacts;
+
+/* How the run ended, as its result says it. */
+typedef struct RunEnd {
+        int exit_code;   /* Python's exit status; -N when signal N ended it; -1 when timed out or unknown */
+        char signal[16]; /* "SIGKILL", "SIGSEGV", …; "" when it exited */
+        bool oom_killed;     /* memory.events oom_kill: only the counters can tell (an OOM kill is a SIGKILL) */
+        bool pids_limit_hit; /* pids.events max */
+        uint64_t memory_peak_bytes, cpu_user_usec, cpu_system_usec;
+} RunEnd;
+
+/* Decides how a run ended from its facts, never from the exit signal alone: a deadline kill and an
+ * OOM kill are both SIGKILL, told apart by timed_out and the counters. */
+void run_end_decide(const RunEndFacts *f, RunEnd *ret);

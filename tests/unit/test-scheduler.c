@@ -1,0 +1,648 @@
+/* test-scheduler.c: the scheduler through its run seam (scheduler_set_run_ops): fake runs that end
+ * when the test says so. Queue order, the global and per-session limits, cancellation of queued and
+ * running calls, shutdown, the Python tools' hook, and what reaches the metrics. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "cleanup.h"
+#include "scheduler.h"
+
+/* ---- fake runs ------------------------------------------------------------------------------ */
+
+#define FAKES_MAX 32
+
+/* The scheduler only ever holds a Run *: the fake is this test's own definition. */
+struct Run {
+        RunDoneFn done;
+        void *userdata;
+        char code[32];
+        char python[64];  /* RunParams.python, or "" */
+        char env_dir[64]; /* RunParams.env_dir, or "" */
+        bool user_code;
+        bool killed;
+        bool ended;
+        bool released;
+        const char *error; /* run_error() */
+        int exit_code;
+};
+
+static struct Run fakes[FAKES_MAX];
+static size_t n_fakes;     /* runs started, in order */
+static int start_fails;    /* > 0: that many next starts fail with -ENOMEM */
+
+static int fake_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userdata, Run **ret) {
+        if (start_fails > 0) {
+                start_fails--;
+                return -ENOMEM;
+        }
+        assert_true(n_fakes < FAKES_MAX);
+        struct Run *run = &fakes[n_fakes++];
+        *run = (struct Run) { .done = done, .userdata = userdata, .user_code = p->user_code };
+        snprintf(run->code, sizeof(run->code), "%.*s", (int) p->code_len, p->code);
+        snprintf(run->python, sizeof(run->python), "%s", p->python ?: "");
+        snprintf(run->env_dir, sizeof(run->env_dir), "%s", p->env_dir ?: "");
+        *ret = run;
+        return 0;
+}
+
+static void fake_kill(Run *run) {
+        /* Like run_kill(): done() follows later, never from inside. */
+        run->killed = true;
+}
+
+static const char *fake_error(const Run *run) {
+        return run->error;
+}
+
+static void fake_result(const Run *run, McpExecResult *ret) {
+        *ret = (McpExecResult) { .stdout_data = run->code, .stdout_len = strlen(run->code),
+                                 .exit_code = run->exit_code, .limits = "rlimit", .run_id = "fake" };
+}
+
+static const char *fake_id(const Run *run) {
+        return "fake";
+}
+
+static const char *fake_unit(const Run *run) {
+        return NULL;
+}
+
+static uint64_t fake_place_usec(const Run *run) {
+        return 0;
+}
+
+static void fake_release(Run *run) {
+        assert_true(run->ended);
+        assert_false(run->released);
+        run->released = true;
+}
+
+static const RunOps fake_ops = {
+        .start = fake_start,
+        .kill = fake_kill,
+        .error = fake_error,
+        .result = fake_result,
+        .id = fake_id,
+        .unit = fake_unit,
+        .place_usec = fake_place_usec,
+        .release = fake_release,
+};
+
+/* The i-th run started ends now (as its done() would be called from the loop). */
+static void fake_end(size_t i) {
+        assert_true(i < n_fakes);
+        struct Run *run = &fakes[i];
+        assert_false(run->ended);
+        run->ended = true;
+        run->done(run, run->userdata);
+        assert_true(run->released);
+}
+
+/* ---- calls and their replies ---------------------------------------------------------------- */
+
+static McpServer *server;
+static int next_id;
+
+/* What the calls are checked against: pypy3 is an interpreter a call may name. */
+static const McpLimits limits = {
+        .default_timeout_s = 30,
+        .max_timeout_s = 60,
+        .max_code_bytes = 1000,
+        .max_stdin_bytes = 1000,
+        .limits_by = "rlimit",
+        .pythons = "python3,pypy3",
+};
+
+/* A tools/call of tool with args, as the transports get it from mcp_server_handle(). */
+static McpCall *call_of(const char *tool, const char *args) {
+        char msg[512];
+        snprintf(msg, sizeof(msg),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\",\"arguments\":%s}}",
+                 ++next_id, tool, args);
+        McpAction a;
+        assert_int_equal(mcp_server_handle(server, msg, strlen(msg), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_CALL);
+        McpCall *c = a.call;
+        a.call = NULL;
+        mcp_action_done(&a);
+        return c;
+}
+
+/* An exec call whose fake run prints code. */
+static McpCall *exec_call(const char *code) {
+        char args[128];
+        snprintf(args, sizeof(args), "{\"code\":\"%s\"}", code);
+        return call_of("exec", args);
+}
+
+typedef struct Reply {
+        const void *owner;
+        char *text; /* NULL: never answered (cancelled) */
+} Reply;
+
+static Reply replies[FAKES_MAX];
+static size_t n_replies;
+
+static void on_reply(void *owner, char *reply) {
+        assert_true(n_replies < FAKES_MAX);
+        replies[n_replies++] = (Reply) { .owner = owner, .text = reply };
+}
+
+/* What reply i says: the run's stdout for a result, the message for a tool error. */
+static void expect_reply(size_t i, const void *owner, bool is_error, const char *text) {
+        assert_true(i < n_replies);
+        assert_ptr_equal(replies[i].owner, owner);
+        assert_non_null(replies[i].text);
+        json_t *j = json_loads(replies[i].text, 0, NULL);
+        assert_non_null(j);
+        json_t *result = json_object_get(j, "result");
+        assert_non_null(result);
+        assert_int_equal(json_is_true(json_object_get(result, "isError")), is_error);
+        const char *got = is_error ? json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"))
+                                   : json_string_value(json_object_get(json_object_get(result, "structuredContent"), "stdout"));
+        assert_non_null(got);
+        assert_string_equal(got, text);
+        json_decref(j);
+}
+
+static void expect_no_answer(size_t i, const void *owner) {
+        assert_true(i < n_replies);
+        assert_ptr_equal(replies[i].owner, owner);
+        assert_null(replies[i].text);
+}
+
+/* ---- fixture -------------------------------------------------------------------------------- */
+
+static Scheduler sched;
+static Metrics *metrics;
+static char *metrics_log;
+static size_t metrics_log_len;
+static FILE *metrics_stream;
+static int owner_a, owner_b; /* owners are only compared: their addresses will do */
+
+static void setup_limits(uint32_t max_running, uint32_t queue_max) {
+        scheduler_init(&sched, &(RunEnv) {}, max_running, queue_max);
+        scheduler_set_run_ops(&sched, &fake_ops);
+        scheduler_set_metrics(&sched, metrics);
+}
+
+static int setup(void **state) {
+        server = mcp_server_new(&limits, "1.0.0");
+        assert_non_null(server);
+        McpAction a;
+        const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+                           "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
+        assert_int_equal(mcp_server_handle(server, init, strlen(init), &a), 0);
+        mcp_action_done(&a);
+        metrics_stream = open_memstream(&metrics_log, &metrics_log_len);
+        assert_non_null(metrics_stream);
+        assert_int_equal(metrics_new("1.0.0", "stdio", metrics_stream, &metrics), 0);
+        n_fakes = n_replies = 0;
+        start_fails = 0;
+        setup_limits(1, 16);
+        return 0;
+}
+
+static int teardown(void **state) {
+        /* Every job is gone: every run started was ended and released, or never started. */
+        assert_int_equal(sched.n_running, 0);
+        assert_int_equal(sched.n_queued, 0);
+        for (size_t i = 0; i < n_fakes; i++)
+                assert_true(fakes[i].released);
+        for (size_t i = 0; i < n_replies; i++)
+                free(replies[i].text);
+        scheduler_done(&sched);
+        metrics = metrics_free(metrics);
+        fclose(metrics_stream);
+        free(metrics_log);
+        metrics_log = NULL;
+        server = mcp_server_free(server);
+        return 0;
+}
+
+/* ---- queue order and limits ----------------------------------------------------------------- */
+
+static void test_fifo_order(void **state) {
+        const char *codes[] = { "one", "two", "three", "four" };
+        for (size_t i = 0; i < ELEMENTSOF(codes); i++)
+                assert_int_equal(scheduler_submit(&sched, exec_call(codes[i]), &owner_a, on_reply), 0);
+        assert_int_equal(n_fakes, 1);
+        assert_int_equal(scheduler_active(&sched), 4);
+        for (size_t i = 0; i < ELEMENTSOF(codes); i++) {
+                assert_int_equal(n_fakes, i + 1); /* the next starts only when a slot frees */
+                assert_string_equal(fakes[i].code, codes[i]);
+                assert_true(fakes[i].user_code);
+                fake_end(i);
+                expect_reply(i, &owner_a, false, codes[i]);
+        }
+        assert_int_equal(sched.n_finished, 4);
+        assert_int_equal(metrics_runs_total(metrics, METRICS_OUTCOME_OK), 4);
+}
+
+static void test_max_running(void **state) {
+        setup_limits(3, 16);
+        for (int i = 0; i < 7; i++)
+                assert_int_equal(scheduler_submit(&sched, exec_call("x"), &owner_a, on_reply), 0);
+        assert_int_equal(n_fakes, 3);
+        assert_int_equal(sched.n_running, 3);
+        assert_int_equal(sched.n_queued, 4);
+        fake_end(1);
+        assert_int_equal(n_fakes, 4);
+        assert_int_equal(sched.n_running, 3);
+        for (size_t i = 0; i < 7; i++)
+                if (i != 1) {
+                        fake_end(i);
+                        assert_true(sched.n_running <= 3);
+                }
+        assert_int_equal(n_fakes, 7);
+        assert_int_equal(n_replies, 7);
+}
+
+static void test_queue_full(void **state) {
+        setup_limits(2, 3);
+        for (int i = 0; i < 5; i++)
+                assert_int_equal(scheduler_submit(&sched, exec_call("x"), &owner_a, on_reply), 0);
+        McpCall *c = exec_call("refused");
+        assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), -EBUSY);
+        char msg[320];
+        scheduler_refusal_message(&sched, -EBUSY, msg, sizeof(msg));
+        assert_non_null(strstr(msg, "MCP_EXEC_QUEUE_MAX=3"));
+        assert_non_null(strstr(msg, "MCP_EXEC_MAX_CONCURRENT=2"));
+        mcp_call_free(c); /* not taken */
+        assert_int_equal(metrics_runs_total(metrics, METRICS_OUTCOME_REJECTED), 1);
+        assert_int_equal(n_replies, 0);
+
+        /* A slot frees: one more fits. */
+        fake_end(0);
+        assert_int_equal(scheduler_submit(&sched, exec_call("x"), &owner_a, on_reply), 0);
+        for (size_t i = 1; i < 6; i++)
+                fake_end(i);
+        assert_int_equal(n_replies, 6);
+}
+
+static const void *session_is_owner(const void *owner) {
+        return owner;
+}
+
+static void test_session_limit(void **state) {
+        scheduler_set_sessions(&sched, session_is_owner, 2);
+        /* One runs, two wait: the session's share of the queue is full. */
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(scheduler_submit(&sched, exec_call("a"), &owner_a, on_reply), 0);
+        McpCall *c = exec_call("refused");
+        assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), -EDQUOT);
+        mcp_call_free(c);
+        char msg[320];
+        scheduler_refusal_message(&sched, -EDQUOT, msg, sizeof(msg));
+        assert_non_null(strstr(msg, "MCP_EXEC_SESSION_QUEUE_MAX=2"));
+        assert_int_equal(metrics_runs_total(metrics, METRICS_OUTCOME_REJECTED), 1);
+
+        /* Another session still has its share. */
+        assert_int_equal(scheduler_submit(&sched, exec_call("b"), &owner_b, on_reply), 0);
+        assert_int_equal(scheduler_submit(&sched, exec_call("b"), &owner_b, on_reply), 0);
+        assert_int_equal(sched.n_queued, 4);
+
+        /* A run of the session started: its place in the queue is free again. */
+        fake_end(0);
+        assert_int_equal(scheduler_submit(&sched, exec_call("a"), &owner_a, on_reply), 0);
+        for (size_t i = 1; i < 6; i++)
+                fake_end(i);
+        /* FIFO across sessions: a a b b a */
+        assert_string_equal(fakes[3].code, "b");
+        assert_string_equal(fakes[5].code, "a");
+}
+
+static void test_session_limit_free_slot(void **state) {
+        /* A call that starts at once waits for nothing: no share of the queue is needed. */
+        setup_limits(2, 16);
+        scheduler_set_sessions(&sched, session_is_owner, 0);
+        assert_int_equal(scheduler_submit(&sched, exec_call("a"), &owner_a, on_reply), 0);
+        assert_int_equal(scheduler_submit(&sched, exec_call("a"), &owner_a, on_reply), 0);
+        McpCall *c = exec_call("a");
+        assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), -EDQUOT);
+        mcp_call_free(c);
+        fake_end(0);
+        fake_end(1);
+}
+
+static void test_start_failure(void **state) {
+        start_fails = 1;
+        assert_int_equal(scheduler_submit(&sched, exec_call("a"), &owner_a, on_reply), 0);
+        assert_int_equal(scheduler_submit(&sched, exec_call("b"), &owner_a, on_reply), 0);
+        /* The first could not start: answered with a tool error, its slot goes to the next. */
+        expect_reply(0, &owner_a, true, "mcp-execd is out of memory and cannot start the run");
+        assert_int_equal(n_fakes, 1);
+        assert_string_equal(fakes[0].code, "b");
+        fake_end(0);
+        expect_reply(1, &owner_a, false, "b");
+}
+
+static void test_run_error(void **state) {
+        assert_int_equal(scheduler_submit(&sched, exec_call("a"), &owner_a, on_reply), 0);
+        fakes[0].error = "the sandbox could not start the run: boom";
+        fake_end(0);
+        expect_reply(0, &owner_a, true, "the sandbox could not start the run: boom");
+        assert_int_equal(metrics_runs_total(metrics, METRICS_OUTCOME_ERROR), 1);
+}
+
+static void test_nonzero_exit_recorded(void **state) {
+        assert_int_equal(scheduler_submit(&sched, exec_call("a"), &owner_a, on_reply), 0);
+        fakes[0].exit_code = 3;
+        fake_end(0);
+        expect_reply(0, &owner_a, false, "a");
+        assert_int_equal(metrics_runs_total(metrics, METRICS_OUTCOME_NONZERO), 1);
+        assert_non_null(strstr(metrics_log, "EXIT_CODE=3"));
+}
+
+/* ---- cancellation --------------------------------------------------------------------------- */
+
+static void test_cancel_queued(void **state) {
+        McpCall *first = exec_call("a"), *second = exec_call("b");
+        char key[32];
+        snprintf(key, sizeof(key), "%s", mcp_call_id_key(second));
+        assert_int_equal(scheduler_submit(&sched, first, &owner_a, on_reply), 0);
+        assert_int_equal(scheduler_submit(&sched, second, &owner_a, on_reply), 0);
+        assert_true(scheduler_has(&sched, &owner_a, key));
+        assert_false(scheduler_has(&sched, &owner_b, key)); /* another owner's ids are its own */
+        assert_false(scheduler_cancel(&sched, &owner_b, key));
+
+        assert_true(scheduler_cancel(&sched, &owner_a, key));
+        expect_no_answer(0, &owner_a);
+        assert_false(scheduler_has(&sched, &owner_a, key));
+        assert_false(scheduler_cancel(&sched, &owner_a, key));
+        assert_int_equal(sched.n_queued, 0);
+
+        fake_end(0);
+        assert_int_equal(n_fakes, 1); /* it never ran */
+        expect_reply(1, &owner_a, false, "a");
+}
+
+static void test_cancel_running(void **state) {
+        McpCall *c = exec_call("a");
+        char key[32];
+        snprintf(key, sizeof(key), "%s", mcp_call_id_key(c));
+        assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), 0);
+        assert_int_equal(scheduler_submit(&sched, exec_call("b"), &owner_a, on_reply), 0);
+        assert_true(scheduler_cancel(&sched, &owner_a, key));
+        assert_true(fakes[0].killed);
+        assert_int_equal(n_replies, 0);
+        /* Being killed, it no longer counts as the owner's: the id may be used again. */
+        assert_false(scheduler_has(&sched, &owner_a, key));
+        assert_false(scheduler_cancel(&sched, &owner_a, key));
+
+        fake_end(0); /* the kill's end */
+        expect_no_answer(0, &owner_a);
+        assert_int_equal(metrics_runs_total(metrics, METRICS_OUTCOME_CANCELLED), 1);
+        assert_int_equal(n_fakes, 2);
+        fake_end(1);
+        expect_reply(1, &owner_a, false, "b");
+}
+
+static void test_cancel_owner(void **state) {
+        assert_int_equal(scheduler_submit(&sched, exec_call("a1"), &owner_a, on_reply), 0);
+        assert_int_equal(scheduler_submit(&sched, exec_call("b1"), &owner_b, on_reply), 0);
+        assert_int_equal(scheduler_submit(&sched, exec_call("a2"), &owner_a, on_reply), 0);
+        assert_int_equal(scheduler_submit(&sched, exec_call("a3"), &owner_a, on_reply), 0);
+        assert_int_equal(scheduler_submit(&sched, exec_call("b2"), &owner_b, on_reply), 0);
+
+        scheduler_cancel_owner(&sched, &owner_a);
+        assert_true(fakes[0].killed);
+        assert_int_equal(sched.n_queued, 2); /* b1 b2 */
+        assert_int_equal(n_replies, 2);
+        expect_no_answer(0, &owner_a);
+        expect_no_answer(1, &owner_a);
+
+        fake_end(0);
+        expect_no_answer(2, &owner_a);
+        assert_string_equal(fakes[1].code, "b1");
+        fake_end(1);
+        assert_string_equal(fakes[2].code, "b2");
+        fake_end(2);
+        expect_reply(3, &owner_b, false, "b1");
+        expect_reply(4, &owner_b, false, "b2");
+}
+
+/* ---- shutdown ------------------------------------------------------------------------------- */
+
+#define REASON "the run was stopped because mcp-execd is shutting down (SIGTERM)"
+
+static void test_shutdown(void **state) {
+        setup_limits(2, 16);
+        for (int i = 0; i < 4; i++)
+                assert_int_equal(scheduler_submit(&sched, exec_call("x"), i % 2 ? &owner_b : &owner_a, on_reply), 0);
+        McpCall *c = exec_call("c");
+        char key[32];
+        snprintf(key, sizeof(key), "%s", mcp_call_id_key(c));
+        assert_int_equal(scheduler_submit(&sched, c, &owner_b, on_reply), 0);
+        assert_true(scheduler_cancel(&sched, &owner_b, key)); /* queued, dropped */
+        assert_int_equal(n_replies, 1);
+
+        scheduler_shutdown(&sched, REASON);
+        /* Queued calls are answered now, running ones killed. */
+        assert_int_equal(n_replies, 3);
+        expect_reply(1, &owner_a, true, REASON);
+        expect_reply(2, &owner_b, true, REASON);
+        assert_true(fakes[0].killed);
+        assert_true(fakes[1].killed);
+
+        /* New calls are refused with the reason. */
+        c = exec_call("late");
+        assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), -EBUSY);
+        mcp_call_free(c);
+        char msg[320];
+        scheduler_refusal_message(&sched, -EBUSY, msg, sizeof(msg));
+        assert_string_equal(msg, REASON);
+
+        scheduler_shutdown(&sched, "again"); /* once only */
+        fake_end(1);
+        fake_end(0);
+        expect_reply(3, &owner_b, true, REASON);
+        expect_reply(4, &owner_a, true, REASON);
+        assert_int_equal(n_fakes, 2); /* nothing started after the shutdown */
+        assert_int_equal(metrics_runs_total(metrics, METRICS_OUTCOME_CANCELLED), 2);
+}
+
+static void test_shutdown_after_cancel(void **state) {
+        /* A run cancelled before the shutdown stays unanswered. */
+        McpCall *c = exec_call("a");
+        char key[32];
+        snprintf(key, sizeof(key), "%s", mcp_call_id_key(c));
+        assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), 0);
+        assert_true(scheduler_cancel(&sched, &owner_a, key));
+        scheduler_shutdown(&sched, REASON);
+        fake_end(0);
+        assert_int_equal(n_replies, 1);
+        expect_no_answer(0, &owner_a);
+}
+
+/* ---- the hook (Python tools) ---------------------------------------------------------------- */
+
+typedef struct FakeHook {
+        McpCall *call;
+        void *owner;
+        JobReplyFn reply;
+        char id_key[32];
+        int n_submitted, n_cancelled, n_shutdown;
+        int n_released; /* JobPrep.release */
+} FakeHook;
+
+static int hook_submit(void *userdata, McpCall *call, void *owner, JobReplyFn reply) {
+        FakeHook *h = userdata;
+        assert_null(h->call);
+        *h = (FakeHook) { .call = call, .owner = owner, .reply = reply, .n_submitted = h->n_submitted + 1,
+                          .n_cancelled = h->n_cancelled, .n_shutdown = h->n_shutdown, .n_released = h->n_released };
+        snprintf(h->id_key, sizeof(h->id_key), "%s", mcp_call_id_key(call));
+        return 0;
+}
+
+static bool hook_has(void *userdata, const void *owner, const char *id_key) {
+        FakeHook *h = userdata;
+        return h->call && h->owner == owner && strcmp(h->id_key, id_key) == 0;
+}
+
+static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
+        FakeHook *h = userdata;
+        if (!h->call || h->owner != owner || (id_key && strcmp(h->id_key, id_key) != 0))
+                return false;
+        h->call = mcp_call_free(h->call);
+        h->n_cancelled++;
+        return true;
+}
+
+static void hook_shutdown(void *userdata, const char *reason) {
+        FakeHook *h = userdata;
+        h->n_shutdown++;
+}
+
+static void prep_release(void *userdata) {
+        FakeHook *h = userdata;
+        h->n_released++;
+}
+
+static FakeHook fake_hook;
+static const SchedulerHook hook = {
+        .userdata = &fake_hook,
+        .submit = hook_submit,
+        .has = hook_has,
+        .cancel = hook_cancel,
+        .shutdown = hook_shutdown,
+};
+
+/* The hook hands its call back, prepared. */
+static int hook_hand_back(void) {
+        FakeHook *h = &fake_hook;
+        JobPrep prep = {
+                .python = "/usr/bin/pypy3",
+                .env_dir = "/var/cache/envs/abc",
+                .extra_json = "{\"python\":\"pypy3\",\"environment\":null}",
+                .release = prep_release,
+                .userdata = h,
+        };
+        McpCall *c = h->call;
+        h->call = NULL;
+        int r = scheduler_submit_prepared(&sched, c, h->owner, h->reply, &prep);
+        if (r < 0)
+                mcp_call_free(c);
+        return r;
+}
+
+static void test_hook(void **state) {
+        fake_hook = (FakeHook) {};
+        scheduler_set_hook(&sched, &hook);
+
+        /* exec without python goes straight to the queue. */
+        assert_int_equal(scheduler_submit(&sched, exec_call("plain"), &owner_a, on_reply), 0);
+        assert_int_equal(fake_hook.n_submitted, 0);
+        assert_int_equal(n_fakes, 1);
+        assert_string_equal(fakes[0].python, "");
+
+        /* execute_python, and exec naming an interpreter, are prepared by the hook first. */
+        assert_int_equal(scheduler_submit(&sched, call_of("execute_python", "{\"script\":\"print(1)\"}"), &owner_a,
+                                          on_reply), 0);
+        assert_int_equal(fake_hook.n_submitted, 1);
+        assert_true(scheduler_has(&sched, &owner_a, fake_hook.id_key)); /* asked of the hook */
+        assert_int_equal(hook_hand_back(), 0);
+        assert_int_equal(sched.n_queued, 1);
+        fake_end(0);
+        assert_int_equal(n_fakes, 2);
+        assert_string_equal(fakes[1].code, "print(1)");
+        assert_string_equal(fakes[1].python, "/usr/bin/pypy3");
+        assert_string_equal(fakes[1].env_dir, "/var/cache/envs/abc");
+        assert_int_equal(fake_hook.n_released, 0); /* held while the job lives */
+        fake_end(1);
+        assert_int_equal(fake_hook.n_released, 1);
+        /* extra_json's members join the result. */
+        json_t *j = json_loads(replies[1].text, 0, NULL);
+        json_t *sc = json_object_get(json_object_get(j, "result"), "structuredContent");
+        assert_string_equal(json_string_value(json_object_get(sc, "python")), "pypy3");
+        assert_string_equal(json_string_value(json_object_get(sc, "stdout")), "print(1)");
+        json_decref(j);
+
+        /* Cancelling a call the hook holds is the hook's. */
+        assert_int_equal(scheduler_submit(&sched, call_of("exec", "{\"code\":\"x\",\"python\":\"pypy3\"}"), &owner_b,
+                                          on_reply), 0);
+        assert_int_equal(fake_hook.n_submitted, 2);
+        assert_true(scheduler_cancel(&sched, &owner_b, fake_hook.id_key));
+        assert_int_equal(fake_hook.n_cancelled, 1);
+
+        /* A prepared call refused (queue full) has its prep released at once. */
+        setup_limits(1, 0);
+        scheduler_set_hook(&sched, &hook);
+        assert_int_equal(scheduler_submit(&sched, exec_call("busy"), &owner_a, on_reply), 0);
+        assert_int_equal(scheduler_submit(&sched, call_of("execute_python", "{\"script\":\"x\"}"), &owner_a,
+                                          on_reply), 0);
+        assert_int_equal(hook_hand_back(), -EBUSY);
+        assert_int_equal(fake_hook.n_released, 2);
+
+        /* Shutdown reaches the hook, and afterwards nothing goes to it. */
+        scheduler_shutdown(&sched, REASON);
+        assert_int_equal(fake_hook.n_shutdown, 1);
+        McpCall *c = call_of("execute_python", "{\"script\":\"x\"}");
+        assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), -EBUSY);
+        mcp_call_free(c);
+        assert_int_equal(fake_hook.n_submitted, 3);
+        fake_end(2);
+}
+
+static void test_cancel_owner_reaches_hook(void **state) {
+        fake_hook = (FakeHook) {};
+        scheduler_set_hook(&sched, &hook);
+        assert_int_equal(scheduler_submit(&sched, call_of("execute_python", "{\"script\":\"x\"}"), &owner_a,
+                                          on_reply), 0);
+        scheduler_cancel_owner(&sched, &owner_b);
+        assert_int_equal(fake_hook.n_cancelled, 0);
+        scheduler_cancel_owner(&sched, &owner_a);
+        assert_int_equal(fake_hook.n_cancelled, 1);
+        assert_int_equal(n_replies, 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_fifo_order, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_max_running, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_queue_full, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_session_limit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_session_limit_free_slot, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_start_failure, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_run_error, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_nonzero_exit_recorded, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cancel_queued, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cancel_running, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cancel_owner, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_shutdown, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_shutdown_after_cancel, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_hook, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cancel_owner_reaches_hook, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
