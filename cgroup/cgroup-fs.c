@@ -31,8 +31,8 @@ static int fs_limits(const CgroupConfig *config, int fd) {
         if ((r = cg_write_at(fd, "pids.max", v)) < 0)
                 return r;
         /* cpu.max is "quota period" in µs: percent of one CPU per 100 ms. */
-        limit_format(v, sizeof(v), config->cpu_quota_percent == 0, (uint64_t) config->cpu_quota_percent * 1000,
-                     " 100000");
+        limit_format(v, sizeof(v), config->cpu_quota_percent == 0,
+                     (uint64_t) config->cpu_quota_percent * 1000, " 100000");
         return cg_write_at(fd, "cpu.max", v);
 }
 
@@ -61,9 +61,11 @@ static int fs_open(Cgroup *c, char **reterr) {
         char ctl[256];
         if ((r = cg_read_at(fd, "cgroup.controllers", ctl, sizeof(ctl))) < 0 || !strstr(ctl, "memory") ||
             !strstr(ctl, "pids"))
-                return cg_reason(reterr, -ENODEV, "our cgroup %s does not offer the memory and pids controllers", path);
+                return cg_reason(reterr, -ENODEV, "our cgroup %s does not offer the memory and pids controllers",
+                                 path);
         if (faccessat(fd, "cgroup.subtree_control", W_OK, 0) < 0 || faccessat(fd, "cgroup.procs", W_OK, 0) < 0)
-                return cg_reason(reterr, -EACCES, "our cgroup %s is not delegated to us (not writable)", path);
+                return cg_reason(reterr, -EACCES, "our cgroup %s is not delegated to us (not writable)",
+                                 path);
         if (mkdirat(fd, "daemon", 0755) < 0 && errno != EEXIST)
                 return cg_reason(reterr, -errno, "cannot create %s/daemon: %m", path);
         _cleanup_close_ int leaf = openat(fd, "daemon", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

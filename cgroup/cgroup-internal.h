@@ -110,7 +110,8 @@ struct CgroupRun {
 
 /* The dispatcher's backend choice with an explicit table (indexed by CgroupBackend), so the unit
  * test can check auto's fallback order with stand-in backends. cgroup_new() passes the real one. */
-int cgroup_new_with(const CgroupConfig *config, const CgroupOps *const backends[3], Cgroup **ret, char **reterr);
+int cgroup_new_with(const CgroupConfig *config, const CgroupOps *const backends[3], Cgroup **ret,
+                    char **reterr);
 
 DEFINE_POINTER_CLEANUP(Cgroup, cgroup_free)
 DEFINE_POINTER_CLEANUP(CgroupRun, cgroup_run_free)

@@ -25,7 +25,8 @@ static const CgroupOps *const cgroup_backends[] = {
         [CGROUP_BACKEND_NONE] = &cgroup_none_ops,
 };
 
-int cgroup_new_with(const CgroupConfig *config, const CgroupOps *const backends[3], Cgroup **ret, char **reterr) {
+int cgroup_new_with(const CgroupConfig *config, const CgroupOps *const backends[3], Cgroup **ret,
+                    char **reterr) {
         /* auto tries each in this order; an explicit want tries only its own. */
         static const CgroupBackend auto_order[] = { CGROUP_BACKEND_SYSTEMD, CGROUP_BACKEND_CGROUPFS,
                                                     CGROUP_BACKEND_NONE };

@@ -24,7 +24,9 @@ static void placed_never(CgroupRun *cr, int error, const char *message, void *us
 }
 
 static void test_none(void **state) {
-        CgroupConfig config = { .want = CGROUP_WANT_NONE, .memory_max_bytes = UINT64_MAX, .pids_max = UINT64_MAX };
+        CgroupConfig config = {
+                .want = CGROUP_WANT_NONE, .memory_max_bytes = UINT64_MAX, .pids_max = UINT64_MAX,
+        };
         Cgroup *c = NULL;
         char *why = (char *) "unset";
 
