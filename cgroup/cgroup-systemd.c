@@ -1,7 +1,8 @@
-/* cgroup-systemd.c: the systemd backend (cgroup_systemd_ops): one transient scope per run, created over sd-bus (the system manager when we
- * are root, the user's manager otherwise). The sequence is systemd-run --scope's (src/run/run.c):
- * match JobRemoved first, StartTransientUnit with the held init's PID, wait for the job's result
- * "done" (only then are the processes in the scope's cgroup), then make the two leaves. */
+/* cgroup-systemd.c: the systemd backend (cgroup_systemd_ops): one transient scope per run, created
+ * over sd-bus (the system manager when we are root, the user's manager otherwise). The sequence is
+ * systemd-run --scope's (src/run/run.c): match JobRemoved first, StartTransientUnit with the held
+ * init's PID, wait for the job's result "done" (only then are the processes in the scope's cgroup),
+ * then make the two leaves. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
