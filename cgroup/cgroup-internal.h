@@ -1,28 +1,66 @@
-/* cgroup-internal.h: what the backends of cgroup/ share (never included outside cgroup/). */
+/* cgroup-internal.h: the backend interface of cgroup/ (CgroupOps) and the cgroupfs file helpers
+ * every backend shares; included by cgroup/ and its unit test only. */
 #pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include <systemd/sd-bus.h>
 
 #include "cgroup.h"
+#include "cleanup.h"
 
 #define CGROUP_MOUNT "/sys/fs/cgroup"
 #define CGROUP_RECENT_JOBS 32
+
+/* A backend, crun's libcrun_cgroup_manager shape: the dispatcher (cgroup.c) calls these, a backend
+ * never calls the dispatcher. A NULL member means the documented default. */
+typedef struct CgroupOps {
+        CgroupBackend backend;
+        const char *name; /* cgroup_backend_name() */
+
+        /* Sets the backend up in c (config and slice already filled) and writes c->describe. On
+         * failure returns -errno with a malloc'd reason in *reterr, and leaves nothing to close. */
+        int (*open)(Cgroup *c, char **reterr);
+        void (*close)(Cgroup *c);             /* NULL: nothing to release */
+        int (*stop_stale)(Cgroup *c);         /* NULL: returns 0 */
+
+        /* Event-loop integration (cgroup.h). NULL: no fd (-EBADF), mask 0, no timeout
+         * (UINT64_MAX), nothing to process (0). */
+        int (*event_fd)(Cgroup *c);
+        int (*event_mask)(Cgroup *c);
+        uint64_t (*event_timeout)(Cgroup *c);
+        int (*event_process)(Cgroup *c);
+
+        /* Creates the run's cgroups before its init is spawned. NULL: nothing before spawn. On
+         * failure cgroup_run_free() follows, which calls run_destroy. */
+        int (*run_create)(CgroupRun *cr);
+        /* The init is cloned straight into supervisor/ (cgroup_run_supervisor_fd). */
+        bool clone_into_supervisor;
+        /* Starts placing the init (cr->pid, cr->pidfd, cr->placed, cr->userdata are set): returns 0
+         * when cr->placed will be called from event_process, or -errno with *reterr. NULL: nothing
+         * to place, cgroup_run_place() returns 1. */
+        int (*run_place)(CgroupRun *cr, char **reterr);
+        void (*run_cancel)(CgroupRun *cr);    /* NULL: no placement is ever in flight */
+        /* Removes what the backend created for the run; the leaves' fds are closed already, run_fd
+         * not yet. NULL: nothing to remove. */
+        void (*run_destroy)(CgroupRun *cr);
+        int (*run_kill)(CgroupRun *cr);       /* NULL: -EBADF (no payload/) */
+        int (*run_read)(CgroupRun *cr, CgroupStats *ret); /* NULL: -EBADF (no counters) */
+} CgroupOps;
+
+extern const CgroupOps cgroup_systemd_ops;
+extern const CgroupOps cgroup_fs_ops;
+extern const CgroupOps cgroup_none_ops;
 
 typedef struct CgroupRecentJob {
         char *path;
         char *result;
 } CgroupRecentJob;
 
-struct Cgroup {
-        CgroupBackend backend;
-        CgroupConfig config;
-        char *slice;
-        char describe[256];
-
-        /* cgroupfs: our delegated cgroup, parent of every run's cgroup */
-        int base_fd;
-
-        /* systemd */
+/* The systemd backend's connection state: cgroup-systemd.c's alone. */
+typedef struct CgroupSystemd {
         sd_bus *bus;
         bool direct;           /* the manager's private socket: signals carry no sender */
         bool pidfds_refused;   /* the manager predates PIDFDs (systemd < 255) */
@@ -30,7 +68,26 @@ struct Cgroup {
         CgroupRun *pending;    /* runs waiting for their start job */
         CgroupRecentJob recent[CGROUP_RECENT_JOBS]; /* JobRemoved seen before the job's reply */
         unsigned recent_next;
+} CgroupSystemd;
+
+struct Cgroup {
+        const CgroupOps *ops;
+        CgroupConfig config;
+        char *slice;
+        char describe[256];
+
+        int base_fd;           /* cgroupfs: our delegated cgroup, parent of every run's cgroup */
+        CgroupSystemd systemd;
 };
+
+/* A placement in flight with the systemd backend: cgroup-systemd.c's alone. */
+typedef struct CgroupSystemdRun {
+        bool retried;
+        bool used_pidfd;
+        char *job;
+        sd_bus_slot *call;
+        CgroupRun *next_pending;
+} CgroupSystemdRun;
 
 struct CgroupRun {
         Cgroup *cgroup;
@@ -40,29 +97,49 @@ struct CgroupRun {
         int run_fd;        /* the scope's or the run's own cgroup directory */
         int supervisor_fd;
         int payload_fd;
-        char *run_path;    /* cgroupfs: path below the mount, for removal */
 
-        /* systemd placement in flight */
+        /* What cgroup_run_place() was given, for the backend's run_place. */
         pid_t pid;
         int pidfd;
-        bool retried;
-        bool used_pidfd;
-        char *job;
-        sd_bus_slot *call;
         CgroupPlacedFn placed;
         void *userdata;
-        CgroupRun *next_pending;
+
+        char *run_path;    /* cgroupfs: the run's cgroup below base_fd, for removal */
+        CgroupSystemdRun systemd;
 };
 
-/* Shared cgroupfs operations (cgroup.c). */
-int cg_write_at(int dirfd, const char *file, const char *value);
-int cg_make_leaves(CgroupRun *cr, bool move_init, pid_t init_pid);
-int cg_is_cgroup2(const char *path);
-int cg_own_path(pid_t pid, char **ret);
+/* The dispatcher's backend choice with an explicit table (indexed by CgroupBackend), so the unit
+ * test can check auto's fallback order with stand-in backends. cgroup_new() passes the real one. */
+int cgroup_new_with(const CgroupConfig *config, const CgroupOps *const backends[3], Cgroup **ret,
+                    char **reterr);
 
-/* systemd backend (cgroup-systemd.c). */
-int cg_systemd_open(Cgroup *c, char **reterr);
-int cg_systemd_place(CgroupRun *cr, char **reterr);
-void cg_systemd_run_cancel(CgroupRun *cr);
-int cg_systemd_stop_stale(Cgroup *c);
-void cg_systemd_close(Cgroup *c);
+DEFINE_POINTER_CLEANUP(Cgroup, cgroup_free)
+DEFINE_POINTER_CLEANUP(CgroupRun, cgroup_run_free)
+
+/* Shared cgroupfs file helpers (cgroup-util.c). All return 0 (or what is said) or -errno. */
+/* Sets *reterr to the formatted reason and returns r (-ENOMEM when the reason cannot be made). */
+int cg_reason(char **reterr, int r, const char *format, ...) __attribute__((format(printf, 3, 4)));
+int cg_write_at(int dirfd, const char *file, const char *value);
+/* Reads at most size - 1 bytes of file and NUL-terminates them. */
+int cg_read_at(int dirfd, const char *file, char *buf, size_t size);
+/* The value of key in a flat-keyed file's text ("key value\n" lines: memory.events, cpu.stat);
+ * -ENOENT when absent. */
+int cg_keyed_value(const char *text, const char *key, uint64_t *ret);
+/* 1 if path is a cgroup v2 mount, 0 if something else. */
+int cg_is_cgroup2(const char *path);
+/* The cgroup v2 path of pid below the mount ("0::/x/y" in /proc/pid/cgroup), malloc'd. */
+int cg_own_path(pid_t pid, char **ret);
+/* Moves every process of from_fd's own cgroup into to_fd's. */
+int cg_move_all(int from_fd, int to_fd);
+/* supervisor/ and payload/ inside run_fd, memory and pids (cpu if offered) enabled for them; with
+ * move_init, init_pid (and whatever else sits in run_fd itself) first moves into supervisor/. */
+int cg_make_leaves(int run_fd, bool move_init, pid_t init_pid, int *ret_supervisor_fd, int *ret_payload_fd);
+/* payload/'s counters, and the OOM and pids events of payload/ and of the run's cgroup (run_fd,
+ * -EBADF to skip it). */
+int cg_stats_read(int payload_fd, int run_fd, CgroupStats *ret);
+/* Writes payload_fd's cgroup.kill. */
+int cg_kill(int payload_fd);
+
+/* The run_kill and run_read of the backends whose runs have payload/ (systemd, cgroupfs). */
+int cg_run_kill(CgroupRun *cr);
+int cg_run_read(CgroupRun *cr, CgroupStats *ret);

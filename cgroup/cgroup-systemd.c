@@ -1,7 +1,8 @@
-/* cgroup-systemd.c: one transient scope per run, created over sd-bus (the system manager when we
- * are root, the user's manager otherwise). The sequence is systemd-run --scope's (src/run/run.c):
- * match JobRemoved first, StartTransientUnit with the held init's PID, wait for the job's result
- * "done" (only then are the processes in the scope's cgroup), then make the two leaves. */
+/* cgroup-systemd.c: the systemd backend (cgroup_systemd_ops): one transient scope per run, created
+ * over sd-bus (the system manager when we are root, the user's manager otherwise). The sequence is
+ * systemd-run --scope's (src/run/run.c): match JobRemoved first, StartTransientUnit with the held
+ * init's PID, wait for the job's result "done" (only then are the processes in the scope's cgroup),
+ * then make the two leaves. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -29,19 +30,19 @@ static void bus_drop(Cgroup *c);
 static int bus_setup(Cgroup *c, char **reterr);
 
 static void pending_remove(CgroupRun *cr) {
-        for (CgroupRun **p = &cr->cgroup->pending; *p; p = &(*p)->next_pending)
+        for (CgroupRun **p = &cr->cgroup->systemd.pending; *p; p = &(*p)->systemd.next_pending)
                 if (*p == cr) {
-                        *p = cr->next_pending;
+                        *p = cr->systemd.next_pending;
                         break;
                 }
-        cr->next_pending = NULL;
+        cr->systemd.next_pending = NULL;
 }
 
 /* The job finished: "done" means the init is in the scope's cgroup. */
 static void job_finished(CgroupRun *cr, const char *result) {
         pending_remove(cr);
-        free(cr->job);
-        cr->job = NULL;
+        free(cr->systemd.job);
+        cr->systemd.job = NULL;
         if (strcmp(result, "done") != 0) {
                 char msg[512];
                 snprintf(msg, sizeof(msg), "systemd could not start the run's scope %s: the start job's result is "
@@ -59,18 +60,15 @@ static void job_finished(CgroupRun *cr, const char *result) {
         if (r >= 0 && (cr->run_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
                 r = -errno;
         if (r >= 0)
-                r = cg_make_leaves(cr, true, cr->pid);
+                r = cg_make_leaves(cr->run_fd, true, cr->pid, &cr->supervisor_fd, &cr->payload_fd);
         if (r < 0) {
                 /* Say what was still in the scope's own cgroup (EBUSY: no internal processes). */
                 char procs[128] = "";
-                if (cr->run_fd >= 0) {
-                        _cleanup_close_ int fd = openat(cr->run_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
-                        ssize_t k = fd >= 0 ? read(fd, procs, sizeof(procs) - 1) : -1;
-                        procs[k > 0 ? k : 0] = '\0';
-                        for (char *p = procs; *p; p++)
-                                if (*p == '\n')
-                                        *p = ' ';
-                }
+                if (cr->run_fd < 0 || cg_read_at(cr->run_fd, "cgroup.procs", procs, sizeof(procs)) < 0)
+                        procs[0] = '\0';
+                for (char *p = procs; *p; p++)
+                        if (*p == '\n')
+                                *p = ' ';
                 char msg[1024];
                 snprintf(msg, sizeof(msg), "cannot set up the cgroups of scope %s (%s): %s (init %d; processes in "
                          "the scope's own cgroup: %s)", cr->unit, path ? path : "?", strerror(-r), (int) cr->pid,
@@ -95,14 +93,14 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
 
         if (sd_bus_message_read(m, "uoss", &id, &job, &unit, &result) < 0)
                 return 0;
-        for (CgroupRun *cr = c->pending; cr; cr = cr->next_pending)
-                if (cr->job && strcmp(cr->job, job) == 0) {
+        for (CgroupRun *cr = c->systemd.pending; cr; cr = cr->systemd.next_pending)
+                if (cr->systemd.job && strcmp(cr->systemd.job, job) == 0) {
                         job_finished(cr, result);
                         return 0;
                 }
         /* Possibly one of ours whose StartTransientUnit reply we have not processed yet. */
         if (strncmp(unit, "mcp-execd-run-", 14) == 0) {
-                CgroupRecentJob *slot = &c->recent[c->recent_next++ % CGROUP_RECENT_JOBS];
+                CgroupRecentJob *slot = &c->systemd.recent[c->systemd.recent_next++ % CGROUP_RECENT_JOBS];
                 free(slot->path);
                 free(slot->result);
                 slot->path = strdup(job);
@@ -115,7 +113,7 @@ static int start_scope(CgroupRun *cr);
 
 static int on_reset_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
         CgroupRun *cr = userdata;
-        cr->call = sd_bus_slot_unref(cr->call);
+        cr->systemd.call = sd_bus_slot_unref(cr->systemd.call);
         int r = start_scope(cr);
         if (r < 0) {
                 char msg[512];
@@ -130,21 +128,23 @@ static int on_start_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
         Cgroup *c = cr->cgroup;
         const sd_bus_error *e = sd_bus_message_get_error(m);
 
-        cr->call = sd_bus_slot_unref(cr->call);
+        cr->systemd.call = sd_bus_slot_unref(cr->systemd.call);
         if (e) {
-                if (cr->used_pidfd && (sd_bus_error_has_name(e, SD_BUS_ERROR_PROPERTY_READ_ONLY) ||
-                                       sd_bus_error_has_name(e, "org.freedesktop.DBus.Error.UnknownProperty"))) {
+                if (cr->systemd.used_pidfd &&
+                    (sd_bus_error_has_name(e, SD_BUS_ERROR_PROPERTY_READ_ONLY) ||
+                     sd_bus_error_has_name(e, "org.freedesktop.DBus.Error.UnknownProperty"))) {
                         /* systemd < 255 has no PIDFDs: use PIDs from now on. */
-                        c->pidfds_refused = true;
-                } else if (!cr->retried && sd_bus_error_has_name(e, "org.freedesktop.systemd1.UnitExists")) {
+                        c->systemd.pidfds_refused = true;
+                } else if (!cr->systemd.retried &&
+                           sd_bus_error_has_name(e, "org.freedesktop.systemd1.UnitExists")) {
                         /* A leftover of the same name: reset it and retry once (crun's recovery). */
-                        cr->retried = true;
-                        int r = sd_bus_call_method_async(c->bus, &cr->call, SYSTEMD_SERVICE, SYSTEMD_PATH,
-                                                         SYSTEMD_MANAGER, "ResetFailedUnit", on_reset_reply, cr, "s",
-                                                         cr->unit);
+                        cr->systemd.retried = true;
+                        int r = sd_bus_call_method_async(c->systemd.bus, &cr->systemd.call, SYSTEMD_SERVICE,
+                                                         SYSTEMD_PATH, SYSTEMD_MANAGER, "ResetFailedUnit",
+                                                         on_reset_reply, cr, "s", cr->unit);
                         if (r >= 0)
                                 return 0;
-                } else if (!sd_bus_is_open(c->bus)) {
+                } else if (!sd_bus_is_open(c->systemd.bus)) {
                         /* sd-bus answers calls in flight itself when the connection ends. */
                         pending_remove(cr);
                         placed_done(cr, -ECONNRESET, "the connection to systemd was lost (daemon-reexec, or a restart of "
@@ -167,16 +167,16 @@ static int on_start_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
         }
 
         const char *job;
-        if (sd_bus_message_read(m, "o", &job) < 0 || !(cr->job = strdup(job))) {
+        if (sd_bus_message_read(m, "o", &job) < 0 || !(cr->systemd.job = strdup(job))) {
                 pending_remove(cr);
                 placed_done(cr, -EBADMSG, "unexpected reply from systemd to StartTransientUnit");
                 return 0;
         }
         for (unsigned i = 0; i < CGROUP_RECENT_JOBS; i++)
-                if (c->recent[i].path && strcmp(c->recent[i].path, job) == 0) {
-                        _cleanup_free_ char *result = TAKE_PTR(c->recent[i].result);
-                        free(c->recent[i].path);
-                        c->recent[i].path = NULL;
+                if (c->systemd.recent[i].path && strcmp(c->systemd.recent[i].path, job) == 0) {
+                        _cleanup_free_ char *result = TAKE_PTR(c->systemd.recent[i].result);
+                        free(c->systemd.recent[i].path);
+                        c->systemd.recent[i].path = NULL;
                         job_finished(cr, result ? result : "failed");
                         return 0;
                 }
@@ -188,7 +188,7 @@ static int start_scope(CgroupRun *cr) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = sd_bus_message_new_method_call(c->bus, &m, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER,
+        r = sd_bus_message_new_method_call(c->systemd.bus, &m, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER,
                                            "StartTransientUnit");
         if (r < 0)
                 return r;
@@ -226,8 +226,8 @@ static int start_scope(CgroupRun *cr) {
                                   "OOMPolicy", "s", "continue");
         if (r < 0)
                 return r;
-        cr->used_pidfd = cr->pidfd >= 0 && !c->pidfds_refused;
-        if (cr->used_pidfd)
+        cr->systemd.used_pidfd = cr->pidfd >= 0 && !c->systemd.pidfds_refused;
+        if (cr->systemd.used_pidfd)
                 r = sd_bus_message_append(m, "(sv)", "PIDFDs", "ah", 1, cr->pidfd);
         else
                 r = sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, (uint32_t) cr->pid);
@@ -239,87 +239,81 @@ static int start_scope(CgroupRun *cr) {
         r = sd_bus_message_append(m, "a(sa(sv))", 0);
         if (r < 0)
                 return r;
-        return sd_bus_call_async(c->bus, &cr->call, m, on_start_reply, cr, 0);
+        return sd_bus_call_async(c->systemd.bus, &cr->systemd.call, m, on_start_reply, cr, 0);
 }
 
-int cg_systemd_place(CgroupRun *cr, char **reterr) {
+static int systemd_run_place(CgroupRun *cr, char **reterr) {
         Cgroup *c = cr->cgroup;
         int r;
 
         snprintf(cr->unit, sizeof(cr->unit), "mcp-execd-run-%s.scope", cr->id);
-        if (!c->bus) {
+        if (!c->systemd.bus) {
                 _cleanup_free_ char *why = NULL;
                 r = bus_setup(c, &why);
-                if (r < 0) {
-                        if (asprintf(reterr, "systemd cannot be reached to create the run's scope (the connection "
-                                     "was lost; reconnecting failed: %s)", why ? why : strerror(-r)) < 0)
-                                *reterr = NULL;
-                        return r;
-                }
+                if (r < 0)
+                        return cg_reason(reterr, r, "systemd cannot be reached to create the run's scope (the "
+                                         "connection was lost; reconnecting failed: %s)", why ?: strerror(-r));
         }
         r = start_scope(cr);
-        if (r < 0) {
-                if (asprintf(reterr, "cannot ask systemd for the run's scope: %s", strerror(-r)) < 0)
-                        *reterr = NULL;
-                return r;
-        }
-        cr->next_pending = cr->cgroup->pending;
-        cr->cgroup->pending = cr;
+        if (r < 0)
+                return cg_reason(reterr, r, "cannot ask systemd for the run's scope: %s", strerror(-r));
+        cr->systemd.next_pending = cr->cgroup->systemd.pending;
+        cr->cgroup->systemd.pending = cr;
         return 0;
 }
 
-void cg_systemd_run_cancel(CgroupRun *cr) {
-        cr->call = sd_bus_slot_unref(cr->call);
-        if (cr->cgroup->backend == CGROUP_BACKEND_SYSTEMD)
-                pending_remove(cr);
-        free(cr->job);
-        cr->job = NULL;
+/* Forgets the placement in flight: its call, its place among the pending, its job. */
+static void placement_drop(CgroupRun *cr) {
+        cr->systemd.call = sd_bus_slot_unref(cr->systemd.call);
+        pending_remove(cr);
+        free(cr->systemd.job);
+        cr->systemd.job = NULL;
+}
+
+static void systemd_run_cancel(CgroupRun *cr) {
+        placement_drop(cr);
         cr->placed = NULL;
 }
 
+static int bus_open_private(const char *address, sd_bus **ret) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        int r = sd_bus_new(&bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_set_address(bus, address);
+        if (r < 0)
+                return r;
+        r = sd_bus_start(bus);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(bus);
+        return 0;
+}
+
+/* The system manager when we are root, the user's otherwise. */
 static int bus_connect(Cgroup *c, char **reterr) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_free_ char *address = NULL;
+        bool system = geteuid() == 0;
         int r;
 
-        if (geteuid() == 0) {
-                /* The manager's private socket is the faster path (measured: 13 ms vs 22-26 ms per
-                 * call under emulation); fall back to the system bus. */
-                r = sd_bus_new(&bus);
-                if (r >= 0)
-                        r = sd_bus_set_address(bus, "unix:path=/run/systemd/private");
-                if (r >= 0)
-                        r = sd_bus_start(bus);
-                if (r >= 0) {
-                        c->direct = true;
-                } else {
-                        bus = sd_bus_flush_close_unref(bus);
-                        r = sd_bus_open_system(&bus);
-                        if (r < 0)
-                                return asprintf(reterr, "cannot connect to the system manager: %s", strerror(-r)) < 0
-                                               ? -ENOMEM : r;
-                }
-        } else {
-                const char *rt = getenv("XDG_RUNTIME_DIR");
-                _cleanup_free_ char *addr = NULL;
-                r = -ENOENT;
-                if (rt && asprintf(&addr, "unix:path=%s/systemd/private", rt) >= 0) {
-                        r = sd_bus_new(&bus);
-                        if (r >= 0)
-                                r = sd_bus_set_address(bus, addr);
-                        if (r >= 0)
-                                r = sd_bus_start(bus);
-                }
-                if (r >= 0)
-                        c->direct = true;
-                else {
-                        bus = sd_bus_flush_close_unref(bus);
-                        r = sd_bus_open_user(&bus);
-                        if (r < 0)
-                                return asprintf(reterr, "cannot connect to the user's systemd manager: %s",
-                                                strerror(-r)) < 0 ? -ENOMEM : r;
-                }
+        /* The manager's private socket is the faster path (measured: 13 ms vs 22-26 ms per call
+         * under emulation); fall back to the bus. */
+        if (system)
+                address = strdup("unix:path=/run/systemd/private");
+        else if (getenv("XDG_RUNTIME_DIR") &&
+                 asprintf(&address, "unix:path=%s/systemd/private", getenv("XDG_RUNTIME_DIR")) < 0)
+                address = NULL;
+        r = address ? bus_open_private(address, &bus) : -ENOENT;
+        if (r >= 0)
+                c->systemd.direct = true;
+        else {
+                r = system ? sd_bus_open_system(&bus) : sd_bus_open_user(&bus);
+                if (r < 0)
+                        return cg_reason(reterr, r, "cannot connect to the %s: %s",
+                                         system ? "system manager" : "user's systemd manager", strerror(-r));
         }
-        c->bus = TAKE_PTR(bus);
+        c->systemd.bus = TAKE_PTR(bus);
         return 0;
 }
 
@@ -330,42 +324,40 @@ static int bus_setup(Cgroup *c, char **reterr) {
                 return r;
         /* Before any StartTransientUnit: the race-free order (org.freedesktop.systemd1(5)). On the
          * private socket signals carry no sender. */
-        r = sd_bus_match_signal(c->bus, &c->job_match, c->direct ? NULL : SYSTEMD_SERVICE, SYSTEMD_PATH,
-                                SYSTEMD_MANAGER, "JobRemoved", on_job_removed, c);
+        r = sd_bus_match_signal(c->systemd.bus, &c->systemd.job_match, c->systemd.direct ? NULL : SYSTEMD_SERVICE,
+                                SYSTEMD_PATH, SYSTEMD_MANAGER, "JobRemoved", on_job_removed, c);
         if (r < 0) {
                 bus_drop(c);
-                return asprintf(reterr, "cannot subscribe to systemd's JobRemoved: %s", strerror(-r)) < 0 ? -ENOMEM
-                                                                                                          : r;
+                return cg_reason(reterr, r, "cannot subscribe to systemd's JobRemoved: %s", strerror(-r));
         }
         return 0;
 }
 
-int cg_systemd_open(Cgroup *c, char **reterr) {
+static int systemd_open(Cgroup *c, char **reterr) {
         if (sd_booted() <= 0)
-                return asprintf(reterr, "systemd is not the init system") < 0 ? -ENOMEM : -ENOMEDIUM;
+                return cg_reason(reterr, -ENOMEDIUM, "systemd is not the init system");
         if (cg_is_cgroup2(CGROUP_MOUNT) <= 0)
-                return asprintf(reterr, "%s is not a pure cgroup v2 hierarchy", CGROUP_MOUNT) < 0 ? -ENOMEM
-                                                                                                    : -ENOMEDIUM;
+                return cg_reason(reterr, -ENOMEDIUM, "%s is not a pure cgroup v2 hierarchy", CGROUP_MOUNT);
         int r = bus_setup(c, reterr);
         if (r < 0)
                 return r;
         snprintf(c->describe, sizeof(c->describe), "systemd: one scope per run in %s, %s manager%s", c->slice,
-                 geteuid() == 0 ? "system" : "user", c->direct ? " (private socket)" : "");
+                 geteuid() == 0 ? "system" : "user", c->systemd.direct ? " (private socket)" : "");
         return 0;
 }
 
 static void bus_drop(Cgroup *c) {
-        c->job_match = sd_bus_slot_unref(c->job_match);
-        c->bus = sd_bus_flush_close_unref(c->bus);
-        c->direct = false;
+        c->systemd.job_match = sd_bus_slot_unref(c->systemd.job_match);
+        c->systemd.bus = sd_bus_flush_close_unref(c->systemd.bus);
+        c->systemd.direct = false;
         for (unsigned i = 0; i < CGROUP_RECENT_JOBS; i++) {
-                free(c->recent[i].path);
-                free(c->recent[i].result);
-                c->recent[i] = (CgroupRecentJob) {};
+                free(c->systemd.recent[i].path);
+                free(c->systemd.recent[i].result);
+                c->systemd.recent[i] = (CgroupRecentJob) {};
         }
 }
 
-void cg_systemd_close(Cgroup *c) {
+static void systemd_close(Cgroup *c) {
         bus_drop(c);
 }
 
@@ -375,24 +367,22 @@ void cg_systemd_close(Cgroup *c) {
  * result and fails now, with a clear message (its init is killed, so its scope, if systemd made
  * one, empties and is collected). The next placement reconnects. */
 static void bus_lost(Cgroup *c) {
-        while (c->pending) {
-                CgroupRun *cr = c->pending;
-                pending_remove(cr);
-                cr->call = sd_bus_slot_unref(cr->call);
-                free(cr->job);
-                cr->job = NULL;
+        while (c->systemd.pending) {
+                CgroupRun *cr = c->systemd.pending;
+                placement_drop(cr);
                 placed_done(cr, -ECONNRESET, "the connection to systemd was lost (daemon-reexec, or a restart of the "
                             "bus) while the run's scope was being created; the run was not started");
         }
         bus_drop(c);
 }
 
-int cg_systemd_stop_stale(Cgroup *c) {
+static int systemd_stop_stale(Cgroup *c) {
+        sd_bus *bus = c->systemd.bus;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r, n = 0;
 
-        r = sd_bus_call_method(c->bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "ListUnitsByPatterns", &error,
+        r = sd_bus_call_method(bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "ListUnitsByPatterns", &error,
                                &reply, "asas", 0, 1, "mcp-execd-run-*.scope");
         if (r < 0)
                 return r;
@@ -404,43 +394,60 @@ int cg_systemd_stop_stale(Cgroup *c) {
         while ((r = sd_bus_message_read(reply, "(ssssssouso)", &name, &d, &load, &active, &sub, &follow, &path,
                                         &jid, &jtype, &jpath)) > 0) {
                 /* SIGKILL the whole scope, then stop it; a failed one is reset so its name frees. */
-                (void) sd_bus_call_method(c->bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "KillUnit", NULL,
-                                          NULL, "ssi", name, "all", (int32_t) SIGKILL);
-                (void) sd_bus_call_method(c->bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "StopUnit", NULL,
-                                          NULL, "ss", name, "replace");
-                (void) sd_bus_call_method(c->bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "ResetFailedUnit",
+                (void) sd_bus_call_method(bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "KillUnit", NULL, NULL,
+                                          "ssi", name, "all", (int32_t) SIGKILL);
+                (void) sd_bus_call_method(bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "StopUnit", NULL, NULL,
+                                          "ss", name, "replace");
+                (void) sd_bus_call_method(bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "ResetFailedUnit",
                                           NULL, NULL, "s", name);
                 n++;
         }
         return r < 0 ? r : n;
 }
 
-int cgroup_event_fd(Cgroup *c) {
-        return c->bus ? sd_bus_get_fd(c->bus) : -EBADF;
+static int systemd_event_fd(Cgroup *c) {
+        return c->systemd.bus ? sd_bus_get_fd(c->systemd.bus) : -EBADF;
 }
 
-int cgroup_event_mask(Cgroup *c) {
-        int e = c->bus ? sd_bus_get_events(c->bus) : 0;
+static int systemd_event_mask(Cgroup *c) {
+        int e = c->systemd.bus ? sd_bus_get_events(c->systemd.bus) : 0;
         return e < 0 ? POLLIN : e;
 }
 
-uint64_t cgroup_event_timeout(Cgroup *c) {
+static uint64_t systemd_event_timeout(Cgroup *c) {
         uint64_t t = UINT64_MAX;
-        if (c->bus && sd_bus_get_timeout(c->bus, &t) < 0)
+        if (c->systemd.bus && sd_bus_get_timeout(c->systemd.bus, &t) < 0)
                 t = UINT64_MAX;
         return t;
 }
 
-int cgroup_event_process(Cgroup *c) {
-        if (!c->bus)
+static int systemd_event_process(Cgroup *c) {
+        if (!c->systemd.bus)
                 return 0;
         int r;
         do
-                r = sd_bus_process(c->bus, NULL);
+                r = sd_bus_process(c->systemd.bus, NULL);
         while (r > 0);
-        if (r < 0 || !sd_bus_is_open(c->bus)) {
+        if (r < 0 || !sd_bus_is_open(c->systemd.bus)) {
                 bus_lost(c);
                 return r < 0 ? r : -ECONNRESET;
         }
         return r;
 }
+
+const CgroupOps cgroup_systemd_ops = {
+        .backend = CGROUP_BACKEND_SYSTEMD,
+        .name = "systemd",
+        .open = systemd_open,
+        .close = systemd_close,
+        .stop_stale = systemd_stop_stale,
+        .event_fd = systemd_event_fd,
+        .event_mask = systemd_event_mask,
+        .event_timeout = systemd_event_timeout,
+        .event_process = systemd_event_process,
+        .run_place = systemd_run_place,
+        .run_cancel = systemd_run_cancel,
+        /* No run_destroy: the scope's cgroup is systemd's to remove (cgroup_run_free). */
+        .run_kill = cg_run_kill,
+        .run_read = cg_run_read,
+};
