@@ -156,18 +156,28 @@ static void use(const char *key) {
         assert_true(g.has_dir);
 }
 
+/* Installs key (or hits it) and lets it go at once: evictable. */
+static void install(const char *key) {
+        use(key);
+        envs_release(T.envs, key);
+}
+
 static bool cached(const char *key) {
         char path[PATH_MAX];
         snprintf(path, sizeof(path), "%s/envs/%s/" MARKER, T.dir, key);
         return access(path, F_OK) == 0;
 }
 
-/* The environment's last use (its marker's mtime, what LRU orders by), set to sec since the epoch. */
-static void set_last_use(const char *key, time_t sec) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof(path), "%s/envs/%s/" MARKER, T.dir, key);
-        struct timespec ts[2] = { { .tv_sec = sec }, { .tv_sec = sec } };
-        assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+/* The environments' last use (their markers' mtime, what LRU orders by): keys[i] at
+ * 1000000000 + i * 100000000 s since the epoch, so the first is the least recently used. */
+static void set_lru_order(const char *const *keys) {
+        for (size_t i = 0; keys[i]; i++) {
+                char path[PATH_MAX];
+                snprintf(path, sizeof(path), "%s/envs/%s/" MARKER, T.dir, keys[i]);
+                time_t sec = 1000000000 + (time_t) i * 100000000;
+                struct timespec ts[2] = { { .tv_sec = sec }, { .tv_sec = sec } };
+                assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+        }
 }
 
 static unsigned dir_entries(const char *sub) {
@@ -215,23 +225,18 @@ static int teardown(void **state) {
 /* Over max_bytes, the environment used least recently goes first, by last use, not by install
  * order; a cache hit counts as a use. */
 static void test_lru_order(void **state) {
-        use("aaaa");
-        envs_release(T.envs, "aaaa");
-        use("bbbb");
-        envs_release(T.envs, "bbbb");
+        install("aaaa");
+        install("bbbb");
         assert_int_equal(T.spawns, 2);
-        set_last_use("aaaa", 2000000000); /* installed first, used last */
-        set_last_use("bbbb", 1000000000);
+        set_lru_order((const char *[]) { "bbbb", "aaaa", NULL }); /* aaaa installed first, used last */
 
-        use("cccc"); /* 300 > 250 bytes: one goes, the least recently used */
-        envs_release(T.envs, "cccc");
+        install("cccc"); /* 300 > 250 bytes: one goes, the least recently used */
         assert_true(cached("aaaa"));
         assert_false(cached("bbbb"));
         assert_true(cached("cccc"));
 
         /* aaaa older than cccc; a hit makes it the most recent. */
-        set_last_use("aaaa", 1000000000);
-        set_last_use("cccc", 1500000000);
+        set_lru_order((const char *[]) { "aaaa", "cccc", NULL });
         Got hit = {};
         acquire("aaaa", &hit);
         wait_for((Got *const[]) { &hit }, 1);
@@ -239,8 +244,7 @@ static void test_lru_order(void **state) {
         envs_release(T.envs, "aaaa");
         assert_int_equal(T.spawns, 3); /* the hit installed nothing */
 
-        use("dddd");
-        envs_release(T.envs, "dddd");
+        install("dddd");
         assert_true(cached("aaaa"));
         assert_false(cached("cccc"));
         assert_true(cached("dddd"));
@@ -251,10 +255,8 @@ static void test_lru_order(void **state) {
  * when it is the least recently used, nor when the cache stays over its limit without it. */
 static void test_in_use_not_evicted(void **state) {
         use("aaaa"); /* held */
-        use("bbbb");
-        envs_release(T.envs, "bbbb");
-        set_last_use("aaaa", 1000000000);
-        set_last_use("bbbb", 2000000000);
+        install("bbbb");
+        set_lru_order((const char *[]) { "aaaa", "bbbb", NULL });
 
         use("cccc");
         assert_true(cached("aaaa"));  /* the oldest, but in use */
@@ -271,11 +273,8 @@ static void test_in_use_not_evicted(void **state) {
         envs_release(T.envs, "aaaa");
         envs_release(T.envs, "cccc");
         envs_release(T.envs, "dddd");
-        set_last_use("aaaa", 1000000000);
-        set_last_use("cccc", 1100000000);
-        set_last_use("dddd", 1200000000);
-        use("eeee");
-        envs_release(T.envs, "eeee");
+        set_lru_order((const char *[]) { "aaaa", "cccc", "dddd", NULL });
+        install("eeee");
         assert_false(cached("aaaa"));
         assert_false(cached("cccc"));
         assert_true(cached("dddd"));
@@ -298,12 +297,9 @@ static void test_concurrent_requests_one_install(void **state) {
 
         /* Two holds: after one release it is still in use. */
         envs_release(T.envs, "aaaa");
-        use("bbbb");
-        envs_release(T.envs, "bbbb");
-        set_last_use("aaaa", 1000000000);
-        set_last_use("bbbb", 2000000000);
-        use("cccc");
-        envs_release(T.envs, "cccc");
+        install("bbbb");
+        set_lru_order((const char *[]) { "aaaa", "bbbb", NULL });
+        install("cccc");
         assert_true(cached("aaaa"));
         assert_false(cached("bbbb"));
         envs_release(T.envs, "aaaa");
