@@ -279,7 +279,8 @@ int sandbox_mount_setattr(const char *path, bool recursive, uint64_t set, uint64
 /* Makes the mount at path and every mount below it read-only, nosuid, nodev; on kernels without
  * mount_setattr, remounts each one we made. */
 static int make_ro_tree(const char *path, const char *const *below, size_t n_below) {
-        int r = sandbox_mount_setattr(path, true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+        int r = sandbox_mount_setattr(path, true,
+                                      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
         if (r != -ENOSYS)
                 return r;
         char dst[512];

@@ -37,7 +37,8 @@ static const char *const hidden_dirs[] = { "/root", "/home", "/run/credentials",
 
 /* Built from nothing: nothing of the daemon's environment (MCP_EXEC_AUTH_TOKEN) reaches pip. */
 static const char *const installer_envp[] = {
-        "PATH=" SANDBOX_PATH, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", "PIP_NO_INPUT=1", "HOME=/nonexistent", NULL,
+        "PATH=" SANDBOX_PATH, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", "PIP_NO_INPUT=1",
+        "HOME=/nonexistent", NULL,
 };
 
 static bool path_within(const char *path, const char *dir) {
@@ -59,7 +60,8 @@ static int hide(const SandboxInstallSpec *spec, const char *dir) {
         /* Never hide what the install needs. */
         if (!dir || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || kept(spec, dir))
                 return 0;
-        if (mount("tmpfs", dir, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0755") < 0)
+        if (mount("tmpfs", dir, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=4k,mode=0755") < 0)
                 return -errno;
         return 0;
 }
@@ -77,7 +79,8 @@ static int confine_fs(const SandboxInstallSpec *spec) {
         /* A mount of its own, so that it alone can stay writable below the read-only host. */
         if (mount(spec->work_dir, spec->work_dir, NULL, MS_BIND, NULL) < 0)
                 return -errno;
-        r = sandbox_mount_setattr("/", true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0); /* not nodev: /dev/null */
+        /* Not nodev: pip needs /dev/null. */
+        r = sandbox_mount_setattr("/", true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0);
         if (r < 0)
                 return r;
         return sandbox_mount_setattr(spec->work_dir, false, 0, MOUNT_ATTR_RDONLY);
@@ -93,7 +96,8 @@ static int confine(const SandboxInstallSpec *spec, const char **ret_step) {
         int r;
 
 #define STEP(s, expr) do { *ret_step = (s); if ((r = (expr)) < 0) return r; } while (0)
-        STEP("unshare", unshare(CLONE_NEWUSER | CLONE_NEWNS | (no_network ? CLONE_NEWNET : 0)) < 0 ? -errno : 0);
+        int flags = CLONE_NEWUSER | CLONE_NEWNS | (no_network ? CLONE_NEWNET : 0);
+        STEP("unshare", unshare(flags) < 0 ? -errno : 0);
         STEP("id maps", sandbox_id_maps_write(0, uid, gid, uid, gid, true));
         STEP("make / private", sandbox_mount_private());
         STEP("mounts", confine_fs(spec));
@@ -140,7 +144,8 @@ _Noreturn static void installer_main(const SandboxInstallSpec *spec, int go_fd, 
 }
 
 int sandbox_spawn_installer(const SandboxInstallSpec *spec, SandboxInstaller *ret) {
-        if (!spec->argv || !spec->argv[0] || spec->argv[0][0] != '/' || !spec->work_dir || spec->output_fd < 0)
+        if (!spec->argv || !spec->argv[0] || spec->argv[0][0] != '/' || !spec->work_dir ||
+            spec->output_fd < 0)
                 return -EINVAL;
         /* Its one writable directory, its own. */
         if (geteuid() == 0 && chown(spec->work_dir, SANDBOX_INSTALL_UID, SANDBOX_INSTALL_GID) < 0)

@@ -807,7 +807,8 @@ static int write_file(const char *path, const char *text) {
  * inside, each mapped to one host id. "deny" goes to setgroups first: an unprivileged writer may
  * only write gid_map after it. The runs (written by the daemon into the init's namespace) and the
  * installer (written by itself, pid 0) both come through here. */
-int sandbox_id_maps_write(pid_t pid, uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid, bool deny_setgroups) {
+int sandbox_id_maps_write(pid_t pid, uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid,
+                          bool deny_setgroups) {
         char proc[32], path[64], map[64];
         int r;
 

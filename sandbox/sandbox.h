@@ -1,4 +1,4 @@
-/* sandbox.h: spawning one run in fresh namespaces, with our own init as its PID 1. */
+/* sandbox.h: runs in fresh namespaces (our own init as their PID 1), and the confined installer. */
 #pragma once
 
 #include <stdbool.h>
@@ -141,8 +141,9 @@ typedef struct SandboxInstallSpec {
         const char *const *argv;  /* argv[0]: absolute path of the installer's interpreter; NULL-terminated */
         const char *work_dir;     /* existing host directory: the one writable place (and the cwd); handed
                                    * to SANDBOX_INSTALL_UID here when the daemon is root */
-        const char *index_url;    /* the package index the installer reaches, or NULL. NULL or a file:
-                                   * URL: an empty network namespace of its own; otherwise the host's network */
+        const char *index_url;    /* the package index the installer reaches, or NULL. NULL or a
+                                   * file: URL: an empty network namespace of its own; otherwise
+                                   * the host's network */
         const char *const *keep;  /* NULL-terminated paths never hidden (the cache, the wheelhouse, the
                                    * installer's own binaries), or NULL */
         int output_fd;            /* its stdout and stderr (stdin is /dev/null); the caller closes it after */

@@ -373,7 +373,8 @@ static void on_install_read(RingOp *op, int res) {
 static void on_install_pidfd(RingOp *op, int res) {
         Install *in = container_of(op, Install, op_pidfd);
         siginfo_t si = {};
-        if (res >= 0 && waitid((idtype_t) P_PIDFD, (id_t) in->child.pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid == 0) {
+        if (res >= 0 && waitid((idtype_t) P_PIDFD, (id_t) in->child.pidfd, &si, WEXITED | WNOHANG) == 0 &&
+            si.si_pid == 0) {
                 struct io_uring_sqe *sqe = ring_get_sqe(in->envs->config.ring, &in->op_pidfd);
                 io_uring_prep_poll_add(sqe, in->child.pidfd, POLLIN);
                 return;

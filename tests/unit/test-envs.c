@@ -316,7 +316,10 @@ static void test_concurrent_requests_one_install(void **state) {
 /* A failed install: every waiter gets the error with the installer's output, nothing is cached
  * or left in tmp/, and the next request tries again. */
 static void test_failed_install_reported_to_all(void **state) {
-        T.behaviour = (Behaviour) { .status = 1, .output = "ERROR: No matching distribution found for pkg==1.0\n" };
+        T.behaviour = (Behaviour) {
+                .status = 1,
+                .output = "ERROR: No matching distribution found for pkg==1.0\n",
+        };
         Got a = {}, b = {};
         acquire("aaaa", &a);
         acquire("aaaa", &b);
