@@ -244,6 +244,12 @@ static int remount_ro(const char *path) {
         return mount(NULL, path, NULL, flags, NULL) < 0 ? -errno : 0;
 }
 
+/* Every mount of our (new) mount namespace private: nothing mounted in it propagates back to the
+ * host's namespace (on systemd hosts / is a shared mount). */
+int sandbox_mount_private(void) {
+        return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ? -errno : 0;
+}
+
 /* Creates the mount point (a directory or an empty file, like the source) for a bind below root. */
 static int make_mount_point(const char *dst, bool dir) {
         if (dir)
@@ -261,19 +267,27 @@ static const char *in_newroot(char *buf, size_t size, const char *path) {
         return buf;
 }
 
-/* Makes the mount at path and every mount below it read-only, nosuid, nodev in one call
- * (mount_setattr, Linux ≥ 5.12); older kernels: remount each one we made. */
-static int make_ro_tree(const char *path, const char *const *below, size_t n_below) {
-        struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
-        if (syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &attr, sizeof(attr)) == 0)
-                return 0;
-        if (errno != ENOSYS)
+/* Sets and clears MOUNT_ATTR_* flags of the mount at path, and with recursive of every mount below
+ * it, in one call (mount_setattr(2), Linux ≥ 5.12). The run's tree and the installer's host view. */
+int sandbox_mount_setattr(const char *path, bool recursive, uint64_t set, uint64_t clr) {
+        struct mount_attr attr = { .attr_set = set, .attr_clr = clr };
+        if (syscall(SYS_mount_setattr, AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &attr, sizeof(attr)) < 0)
                 return -errno;
+        return 0;
+}
+
+/* Makes the mount at path and every mount below it read-only, nosuid, nodev; on kernels without
+ * mount_setattr, remounts each one we made. */
+static int make_ro_tree(const char *path, const char *const *below, size_t n_below) {
+        int r = sandbox_mount_setattr(path, true,
+                                      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+        if (r != -ENOSYS)
+                return r;
         char dst[512];
         for (size_t i = 0; i < n_below; i++) {
                 if (access(in_newroot(dst, sizeof(dst), below[i]), F_OK) < 0)
                         continue;
-                int r = remount_ro(dst);
+                r = remount_ro(dst);
                 if (r < 0)
                         return r;
         }
@@ -284,10 +298,9 @@ int sandbox_fs_setup(SpawnPlan *plan) {
         char dst[512];
         int r;
 
-        /* Nothing we mount may propagate back to the host's namespace (on systemd hosts / is a
-         * shared mount). */
-        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-                return fail(plan, errno, "make / private", NULL);
+        r = sandbox_mount_private();
+        if (r < 0)
+                return fail(plan, -r, "make / private", NULL);
 
         if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=1024") < 0)
                 return fail(plan, errno, "mount tmpfs for the new root", NULL);

@@ -83,3 +83,13 @@ int sandbox_fs_populate(SpawnPlan *plan); /* Python child, uid 65532: staged fil
 /* sandbox-lockdown.c */
 int sandbox_seccomp_build(Sandbox *s, char **reterr_reason);
 int sandbox_lockdown(SpawnPlan *plan); /* rlimits, capabilities, no_new_privs, seccomp: last before execve */
+
+/* Shared by the run path and the installer (sandbox-install.c). */
+/* sandbox.c: the id maps of a user namespace (pid 0: our own), and the child's hygiene */
+int sandbox_id_maps_write(pid_t pid, uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid,
+                          bool deny_setgroups);
+void sandbox_signals_reset(void);                    /* every signal default and unblocked */
+int sandbox_close_all_but(const int *keep, size_t n); /* -EBADF entries ignored; at most 8 */
+/* sandbox-fs.c */
+int sandbox_mount_private(void);
+int sandbox_mount_setattr(const char *path, bool recursive, uint64_t set, uint64_t clr);

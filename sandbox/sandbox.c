@@ -392,7 +392,7 @@ static void report_failed(int fd, int err, const char *step, const char *what) {
 }
 
 /* Every signal back to its default and unblocked, so Python starts like from a shell. */
-static void signals_reset(void) {
+void sandbox_signals_reset(void) {
         struct sigaction sa = { .sa_handler = SIG_DFL };
         for (int sig = 1; sig < _NSIG; sig++)
                 if (sig != SIGKILL && sig != SIGSTOP)
@@ -403,7 +403,7 @@ static void signals_reset(void) {
 }
 
 /* Closes every fd except the ones in keep (any order, -EBADF entries ignored). */
-static int close_all_but(const int *keep, size_t n) {
+int sandbox_close_all_but(const int *keep, size_t n) {
         int sorted[8];
         size_t m = 0;
         for (size_t i = 0; i < n && m < ELEMENTSOF(sorted); i++)
@@ -462,7 +462,7 @@ _Noreturn static void child_main(SpawnPlan *plan) {
                         _exit(127);
                 plan->exec_fd = fd;
         }
-        signals_reset();
+        sandbox_signals_reset();
 
         /* Drop the daemon's supplementary groups while we still may (only root's gid_map allows
          * setgroups; unprivileged the kernel keeps them and "deny" was written). */
@@ -500,7 +500,7 @@ _Noreturn static void child_main(SpawnPlan *plan) {
         CHILD_CHECK(dup2(out, 1), "dup2", " stdout");
         CHILD_CHECK(dup2(err, 2), "dup2", " stderr");
         int keep[] = { 0, 1, 2, plan->exec_fd };
-        r = close_all_but(keep, ELEMENTSOF(keep));
+        r = sandbox_close_all_but(keep, ELEMENTSOF(keep));
         if (r < 0)
                 child_fail(plan->exec_fd, -r, "close_range", NULL);
 
@@ -663,13 +663,13 @@ _Noreturn static void init_main(SpawnPlan *plan) {
          * stdio (fd 0/1 may be its MCP transport) goes too. */
         int keep[] = { plan->control_fd, plan->stdin_fd, plan->stdout_fd, plan->stderr_fd,
                        plan->payload_cgroup_fd };
-        if (close_all_but(keep, ELEMENTSOF(keep)) < 0)
+        if (sandbox_close_all_but(keep, ELEMENTSOF(keep)) < 0)
                 _exit(1);
 
         /* PID 1 of a namespace only gets signals it has a handler for (pid_namespaces(7)), but say
          * it explicitly: SIGTERM, SIGINT, SIGHUP… are ignored, only SIGKILL ends the init.
          * SIGCHLD is blocked and read from a signalfd. */
-        signals_reset();
+        sandbox_signals_reset();
         static const int ignored[] = {
                 SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTSTP,
                 SIGTTIN, SIGTTOU, SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ, SIGWINCH, SIGURG, SIGIO, SIGPWR,
@@ -803,28 +803,41 @@ static int write_file(const char *path, const char *text) {
         return (size_t) n == strlen(text) ? 0 : -EIO;
 }
 
-/* Maps the run's uid/gid 65532 to an unprivileged host id: 65532 itself when we are root, else our
- * own uid (the only one an unprivileged process may map, and only with setgroups denied). */
-static int write_id_maps(const Sandbox *s, pid_t pid) {
-        char path[64], map[64];
+/* The one id-map writer (user_namespaces(7), "User and group ID mappings"): one uid and one gid
+ * inside, each mapped to one host id. "deny" goes to setgroups first: an unprivileged writer may
+ * only write gid_map after it. The runs (written by the daemon into the init's namespace) and the
+ * installer (written by itself, pid 0) both come through here. */
+int sandbox_id_maps_write(pid_t pid, uid_t uid, gid_t gid, uid_t host_uid, gid_t host_gid,
+                          bool deny_setgroups) {
+        char proc[32], path[64], map[64];
         int r;
 
-        if (!s->privileged) {
-                snprintf(path, sizeof(path), "/proc/%d/setgroups", (int) pid);
+        if (pid > 0)
+                snprintf(proc, sizeof(proc), "/proc/%d", (int) pid);
+        else
+                snprintf(proc, sizeof(proc), "/proc/self");
+        if (deny_setgroups) {
+                snprintf(path, sizeof(path), "%s/setgroups", proc);
                 r = write_file(path, "deny");
                 if (r < 0)
                         return r;
         }
-        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int) pid);
-        snprintf(map, sizeof(map), "%u %u 1\n", SANDBOX_UID,
-                 s->privileged ? SANDBOX_UID : (unsigned) s->host_uid);
+        snprintf(path, sizeof(path), "%s/uid_map", proc);
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned) uid, (unsigned) host_uid);
         r = write_file(path, map);
         if (r < 0)
                 return r;
-        snprintf(path, sizeof(path), "/proc/%d/gid_map", (int) pid);
-        snprintf(map, sizeof(map), "%u %u 1\n", SANDBOX_GID,
-                 s->privileged ? SANDBOX_GID : (unsigned) s->host_gid);
+        snprintf(path, sizeof(path), "%s/gid_map", proc);
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned) gid, (unsigned) host_gid);
         return write_file(path, map);
+}
+
+/* Maps the run's uid/gid 65532 to an unprivileged host id: 65532 itself when we are root, else our
+ * own uid (the only one an unprivileged process may map, and only with setgroups denied). */
+static int write_id_maps(const Sandbox *s, pid_t pid) {
+        return sandbox_id_maps_write(pid, SANDBOX_UID, SANDBOX_GID,
+                                     s->privileged ? SANDBOX_UID : s->host_uid,
+                                     s->privileged ? SANDBOX_GID : s->host_gid, !s->privileged);
 }
 
 /* staging_dir may be NULL only for our own self-test (nothing to copy). */

@@ -1,4 +1,4 @@
-/* sandbox.h: spawning one run in fresh namespaces, with our own init as its PID 1. */
+/* sandbox.h: runs in fresh namespaces (our own init as their PID 1), and the confined installer. */
 #pragma once
 
 #include <stdbool.h>
@@ -124,3 +124,50 @@ int sandbox_warm_up(Sandbox *s, const char *python);
 
 /* Report order on control_fd: STARTED then EXITED; or FAILED alone (no EXITED follows). In every
  * case the init then lives, reaping, until control_fd is closed. */
+
+/* ---------------------------------------------------------------------------------------------
+ * The second entry point: the confinement of the dependency installer (pip or uv, run by the
+ * environment cache outside any run). Not a run: it needs the package index and writes one
+ * directory of the host. sandbox-install.c; it shares the id-map writer, the mount helpers and the
+ * child's fd and signal hygiene with the run path above. */
+
+/* As root, the installer runs as this unprivileged user (not the runs' 65532): it owns only its
+ * own directory, and the cache gives the finished tree back to root before anyone uses it. When
+ * the daemon is not root, the installer keeps the daemon's uid. */
+#define SANDBOX_INSTALL_UID 65533
+#define SANDBOX_INSTALL_GID 65533
+
+typedef struct SandboxInstallSpec {
+        const char *const *argv;  /* argv[0]: absolute path of the installer's interpreter; NULL-terminated */
+        const char *work_dir;     /* existing host directory: the one writable place (and the cwd); handed
+                                   * to SANDBOX_INSTALL_UID here when the daemon is root */
+        const char *index_url;    /* the package index the installer reaches, or NULL. NULL or a
+                                   * file: URL: an empty network namespace of its own; otherwise
+                                   * the host's network */
+        const char *const *keep;  /* NULL-terminated paths never hidden (the cache, the wheelhouse, the
+                                   * installer's own binaries), or NULL */
+        int output_fd;            /* its stdout and stderr (stdin is /dev/null); the caller closes it after */
+} SandboxInstallSpec;
+
+/* A spawned installer, held before it confines itself until sandbox_installer_release(). */
+typedef struct SandboxInstaller {
+        pid_t pid;  /* host pid; once released also its process group (kill(-pid) ends what it started) */
+        int pidfd;  /* O_CLOEXEC */
+        int go_fd;  /* writing one byte releases it; closing it unreleased makes it exit 125 */
+} SandboxInstaller;
+
+/* Forks the installer, held. Once released it: makes its own process group, drops to
+ * SANDBOX_INSTALL_UID (as root), dies with the daemon, gets an environment built from nothing, then
+ * a user namespace mapping only its own uid and gid, a mount namespace where the whole host is
+ * read-only (nosuid) but work_dir, and where home directories and credentials are hidden by empty
+ * tmpfs (unless listed in keep), and, per index_url, no network; then execs argv. If confinement
+ * fails it prints "mcp-execd: cannot confine the installer: <step>: <error>" to output_fd and exits
+ * 124. Returns 0 and fills ret, or -errno. */
+int sandbox_spawn_installer(const SandboxInstallSpec *spec, SandboxInstaller *ret);
+
+/* Lets the held installer go (after the caller placed it in its cgroup). Closes go_fd. Returns 0
+ * or -errno (the installer is then killed). */
+int sandbox_installer_release(SandboxInstaller *c);
+
+/* Closes pidfd and go_fd (an unreleased installer then exits 125). Does not kill or reap. Idempotent. */
+void sandbox_installer_done(SandboxInstaller *c);

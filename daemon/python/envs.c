@@ -1,6 +1,7 @@
-/* envs.c: the dependency environment cache and its installer child processes. The daemon never
- * waits for an install: the child's output pipe, its pidfd and its deadline are operations on the
- * ring like a run's. Layout of the cache root: envs/<key>/ (complete environments only: an install
+/* envs.c: the dependency environment cache and the installs it waits for. The installer's process
+ * and its confinement are sandbox/'s (sandbox_spawn_installer); here the daemon never waits for an
+ * install: the child's output pipe, its pidfd and its deadline are operations on the ring like a
+ * run's. Layout of the cache root: envs/<key>/ (complete environments only: an install
  * happens in tmp/ and is renamed into place after its marker is written), tmp/ (installs in
  * progress; emptied at start, so what a killed daemon left is never used), trash/ (evicted, being
  * removed). The marker's mtime is the environment's last use (LRU). */
@@ -8,19 +9,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,11 +33,6 @@
 #define ENV_MARKER ".mcp-execd-env.json"
 #define INSTALL_OUTPUT_MAX_BYTES (256u * 1024u)
 #define INSTALL_ERROR_TAIL_BYTES 3000u
-#define INSTALL_KILL_GRACE_USEC (2u * 1000u * 1000u)
-/* As root, the installer runs as this unprivileged user (not the runs' 65532): it owns only its
- * own directory, and the daemon gives the finished tree back to root before anyone uses it. */
-#define ENVS_INSTALL_UID 65533
-#define ENVS_INSTALL_GID 65533
 
 typedef struct Install Install;
 
@@ -70,8 +60,7 @@ struct Install {
         char *key;
         char *tmp;
         char *final;
-        pid_t pid;
-        int pidfd;
+        SandboxInstaller child; /* pid, pidfd, go_fd (writing one byte lets the held child go) */
         int out_fd;
         bool eof, exited, timed_out, finished;
         int status;
@@ -83,7 +72,6 @@ struct Install {
         struct __kernel_timespec deadline;
         EnvWaiter *waiters;
         CgroupRun *cgroup;  /* its own cgroup (scope), or NULL */
-        int go_fd;          /* writing one byte lets the held child exec the installer */
         char *place_error;  /* the cgroup placement failed: why */
         Install *next;
 };
@@ -213,8 +201,8 @@ Envs *envs_free(Envs *e) {
                 return NULL;
         /* Installs still running: kill them and let tmp/ be cleaned by the next start. */
         for (Install *i = e->installs; i; i = i->next)
-                if (!i->exited && i->pid > 0)
-                        (void) kill(-i->pid, SIGKILL);
+                if (!i->exited && i->child.pid > 0)
+                        (void) kill(-i->child.pid, SIGKILL);
         for (EnvUse *u = e->uses, *n; u; u = n) {
                 n = u->next;
                 free(u->key);
@@ -385,15 +373,16 @@ static void on_install_read(RingOp *op, int res) {
 static void on_install_pidfd(RingOp *op, int res) {
         Install *in = container_of(op, Install, op_pidfd);
         siginfo_t si = {};
-        if (res >= 0 && waitid((idtype_t) P_PIDFD, (id_t) in->pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid == 0) {
+        if (res >= 0 && waitid((idtype_t) P_PIDFD, (id_t) in->child.pidfd, &si, WEXITED | WNOHANG) == 0 &&
+            si.si_pid == 0) {
                 struct io_uring_sqe *sqe = ring_get_sqe(in->envs->config.ring, &in->op_pidfd);
-                io_uring_prep_poll_add(sqe, in->pidfd, POLLIN);
+                io_uring_prep_poll_add(sqe, in->child.pidfd, POLLIN);
                 return;
         }
         in->exited = true;
         in->status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
         /* Whatever pip left in its process group goes with it. */
-        (void) kill(-in->pid, SIGKILL);
+        (void) kill(-in->child.pid, SIGKILL);
         install_maybe_finish(in);
 }
 
@@ -403,7 +392,7 @@ static void on_install_timer(RingOp *op, int res) {
                 in->timed_out = true;
                 if (in->cgroup)
                         (void) cgroup_run_kill(in->cgroup); /* pip's re-exec'd children too */
-                (void) kill(-in->pid, SIGKILL);
+                (void) kill(-in->child.pid, SIGKILL);
         }
         install_maybe_finish(in);
 }
@@ -422,8 +411,7 @@ static void install_free(Install *in) {
                 free(w);
         }
         safe_close(in->out_fd);
-        safe_close(in->go_fd);
-        safe_close(in->pidfd);
+        sandbox_installer_done(&in->child);
         /* After the child was reaped: its cgroup is empty. */
         cgroup_run_free(in->cgroup);
         free(in->place_error);
@@ -507,150 +495,34 @@ static void install_maybe_finish(Install *in) {
                 install_free(in);
 }
 
-static bool path_within(const char *path, const char *dir) {
-        size_t n = strlen(dir);
-        return path && strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
-}
-
-static int install_confine_fs(const Envs *e, const char *tmp);
-
-static int write_proc_self(const char *file, const char *text) {
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/self/%s", file);
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        return write(fd, text, strlen(text)) == (ssize_t) strlen(text) ? 0 : -errno;
-}
-
-/* In the child: a user namespace mapping only our own uid and gid (so it works as root without
- * CAP_SYS_ADMIN, as the hardened unit runs us, and for an unprivileged daemon alike), in it its own
- * mount namespace in which the whole host is read-only but the install's own directory, and the
- * places that hold secrets (home directories, credentials) are empty; and, when the only source is
- * local, a network namespace with nothing in it. So the installer reaches the source and its one
- * directory, and cannot write anywhere else (the rename into envs/ is the daemon's, after the child
- * is gone). */
-static int install_confine(const Envs *e, const char *tmp, bool no_network, const char **ret_step) {
-        char map[64];
-        uid_t uid = geteuid();
-        gid_t gid = getegid();
-        int r;
-
-#define STEP(s, expr) do { *ret_step = (s); if ((r = (expr)) < 0) return r; } while (0)
-        STEP("unshare", unshare(CLONE_NEWUSER | CLONE_NEWNS | (no_network ? CLONE_NEWNET : 0)) < 0 ? -errno : 0);
-        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned) uid, (unsigned) uid);
-        STEP("uid_map", write_proc_self("uid_map", map));
-        STEP("setgroups", write_proc_self("setgroups", "deny"));
-        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned) gid, (unsigned) gid);
-        STEP("gid_map", write_proc_self("gid_map", map));
-        STEP("make / private", mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ? -errno : 0);
-        STEP("mounts", install_confine_fs(e, tmp));
-#undef STEP
-        return 0;
-}
-
-static int install_confine_fs(const Envs *e, const char *tmp) {
-        const char *hide[] = { "/root", "/home", "/run/credentials", "/etc/mcp-execd", getenv("CREDENTIALS_DIRECTORY") };
-        for (size_t i = 0; i < ELEMENTSOF(hide); i++) {
-                struct stat st;
-                if (!hide[i] || stat(hide[i], &st) < 0 || !S_ISDIR(st.st_mode))
-                        continue;
-                /* Never hide what the install needs. */
-                if (path_within(e->dir, hide[i]) || path_within(e->wheelhouse, hide[i]) ||
-                    path_within(e->installer_python, hide[i]) || path_within(e->uv, hide[i]))
-                        continue;
-                if (mount("tmpfs", hide[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0755") < 0)
-                        return -errno;
-        }
-        if (mount(tmp, tmp, NULL, MS_BIND, NULL) < 0)
-                return -errno;
-        struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID }; /* not nodev: /dev/null */
-        if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) < 0)
-                return -errno;
-        struct mount_attr rw = { .attr_clr = MOUNT_ATTR_RDONLY };
-        if (syscall(SYS_mount_setattr, AT_FDCWD, tmp, 0, &rw, sizeof(rw)) < 0)
-                return -errno;
-        return 0;
-}
-
-/* The child: its own process group (killed as one), dies with the daemon, stdin /dev/null,
- * stdout and stderr to our pipe, an environment built from nothing, umask 022 (the runs' user
- * reads the environment). When the only source is a local directory it also gets a network
- * namespace of its own: nothing to reach, nothing reachable. */
+/* The confined installer (sandbox_spawn_installer: its own uid, user and mount namespaces, the
+ * host read-only but its directory, no network unless the index is remote), running install.py
+ * with the request; its stdout and stderr into our pipe. */
 static int install_spawn(Install *in, const char *args_json) {
         Envs *e = in->envs;
-        int p[2], go[2];
+        int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
-        if (pipe2(go, O_CLOEXEC) < 0) {
-                int r = -errno;
-                close(p[0]);
-                close(p[1]);
-                return r;
-        }
-        bool no_network = !e->index_url || strncmp(e->index_url, "file:", 5) == 0;
+        _cleanup_close_ int out_read = p[0], out_write = p[1];
         const char *argv[] = { e->installer_python, "-I", "-c", py_install, args_json, NULL };
-        const char *envp[] = { "PATH=" SANDBOX_PATH, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
-                               "PIP_NO_INPUT=1", "HOME=/nonexistent", NULL };
-        pid_t ppid = getpid();
-        pid_t pid = fork();
-        if (pid < 0) {
-                int r = -errno;
-                close(p[0]);
-                close(p[1]);
-                close(go[0]);
-                close(go[1]);
+        const char *keep[4] = { e->dir };
+        size_t n = 1;
+        if (e->wheelhouse)
+                keep[n++] = e->wheelhouse;
+        if (e->uv)
+                keep[n++] = e->uv;
+        SandboxInstallSpec spec = {
+                .argv = argv,
+                .work_dir = in->tmp,
+                .index_url = e->index_url,
+                .keep = keep,
+                .output_fd = out_write,
+        };
+        int r = e->config.spawn_installer ? e->config.spawn_installer(&spec, &in->child)
+                                          : sandbox_spawn_installer(&spec, &in->child);
+        if (r < 0)
                 return r;
-        }
-        if (pid == 0) {
-                /* Held until the daemon has placed us in our cgroup. */
-                char c;
-                close(go[1]);
-                if (read(go[0], &c, 1) != 1)
-                        _exit(125);
-                (void) setpgid(0, 0);
-                if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(ENVS_INSTALL_GID, ENVS_INSTALL_GID, ENVS_INSTALL_GID) < 0 ||
-                                       setresuid(ENVS_INSTALL_UID, ENVS_INSTALL_UID, ENVS_INSTALL_UID) < 0))
-                        _exit(123);
-                /* After the uid change, which clears both: the parent-death signal, and dumpable
-                 * (without it /proc/self/uid_map stays root's and the user namespace cannot be set up). */
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                (void) prctl(PR_SET_DUMPABLE, 1);
-                if (getppid() != ppid)
-                        _exit(127);
-                sigset_t none;
-                sigemptyset(&none);
-                (void) sigprocmask(SIG_SETMASK, &none, NULL);
-                (void) signal(SIGPIPE, SIG_DFL);
-                int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                if (nul < 0 || dup2(nul, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
-                        _exit(127);
-                (void) close_range(3, ~0U, 0);
-                umask(022);
-                const char *step = NULL;
-                int r = install_confine(e, in->tmp, no_network, &step);
-                if (r < 0) {
-                        dprintf(2, "mcp-execd: cannot confine the installer: %s: %s\n", step, strerror(-r));
-                        _exit(124);
-                }
-                if (chdir(in->tmp) < 0)
-                        _exit(127);
-                execve(argv[0], (char **) argv, (char **) envp);
-                _exit(127);
-        }
-        close(p[1]);
-        close(go[0]);
-        in->go_fd = go[1];
-        in->pid = pid;
-        in->out_fd = p[0];
-        in->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-        if (in->pidfd < 0) {
-                int r = -errno;
-                (void) kill(-pid, SIGKILL);
-                (void) waitpid(pid, NULL, 0);
-                in->out_fd = safe_close(in->out_fd);
-                return r;
-        }
+        in->out_fd = TAKE_FD(out_read);
         return 0;
 }
 
@@ -660,21 +532,18 @@ static void install_go(Install *in) {
         int payload = in->cgroup ? cgroup_run_payload_fd(in->cgroup) : -EBADF;
         if (payload >= 0) {
                 char pid[32];
-                int n = snprintf(pid, sizeof(pid), "%d", (int) in->pid);
+                int n = snprintf(pid, sizeof(pid), "%d", (int) in->child.pid);
                 _cleanup_close_ int fd = openat(payload, "cgroup.procs", O_WRONLY | O_CLOEXEC);
                 if (fd < 0 || write(fd, pid, (size_t) n) != n) {
                         if (asprintf(&in->place_error, "cannot move it into its cgroup: %m") < 0)
                                 in->place_error = NULL;
-                        (void) kill(-in->pid, SIGKILL);
-                        (void) kill(in->pid, SIGKILL);
-                        in->go_fd = safe_close(in->go_fd);
+                        (void) kill(-in->child.pid, SIGKILL);
+                        (void) kill(in->child.pid, SIGKILL);
+                        in->child.go_fd = safe_close(in->child.go_fd);
                         return;
                 }
         }
-        char c = 'G';
-        if (write(in->go_fd, &c, 1) != 1)
-                (void) kill(in->pid, SIGKILL);
-        in->go_fd = safe_close(in->go_fd);
+        (void) sandbox_installer_release(&in->child); /* on failure it killed the child */
 }
 
 static void on_install_placed(CgroupRun *cr, int error, const char *message, void *userdata) {
@@ -684,8 +553,8 @@ static void on_install_placed(CgroupRun *cr, int error, const char *message, voi
         if (error < 0) {
                 if (asprintf(&in->place_error, "%s", message ? message : strerror(-error)) < 0)
                         in->place_error = NULL;
-                (void) kill(in->pid, SIGKILL); /* closing go_fd would do too: the child exits 125 */
-                in->go_fd = safe_close(in->go_fd);
+                (void) kill(in->child.pid, SIGKILL); /* closing go_fd would do too: the child exits 125 */
+                in->child.go_fd = safe_close(in->child.go_fd);
                 return;
         }
         install_go(in);
@@ -697,7 +566,7 @@ static void install_place(Install *in) {
                 return;
         }
         _cleanup_free_ char *msg = NULL;
-        int r = cgroup_run_place(in->cgroup, in->pid, in->pidfd, on_install_placed, in, &msg);
+        int r = cgroup_run_place(in->cgroup, in->child.pid, in->child.pidfd, on_install_placed, in, &msg);
         if (r > 0)
                 install_go(in);
         else if (r < 0)
@@ -728,8 +597,8 @@ static int install_start(Envs *e, const EnvRequest *req, bool check, Install **r
         Install *in = calloc(1, sizeof(*in));
         if (!in)
                 return -ENOMEM;
-        *in = (Install) { .envs = e, .check = check, .pidfd = -EBADF, .out_fd = -EBADF, .go_fd = -EBADF,
-                          .t_start = now_usec() };
+        *in = (Install) { .envs = e, .check = check, .out_fd = -EBADF, .t_start = now_usec(),
+                          .child = { .pidfd = -EBADF, .go_fd = -EBADF } };
         in->op_read.callback = on_install_read;
         in->op_pidfd.callback = on_install_pidfd;
         in->op_timer.callback = on_install_timer;
@@ -764,8 +633,6 @@ static int install_start(Envs *e, const EnvRequest *req, bool check, Install **r
         mode_t old = umask(022);
         r = mkdir(in->tmp, 0755) < 0 ? -errno : 0;
         umask(old);
-        if (r >= 0 && geteuid() == 0 && chown(in->tmp, ENVS_INSTALL_UID, ENVS_INSTALL_GID) < 0)
-                r = -errno;
         if (r >= 0)
                 r = install_spawn(in, args_json);
         if (r < 0) {
@@ -778,7 +645,7 @@ static int install_start(Envs *e, const EnvRequest *req, bool check, Install **r
         install_place(in);
         install_read(in);
         struct io_uring_sqe *sqe = ring_get_sqe(e->config.ring, &in->op_pidfd);
-        io_uring_prep_poll_add(sqe, in->pidfd, POLLIN);
+        io_uring_prep_poll_add(sqe, in->child.pidfd, POLLIN);
         in->deadline.tv_sec = e->config.timeout_s;
         sqe = ring_get_sqe(e->config.ring, &in->op_timer);
         io_uring_prep_timeout(sqe, &in->deadline, 0, 0);

@@ -9,6 +9,7 @@
 
 #include "cgroup.h"
 #include "ring.h"
+#include "sandbox.h"
 
 typedef struct Envs Envs;
 
@@ -23,6 +24,9 @@ typedef struct EnvsConfig {
         const char *uv;               /* absolute path of uv, or NULL to use pip */
         Cgroup *cgroup;               /* each install gets its own run cgroup (a scope under systemd), or
                                        * NULL / backend none: only its process group */
+        /* Starts the confined installer; NULL (every caller but a test) is sandbox_spawn_installer().
+         * The seam the unit test drives the cache through, without pip and without namespaces. */
+        int (*spawn_installer)(const SandboxInstallSpec *spec, SandboxInstaller *ret);
 } EnvsConfig;
 
 /* Creates the cache's directories and removes what an earlier instance left half-done (tmp/,

@@ -989,6 +989,103 @@ static int bench(int n) {
         return 0;
 }
 
+/* The second entry point: the installer's confinement (what py-deps-confine.test.mjs checks through
+ * the daemon, here without pip): its own uid (65533 as root), user and mount namespaces, only its
+ * directory writable, /root hidden, an environment built from nothing, its own process group, and
+ * network only for a remote index. */
+static void installer_check(const char *index_url, bool want_own_net) {
+        static const char code[] =
+                "import os, sys, errno\n"
+                "work = sys.argv[1]\n"
+                "open(os.path.join(work, 'written'), 'w').write('x')\n"
+                "for p in (os.path.join(os.path.dirname(work), 'outside'), '/usr/escape', '/etc/escape'):\n"
+                "    try:\n"
+                "        open(p, 'w')\n"
+                "    except OSError as e:\n"
+                "        assert e.errno in (errno.EROFS, errno.EACCES), (p, e)\n"
+                "    else:\n"
+                "        raise AssertionError(p)\n"
+                "if os.path.isdir('/root'):\n"
+                "    assert os.listdir('/root') == [], os.listdir('/root')\n"
+                "assert 'TEST_SANDBOX_SECRET' not in os.environ, os.environ\n"
+                "assert os.getpgrp() == os.getpid()\n"
+                "print(os.getuid(), os.getgid(), *(os.readlink('/proc/self/ns/' + n) for n in ('user', 'mnt', 'net')))\n";
+        char work[] = "/tmp/test-installer-XXXXXX";
+        assert_non_null(mkdtemp(work));
+        assert_int_equal(setenv("TEST_SANDBOX_SECRET", "hunter2", 1), 0);
+        int p[2];
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        const char *argv[] = { PYTHON, "-I", "-c", code, work, NULL };
+        SandboxInstallSpec spec = { .argv = argv, .work_dir = work, .index_url = index_url, .output_fd = p[1] };
+        SandboxInstaller c;
+        assert_int_equal(sandbox_spawn_installer(&spec, &c), 0);
+        close(p[1]);
+        unsetenv("TEST_SANDBOX_SECRET");
+        assert_int_equal(sandbox_installer_release(&c), 0);
+        assert_int_equal(c.go_fd, -EBADF);
+        siginfo_t si = {};
+        assert_int_equal(waitid(P_PIDFD, (id_t) c.pidfd, &si, WEXITED), 0);
+        sandbox_installer_done(&c);
+        char out[4096] = "";
+        ssize_t n = read(p[0], out, sizeof(out) - 1);
+        close(p[0]);
+        out[n > 0 ? n : 0] = 0;
+        assert_int_equal(si.si_code, CLD_EXITED);
+        if (si.si_status != 0)
+                fail_msg("installer exited %d: %s", si.si_status, out);
+
+        unsigned uid, gid;
+        char ns[3][64], host[3][64];
+        assert_int_equal(sscanf(out, "%u %u %63s %63s %63s", &uid, &gid, ns[0], ns[1], ns[2]), 5);
+        assert_int_equal(uid, geteuid() == 0 ? SANDBOX_INSTALL_UID : geteuid());
+        assert_int_equal(gid, geteuid() == 0 ? SANDBOX_INSTALL_GID : getegid());
+        static const char *const names[] = { "user", "mnt", "net" };
+        for (size_t i = 0; i < 3; i++) {
+                char link[64];
+                snprintf(link, sizeof(link), "/proc/self/ns/%s", names[i]);
+                ssize_t k = readlink(link, host[i], sizeof(host[i]) - 1);
+                assert_true(k > 0);
+                host[i][k] = 0;
+        }
+        assert_string_not_equal(ns[0], host[0]);
+        assert_string_not_equal(ns[1], host[1]);
+        if (want_own_net)
+                assert_string_not_equal(ns[2], host[2]);
+        else
+                assert_string_equal(ns[2], host[2]);
+        char written[sizeof(work) + 16];
+        snprintf(written, sizeof(written), "%s/written", work);
+        assert_int_equal(access(written, F_OK), 0);
+        assert_int_equal(rm_rf(work), 0);
+}
+
+static void test_installer_confined(void **state) {
+        installer_check(NULL, true);                            /* a local wheelhouse only */
+        installer_check("file:///srv/wheels", true);            /* a local index */
+        installer_check("https://pypi.org/simple", false);      /* a remote index: the host's network */
+}
+
+/* Unreleased, closing go_fd lets it exit 125 without running anything. */
+static void test_installer_held_until_release(void **state) {
+        char work[] = "/tmp/test-installer-XXXXXX";
+        assert_non_null(mkdtemp(work));
+        const char *argv[] = { "/usr/bin/touch", "ran", NULL };
+        SandboxInstallSpec spec = { .argv = argv, .work_dir = work, .output_fd = 2 };
+        SandboxInstaller c;
+        assert_int_equal(sandbox_spawn_installer(&spec, &c), 0);
+        usleep(100000);
+        c.go_fd = safe_close(c.go_fd);
+        siginfo_t si = {};
+        assert_int_equal(waitid(P_PIDFD, (id_t) c.pidfd, &si, WEXITED), 0);
+        sandbox_installer_done(&c);
+        assert_int_equal(si.si_code, CLD_EXITED);
+        assert_int_equal(si.si_status, 125);
+        char ran[sizeof(work) + 8];
+        snprintf(ran, sizeof(ran), "%s/ran", work);
+        assert_int_equal(access(ran, F_OK), -1);
+        assert_int_equal(rm_rf(work), 0);
+}
+
 int main(void) {
         const char *one = getenv("TEST_SANDBOX_RUN");
         if (one)
@@ -1021,6 +1118,8 @@ int main(void) {
                 cmocka_unit_test(test_clone_into_cgroup),
                 cmocka_unit_test(test_clone_into_cgroup_at_release),
                 cmocka_unit_test(test_new_names_the_refusal),
+                cmocka_unit_test(test_installer_confined),
+                cmocka_unit_test(test_installer_held_until_release),
                 cmocka_unit_test(test_warm_up_font_cache), /* last: later runs get the cache */
         };
         return cmocka_run_group_tests(tests, setup, teardown);
