@@ -294,17 +294,23 @@ static int job_helper(PyJob *j, PyStep step, const char *code, const char *pytho
         return run_start(&j->px->env, &p, on_helper_done, j, &j->run);
 }
 
-static const char *const *requirements_vector(json_t *reqs, const char **v, size_t max) {
-        size_t n = 0;
-        size_t i;
+/* The environment the metadata asks for, its requirements as a vector in v (at most max - 1). */
+static EnvRequest job_env_request(const PyJob *j, const char **v, size_t max) {
+        size_t n = 0, i;
         json_t *e;
-        json_array_foreach(reqs, i, e) {
+        json_array_foreach(json_object_get(j->meta, "requirements"), i, e) {
                 if (n + 1 >= max)
                         break;
                 v[n++] = json_string_value(e);
         }
         v[n] = NULL;
-        return v;
+        return (EnvRequest) {
+                .key = json_string_value(json_object_get(j->meta, "key")),
+                .python_name = j->interp->name,
+                .interpreter = j->interp->path,
+                .python_version = j->interp->version,
+                .requirements = v,
+        };
 }
 
 /* "line 3: message\n    offending text" for each problem. */
@@ -482,13 +488,7 @@ static void validate_after_compile(PyJob *j) {
                 return;
         }
         const char *v[72];
-        EnvRequest req = {
-                .key = json_string_value(json_object_get(j->meta, "key")),
-                .python_name = j->interp->name,
-                .interpreter = j->interp->path,
-                .python_version = j->interp->version,
-                .requirements = requirements_vector(reqs, v, ELEMENTSOF(v)),
-        };
+        EnvRequest req = job_env_request(j, v, ELEMENTSOF(v));
         j->step = STEP_CHECK;
         if (envs_check(j->px->envs, &req, on_check_done, j, &j->waiter) < 0) {
                 j->waiter = NULL;
@@ -530,13 +530,7 @@ static void after_meta(PyJob *j) {
                 return;
         }
         const char *v[72];
-        EnvRequest req = {
-                .key = json_string_value(json_object_get(j->meta, "key")),
-                .python_name = j->interp->name,
-                .interpreter = j->interp->path,
-                .python_version = j->interp->version,
-                .requirements = requirements_vector(reqs, v, ELEMENTSOF(v)),
-        };
+        EnvRequest req = job_env_request(j, v, ELEMENTSOF(v));
         j->step = STEP_ENV;
         if (envs_acquire(px->envs, &req, on_env_ready, j, &j->waiter) < 0) {
                 j->waiter = NULL;
