@@ -197,9 +197,10 @@ static int daemon_serving_setup(Daemon *d) {
         scheduler_init(&d->scheduler, &d->env, cfg->max_concurrent, cfg->queue_max);
         pyexec_attach(d->pyexec, &d->scheduler);
 
-        int r = metrics_new(PROJECT_VERSION,
-                            cfg->transport == TRANSPORT_STDIO ? "stdio" : cfg->transport == TRANSPORT_HTTP ? "http" : "sse",
-                            metrics_stderr_is_journal() ? NULL : stderr, &d->metrics);
+        const char *transport = cfg->transport == TRANSPORT_STDIO  ? "stdio"
+                                : cfg->transport == TRANSPORT_HTTP ? "http"
+                                                                   : "sse";
+        int r = metrics_new(PROJECT_VERSION, transport, metrics_stderr_is_journal() ? NULL : stderr, &d->metrics);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the metrics: %m");
         d->scheduler.metrics = d->metrics;

@@ -954,7 +954,8 @@ int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const ch
         if (px->exec.error)
                 log_warning("the interpreter probe failed: %s", px->exec.error);
         else if (px->exec.path)
-                log_info("python %s in the sandbox; packages: %s", px->exec.version, *px->packages ? px->packages : "none");
+                log_info("python %s in the sandbox; packages: %s", px->exec.version,
+                         *px->packages ? px->packages : "none");
         r = envs_setup(px);
         if (r < 0)
                 return r;
