@@ -82,7 +82,3 @@ void bus_events_stop(BusEvents *b) {
         ring_cancel(b->ring, &b->op_poll);
         ring_cancel(b->ring, &b->op_timer);
 }
-
-bool bus_events_busy(const BusEvents *b) {
-        return b->op_poll.busy || b->op_timer.busy;
-}

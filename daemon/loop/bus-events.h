@@ -23,6 +23,6 @@ typedef struct BusEvents {
  * bus. Returns 0, or -EBUSY when another module holds the hook. */
 int bus_events_start(BusEvents *b, Ring *ring, Cgroup *cgroup);
 
-/* Gives the hook back and cancels the poll and the timer; keep b alive until !bus_events_busy(). */
+/* Gives the hook back and cancels the poll and the timer; keep b alive until the ring has drained
+ * (ring_inflight()). */
 void bus_events_stop(BusEvents *b);
-bool bus_events_busy(const BusEvents *b);

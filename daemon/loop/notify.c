@@ -80,7 +80,3 @@ void notify_done(Notify *n) {
         if (n->op_watchdog.busy)
                 ring_cancel(n->ring, &n->op_watchdog);
 }
-
-bool notify_busy(const Notify *n) {
-        return n->op_watchdog.busy;
-}

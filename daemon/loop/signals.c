@@ -57,7 +57,3 @@ int signals_next(Signals *s, unsigned *ret_count) {
 void signals_stop(Signals *s) {
         ring_cancel(s->ring, &s->op);
 }
-
-bool signals_busy(const Signals *s) {
-        return s->op.busy;
-}

@@ -12,7 +12,7 @@ typedef struct Signals Signals;
 /* A signalfd for mask, whose signals the caller has blocked (sigprocmask(2)). Returns 0 or -errno. */
 int signals_new(Ring *ring, const sigset_t *mask, Signals **ret);
 
-/* Frees s. Its read must be over (signals_stop(), then !signals_busy()): if it is not, s is left
+/* Frees s. Its read must be over (signals_stop(), then the ring drained): if it is not, s is left
  * alone rather than have the kernel write into freed memory (we exit next). */
 Signals *signals_free(Signals *s);
 DEFINE_POINTER_CLEANUP(Signals, signals_free)
@@ -26,4 +26,3 @@ int signals_next(Signals *s, unsigned *ret_count);
 
 /* Cancels the read; its CQE may still come. */
 void signals_stop(Signals *s);
-bool signals_busy(const Signals *s);
