@@ -15,11 +15,14 @@ int daemon_new(const Config *cfg, Daemon **ret);
 
 /* Says READY=1 and serves until the transport is finished: the end of input, the client gone, or
  * a signal (SIGTERM, SIGINT, SIGHUP: running calls are killed and answered, STOPPING=1; a second
- * signal repeats the stop; after SHUTDOWN_DEADLINE_USEC the loop ends anyway). Returns 0, or
+ * signal repeats the stop; 5 s after the first the loop ends anyway). Returns 0, or
  * -errno when the loop itself failed (logged). */
 int daemon_run(Daemon *d);
 
-/* Stops the transport, lets the calls and the kernel operations in flight complete (boundedly,
- * asking each owner), then frees everything in the reverse order of daemon_new(). */
+/* Lets the calls finish (asking the scheduler and the Python jobs) while everything they use is
+ * alive, frees the transport, cancels the loop's own operations and lets every operation in flight
+ * complete (asking the ring), all within 2 s; then frees everything in the reverse order of
+ * daemon_new(). A daemon_run() that gave up (its loop failed, or the shutdown ran out of time)
+ * waits for nothing. */
 Daemon *daemon_free(Daemon *d);
 DEFINE_POINTER_CLEANUP(Daemon, daemon_free)
