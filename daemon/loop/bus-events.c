@@ -59,24 +59,26 @@ static void bus_events_after(void *userdata) {
         }
 }
 
-void bus_events_start(BusEvents *b, Ring *ring, Cgroup *cgroup) {
+int bus_events_start(BusEvents *b, Ring *ring, Cgroup *cgroup) {
         *b = (BusEvents) { .ring = ring, .cgroup = cgroup, .armed_fd = -EBADF };
         b->op_poll.callback = on_poll;
         b->op_timer.callback = on_timer;
         if (cgroup_event_fd(cgroup) < 0)
-                return;
-        ring->after = bus_events_after;
-        ring->after_userdata = b;
+                return 0;
+        int r = ring_set_after(ring, bus_events_after, b);
+        if (r < 0)
+                return r;
+        b->hooked = true;
         bus_events_after(b);
+        return 0;
 }
 
 void bus_events_stop(BusEvents *b) {
-        if (b->ring && b->ring->after_userdata == b) {
-                b->ring->after = NULL;
-                b->ring->after_userdata = NULL;
-        }
-        if (b->ring) {
-                ring_cancel(b->ring, &b->op_poll);
-                ring_cancel(b->ring, &b->op_timer);
-        }
+        if (!b->ring)
+                return;
+        if (b->hooked)
+                (void) ring_set_after(b->ring, NULL, NULL);
+        b->hooked = false;
+        ring_cancel(b->ring, &b->op_poll);
+        ring_cancel(b->ring, &b->op_timer);
 }

@@ -15,9 +15,14 @@ typedef struct BusEvents {
         int armed_mask;
         uint64_t armed_timeout;
         bool ready;    /* the poll or the timer fired: process */
+        bool hooked;   /* holds the ring's after-batch hook */
         struct __kernel_timespec ts;
 } BusEvents;
 
-/* Installs itself as the ring's after-hook. No-op for backends without a bus. */
-void bus_events_start(BusEvents *b, Ring *ring, Cgroup *cgroup);
+/* Installs itself as the ring's after-batch hook (ring_set_after()). No-op for backends without a
+ * bus. Returns 0, or -EBUSY when another module holds the hook. */
+int bus_events_start(BusEvents *b, Ring *ring, Cgroup *cgroup);
+
+/* Gives the hook back and cancels the poll and the timer; keep b alive until the ring has drained
+ * (ring_inflight()). */
 void bus_events_stop(BusEvents *b);

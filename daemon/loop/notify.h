@@ -32,5 +32,6 @@ void notify_status(Notify *n, uint32_t running, uint32_t queued, uint64_t total)
 /* STOPPING=1 with a STATUS= that says why. Pings continue until notify_done(). */
 void notify_stopping(Notify *n, const char *why);
 
-/* Cancels the ping; its CQE may still arrive, so keep n alive until !n->op_watchdog.busy. */
+/* Cancels the ping; its CQE may still arrive, so keep n alive until the ring has drained
+ * (ring_inflight()). */
 void notify_done(Notify *n);

@@ -2,10 +2,22 @@
  * marks completions nobody waits for (the cancel requests themselves). */
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "ring.h"
 
-int ring_init(Ring *r, unsigned entries) {
+struct Ring {
+        struct io_uring uring;
+        /* Every SQE gets exactly one CQE (no multishot, no CQE_SKIP_SUCCESS): got minus seen. */
+        unsigned inflight;
+        RingAfterFn after;
+        void *after_userdata;
+};
+
+int ring_new(unsigned entries, Ring **ret) {
+        _cleanup_free_ Ring *r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
         int k = io_uring_queue_init(entries, &r->uring, 0);
         if (k < 0)
                 return k;
@@ -16,14 +28,24 @@ int ring_init(Ring *r, unsigned entries) {
                 io_uring_queue_exit(&r->uring);
                 return k;
         }
-        r->initialized = true;
+        *ret = TAKE_PTR(r);
         return 0;
 }
 
-void ring_done(Ring *r) {
-        if (r->initialized)
-                io_uring_queue_exit(&r->uring);
-        r->initialized = false;
+Ring *ring_free(Ring *r) {
+        if (!r)
+                return NULL;
+        io_uring_queue_exit(&r->uring);
+        free(r);
+        return NULL;
+}
+
+int ring_set_after(Ring *r, RingAfterFn fn, void *userdata) {
+        if (fn && r->after)
+                return -EBUSY;
+        r->after = fn;
+        r->after_userdata = fn ? userdata : NULL;
+        return 0;
 }
 
 struct io_uring_sqe *ring_get_sqe(Ring *r, RingOp *op) {
@@ -33,6 +55,7 @@ struct io_uring_sqe *ring_get_sqe(Ring *r, RingOp *op) {
                 sqe = io_uring_get_sqe(&r->uring);
         }
         io_uring_sqe_set_data(sqe, op);
+        r->inflight++;
         if (op)
                 op->busy = true;
         return sqe;
@@ -43,6 +66,10 @@ void ring_cancel(Ring *r, RingOp *op) {
                 return;
         struct io_uring_sqe *sqe = ring_get_sqe(r, NULL);
         io_uring_prep_cancel(sqe, op, 0);
+}
+
+unsigned ring_inflight(const Ring *r) {
+        return r->inflight;
 }
 
 int ring_run_once(Ring *r, uint64_t timeout_usec) {
@@ -60,6 +87,7 @@ int ring_run_once(Ring *r, uint64_t timeout_usec) {
                 int res = cqe->res;
                 /* Mark the CQE seen before the callback: the callback may submit new work. */
                 io_uring_cqe_seen(&r->uring, cqe);
+                r->inflight--;
                 if (op) {
                         op->busy = false;
                         op->callback(op, res);

@@ -21,7 +21,6 @@
 
 /* The helpers are small, but the machine may be loaded: bounded, never unbounded. */
 #define HELPER_TIMEOUT_S 30
-#define PROBE_FULL_TIMEOUT_S 60
 #define HELPER_OUTPUT_MAX_BYTES (4u << 20)
 #define STDERR_TAIL_BYTES 2000
 
@@ -32,13 +31,12 @@ typedef struct PyInterp {
         char *implementation;
         char *id;      /* path, implementation and version: part of every environment key */
         bool metadata_tools; /* has tomllib and packaging */
-        json_t *packages;    /* importable scientific packages (array), probed on first use */
+        json_t *packages;    /* importable packages (array), probed at start; NULL when not probed */
         char *error;   /* why it cannot be used, or NULL */
 } PyInterp;
 
 typedef enum PyStep {
         STEP_NONE,
-        STEP_PROBE,    /* probing an interpreter (at start, or the packages for check_environment) */
         STEP_META,
         STEP_COMPILE,
         STEP_CHECK,
@@ -58,10 +56,11 @@ struct PyExec {
         PyInterp interps[CONFIG_PYTHONS_MAX];
         size_t n_interps;
         PyInterp tools;    /* the interpreter that runs the metadata helper (python3 ≥ 3.11) */
+        PyInterp exec;     /* MCP_EXEC_PYTHON: what exec runs without `python` (its description) */
         char *names;
         char *sources;
+        char *packages;    /* exec's packages as its description names them: "PyYAML, numpy" */
         char *version;
-        bool owns_envs;
         PyJob *jobs;
 };
 
@@ -76,7 +75,6 @@ struct PyJob {
         EnvWaiter *waiter;
         RingOp op_nop;
         bool cancelled;   /* never answered */
-        size_t probe_index;
         json_t *meta;     /* the metadata helper's output */
         json_t *problems; /* validate_script: what is wrong */
         PyJob *prev, *next;
@@ -112,12 +110,6 @@ static void interp_done(PyInterp *i) {
         *i = (PyInterp) {};
 }
 
-typedef struct ProbeWait {
-        PyInterp *interp;
-        bool done;
-        bool full;
-} ProbeWait;
-
 static char *stderr_tail(const McpExecResult *r) {
         size_t n = r->stderr_len, off = n > STDERR_TAIL_BYTES ? n - STDERR_TAIL_BYTES : 0;
         return strndup(r->stderr_data ? r->stderr_data + off : "", n - off);
@@ -144,59 +136,91 @@ static json_t *helper_output(Run *run, const char *what, char **reterr) {
         return NULL;
 }
 
-static void probe_apply(PyInterp *i, json_t *o, bool full) {
-        if (full) {
-                json_t *p = json_object_get(o, "packages");
-                json_decref(i->packages);
-                i->packages = json_is_array(p) ? json_incref(p) : json_array();
-                return;
-        }
+static void probe_apply(PyInterp *i, json_t *o) {
         const char *v = json_string_value(json_object_get(o, "version"));
         const char *impl = json_string_value(json_object_get(o, "implementation"));
-        free(i->version);
-        free(i->implementation);
-        free(i->id);
+        json_t *p = json_object_get(o, "packages");
         i->version = strdup(v ? v : "?");
         i->implementation = strdup(impl ? impl : "?");
         i->metadata_tools = json_is_true(json_object_get(o, "metadata_tools"));
+        i->packages = json_is_array(p) ? json_incref(p) : json_array();
         if (asprintf(&i->id, "%s %s %s", i->path, i->implementation, i->version) < 0)
                 i->id = NULL;
 }
 
-static void on_start_probe_done(Run *run, void *userdata) {
+typedef struct ProbeWait {
+        PyInterp *interp;
+        size_t *pending;
+} ProbeWait;
+
+static void on_probe_done(Run *run, void *userdata) {
         ProbeWait *w = userdata;
         _cleanup_free_ char *err = NULL;
         _cleanup_(json_decrefp) json_t *o = helper_output(run, "the interpreter probe", &err);
         if (o)
-                probe_apply(w->interp, o, false);
-        else if (!w->interp->error)
-                w->interp->error = err ? TAKE_PTR(err) : strdup("the interpreter probe failed");
-        w->done = true;
+                probe_apply(w->interp, o);
+        else {
+                w->interp->packages = json_array();
+                if (!w->interp->error)
+                        w->interp->error = err ? TAKE_PTR(err) : strdup("the interpreter probe failed");
+        }
+        (*w->pending)--;
         run_release(run);
 }
 
-static int probe_blocking(PyExec *px, PyInterp *i) {
-        if (!i->path)
-                return 0;
-        ProbeWait w = { .interp = i };
-        RunParams p = {
-                .code = py_probe,
-                .code_len = strlen(py_probe),
-                .stdin_data = "quick",
-                .stdin_len = 5,
-                .timeout_s = HELPER_TIMEOUT_S,
-                .python = i->path,
-        };
-        Run *run;
-        int r = run_start(&px->env, &p, on_start_probe_done, &w, &run);
-        if (r < 0)
-                return r;
-        while (!w.done) {
-                r = ring_run_once(px->env.ring, 0);
-                if (r < 0)
-                        return r;
-        }
+/* What a second entry for an interpreter already probed learns from the first. */
+static int probe_copy(PyInterp *to, const PyInterp *from) {
+        to->metadata_tools = from->metadata_tools;
+        to->packages = json_incref(from->packages);
+        if ((from->version && !(to->version = strdup(from->version))) ||
+            (from->implementation && !(to->implementation = strdup(from->implementation))) ||
+            (from->id && !(to->id = strdup(from->id))) || (from->error && !(to->error = strdup(from->error))))
+                return -ENOMEM;
         return 0;
+}
+
+/* The one probe at start: each interpreter path once (the configured ones, the tools interpreter,
+ * exec's), all at the same time, the loop run until every one has answered. What it finds feeds
+ * the tool descriptions and check_environment alike. */
+static int probe_all(PyExec *px) {
+        PyInterp *all[CONFIG_PYTHONS_MAX + 2];
+        ProbeWait waits[ELEMENTSOF(all)];
+        size_t n = 0, pending = 0;
+        int r = 0;
+        for (size_t i = 0; i < px->n_interps; i++)
+                all[n++] = &px->interps[i];
+        all[n++] = &px->tools;
+        all[n++] = &px->exec;
+
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                bool first = true;
+                for (size_t k = 0; k < i && first; k++)
+                        first = !all[k]->path || !all[i]->path || strcmp(all[k]->path, all[i]->path) != 0;
+                if (!all[i]->path || !first)
+                        continue;
+                waits[i] = (ProbeWait) { .interp = all[i], .pending = &pending };
+                RunParams p = {
+                        .code = py_probe,
+                        .code_len = strlen(py_probe),
+                        .timeout_s = HELPER_TIMEOUT_S,
+                        .python = all[i]->path,
+                };
+                Run *run;
+                r = run_start(&px->env, &p, on_probe_done, &waits[i], &run);
+                if (r >= 0)
+                        pending++;
+        }
+        /* Even after a failed start: the probes started hold &waits[] and &pending. */
+        while (pending > 0) {
+                int k = ring_run_once(px->env.ring, 0);
+                if (k < 0)
+                        return k;
+        }
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                for (size_t k = 0; k < i && all[i]->path && !all[i]->packages; k++)
+                        if (all[k]->path && strcmp(all[k]->path, all[i]->path) == 0)
+                                r = probe_copy(all[i], all[k]);
+        return r;
 }
 
 static int interp_init(PyInterp *i, const char *name, const char *path) {
@@ -270,17 +294,23 @@ static int job_helper(PyJob *j, PyStep step, const char *code, const char *pytho
         return run_start(&j->px->env, &p, on_helper_done, j, &j->run);
 }
 
-static const char *const *requirements_vector(json_t *reqs, const char **v, size_t max) {
-        size_t n = 0;
-        size_t i;
+/* The environment the metadata asks for, its requirements as a vector in v (at most max - 1). */
+static EnvRequest job_env_request(const PyJob *j, const char **v, size_t max) {
+        size_t n = 0, i;
         json_t *e;
-        json_array_foreach(reqs, i, e) {
+        json_array_foreach(json_object_get(j->meta, "requirements"), i, e) {
                 if (n + 1 >= max)
                         break;
                 v[n++] = json_string_value(e);
         }
         v[n] = NULL;
-        return v;
+        return (EnvRequest) {
+                .key = json_string_value(json_object_get(j->meta, "key")),
+                .python_name = j->interp->name,
+                .interpreter = j->interp->path,
+                .python_version = j->interp->version,
+                .requirements = v,
+        };
 }
 
 /* "line 3: message\n    offending text" for each problem. */
@@ -458,13 +488,7 @@ static void validate_after_compile(PyJob *j) {
                 return;
         }
         const char *v[72];
-        EnvRequest req = {
-                .key = json_string_value(json_object_get(j->meta, "key")),
-                .python_name = j->interp->name,
-                .interpreter = j->interp->path,
-                .python_version = j->interp->version,
-                .requirements = requirements_vector(reqs, v, ELEMENTSOF(v)),
-        };
+        EnvRequest req = job_env_request(j, v, ELEMENTSOF(v));
         j->step = STEP_CHECK;
         if (envs_check(j->px->envs, &req, on_check_done, j, &j->waiter) < 0) {
                 j->waiter = NULL;
@@ -506,22 +530,13 @@ static void after_meta(PyJob *j) {
                 return;
         }
         const char *v[72];
-        EnvRequest req = {
-                .key = json_string_value(json_object_get(j->meta, "key")),
-                .python_name = j->interp->name,
-                .interpreter = j->interp->path,
-                .python_version = j->interp->version,
-                .requirements = requirements_vector(reqs, v, ELEMENTSOF(v)),
-        };
+        EnvRequest req = job_env_request(j, v, ELEMENTSOF(v));
         j->step = STEP_ENV;
         if (envs_acquire(px->envs, &req, on_env_ready, j, &j->waiter) < 0) {
                 j->waiter = NULL;
                 job_tool_error(j, "mcp-execd is out of memory");
         }
 }
-
-static void check_environment_reply(PyJob *j);
-static void probe_next(PyJob *j);
 
 static void on_helper_done(Run *run, void *userdata) {
         PyJob *j = userdata;
@@ -535,9 +550,7 @@ static void on_helper_done(Run *run, void *userdata) {
         }
         _cleanup_free_ char *err = NULL;
         _cleanup_(json_decrefp) json_t *o = helper_output(
-                run, step == STEP_META ? "the PEP 723 metadata parser" : step == STEP_COMPILE ? "the syntax check"
-                                                                                             : "the interpreter probe",
-                &err);
+                run, step == STEP_META ? "the PEP 723 metadata parser" : "the syntax check", &err);
         run_release(run);
 
         switch (step) {
@@ -561,38 +574,9 @@ static void on_helper_done(Run *run, void *userdata) {
                 }
                 validate_after_compile(j);
                 return;
-        case STEP_PROBE: {
-                PyInterp *i = &j->px->interps[j->probe_index];
-                if (o)
-                        probe_apply(i, o, true);
-                else {
-                        json_decref(i->packages);
-                        i->packages = json_array();
-                        if (!i->error)
-                                i->error = TAKE_PTR(err);
-                }
-                j->probe_index++;
-                probe_next(j);
-                return;
-        }
         default:
                 job_tool_error(j, "internal error: unexpected step");
         }
-}
-
-/* check_environment: the interpreters' packages are probed (really imported, in the sandbox) on first
- * use and remembered; then the report. */
-static void probe_next(PyJob *j) {
-        PyExec *px = j->px;
-        while (j->probe_index < px->n_interps &&
-               (px->interps[j->probe_index].packages || !px->interps[j->probe_index].path))
-                j->probe_index++;
-        if (j->probe_index >= px->n_interps) {
-                check_environment_reply(j);
-                return;
-        }
-        if (job_helper(j, STEP_PROBE, py_probe, px->interps[j->probe_index].path, "full", 4, PROBE_FULL_TIMEOUT_S) < 0)
-                job_tool_error(j, "mcp-execd is out of memory");
 }
 
 static json_t *redacted_url(const char *url) {
@@ -616,6 +600,7 @@ static json_t *limit_or_null(uint64_t v) {
         return v == UINT64_MAX ? json_null() : json_integer((json_int_t) v);
 }
 
+/* check_environment: what the probe at start found, the configuration, the cache. */
 static void check_environment_reply(PyJob *j) {
         PyExec *px = j->px;
         const Config *c = px->config;
@@ -687,7 +672,7 @@ static void job_begin(PyJob *j) {
 
         if (a->tool == MCP_TOOL_CHECK_ENVIRONMENT) {
                 j->interp = &px->interps[0];
-                probe_next(j);
+                check_environment_reply(j);
                 return;
         }
         j->interp = interp_find(px, a->python);
@@ -803,26 +788,14 @@ static void hook_shutdown(void *userdata, const char *reason) {
 /* ---------------------------------------------------------------------------------------------
  * Set-up. */
 
-int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, Envs *envs, const char *version,
-               PyExec **ret) {
-        PyExec *px = calloc(1, sizeof(*px));
-        if (!px)
-                return -ENOMEM;
-        px->env = *env;
-        px->env.max_output_bytes = HELPER_OUTPUT_MAX_BYTES;
-        px->config = config;
-        px->cgroup = cgroup;
-        px->envs = envs;
-        px->version = strdup(version);
-        px->hook = (SchedulerHook) { .userdata = px, .submit = hook_submit, .has = hook_has, .cancel = hook_cancel,
-                                     .shutdown = hook_shutdown };
-        int r = px->version ? 0 : -ENOMEM;
-
-        /* MCP_EXEC_PYTHONS, or MCP_EXEC_PYTHON alone (named after its file name). */
+/* MCP_EXEC_PYTHONS, or MCP_EXEC_PYTHON alone (named after its file name); the tools interpreter;
+ * exec's interpreter, which the daemon has resolved (env->python, NULL when it was not found). */
+static int interps_init(PyExec *px, const Config *config) {
         char buf[1024];
         const char *names[CONFIG_PYTHONS_MAX], *paths[CONFIG_PYTHONS_MAX];
-        int n = config->pythons ? config_parse_pythons(config->pythons, buf, sizeof(buf), names, paths)
-                                : config_parse_pythons(config->python, buf, sizeof(buf), names, paths);
+        int n = config_parse_pythons(config->pythons ? config->pythons : config->python, buf, sizeof(buf), names,
+                                     paths);
+        int r = 0;
         for (int i = 0; r >= 0 && i < n; i++) {
                 r = interp_init(&px->interps[i], names[i], paths[i]);
                 px->n_interps = (size_t) i + 1;
@@ -833,79 +806,63 @@ int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, Envs *en
         }
         if (r >= 0)
                 r = interp_init(&px->tools, "tools", "python3");
-        for (size_t i = 0; r >= 0 && i < px->n_interps; i++) {
-                r = probe_blocking(px, &px->interps[i]);
-                if (px->interps[i].error)
-                        log_warning("interpreter %s: %s", px->interps[i].name, px->interps[i].error);
-                else
-                        log_info("interpreter %s: %s %s (%s)", px->interps[i].name, px->interps[i].implementation,
-                                 px->interps[i].version, px->interps[i].path);
-        }
-        /* The tools interpreter is usually one of the configured ones: probe it once. */
-        for (size_t i = 0; r >= 0 && i < px->n_interps && !px->tools.id; i++)
-                if (px->tools.path && px->interps[i].path && px->interps[i].id &&
-                    strcmp(px->tools.path, px->interps[i].path) == 0) {
-                        px->tools.metadata_tools = px->interps[i].metadata_tools;
-                        px->tools.id = strdup(px->interps[i].id);
-                }
-        if (r >= 0 && !px->tools.id)
-                r = probe_blocking(px, &px->tools);
-        if (r >= 0 && !px->tools.metadata_tools)
-                log_warning("python3 in " SANDBOX_PATH " lacks tomllib or packaging (python3 >= 3.11 and Debian's "
-                            "python3-packaging): execute_python and validate_script will refuse scripts");
-
-        Buf b = {};
-        for (size_t i = 0; r >= 0 && i < px->n_interps; i++)
-                if (buf_append(&b, ",", i ? 1 : 0) < 0 ||
-                    buf_append(&b, px->interps[i].name, strlen(px->interps[i].name)) < 0)
-                        r = -ENOMEM;
-        px->names = b.data;
-        if (r >= 0 && envs) {
-                const char *ix = config->index_url, *wh = config->wheelhouse;
-                _cleanup_(json_decrefp) json_t *u = redacted_url(ix);
-                if (asprintf(&px->sources, "%s%s%s%s%s", ix ? "the package index " : "", ix ? json_string_value(u) : "",
-                             ix && wh ? " and " : "", wh ? "the wheelhouse " : "", wh ? wh : "") < 0) {
-                        px->sources = NULL;
-                        r = -ENOMEM;
-                }
-        }
-        for (int i = 0; i < 20; i++)
-                (void) ring_run_once(px->env.ring, 1000); /* let the probe runs free themselves */
-        if (r < 0) {
-                pyexec_free(px);
+        if (r < 0)
                 return r;
-        }
-        *ret = px;
+        px->exec.name = strdup(config->python);
+        if (!px->exec.name || (px->env.python && !(px->exec.path = strdup(px->env.python))))
+                return -ENOMEM;
         return 0;
 }
 
-void pyexec_attach(PyExec *px, Scheduler *scheduler) {
-        px->scheduler = scheduler;
-        scheduler_set_hook(scheduler, &px->hook);
+static void interps_log(const PyExec *px) {
+        for (size_t i = 0; i < px->n_interps; i++) {
+                const PyInterp *p = &px->interps[i];
+                if (p->error)
+                        log_warning("interpreter %s: %s", p->name, p->error);
+                else
+                        log_info("interpreter %s: %s %s (%s)", p->name, p->implementation, p->version, p->path);
+        }
+        if (!px->tools.metadata_tools)
+                log_warning("python3 in " SANDBOX_PATH " lacks tomllib or packaging (python3 >= 3.11 and Debian's "
+                            "python3-packaging): execute_python and validate_script will refuse scripts");
 }
 
-PyExec *pyexec_free(PyExec *px) {
-        if (!px)
-                return NULL;
-        /* Jobs still here are in flight on the loop, which is ending: abandon them. */
+/* exec's packages as its description names them: "PyYAML, numpy" ("" for none). */
+static int packages_init(PyExec *px) {
+        Buf b = {};
+        size_t i;
+        json_t *e;
+        json_array_foreach(px->exec.packages, i, e) {
+                const char *name = json_string_value(e) ?: "";
+                if (buf_append(&b, ", ", i ? 2 : 0) < 0 || buf_append(&b, name, strlen(name)) < 0) {
+                        buf_done(&b);
+                        return -ENOMEM;
+                }
+        }
+        px->packages = b.data ? b.data : strdup("");
+        return px->packages ? 0 : -ENOMEM;
+}
+
+/* "python3,pypy3" (the default first), and where dependencies come from. */
+static int texts_init(PyExec *px) {
+        Buf b = {};
         for (size_t i = 0; i < px->n_interps; i++)
-                interp_done(&px->interps[i]);
-        interp_done(&px->tools);
-        if (px->owns_envs)
-                envs_free(px->envs);
-        free(px->names);
-        free(px->sources);
-        free(px->version);
-        free(px);
-        return NULL;
-}
-
-const char *pyexec_names(const PyExec *px) {
-        return px->names;
-}
-
-const char *pyexec_sources(const PyExec *px) {
-        return px->sources;
+                if (buf_append(&b, ",", i ? 1 : 0) < 0 ||
+                    buf_append(&b, px->interps[i].name, strlen(px->interps[i].name)) < 0) {
+                        buf_done(&b);
+                        return -ENOMEM;
+                }
+        px->names = b.data;
+        if (!px->envs)
+                return 0;
+        const char *ix = px->config->index_url, *wh = px->config->wheelhouse;
+        _cleanup_(json_decrefp) json_t *u = redacted_url(ix);
+        if (asprintf(&px->sources, "%s%s%s%s%s", ix ? "the package index " : "", ix ? json_string_value(u) : "",
+                     ix && wh ? " and " : "", wh ? "the wheelhouse " : "", wh ? wh : "") < 0) {
+                px->sources = NULL;
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 static char *path_lookup(const char *name) {
@@ -925,51 +882,129 @@ static char *path_lookup(const char *name) {
         return NULL;
 }
 
-int pyexec_setup(const RunEnv *env, const Config *config, Cgroup *cgroup, const char *version, PyExec **ret) {
-        Envs *envs = NULL;
-        int r;
-        if (config->index_url || config->wheelhouse) {
-                _cleanup_free_ char *dir = NULL, *installer = python_resolve("python3"), *uv = path_lookup("uv");
-                const char *cache = getenv("CACHE_DIRECTORY");
-                if (config->env_cache_dir)
-                        dir = strdup(config->env_cache_dir);
-                else if (cache && *cache)
-                        dir = strndup(cache, strcspn(cache, ":"));
-                else if (geteuid() == 0)
-                        dir = strdup("/var/cache/mcp-execd");
-                else if (getenv("XDG_CACHE_HOME") && getenv("XDG_CACHE_HOME")[0] == '/')
-                        r = asprintf(&dir, "%s/mcp-execd", getenv("XDG_CACHE_HOME")), (void) r;
-                else
-                        r = asprintf(&dir, "%s/.cache/mcp-execd", getenv("HOME") ?: "/tmp"), (void) r;
-                if (!dir)
-                        return log_error_errno(-ENOMEM, "cannot set up the environment cache: %m");
-                if (!installer)
-                        log_warning("python3 not found in " SANDBOX_PATH ": dependencies cannot be installed");
-                EnvsConfig ec = {
-                        .ring = env->ring,
-                        .dir = dir,
-                        .max_bytes = config->env_cache_max_bytes,
-                        .timeout_s = config->install_timeout_s,
-                        .index_url = config->index_url,
-                        .wheelhouse = config->wheelhouse,
-                        .installer_python = installer ? installer : "/usr/bin/python3",
-                        .uv = uv,
-                        .cgroup = cgroup,
-                };
-                _cleanup_free_ char *why = NULL;
-                r = envs_new(&ec, &envs, &why);
-                if (r < 0) {
-                        log_error("refusing to start: %s", why ? why : strerror(-r));
-                        return r;
-                }
-                log_info("dependency environments in %s (at most %" PRIu64 " bytes), installed with %s", dir,
-                         config->env_cache_max_bytes, uv ? uv : "pip");
-        }
-        r = pyexec_new(env, config, cgroup, envs, version, ret);
+static char *envs_cache_dir(const Config *config) {
+        const char *cache = getenv("CACHE_DIRECTORY"), *xdg = getenv("XDG_CACHE_HOME");
+        char *dir = NULL;
+        if (config->env_cache_dir)
+                return strdup(config->env_cache_dir);
+        if (cache && *cache)
+                return strndup(cache, strcspn(cache, ":"));
+        if (geteuid() == 0)
+                return strdup("/var/cache/mcp-execd");
+        if (xdg && xdg[0] == '/')
+                return asprintf(&dir, "%s/mcp-execd", xdg) < 0 ? NULL : dir;
+        return asprintf(&dir, "%s/.cache/mcp-execd", getenv("HOME") ?: "/tmp") < 0 ? NULL : dir;
+}
+
+/* The dependency cache made from the configuration: none when no source is configured; else in
+ * MCP_EXEC_ENV_CACHE_DIR, $CACHE_DIRECTORY, /var/cache/mcp-execd as root, or ~/.cache/mcp-execd.
+ * Logs what failed. */
+static int envs_setup(PyExec *px) {
+        const Config *config = px->config;
+        if (!config->index_url && !config->wheelhouse)
+                return 0;
+        _cleanup_free_ char *dir = envs_cache_dir(config), *installer = python_resolve("python3"),
+                            *uv = path_lookup("uv");
+        if (!dir)
+                return log_error_errno(-ENOMEM, "cannot set up the environment cache: %m");
+        if (!installer)
+                log_warning("python3 not found in " SANDBOX_PATH ": dependencies cannot be installed");
+        EnvsConfig ec = {
+                .ring = px->env.ring,
+                .dir = dir,
+                .max_bytes = config->env_cache_max_bytes,
+                .timeout_s = config->install_timeout_s,
+                .index_url = config->index_url,
+                .wheelhouse = config->wheelhouse,
+                .installer_python = installer ? installer : "/usr/bin/python3",
+                .uv = uv,
+                .cgroup = px->cgroup,
+        };
+        _cleanup_free_ char *why = NULL;
+        int r = envs_new(&ec, &px->envs, &why);
         if (r < 0) {
-                envs_free(envs);
-                return log_error_errno(r, "cannot set up the interpreters: %m");
+                log_error("refusing to start: %s", why ? why : strerror(-r));
+                return r;
         }
-        (*ret)->owns_envs = true;
+        log_info("dependency environments in %s (at most %" PRIu64 " bytes), installed with %s", dir,
+                 config->env_cache_max_bytes, uv ? uv : "pip");
         return 0;
+}
+
+int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const char *version, PyExec **ret) {
+        _cleanup_(pyexec_freep) PyExec *px = calloc(1, sizeof(*px));
+        if (!px || !(px->version = strdup(version)))
+                return log_error_errno(-ENOMEM, "cannot set up the interpreters: %m");
+        px->env = *env;
+        px->env.max_output_bytes = HELPER_OUTPUT_MAX_BYTES;
+        px->config = config;
+        px->cgroup = cgroup;
+        px->hook = (SchedulerHook) { .userdata = px, .submit = hook_submit, .has = hook_has, .cancel = hook_cancel,
+                                     .shutdown = hook_shutdown };
+
+        int r = interps_init(px, config);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the interpreters: %m");
+        r = probe_all(px);
+        if (r < 0)
+                return log_error_errno(r, "cannot probe the interpreter: %m");
+        r = packages_init(px);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the interpreters: %m");
+        if (px->exec.error)
+                log_warning("the interpreter probe failed: %s", px->exec.error);
+        else if (px->exec.path)
+                log_info("python %s in the sandbox; packages: %s", px->exec.version,
+                         *px->packages ? px->packages : "none");
+        r = envs_setup(px);
+        if (r < 0)
+                return r;
+        interps_log(px);
+        r = texts_init(px);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the interpreters: %m");
+        *ret = TAKE_PTR(px);
+        return 0;
+}
+
+void pyexec_attach(PyExec *px, Scheduler *scheduler) {
+        px->scheduler = scheduler;
+        scheduler_set_hook(scheduler, &px->hook);
+}
+
+bool pyexec_busy(const PyExec *px) {
+        return px->jobs != NULL;
+}
+
+PyExec *pyexec_free(PyExec *px) {
+        if (!px)
+                return NULL;
+        /* Jobs still here are in flight on the loop, which is ending: abandon them. */
+        for (size_t i = 0; i < px->n_interps; i++)
+                interp_done(&px->interps[i]);
+        interp_done(&px->tools);
+        interp_done(&px->exec);
+        envs_free(px->envs);
+        free(px->names);
+        free(px->sources);
+        free(px->packages);
+        free(px->version);
+        free(px);
+        return NULL;
+}
+
+const char *pyexec_names(const PyExec *px) {
+        return px->names;
+}
+
+const char *pyexec_sources(const PyExec *px) {
+        return px->sources;
+}
+
+const char *pyexec_version(const PyExec *px) {
+        return px->exec.error ? NULL : px->exec.version;
+}
+
+const char *pyexec_packages(const PyExec *px) {
+        return px->exec.error ? NULL : px->packages;
 }

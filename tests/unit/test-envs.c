@@ -39,7 +39,7 @@ typedef struct Behaviour {
 } Behaviour;
 
 static struct {
-        Ring ring;
+        Ring *ring;
         Envs *envs;
         char dir[256];
         Behaviour behaviour;
@@ -140,12 +140,12 @@ static void wait_for(Got *const *gots, size_t n) {
                         done += gots[k]->calls > 0;
                 if (done == n)
                         break;
-                assert_int_equal(ring_run_once(&T.ring, 10000), 0);
+                assert_int_equal(ring_run_once(T.ring, 10000), 0);
         }
         for (size_t k = 0; k < n; k++)
                 assert_int_equal(gots[k]->calls, 1);
         for (int i = 0; i < 5; i++)
-                assert_int_equal(ring_run_once(&T.ring, 5000), 0);
+                assert_int_equal(ring_run_once(T.ring, 5000), 0);
 }
 
 /* Acquires key and waits for it; it stays in use until envs_release. */
@@ -196,11 +196,11 @@ static unsigned dir_entries(const char *sub) {
 static int setup(void **state) {
         snprintf(T.dir, sizeof(T.dir), "%s/test-envs-XXXXXX", getenv("TMPDIR") ?: "/tmp");
         assert_non_null(mkdtemp(T.dir));
-        assert_int_equal(ring_init(&T.ring, 64), 0);
+        assert_int_equal(ring_new(64, &T.ring), 0);
         T.behaviour = (Behaviour) {};
         T.spawns = 0;
         EnvsConfig c = {
-                .ring = &T.ring,
+                .ring = T.ring,
                 .dir = T.dir,
                 .max_bytes = CACHE_MAX,
                 .timeout_s = 30,
@@ -214,7 +214,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
         T.envs = envs_free(T.envs);
-        ring_done(&T.ring);
+        T.ring = ring_free(T.ring);
         (void) rm_rf(T.dir);
         return 0;
 }

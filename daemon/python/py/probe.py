@@ -1,22 +1,49 @@
-# probe.py: what an interpreter offers, run by mcp-execd inside the sandbox at start. Packages are
-# really imported (find_spec() alone would list CPython extension modules that PyPy finds on its
-# path but cannot load), so what check_environment reports is what a run can import.
+# probe.py: what an interpreter offers, run by mcp-execd inside the sandbox once at start; its answer
+# is both what the tool descriptions state and what check_environment reports. It must be fast (every
+# start waits for it), so a package is looked up, not imported (find_spec() does not import), except
+# where a lookup is known to mislead: a package carrying compiled modules built for another
+# interpreter (CPython's numpy on PyPy's path) is imported, and listed only if that works.
+# The order is the descriptions' order.
+import importlib
+import importlib.machinery
 import importlib.util
 import json
+import os
 import platform
 import sys
 
-scientific = [("numpy", "numpy"), ("pandas", "pandas"), ("scipy", "scipy"), ("matplotlib", "matplotlib"),
-              ("Pillow", "PIL"), ("scikit-learn", "sklearn"), ("statsmodels", "statsmodels"),
-              ("networkx", "networkx"), ("PyYAML", "yaml"), ("Jinja2", "jinja2")]
-# stdin "full": also import the packages (check_environment); else only the interpreter's identity
-# (at start, fast).
-full = sys.stdin.read().strip() == "full"
+# (name, module, names it cannot be imported without)
+packages = [("PyYAML", "yaml", ()), ("Jinja2", "jinja2", ()), ("Pillow", "PIL", ()), ("numpy", "numpy", ()),
+            ("pandas", "pandas", ("numpy",)), ("matplotlib", "matplotlib", ("numpy",))]
+# ".cpython-311-x86_64-linux-gnu.so", ".abi3.so" for CPython 3.11; the bare ".so" says nothing.
+own = tuple(s for s in importlib.machinery.EXTENSION_SUFFIXES if s != ".so")
+
+
+def foreign(path):
+    return path.endswith(".so") and not path.endswith(own) and os.path.basename(path).count(".") > 1
+
+
+def built_for_us(spec):
+    """False at the first compiled module built for another interpreter, True at the first for us."""
+    if spec.origin and (spec.origin.endswith(own) or foreign(spec.origin)):
+        return not foreign(spec.origin)
+    for top in spec.submodule_search_locations or []:
+        for root, dirs, files in os.walk(top):
+            for f in files:
+                if f.endswith(own):
+                    return True
+                if foreign(f):
+                    return False
+    return True
+
+
 found = []
-for name, mod in scientific if full else []:
+for name, mod, needs in packages:
+    if not all(n in found for n in needs):
+        continue  # and fast: pandas takes most of a second to fail on PyPy
     try:
-        if importlib.util.find_spec(mod):
-            importlib.import_module(mod)
+        spec = importlib.util.find_spec(mod)
+        if spec and (built_for_us(spec) or importlib.import_module(mod)):
             found.append(name)
     except Exception:
         pass
@@ -27,4 +54,4 @@ for mod in ("tomllib", "packaging"):
     except Exception:
         tools = False
 json.dump({"version": platform.python_version(), "implementation": platform.python_implementation(),
-           "packages": found if full else None, "metadata_tools": tools}, sys.stdout)
+           "packages": found, "metadata_tools": tools}, sys.stdout)

@@ -1,0 +1,409 @@
+/* daemon.c: the daemon object, the only place that knows the whole sequence: the cgroup backend,
+ * the sandbox, the loop, the interpreters' probe, the session, the transport, and an orderly
+ * shutdown whose teardown follows ownership. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bus-events.h"
+#include "cgroup.h"
+#include "daemon.h"
+#include "fd-util.h"
+#include "http-transport.h"
+#include "log.h"
+#include "mcp.h"
+#include "metrics.h"
+#include "notify.h"
+#include "project-config.h"
+#include "pyexec.h"
+#include "ring.h"
+#include "run.h"
+#include "sandbox.h"
+#include "scheduler.h"
+#include "signals.h"
+#include "stdio-transport.h"
+#include "str-util.h"
+
+#define RING_ENTRIES 256
+#define SHUTDOWN_DEADLINE_USEC (5u * 1000u * 1000u)
+/* After the loop: how long the calls and the kernel operations still in flight may take to
+ * complete before we free what they point into anyway (a run killed at shutdown ends within its
+ * kill grace; a cancelled read completes at once). */
+#define TEARDOWN_DEADLINE_USEC (2u * 1000u * 1000u)
+/* systemd ends a scope this long after its run's deadline even if we are gone (RuntimeMaxUSec). */
+#define CGROUP_BACKSTOP_GRACE_S 10
+
+DEFINE_POINTER_CLEANUP(Cgroup, cgroup_free)
+DEFINE_POINTER_CLEANUP(Sandbox, sandbox_free)
+
+struct Daemon {
+        const Config *config;
+        Cgroup *cgroup;
+        Sandbox *sandbox;
+        char *state_dir; /* the runs' staging directories; removed with its contents at the end */
+        Ring *ring;
+        Signals *signals;
+        char *python;    /* MCP_EXEC_PYTHON resolved in SANDBOX_PATH, or NULL */
+        BusEvents bus;
+        RunEnv env;
+        PyExec *pyexec;
+        McpServer *mcp;  /* stdio: the one session; HTTP: the template of each session's */
+        Scheduler scheduler;
+        Metrics *metrics;
+        Stdio *stdio;    /* one of the two transports */
+        Http *http;
+        Notify notify;
+        const char *transport_name;
+        uint64_t shutdown_deadline; /* 0 until a signal asked us to stop */
+        bool stopping;              /* STOPPING=1 said, the stop recorded */
+        bool gave_up;               /* the loop failed, or the shutdown ran out of time */
+};
+
+static const char *daemon_limits_by(const Daemon *d) {
+        return cgroup_backend(d->cgroup) == CGROUP_BACKEND_NONE ? "rlimit" : "cgroup";
+}
+
+static int daemon_cgroup_setup(Daemon *d) {
+        static const CgroupWant wants[] = {
+                [CGROUP_MODE_AUTO] = CGROUP_WANT_AUTO,
+                [CGROUP_MODE_SYSTEMD] = CGROUP_WANT_SYSTEMD,
+                [CGROUP_MODE_CGROUPFS] = CGROUP_WANT_CGROUPFS,
+                [CGROUP_MODE_NONE] = CGROUP_WANT_NONE,
+        };
+        const Config *cfg = d->config;
+        CgroupConfig ccfg = {
+                .want = wants[cfg->cgroup],
+                .slice = cfg->slice,
+                .memory_max_bytes = cfg->memory_max_bytes,
+                .pids_max = cfg->pids_max,
+                .cpu_quota_percent = cfg->cpu_quota_percent,
+                .backstop_grace_s = CGROUP_BACKSTOP_GRACE_S,
+        };
+        _cleanup_(cgroup_freep) Cgroup *cgroup = NULL;
+        _cleanup_free_ char *why = NULL;
+        int r = cgroup_new(&ccfg, &cgroup, &why);
+        if (r < 0) {
+                log_error("refusing to start: MCP_EXEC_CGROUP=%s is not available: %s",
+                          cfg->cgroup == CGROUP_MODE_SYSTEMD ? "systemd" : "cgroupfs", why ? why : strerror(-r));
+                return r;
+        }
+        if (cgroup_backend(cgroup) == CGROUP_BACKEND_NONE) {
+                if (cfg->require_cgroup) {
+                        log_error("refusing to start: MCP_EXEC_REQUIRE_CGROUP=1, but %s",
+                                  why ? why : "no cgroup backend is available");
+                        return -ENOMEDIUM;
+                }
+                log_warning("%s: memory, process and CPU limits are enforced with rlimits only",
+                            why ? why : "MCP_EXEC_CGROUP=none");
+        } else {
+                log_info("cgroup backend %s", cgroup_describe(cgroup));
+                r = cgroup_stop_stale(cgroup);
+                if (r > 0)
+                        log_info("stopped %d run scope(s) left by an earlier instance", r);
+                else if (r < 0)
+                        log_warning_errno(r, "cannot look for stale run scopes: %m, ignoring");
+        }
+        d->cgroup = TAKE_PTR(cgroup);
+        return 0;
+}
+
+/* The sandbox, and a private directory for the runs' staging directories: systemd's
+ * RuntimeDirectory= when we are a service, else one of our own under $TMPDIR. */
+static int daemon_sandbox_setup(Daemon *d) {
+        const Config *cfg = d->config;
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        unsigned threads = cfg->cpu_quota_percent ? (cfg->cpu_quota_percent + 99) / 100 : (unsigned) MAX(ncpu, 1L);
+        SandboxConfig scfg = {
+                .tmp_size_bytes = cfg->tmp_size_bytes,
+                .cpu_threads = MAX(threads, 1u),
+                .rlimit_as_bytes = cfg->memory_max_bytes == UINT64_MAX ? 0 : cfg->memory_max_bytes,
+                .rlimit_nproc = cfg->pids_max == UINT64_MAX ? 0 : cfg->pids_max,
+                .rlimit_cpu_sec = (uint64_t) cfg->max_timeout_s + 1,
+        };
+        _cleanup_(sandbox_freep) Sandbox *sandbox = NULL;
+        _cleanup_free_ char *reason = NULL;
+        int r = sandbox_new(&scfg, &sandbox, &reason);
+        if (r < 0) {
+                log_error("refusing to start: the sandbox is not available: %s", reason ? reason : strerror(-r));
+                return r;
+        }
+
+        const char *base = getenv("RUNTIME_DIRECTORY") ?: getenv("TMPDIR") ?: "/tmp";
+        _cleanup_free_ char *dir = NULL;
+        if (asprintf(&dir, "%s/mcp-execd.XXXXXX", base) < 0) {
+                dir = NULL;
+                return log_error_errno(-ENOMEM, "cannot create a private directory in %s: %m", base);
+        }
+        if (!mkdtemp(dir))
+                return log_error_errno(-errno, "cannot create a private directory in %s: %m", base);
+        d->sandbox = TAKE_PTR(sandbox);
+        d->state_dir = TAKE_PTR(dir);
+        return 0;
+}
+
+/* The loop and what rides on it from the start: the signals, the cgroup backend's bus. */
+static int daemon_loop_setup(Daemon *d, const sigset_t *mask) {
+        int r = ring_new(RING_ENTRIES, &d->ring);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up io_uring: %m");
+        r = signals_new(d->ring, mask, &d->signals);
+        if (r < 0)
+                return log_error_errno(r, "cannot create a signalfd: %m");
+
+        d->python = python_resolve(d->config->python);
+        if (!d->python)
+                log_warning("interpreter '%s' not found in " SANDBOX_PATH " (MCP_EXEC_PYTHON); every run will fail "
+                            "with a tool error until it is installed", d->config->python);
+        r = bus_events_start(&d->bus, d->ring, d->cgroup);
+        if (r < 0)
+                return log_error_errno(r, "cannot drive the cgroup backend's bus from the loop: %m");
+        return 0;
+}
+
+/* The MCP session: the tool descriptions state the limits and what the interpreters' probe found. */
+static int daemon_session_setup(Daemon *d) {
+        const Config *cfg = d->config;
+        McpLimits limits = {
+                .default_timeout_s = cfg->default_timeout_s,
+                .max_timeout_s = cfg->max_timeout_s,
+                .max_code_bytes = cfg->max_code_bytes,
+                .max_stdin_bytes = cfg->max_stdin_bytes,
+                .max_output_bytes = cfg->max_output_bytes,
+                .memory_max_bytes = cfg->memory_max_bytes,
+                .pids_max = cfg->pids_max,
+                .cpu_quota_percent = cfg->cpu_quota_percent,
+                .tmp_size_bytes = cfg->tmp_size_bytes,
+                .python_version = pyexec_version(d->pyexec),
+                .packages = pyexec_packages(d->pyexec),
+                .limits_by = daemon_limits_by(d),
+                .pythons = pyexec_names(d->pyexec),
+                .sources = pyexec_sources(d->pyexec),
+                .max_input_bytes = cfg->max_input_bytes,
+                .max_return_bytes = cfg->max_return_bytes,
+        };
+        d->mcp = mcp_server_new(&limits, PROJECT_VERSION);
+        if (!d->mcp)
+                return log_error_errno(-ENOMEM, "cannot set up the MCP session: %m");
+        return 0;
+}
+
+/* The scheduler, its run records (structured into the journal when stderr is our journal stream,
+ * we are a service; else one line each on stderr) and the transport. */
+static int daemon_serving_setup(Daemon *d) {
+        const Config *cfg = d->config;
+        scheduler_init(&d->scheduler, &d->env, cfg->max_concurrent, cfg->queue_max);
+        pyexec_attach(d->pyexec, &d->scheduler);
+
+        const char *transport = cfg->transport == TRANSPORT_STDIO  ? "stdio"
+                                : cfg->transport == TRANSPORT_HTTP ? "http"
+                                                                   : "sse";
+        int r = metrics_new(PROJECT_VERSION, transport, metrics_stderr_is_journal() ? NULL : stderr, &d->metrics);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the metrics: %m");
+        scheduler_set_metrics(&d->scheduler, d->metrics);
+
+        d->transport_name = cfg->transport == TRANSPORT_STDIO  ? "stdio"
+                            : cfg->transport == TRANSPORT_HTTP ? "HTTP (Streamable HTTP and HTTP+SSE)"
+                                                               : "HTTP+SSE";
+        if (cfg->transport == TRANSPORT_STDIO)
+                r = stdio_start(d->ring, &d->scheduler, d->mcp, cfg->max_message_bytes, &d->stdio);
+        else
+                r = http_start(d->ring, &d->scheduler, d->mcp, cfg, &d->http);
+        if (r < 0)
+                return log_error_errno(r, "cannot start the %s transport: %m", d->transport_name);
+        return 0;
+}
+
+int daemon_new(const Config *cfg, Daemon **ret) {
+        _cleanup_(daemon_freep) Daemon *d = calloc(1, sizeof(*d));
+        if (!d)
+                return log_error_errno(-ENOMEM, "cannot set up the daemon: %m");
+        d->config = cfg;
+
+        int r = daemon_cgroup_setup(d);
+        if (r < 0)
+                return r;
+
+        /* Replies go through the ring; a client that closed its end must not kill us. The signals
+         * we stop on are read from the loop (signals.h), never delivered. */
+        (void) signal(SIGPIPE, SIG_IGN);
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return log_error_errno(-errno, "cannot block signals: %m");
+
+        r = daemon_sandbox_setup(d);
+        if (r < 0)
+                return r;
+        r = daemon_loop_setup(d, &mask);
+        if (r < 0)
+                return r;
+
+        d->env = (RunEnv) {
+                .ring = d->ring,
+                .sandbox = d->sandbox,
+                .cgroup = d->cgroup,
+                .state_dir = d->state_dir,
+                .python = d->python,
+                .python_name = cfg->python,
+                .max_output_bytes = cfg->max_output_bytes,
+                .max_return_bytes = cfg->max_return_bytes,
+        };
+        /* Interpreters, dependencies, the Python tools; the one probe of each interpreter. */
+        r = pyexec_new(&d->env, cfg, d->cgroup, PROJECT_VERSION, &d->pyexec);
+        if (r < 0)
+                return r;
+        r = daemon_session_setup(d);
+        if (r < 0)
+                return r;
+        r = daemon_serving_setup(d);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(d);
+        return 0;
+}
+
+/* STOPPING=1 and the stop's record, once. */
+static void daemon_stopping(Daemon *d, const char *why) {
+        if (d->stopping)
+                return;
+        d->stopping = true;
+        metrics_set_runs(d->metrics, d->scheduler.n_running, d->scheduler.n_queued);
+        metrics_daemon_stopping(d->metrics, why);
+        notify_stopping(&d->notify, why);
+}
+
+/* A signal stops taking calls (stdin is no longer read; HTTP accepts nothing new, streams end after
+ * their answers) and kills the running calls, which are answered; a second one does it again. */
+static void daemon_on_signal(Daemon *d) {
+        unsigned count = 0;
+        int sig = signals_next(d->signals, &count);
+        if (sig == 0 || (count <= 1 && d->shutdown_deadline))
+                return;
+        const char *name = sigabbrev_np(sig);
+        log_info("received %s: stopping; running calls are killed and answered", name ?: "a signal");
+        if (d->stdio)
+                stdio_stop_reading(d->stdio);
+        else
+                http_stop(d->http);
+        char why[128];
+        snprintf(why, sizeof(why), "the run was stopped because mcp-execd is shutting down (SIG%s)", name ?: "?");
+        if (!d->shutdown_deadline) {
+                char sigwhy[32];
+                snprintf(sigwhy, sizeof(sigwhy), "SIG%s", name ?: "?");
+                daemon_stopping(d, sigwhy);
+        }
+        scheduler_shutdown(&d->scheduler, why);
+        d->shutdown_deadline = now_usec() + SHUTDOWN_DEADLINE_USEC;
+}
+
+static bool daemon_finished(const Daemon *d) {
+        return d->stdio ? stdio_finished(d->stdio) : http_finished(d->http);
+}
+
+int daemon_run(Daemon *d) {
+        const Config *cfg = d->config;
+        signals_start(d->signals);
+        log_info("%s %s serving MCP over %s (max %u concurrent runs, queue %u)", PROJECT_NAME, PROJECT_VERSION,
+                 d->transport_name, cfg->max_concurrent, cfg->queue_max);
+        metrics_daemon_started(d->metrics, &(MetricsStart) { .limits = daemon_limits_by(d),
+                                                             .max_concurrent = cfg->max_concurrent,
+                                                             .queue_max = cfg->queue_max });
+        notify_init(&d->notify, d->ring);
+        notify_ready(&d->notify, 0, 0, 0);
+
+        int r = 0;
+        while (!daemon_finished(d)) {
+                r = ring_run_once(d->ring, d->shutdown_deadline ? 100000 : 0);
+                if (r < 0) {
+                        log_error_errno(r, "the io_uring loop failed: %m");
+                        d->gave_up = true;
+                        break;
+                }
+                notify_status(&d->notify, d->scheduler.n_running, d->scheduler.n_queued, d->scheduler.n_finished);
+                daemon_on_signal(d);
+                if (d->shutdown_deadline && now_usec() > d->shutdown_deadline) {
+                        log_warning("shutdown took longer than %u s; exiting anyway", SHUTDOWN_DEADLINE_USEC / 1000000);
+                        d->gave_up = true;
+                        break;
+                }
+        }
+        daemon_stopping(d, r < 0                                      ? "loop-failed"
+                           : d->stdio && stdio_client_gone(d->stdio) ? "client-gone"
+                                                                      : "end-of-input");
+        return r;
+}
+
+typedef bool (*DaemonBusyFn)(const Daemon *d);
+
+/* Runs the loop while busy(d), until the deadline; false when it gave up (the loop failed, or the
+ * deadline passed), so that nothing completes into what is freed next. */
+static bool daemon_drain(Daemon *d, DaemonBusyFn busy, uint64_t deadline) {
+        while (busy(d)) {
+                uint64_t now = now_usec();
+                if (now >= deadline || ring_run_once(d->ring, deadline - now) < 0)
+                        return false;
+        }
+        return true;
+}
+
+/* The calls: queued or running in the scheduler, or a Python tool's job. */
+static bool daemon_calls_busy(const Daemon *d) {
+        return scheduler_active(&d->scheduler) > 0 || (d->pyexec && pyexec_busy(d->pyexec));
+}
+
+/* Anything the kernel may still complete: what the owners above left (released runs freeing
+ * themselves, cancel requests, the loop's own reads and timers). */
+static bool daemon_ring_busy(const Daemon *d) {
+        return ring_inflight(d->ring) > 0;
+}
+
+Daemon *daemon_free(Daemon *d) {
+        if (!d)
+                return NULL;
+        uint64_t deadline = now_usec() + TEARDOWN_DEADLINE_USEC;
+        /* A loop that gave up waits for nothing more: what is in flight is left to the kernel. */
+        bool drained = d->ring && !d->gave_up;
+
+        /* 1. The calls finish while everything they use is alive: the transport takes their answers,
+         *    the bus places and removes their scopes, the watchdog keeps pinging. Then the
+         *    transport goes (it waits for its own reads and writes), and the session. */
+        if (d->signals)
+                signals_stop(d->signals);
+        if (drained)
+                drained = daemon_drain(d, daemon_calls_busy, deadline);
+        stdio_free(d->stdio);
+        http_free(d->http);
+        mcp_server_free(d->mcp);
+
+        /* 2. The loop's own operations are cancelled; every operation still in flight completes
+         *    while its owner is alive. A drain that gave up leaves them to the kernel: the ring is
+         *    closed next and we exit, nothing is freed under a completion that can still run. */
+        notify_done(&d->notify);
+        bus_events_stop(&d->bus);
+        if (drained)
+                drained = daemon_drain(d, daemon_ring_busy, deadline);
+        if (!drained && d->ring)
+                log_debug("teardown: %u operation(s) still in flight, left to the kernel", ring_inflight(d->ring));
+
+        /* 3. Reverse order of daemon_new(). */
+        metrics_free(d->metrics);
+        scheduler_done(&d->scheduler);
+        pyexec_free(d->pyexec);
+        signals_free(d->signals);
+        ring_free(d->ring);
+        free(d->python);
+        if (d->state_dir)
+                (void) rm_rf(d->state_dir);
+        free(d->state_dir);
+        sandbox_free(d->sandbox);
+        cgroup_free(d->cgroup);
+        free(d);
+        return NULL;
+}

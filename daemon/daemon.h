@@ -1,0 +1,28 @@
+/* daemon.h: the daemon object: everything mcp-execd runs (cgroup backend, sandbox, loop,
+ * interpreters, MCP session, scheduler, metrics, transport), made from the configuration, run until
+ * shutdown, freed in the reverse order of its making. */
+#pragma once
+
+#include "cleanup.h"
+#include "config.h"
+
+typedef struct Daemon Daemon;
+
+/* Makes everything, probing the interpreters once on the way, and starts the transport; nothing
+ * is served before daemon_run(). cfg must outlive the daemon. Logs what failed (the caller exits
+ * with status 1). Returns 0 or -errno. */
+int daemon_new(const Config *cfg, Daemon **ret);
+
+/* Says READY=1 and serves until the transport is finished: the end of input, the client gone, or
+ * a signal (SIGTERM, SIGINT, SIGHUP: running calls are killed and answered, STOPPING=1; a second
+ * signal repeats the stop; 5 s after the first the loop ends anyway). Returns 0, or
+ * -errno when the loop itself failed (logged). */
+int daemon_run(Daemon *d);
+
+/* Lets the calls finish (asking the scheduler and the Python jobs) while everything they use is
+ * alive, frees the transport, cancels the loop's own operations and lets every operation in flight
+ * complete (asking the ring), all within 2 s; then frees everything in the reverse order of
+ * daemon_new(). A daemon_run() that gave up (its loop failed, or the shutdown ran out of time)
+ * waits for nothing. */
+Daemon *daemon_free(Daemon *d);
+DEFINE_POINTER_CLEANUP(Daemon, daemon_free)

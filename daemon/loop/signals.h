@@ -1,0 +1,28 @@
+/* signals.h: SIGTERM, SIGINT and SIGHUP read from a signalfd on the ring, so a signal is one more
+ * completion of the loop and never interrupts a callback. */
+#pragma once
+
+#include <signal.h>
+#include <stdbool.h>
+
+#include "ring.h"
+
+typedef struct Signals Signals;
+
+/* A signalfd for mask, whose signals the caller has blocked (sigprocmask(2)). Returns 0 or -errno. */
+int signals_new(Ring *ring, const sigset_t *mask, Signals **ret);
+
+/* Frees s. Its read must be over (signals_stop(), then the ring drained): if it is not, s is left
+ * alone rather than have the kernel write into freed memory (we exit next). */
+Signals *signals_free(Signals *s);
+DEFINE_POINTER_CLEANUP(Signals, signals_free)
+
+/* Starts reading. */
+void signals_start(Signals *s);
+
+/* Once a signal has come: after each completion of the read, the last signal's number (re-arming
+ * the read) and how many came in all; 0 while the read is in flight or none came yet. */
+int signals_next(Signals *s, unsigned *ret_count);
+
+/* Cancels the read; its CQE may still come. */
+void signals_stop(Signals *s);
