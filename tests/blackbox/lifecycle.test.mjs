@@ -214,7 +214,10 @@ test('the description tells the truth about the Python version and importable pa
     const version = r.structuredContent.stdout.trim();
     const m = desc.match(/Python (3\.\d+(\.\d+)?)/);
     if (m) assert.ok(version.startsWith(m[1]), `description says Python ${m[1]}, runs have ${version}`);
-    const modules = { PyYAML: 'yaml', Jinja2: 'jinja2', Pillow: 'PIL', numpy: 'numpy', pandas: 'pandas', matplotlib: 'matplotlib' };
+    const modules = {
+        PyYAML: 'yaml', Jinja2: 'jinja2', Pillow: 'PIL', numpy: 'numpy', pandas: 'pandas', matplotlib: 'matplotlib',
+        scipy: 'scipy', 'scikit-learn': 'sklearn', statsmodels: 'statsmodels', networkx: 'networkx',
+    };
     const named = Object.entries(modules).filter(([pkg]) => desc.includes(pkg));
     t.diagnostic(`description names: ${named.map(([p]) => p).join(', ') || 'no packages'}`);
     if (named.length === 0) return;

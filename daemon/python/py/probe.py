@@ -13,8 +13,12 @@ import platform
 import sys
 
 # (name, module, names it cannot be imported without)
+# The first six are what Debian's packages give every run (scripts/deps.sh); the others are listed
+# when the host has them (check_environment listed them before the two probes became one).
 packages = [("PyYAML", "yaml", ()), ("Jinja2", "jinja2", ()), ("Pillow", "PIL", ()), ("numpy", "numpy", ()),
-            ("pandas", "pandas", ("numpy",)), ("matplotlib", "matplotlib", ("numpy",))]
+            ("pandas", "pandas", ("numpy",)), ("matplotlib", "matplotlib", ("numpy",)),
+            ("scipy", "scipy", ("numpy",)), ("scikit-learn", "sklearn", ("numpy", "scipy")),
+            ("statsmodels", "statsmodels", ("numpy", "scipy", "pandas")), ("networkx", "networkx", ())]
 # ".cpython-311-x86_64-linux-gnu.so", ".abi3.so" for CPython 3.11; the bare ".so" says nothing.
 own = tuple(s for s in importlib.machinery.EXTENSION_SUFFIXES if s != ".so")
 
