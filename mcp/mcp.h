@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* jansson's value type, named here without its header: JSON crosses from mcp/ to the daemon and
+ * back as values, never as text to be parsed again. */
+struct json_t;
+
 /* What the tools promise, taken from the configuration in force (so the description and the
  * validation say the truth). */
 typedef struct McpLimits {
@@ -72,7 +76,7 @@ typedef struct McpInputFile {
 typedef struct McpExecArgs {
         McpTool tool;
         const char *python;            /* interpreter name chosen by the caller, or NULL: the default */
-        char *dependencies_json;       /* compact JSON array of requirement strings, or NULL */
+        struct json_t *dependencies;   /* JSON array of requirement strings (validated), or NULL */
         const char *code;
         size_t code_len;
         const char *stdin_data; /* may contain NULs */
@@ -157,7 +161,7 @@ typedef struct McpExecResult {
         uint64_t cpu_system_us;
         const char *limits; /* "cgroup" or "rlimit" */
         uint64_t queue_ms;
-        const char *extra_json; /* a JSON object whose members are added to the result, or NULL */
+        struct json_t *extra; /* a JSON object whose members are added to the result (borrowed), or NULL */
         const McpOutputFile *files; /* outputs/, sorted by name; returned ones become content items */
         size_t n_files;
         uint64_t files_unlisted;    /* entries beyond the listing limit */
@@ -168,8 +172,8 @@ typedef struct McpExecResult {
 char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r);
 char *mcp_call_reply_tool_error(const McpCall *c, const char *message);
 /* A result that is one JSON object (validate_script, check_environment): structuredContent and the
- * same JSON as text. NULL on ENOMEM or if json_object is not a JSON object. */
-char *mcp_call_reply_structured(const McpCall *c, const char *json_object);
+ * same JSON as text. object is borrowed. NULL on ENOMEM or if object is not a JSON object. */
+char *mcp_call_reply_structured(const McpCall *c, struct json_t *object);
 
 /* files.c, pure helpers also used by the daemon and the tests. */
 /* NULL if name is an acceptable input file name, else a malloc'd reason quoting it (escaped). */

@@ -51,12 +51,9 @@ char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r) {
                 "queue_ms", (json_int_t) r->queue_ms);
         if (!sc)
                 return NULL;
-        if (r->extra_json) {
-                /* execute_python's additions (interpreter, dependencies, environment). */
-                _cleanup_(json_decrefp) json_t *extra = json_loads(r->extra_json, 0, NULL);
-                if (!json_is_object(extra) || json_object_update(sc, extra) < 0)
-                        return NULL;
-        }
+        /* execute_python's additions (interpreter, dependencies, environment). */
+        if (r->extra && (!json_is_object(r->extra) || json_object_update(sc, r->extra) < 0))
+                return NULL;
         /* Clients that only read text content get the same JSON (the tools spec's advice for
          * structuredContent, and what mcp-exec returns). The files (issue 10): listed in sc, their bytes as content items after the text. */
         _cleanup_(json_decrefp) json_t *items = json_array();
@@ -78,8 +75,7 @@ char *mcp_call_reply_tool_error(const McpCall *c, const char *message) {
         return mcp_reply_tool_error(c->id, message);
 }
 
-char *mcp_call_reply_structured(const McpCall *c, const char *json_object) {
-        _cleanup_(json_decrefp) json_t *sc = json_loads(json_object, 0, NULL);
+char *mcp_call_reply_structured(const McpCall *c, json_t *sc) {
         if (!json_is_object(sc))
                 return NULL;
         _cleanup_free_ char *text = json_dumps(sc, JSON_COMPACT);

@@ -24,10 +24,10 @@ const char *mcp_tools_pythons(const McpLimits *l) {
 }
 
 void mcp_exec_args_done(McpExecArgs *a) {
-        free(a->dependencies_json);
+        json_decref(a->dependencies);
         free(a->files);
         free(a->files_data);
-        a->dependencies_json = NULL;
+        a->dependencies = NULL;
         a->files = NULL;
         a->files_data = NULL;
         a->n_files = 0;
@@ -136,8 +136,8 @@ static int dependencies_check(const McpLimits *l, const char *name, json_t *v, M
                 if (strlen(s) != n || strpbrk(s, "\n\r"))
                         return mcp_refuse(ret_problem, "invalid argument '%s[%zu]': must be one line without NUL", name, i);
         }
-        a->dependencies_json = json_dumps(v, JSON_COMPACT);
-        return a->dependencies_json ? 0 : -ENOMEM;
+        a->dependencies = json_incref(v);
+        return 0;
 }
 
 static bool file_is_base64(json_t *f) {

@@ -350,22 +350,20 @@ static void env_hold_release(void *userdata) {
         free(h);
 }
 
-static char *execute_extra(PyJob *j, json_t *environment) {
+static json_t *execute_extra(PyJob *j, json_t *environment) {
         json_t *reqs = j->meta ? json_object_get(j->meta, "requirements") : NULL;
-        _cleanup_(json_decrefp) json_t *o = json_pack(
-                "{s:s, s:s, s:o, s:o}", "python", j->interp->name, "python_version",
-                j->interp->version ? j->interp->version : "?", "dependencies", reqs ? json_incref(reqs) : json_array(),
-                "environment", environment ? environment : json_null());
-        return o ? json_dumps(o, JSON_COMPACT) : NULL;
+        return json_pack("{s:s, s:s, s:o, s:o}", "python", j->interp->name, "python_version",
+                         j->interp->version ? j->interp->version : "?", "dependencies",
+                         reqs ? json_incref(reqs) : json_array(), "environment", environment ? environment : json_null());
 }
 
 static void job_submit_run(PyJob *j, const char *python, const char *env_dir, json_t *environment,
                            const char *env_key) {
         PyExec *px = j->px;
         /* environment is consumed here (exec calls never have one). */
-        _cleanup_free_ char *extra = mcp_call_args(j->call)->tool == MCP_TOOL_EXECUTE_PYTHON
-                                             ? execute_extra(j, environment)
-                                             : NULL;
+        _cleanup_(json_decrefp) json_t *extra = mcp_call_args(j->call)->tool == MCP_TOOL_EXECUTE_PYTHON
+                                                        ? execute_extra(j, environment)
+                                                        : NULL;
         EnvHold *hold = NULL;
         if (env_key) {
                 hold = malloc(sizeof(EnvHold) + strlen(env_key) + 1);
@@ -380,7 +378,7 @@ static void job_submit_run(PyJob *j, const char *python, const char *env_dir, js
         JobPrep prep = {
                 .python = python,
                 .env_dir = env_dir,
-                .extra_json = extra,
+                .extra = extra,
                 .release = hold ? env_hold_release : NULL,
                 .userdata = hold,
         };
@@ -462,8 +460,7 @@ static void validate_finish(PyJob *j) {
                 "python_version", j->interp->version ? j->interp->version : "?", "requires_python",
                 rp ? json_incref(rp) : json_null(), "dependencies", reqs ? json_incref(reqs) : json_array(), "problems",
                 j->problems);
-        _cleanup_free_ char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-        job_reply(j, text ? mcp_call_reply_structured(j->call, text) : NULL);
+        job_reply(j, o ? mcp_call_reply_structured(j->call, o) : NULL);
 }
 
 static void validate_after_compile(PyJob *j) {
@@ -652,8 +649,7 @@ static void check_environment_reply(PyJob *j) {
                 "network_for_runs", "never",
                 "cache", cache,
                 "auth", "token_configured", c->auth_token != NULL);
-        _cleanup_free_ char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-        job_reply(j, text ? mcp_call_reply_structured(j->call, text) : NULL);
+        job_reply(j, o ? mcp_call_reply_structured(j->call, o) : NULL);
 }
 
 static const PyInterp *interp_find(PyExec *px, const char *name) {
@@ -687,9 +683,8 @@ static void job_begin(PyJob *j) {
         }
 
         /* The metadata helper: the script, the dependencies argument and the interpreter's identity. */
-        _cleanup_(json_decrefp) json_t *deps = a->dependencies_json ? json_loads(a->dependencies_json, 0, NULL) : NULL;
         _cleanup_(json_decrefp) json_t *in = json_pack(
-                "{s:s%, s:O?, s:{s:s, s:s, s:s, s:s}}", "script", a->code, a->code_len, "dependencies", deps,
+                "{s:s%, s:O?, s:{s:s, s:s, s:s, s:s}}", "script", a->code, a->code_len, "dependencies", a->dependencies,
                 "python", "name", j->interp->name, "version", j->interp->version, "implementation",
                 j->interp->implementation, "id", j->interp->id);
         _cleanup_free_ char *text = in ? json_dumps(in, JSON_COMPACT) : NULL;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "cleanup.h"
 #include "list.h"
 #include "log.h"
@@ -22,7 +24,8 @@ struct Job {
         Run *run;
         bool cancelled;
         bool shutdown;
-        char *python, *env_dir, *extra_json; /* JobPrep */
+        char *python, *env_dir; /* JobPrep */
+        json_t *extra;
         void (*release)(void *userdata);
         void *release_userdata;
         LIST_FIELDS(Job, jobs); /* on s->queue while waiting, on s->running while running */
@@ -60,7 +63,7 @@ static void job_free(Job *j) {
                 j->release(j->release_userdata);
         free(j->python);
         free(j->env_dir);
-        free(j->extra_json);
+        json_decref(j->extra);
         free(j);
 }
 DEFINE_POINTER_CLEANUP(Job, job_free)
@@ -145,7 +148,7 @@ static void on_run_done(Run *run, void *userdata) {
                 log_warning("run %s failed to run: %s", s->run_ops->id(run), error);
                 job_answer_error(j, error);
         } else {
-                r.extra_json = j->extra_json;
+                r.extra = j->extra;
                 char *reply = mcp_call_reply_result(j->call, &r);
                 if (!reply)
                         log_error("out of memory building a reply; the call stays unanswered");
@@ -237,9 +240,9 @@ int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReply
         if (prep) {
                 j->release = prep->release;
                 j->release_userdata = prep->userdata;
+                j->extra = prep->extra ? json_incref(prep->extra) : NULL;
                 if ((prep->python && !(j->python = strdup(prep->python))) ||
-                    (prep->env_dir && !(j->env_dir = strdup(prep->env_dir))) ||
-                    (prep->extra_json && !(j->extra_json = strdup(prep->extra_json))))
+                    (prep->env_dir && !(j->env_dir = strdup(prep->env_dir))))
                         return -ENOMEM; /* job_free() calls prep's release */
         }
         j->call = call;

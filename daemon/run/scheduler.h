@@ -32,7 +32,8 @@ typedef struct SchedulerHook {
 typedef struct JobPrep {
         const char *python;     /* interpreter path inside the sandbox, or NULL: the default */
         const char *env_dir;    /* host directory mounted read-only (dependencies), or NULL */
-        const char *extra_json; /* a JSON object whose members are added to the result, or NULL */
+        struct json_t *extra;   /* a JSON object whose members are added to the result (the job takes a
+                                 * reference), or NULL */
         void (*release)(void *userdata); /* called once when the job is gone, or NULL */
         void *userdata;
 } JobPrep;

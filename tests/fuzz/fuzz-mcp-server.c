@@ -276,12 +276,11 @@ static void check_files(const McpExecArgs *a, json_t *files) {
 /* Within arena_begin(). */
 static void check_dependencies(const McpExecArgs *a, json_t *deps) {
         if (!deps || json_is_null(deps)) {
-                FUZZ_CHECK(!a->dependencies_json);
+                FUZZ_CHECK(!a->dependencies);
                 return;
         }
-        FUZZ_CHECK(a->dependencies_json);
-        json_error_t err;
-        json_t *d = json_loads(a->dependencies_json, JSON_REJECT_DUPLICATES, &err);
+        FUZZ_CHECK(a->dependencies);
+        json_t *d = a->dependencies;
         FUZZ_CHECK(json_is_array(d));
         FUZZ_CHECK(json_array_size(d) <= 64);
         size_t i;
@@ -293,7 +292,6 @@ static void check_dependencies(const McpExecArgs *a, json_t *deps) {
                 FUZZ_CHECK(n > 0 && n <= 256 && !blank(s, n) && strlen(s) == n && !strpbrk(s, "\r\n"));
         }
         FUZZ_CHECK(json_equal(d, deps));
-        json_decref(d);
 }
 
 static void check_call_args(const McpCall *call, const char *line, size_t len) {
@@ -406,14 +404,11 @@ static void check_result(const McpCall *call) {
                 };
                 returned += out[i].returned;
         }
-        char *extra = NULL;
+        json_t *extra = NULL;
         if (a->tool == MCP_TOOL_EXECUTE_PYTHON) {
-                json_t *deps = a->dependencies_json ? json_loads(a->dependencies_json, 0, NULL) : json_array();
-                json_t *e = json_pack("{s:s, s:s, s:o, s:n}", "python", a->python ? a->python : "python3",
-                                      "python_version", "3.11.2", "dependencies", deps, "environment");
-                FUZZ_CHECK(e);
-                extra = json_dumps(e, JSON_COMPACT);
-                json_decref(e);
+                json_t *deps = a->dependencies ? json_incref(a->dependencies) : json_array();
+                extra = json_pack("{s:s, s:s, s:o, s:n}", "python", a->python ? a->python : "python3",
+                                  "python_version", "3.11.2", "dependencies", deps, "environment");
                 FUZZ_CHECK(extra);
         }
         McpExecResult r = {
@@ -424,13 +419,13 @@ static void check_result(const McpCall *call) {
                 .exit_code = -9,
                 .signal = "SIGKILL",
                 .limits = "rlimit",
-                .extra_json = extra,
+                .extra = extra,
                 .files = out,
                 .n_files = a->n_files,
                 .run_id = "0123456789abcdef",
         };
         char *reply = mcp_call_reply_result(call, &r);
-        free(extra);
+        json_decref(extra);
 
         arena_begin();
         json_t *j = reply_parse(reply);
@@ -478,15 +473,12 @@ static void check_result(const McpCall *call) {
  * as text. */
 static void check_structured(const McpCall *call) {
         const McpExecArgs *a = mcp_call_args(call);
-        json_t *o = json_pack("{s:b, s:s, s:s?, s:[{s:n, s:s, s:s, s:s%}]}", "valid", 0, "python",
-                              a->python ? a->python : "python3", "dependencies", a->dependencies_json, "problems",
+        json_t *o = json_pack("{s:b, s:s, s:O?, s:[{s:n, s:s, s:s, s:s%}]}", "valid", 0, "python",
+                              a->python ? a->python : "python3", "dependencies", a->dependencies, "problems",
                               "line", "check", "source", "message", "an echo", "text", a->code ? a->code : "",
                               a->code_len);
         FUZZ_CHECK(o);
-        char *s = json_dumps(o, JSON_COMPACT);
-        FUZZ_CHECK(s);
-        char *reply = mcp_call_reply_structured(call, s);
-        free(s);
+        char *reply = mcp_call_reply_structured(call, o);
 
         arena_begin();
         json_t *j = reply_parse(reply);

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "cleanup.h"
 #include "mcp.h"
 #include "test-mcp-tools.h"
 
@@ -38,7 +39,8 @@ static void test_accepted(void **state) {
         assert_int_equal(x->tool, MCP_TOOL_EXECUTE_PYTHON);
         assert_string_equal(x->code, "print(1)");
         assert_string_equal(x->python, "pypy3");
-        assert_string_equal(x->dependencies_json, "[\"a==1\",\"B>=2\"]");
+        _cleanup_free_ char *deps = json_dumps(x->dependencies, JSON_COMPACT);
+        assert_string_equal(deps, "[\"a==1\",\"B>=2\"]");
         assert_int_equal(x->timeout_s, 60); /* clamped, not an error */
         mcp_action_done(&a);
 
@@ -46,7 +48,7 @@ static void test_accepted(void **state) {
         assert_int_equal(a.kind, MCP_ACTION_CALL);
         assert_int_equal(mcp_call_args(a.call)->timeout_s, 1);
         assert_null(mcp_call_args(a.call)->python);
-        assert_null(mcp_call_args(a.call)->dependencies_json);
+        assert_null(mcp_call_args(a.call)->dependencies);
         mcp_action_done(&a);
 
         test_tools_call(s, "validate_script", "{\"script\":\"x\",\"dependencies\":null}", &a);
@@ -125,8 +127,9 @@ static void test_encoders(void **state) {
         McpServer *s = test_server_new();
         McpAction a;
         test_tools_call(s, "execute_python", "{\"script\":\"x\"}", &a);
-        McpExecResult r = { .stdout_data = "hi\n", .stdout_len = 3, .limits = "rlimit",
-                            .extra_json = "{\"python\":\"python3\",\"environment\":null}" };
+        json_t *extra = json_pack("{s:s, s:n}", "python", "python3", "environment");
+        assert_non_null(extra);
+        McpExecResult r = { .stdout_data = "hi\n", .stdout_len = 3, .limits = "rlimit", .extra = extra };
         char *reply = mcp_call_reply_result(a.call, &r);
         json_t *j = json_loads(reply, 0, NULL);
         json_t *sc = json_object_get(json_object_get(j, "result"), "structuredContent");
@@ -134,9 +137,13 @@ static void test_encoders(void **state) {
         assert_string_equal(json_string_value(json_object_get(sc, "python")), "python3");
         assert_true(json_is_null(json_object_get(sc, "environment")));
         json_decref(j);
+        json_decref(extra);
         free(reply);
 
-        reply = mcp_call_reply_structured(a.call, "{\"valid\":true,\"problems\":[]}");
+        json_t *o = json_pack("{s:b, s:[]}", "valid", 1, "problems");
+        assert_non_null(o);
+        reply = mcp_call_reply_structured(a.call, o);
+        json_decref(o);
         j = json_loads(reply, 0, NULL);
         json_t *result = json_object_get(j, "result");
         assert_true(json_is_true(json_object_get(json_object_get(result, "structuredContent"), "valid")));
@@ -145,7 +152,9 @@ static void test_encoders(void **state) {
         assert_true(json_is_false(json_object_get(result, "isError")));
         json_decref(j);
         free(reply);
-        assert_null(mcp_call_reply_structured(a.call, "[1]"));
+        json_t *array = json_pack("[i]", 1);
+        assert_null(mcp_call_reply_structured(a.call, array));
+        json_decref(array);
         mcp_action_done(&a);
         mcp_server_free(s);
 }

@@ -541,10 +541,12 @@ static const SchedulerHook hook = {
 /* The hook hands its call back, prepared. */
 static int hook_hand_back(void) {
         FakeHook *h = &fake_hook;
+        _cleanup_(json_decrefp) json_t *extra = json_pack("{s:s, s:n}", "python", "pypy3", "environment");
+        assert_non_null(extra);
         JobPrep prep = {
                 .python = "/usr/bin/pypy3",
                 .env_dir = "/var/cache/envs/abc",
-                .extra_json = "{\"python\":\"pypy3\",\"environment\":null}",
+                .extra = extra,
                 .release = prep_release,
                 .userdata = h,
         };
@@ -581,7 +583,7 @@ static void test_hook(void **state) {
         assert_int_equal(fake_hook.n_released, 0); /* held while the job lives */
         fake_end(1);
         assert_int_equal(fake_hook.n_released, 1);
-        /* extra_json's members join the result. */
+        /* extra's members join the result. */
         json_t *j = json_loads(replies[1].text, 0, NULL);
         json_t *sc = json_object_get(json_object_get(j, "result"), "structuredContent");
         assert_string_equal(json_string_value(json_object_get(sc, "python")), "pypy3");
