@@ -759,7 +759,7 @@ void envs_waiter_cancel(EnvWaiter *w) {
                 w->cancelled = true;
 }
 
-char *envs_describe_json(Envs *e) {
+json_t *envs_describe(Envs *e) {
         _cleanup_free_ Entry *v = NULL;
         size_t n = 0;
         _cleanup_(json_decrefp) json_t *entries = json_array();
@@ -790,5 +790,5 @@ char *envs_describe_json(Envs *e) {
                 "size_bytes", (json_int_t) total, "count", (json_int_t) n, "entries", entries, "installs_completed",
                 (json_int_t) e->n_installed, "installs_running", (json_int_t) installing, "installer",
                 e->uv ? "uv pip install" : "pip install (Debian python3-pip)");
-        return o ? json_dumps(o, JSON_COMPACT) : NULL;
+        return TAKE_PTR(o);
 }

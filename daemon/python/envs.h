@@ -11,6 +11,8 @@
 #include "ring.h"
 #include "sandbox.h"
 
+struct json_t;
+
 typedef struct Envs Envs;
 
 typedef struct EnvsConfig {
@@ -73,5 +75,5 @@ void envs_release(Envs *e, const char *key);
 
 /* The cache as a JSON object (for check_environment): dir, max_bytes, size_bytes, installs
  * (completed by this instance), entries [{key, python, requirements, size_bytes, last_used}].
- * malloc'd, or NULL on ENOMEM. */
-char *envs_describe_json(Envs *e);
+ * A new reference, or NULL on ENOMEM. */
+struct json_t *envs_describe(Envs *e);

@@ -612,8 +612,11 @@ static void check_environment_reply(PyJob *j) {
                         return;
                 }
         }
-        _cleanup_free_ char *cache_text = px->envs ? envs_describe_json(px->envs) : NULL;
-        json_t *cache = cache_text ? json_loads(cache_text, 0, NULL) : NULL;
+        json_t *cache = px->envs ? envs_describe(px->envs) : NULL;
+        if (!cache && px->envs) {
+                job_tool_error(j, "mcp-execd is out of memory");
+                return;
+        }
         if (!cache)
                 cache = json_pack("{s:n, s:s}", "dir", "note",
                                   "no dependency source is configured (MCP_EXEC_INDEX_URL, MCP_EXEC_WHEELHOUSE)");
