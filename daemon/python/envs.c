@@ -25,6 +25,7 @@
 #include "cleanup.h"
 #include "envs.h"
 #include "fd-util.h"
+#include "list.h"
 #include "log.h"
 #include "py-helpers.h"
 #include "sandbox.h"
@@ -51,7 +52,7 @@ struct EnvWaiter {
         char *key;
         char *dir;         /* the cache hit's directory */
         RingOp op_nop;
-        EnvWaiter *next;   /* in install->waiters */
+        LIST_FIELDS(EnvWaiter, waiters); /* in install->waiters */
 };
 
 struct Install {
@@ -73,13 +74,13 @@ struct Install {
         EnvWaiter *waiters;
         CgroupRun *cgroup;  /* its own cgroup (scope), or NULL */
         char *place_error;  /* the cgroup placement failed: why */
-        Install *next;
+        LIST_FIELDS(Install, installs);
 };
 
 typedef struct EnvUse {
         char *key;
         unsigned refs;
-        struct EnvUse *next;
+        LIST_FIELDS(struct EnvUse, uses);
 } EnvUse;
 
 struct Envs {
@@ -200,11 +201,10 @@ Envs *envs_free(Envs *e) {
         if (!e)
                 return NULL;
         /* Installs still running: kill them and let tmp/ be cleaned by the next start. */
-        for (Install *i = e->installs; i; i = i->next)
+        LIST_FOREACH(installs, i, e->installs)
                 if (!i->exited && i->child.pid > 0)
                         (void) kill(-i->child.pid, SIGKILL);
-        for (EnvUse *u = e->uses, *n; u; u = n) {
-                n = u->next;
+        for (EnvUse *u; (u = LIST_POP(uses, e->uses));) {
                 free(u->key);
                 free(u);
         }
@@ -221,7 +221,7 @@ Envs *envs_free(Envs *e) {
 }
 
 static EnvUse *use_find(Envs *e, const char *key) {
-        for (EnvUse *u = e->uses; u; u = u->next)
+        LIST_FOREACH(uses, u, e->uses)
                 if (strcmp(u->key, key) == 0)
                         return u;
         return NULL;
@@ -235,8 +235,7 @@ static int use_hold(Envs *e, const char *key) {
                         free(u);
                         return -ENOMEM;
                 }
-                u->next = e->uses;
-                e->uses = u;
+                LIST_PREPEND(uses, e->uses, u);
         }
         u->refs++;
         return 0;
@@ -399,13 +398,9 @@ static void on_install_timer(RingOp *op, int res) {
 
 static void install_free(Install *in) {
         Envs *e = in->envs;
-        for (Install **p = &e->installs; *p; p = &(*p)->next)
-                if (*p == in) {
-                        *p = in->next;
-                        break;
-                }
-        for (EnvWaiter *w = in->waiters, *n; w; w = n) {
-                n = w->next;
+        if (LIST_IS_LINKED(installs, e->installs, in))
+                LIST_REMOVE(installs, e->installs, in);
+        for (EnvWaiter *w; (w = LIST_POP(waiters, in->waiters));) {
                 free(w->key);
                 free(w->dir);
                 free(w);
@@ -475,7 +470,7 @@ static void install_maybe_finish(Install *in) {
                 if (in->tmp)
                         (void) rm_rf(in->tmp); /* a failed or killed install's leftovers */
 
-                for (EnvWaiter *w = in->waiters; w; w = w->next) {
+                LIST_FOREACH(waiters, w, in->waiters) {
                         if (w->cancelled)
                                 continue;
                         if (in->check) {
@@ -616,8 +611,7 @@ static int install_start(Envs *e, const EnvRequest *req, bool check, Install **r
                 install_free(in);
                 return -ENOMEM;
         }
-        in->next = e->installs;
-        e->installs = in;
+        LIST_PREPEND(installs, e->installs, in);
         if (e->config.cgroup && cgroup_backend(e->config.cgroup) != CGROUP_BACKEND_NONE) {
                 char id[32];
                 snprintf(id, sizeof(id), "install-%s", rnd);
@@ -717,9 +711,11 @@ int envs_acquire(Envs *e, const EnvRequest *req, EnvReadyFn ready, void *userdat
         }
 
         Install *in = NULL;
-        for (Install *i = e->installs; i && !in; i = i->next)
-                if (!i->check && !i->finished && strcmp(i->key, req->key) == 0)
+        LIST_FOREACH(installs, i, e->installs)
+                if (!i->check && !i->finished && strcmp(i->key, req->key) == 0) {
                         in = i;
+                        break;
+                }
         if (!in) {
                 int r = install_start(e, req, false, &in);
                 if (r < 0) {
@@ -730,8 +726,7 @@ int envs_acquire(Envs *e, const EnvRequest *req, EnvReadyFn ready, void *userdat
                 }
         }
         w->install = in;
-        w->next = in->waiters;
-        in->waiters = w;
+        LIST_PREPEND(waiters, in->waiters, w);
         *ret = w;
         return 0;
 }
@@ -749,7 +744,7 @@ int envs_check(Envs *e, const EnvRequest *req, EnvCheckFn done, void *userdata, 
                 return r;
         }
         w->install = in;
-        in->waiters = w;
+        LIST_PREPEND(waiters, in->waiters, w);
         *ret = w;
         return 0;
 }
@@ -782,7 +777,7 @@ json_t *envs_describe(Envs *e) {
                                 return NULL;
                 }
         unsigned installing = 0;
-        for (Install *i = e->installs; i; i = i->next)
+        LIST_FOREACH(installs, i, e->installs)
                 installing += !i->check && !i->finished;
         _cleanup_(json_decrefp) json_t *o = json_pack(
                 "{s:s, s:o, s:I, s:I, s:O, s:I, s:I, s:s}", "dir", e->dir, "max_bytes",

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "cleanup.h"
+#include "list.h"
 #include "log.h"
 #include "pyexec.h"
 #include "py-helpers.h"
@@ -77,7 +78,7 @@ struct PyJob {
         bool cancelled;   /* never answered */
         json_t *meta;     /* the metadata helper's output */
         json_t *problems; /* validate_script: what is wrong */
-        PyJob *prev, *next;
+        LIST_FIELDS(PyJob, jobs);
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -237,14 +238,8 @@ static int interp_init(PyInterp *i, const char *name, const char *path) {
  * Jobs. */
 
 static void job_unlink(PyJob *j) {
-        PyExec *px = j->px;
-        if (j->prev)
-                j->prev->next = j->next;
-        else if (px->jobs == j)
-                px->jobs = j->next;
-        if (j->next)
-                j->next->prev = j->prev;
-        j->prev = j->next = NULL;
+        if (LIST_IS_LINKED(jobs, j->px->jobs, j))
+                LIST_REMOVE(jobs, j->px->jobs, j);
 }
 
 static void job_free(PyJob *j) {
@@ -722,16 +717,13 @@ static int hook_submit(void *userdata, McpCall *call, void *owner, JobReplyFn re
                 return -ENOMEM;
         *j = (PyJob) { .px = px, .call = call, .owner = owner, .reply = reply, .step = STEP_NOP };
         j->op_nop.callback = on_job_nop;
-        j->next = px->jobs;
-        if (px->jobs)
-                px->jobs->prev = j;
-        px->jobs = j;
+        LIST_PREPEND(jobs, px->jobs, j);
         io_uring_prep_nop(ring_get_sqe(px->env.ring, &j->op_nop));
         return 0;
 }
 
 static PyJob *job_find(PyExec *px, const void *owner, const char *id_key) {
-        for (PyJob *j = px->jobs; j; j = j->next)
+        LIST_FOREACH(jobs, j, px->jobs)
                 if (j->owner == owner && !j->cancelled && j->call &&
                     (!id_key || strcmp(mcp_call_id_key(j->call), id_key) == 0))
                         return j;
@@ -774,8 +766,7 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
 
 static void hook_shutdown(void *userdata, const char *reason) {
         PyExec *px = userdata;
-        for (PyJob *j = px->jobs, *next; j; j = next) {
-                next = j->next;
+        LIST_FOREACH_SAFE(jobs, j, next, px->jobs) {
                 if (j->cancelled || !j->call)
                         continue;
                 j->reply(j->owner, mcp_call_reply_tool_error(j->call, reason));
