@@ -53,6 +53,7 @@ typedef enum McpTool {
         MCP_TOOL_EXECUTE_PYTHON,   /* code = script; dependencies; timeout_seconds → timeout_s */
         MCP_TOOL_VALIDATE_SCRIPT,  /* code = script; dependencies; nothing is run */
         MCP_TOOL_CHECK_ENVIRONMENT,
+        _MCP_TOOL_MAX,
 } McpTool;
 
 /* One file of the `files` argument (files.c), created in the working directory before the run. */

@@ -407,6 +407,7 @@ static void on_env_ready(void *userdata, const char *dir, const char *error, boo
 }
 
 static void validate_finish(PyJob *j);
+static void job_after_meta(PyJob *j);
 
 /* A problem not tied to a line of the script. */
 static json_t *problem_new(const char *check, const char *message) {
@@ -489,20 +490,22 @@ static void validate_after_compile(PyJob *j) {
         }
 }
 
-static void after_meta(PyJob *j) {
+/* validate_script, once the metadata is parsed: the syntax check next, then the source check. */
+static void validate_after_meta(PyJob *j) {
+        json_t *problems = json_object_get(j->meta, "problems");
+        j->problems = json_is_array(problems) ? json_deep_copy(problems) : json_array();
+        const McpExecArgs *a = mcp_call_args(j->call);
+        if (!j->problems ||
+            job_helper(j, STEP_COMPILE, py_compile, j->interp->path, a->code, a->code_len, HELPER_TIMEOUT_S) < 0)
+                job_tool_error(j, "mcp-execd is out of memory");
+}
+
+/* execute_python, once the metadata is parsed: refused if it is invalid, else run, with its
+ * environment made first when it has dependencies. */
+static void execute_after_meta(PyJob *j) {
         PyExec *px = j->px;
-        McpTool tool = mcp_call_args(j->call)->tool;
         json_t *problems = json_object_get(j->meta, "problems");
         json_t *reqs = json_object_get(j->meta, "requirements");
-
-        if (tool == MCP_TOOL_VALIDATE_SCRIPT) {
-                j->problems = json_is_array(problems) ? json_deep_copy(problems) : json_array();
-                const McpExecArgs *a = mcp_call_args(j->call);
-                if (!j->problems || job_helper(j, STEP_COMPILE, py_compile, j->interp->path, a->code, a->code_len,
-                                               HELPER_TIMEOUT_S) < 0)
-                        job_tool_error(j, "mcp-execd is out of memory");
-                return;
-        }
 
         if (json_array_size(problems) > 0) {
                 _cleanup_free_ char *text = problems_text(problems);
@@ -552,7 +555,7 @@ static void on_helper_done(Run *run, void *userdata) {
                         return;
                 }
                 j->meta = TAKE_PTR(o);
-                after_meta(j);
+                job_after_meta(j);
                 return;
         case STEP_COMPILE:
                 if (!o) {
@@ -659,28 +662,16 @@ static const PyInterp *interp_find(PyExec *px, const char *name) {
         return NULL;
 }
 
-/* The first step of every call, from the loop (never an answer from inside submit). */
-static void job_begin(PyJob *j) {
+/* exec naming an interpreter: straight to the scheduler with it. */
+static void exec_begin(PyJob *j) {
+        job_submit_run(j, j->interp->path, NULL, NULL, NULL);
+}
+
+/* execute_python and validate_script start alike: the metadata helper reads the script's PEP 723
+ * block, given the dependencies argument and the interpreter's identity. */
+static void script_begin(PyJob *j) {
         PyExec *px = j->px;
         const McpExecArgs *a = mcp_call_args(j->call);
-
-        if (a->tool == MCP_TOOL_CHECK_ENVIRONMENT) {
-                j->interp = &px->interps[0];
-                check_environment_reply(j);
-                return;
-        }
-        j->interp = interp_find(px, a->python);
-        if (!j->interp || !j->interp->path || !j->interp->id) {
-                job_tool_errorf(j, "the interpreter '%s' cannot be used: %s", a->python ? a->python : px->interps[0].name,
-                                j->interp && j->interp->error ? j->interp->error : "its probe failed at start");
-                return;
-        }
-        if (a->tool == MCP_TOOL_EXEC) {
-                job_submit_run(j, j->interp->path, NULL, NULL, NULL);
-                return;
-        }
-
-        /* The metadata helper: the script, the dependencies argument and the interpreter's identity. */
         _cleanup_(json_decrefp) json_t *in = json_pack(
                 "{s:s%, s:O?, s:{s:s, s:s, s:s, s:s}}", "script", a->code, a->code_len, "dependencies", a->dependencies,
                 "python", "name", j->interp->name, "version", j->interp->version, "implementation",
@@ -697,6 +688,40 @@ static void job_begin(PyJob *j) {
         }
         if (job_helper(j, STEP_META, py_meta, px->tools.path, text, strlen(text), HELPER_TIMEOUT_S) < 0)
                 job_tool_error(j, "mcp-execd is out of memory");
+}
+
+/* What each tool this module serves does: its handler (the first step), and for the script tools
+ * the step after the metadata. The tool's name, schema and argument checks are mcp/'s registry. */
+typedef struct PyTool {
+        bool interpreter;              /* resolves the chosen interpreter first (refused if unusable) */
+        void (*begin)(PyJob *j);
+        void (*after_meta)(PyJob *j);  /* once py/meta.py has answered, or NULL */
+} PyTool;
+
+static const PyTool py_tools[_MCP_TOOL_MAX] = {
+        [MCP_TOOL_EXEC] = { .interpreter = true, .begin = exec_begin },
+        [MCP_TOOL_EXECUTE_PYTHON] = { .interpreter = true, .begin = script_begin, .after_meta = execute_after_meta },
+        [MCP_TOOL_VALIDATE_SCRIPT] = { .interpreter = true, .begin = script_begin, .after_meta = validate_after_meta },
+        [MCP_TOOL_CHECK_ENVIRONMENT] = { .begin = check_environment_reply },
+};
+
+/* The first step of every call, from the loop (never an answer from inside submit). */
+static void job_begin(PyJob *j) {
+        PyExec *px = j->px;
+        const McpExecArgs *a = mcp_call_args(j->call);
+        const PyTool *t = &py_tools[a->tool];
+
+        j->interp = t->interpreter ? interp_find(px, a->python) : &px->interps[0];
+        if (t->interpreter && (!j->interp || !j->interp->path || !j->interp->id)) {
+                job_tool_errorf(j, "the interpreter '%s' cannot be used: %s", a->python ? a->python : px->interps[0].name,
+                                j->interp && j->interp->error ? j->interp->error : "its probe failed at start");
+                return;
+        }
+        t->begin(j);
+}
+
+static void job_after_meta(PyJob *j) {
+        py_tools[mcp_call_args(j->call)->tool].after_meta(j);
 }
 
 static void on_job_nop(RingOp *op, int res) {
