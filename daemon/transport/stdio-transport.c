@@ -1,6 +1,6 @@
-/* stdio.c: the stdio transport. Reads fd 0 through the ring, frames lines (each message capped),
- * hands them to the session's McpServer, and writes replies to fd 1 in order, one write in flight,
- * so a client that does not read never blocks the loop. */
+/* stdio-transport.c: the stdio transport. Reads fd 0 through the ring, frames lines (each message
+ * capped), hands them to the session's McpServer and its actions to dispatch.c, and writes replies
+ * to fd 1 in order, one write in flight, so a client that does not read never blocks the loop. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
