@@ -59,7 +59,7 @@ struct HttpSession {
 };
 
 struct HttpCall {
-        DispatchCall call;   /* first: dispatch.c allocates HttpCall (DispatchOps.call_size) */
+        DispatchCall call;   /* first: dispatch.c allocates and frees HttpCall (DispatchOps.call_size) */
         HttpRequest *req;    /* Streamable HTTP: where the answer goes; NULL: legacy, or the request is gone */
         uint64_t progress_sent;
 };

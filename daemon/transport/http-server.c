@@ -323,7 +323,7 @@ static void on_tick(RingOp *op, int res) {
 
         LIST_FOREACH(sessions, s, h->sessions)
                 LIST_FOREACH(calls, dc, s->dispatch.calls) {
-                        HttpCall *c = (HttpCall *) dc;
+                        HttpCall *c = container_of(dc, HttpCall, call);
                         uint64_t elapsed = (now - dc->t0_usec) / USEC_PER_SEC;
                         if (dc->progress_token && elapsed > c->progress_sent)
                                 http_session_send_progress(c, elapsed);

@@ -179,7 +179,7 @@ void http_session_send_progress(HttpCall *c, uint64_t progress) {
 /* A call is accepted: it holds its session, and its request (Streamable) waits for it. */
 static void on_call_new(Dispatch *d, DispatchCall *dc, void *ctx) {
         HttpSession *s = http_session_ref(d->userdata);
-        HttpCall *c = (HttpCall *) dc;
+        HttpCall *c = container_of(dc, HttpCall, call);
         c->req = ctx;
         if (c->req)
                 c->req->call = c;
@@ -190,7 +190,7 @@ static void on_call_new(Dispatch *d, DispatchCall *dc, void *ctx) {
 
 static void on_call_reply(Dispatch *d, DispatchCall *dc, char *reply) {
         _cleanup_(http_session_unrefp) HttpSession *s = d->userdata; /* the call's reference */
-        HttpCall *c = (HttpCall *) dc;
+        HttpCall *c = container_of(dc, HttpCall, call);
         Http *h = s->http;
 
         s->last_used_usec = now_usec(); /* an answer is activity: the idle clock starts now */
