@@ -1,12 +1,15 @@
 /* http-check.c: what an HTTP request may do, decided from its head: the Host/Origin allow-list
  * (DNS rebinding), the token, the route, media types, the protocol version and session ids. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cleanup.h"
 #include "mcp-http.h"
+#include "mcp.h"
 
 /* Versions a Streamable HTTP client may name in MCP-Protocol-Version (the header exists since
  * 2025-06-18; 2025-03-26 is what its absence means; 2024-11-05 clients use the legacy transport
@@ -248,6 +251,8 @@ static void reject(McpHttpVerdict *v, unsigned status, int code, const char *fmt
 
 #define REJECT(...) do { reject(__VA_ARGS__); return; } while (0)
 
+static void refuse(const McpHttpPolicy *p, McpHttpRefusal what, McpHttpVerdict *v);
+
 static McpHttpEndpoint route(const McpHttpPolicy *p, const char *path) {
         if (!path)
                 return MCP_HTTP_EP_NONE;
@@ -265,9 +270,7 @@ static McpHttpEndpoint route(const McpHttpPolicy *p, const char *path) {
 
 static bool body_checks(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVerdict *v) {
         if (h->has_content_length && h->content_length > p->max_body_bytes) {
-                reject(v, 413, MCP_HTTP_ERROR_SERVER,
-                       "Payload Too Large: the body is over %llu bytes (MCP_EXEC_MAX_MESSAGE_BYTES)",
-                       (unsigned long long) p->max_body_bytes);
+                refuse(p, MCP_HTTP_REFUSE_TOO_LARGE, v);
                 return false;
         }
         if (!mcp_http_content_type_is_json(h->content_type)) {
@@ -276,6 +279,15 @@ static bool body_checks(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVer
                 return false;
         }
         return true;
+}
+
+/* An endpoint that serves one method: any other gets 405 with Allow naming it. */
+static bool method_check(const char *m, const char *method, McpHttpVerdict *v) {
+        if (strcmp(m, method) == 0)
+                return true;
+        v->allow = method; /* a literal: static */
+        reject(v, 405, MCP_HTTP_ERROR_SERVER, "Method not allowed.");
+        return false;
 }
 
 static bool version_check(const McpHttpHead *h, McpHttpVerdict *v) {
@@ -293,16 +305,91 @@ static bool version_check(const McpHttpHead *h, McpHttpVerdict *v) {
         return false;
 }
 
-static bool session_syntax(const McpHttpHead *h, McpHttpVerdict *v) {
+static bool session_syntax(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVerdict *v) {
         if (h->session_id && !mcp_http_session_id_valid(h->session_id)) {
-                reject(v, 404, MCP_HTTP_ERROR_SESSION_NOT_FOUND, "Session not found");
+                refuse(p, MCP_HTTP_REFUSE_SESSION_NOT_FOUND, v);
                 return false;
         }
         return true;
 }
 
+/* Fills in a refusal, keeping what the head's checks found so far (the protocol version). */
+static void refuse(const McpHttpPolicy *p, McpHttpRefusal what, McpHttpVerdict *v) {
+        switch (what) {
+        case MCP_HTTP_REFUSE_SESSION_NOT_FOUND:
+                return reject(v, 404, MCP_HTTP_ERROR_SESSION_NOT_FOUND, "Session not found");
+        case MCP_HTTP_REFUSE_NO_SESSION:
+                return reject(v, 400, MCP_HTTP_ERROR_SERVER, "Bad Request: No valid session ID provided");
+        case MCP_HTTP_REFUSE_SHUTTING_DOWN:
+                return reject(v, 503, MCP_HTTP_ERROR_SERVER, "Service Unavailable: mcp-execd is shutting down");
+        case MCP_HTTP_REFUSE_TOO_LARGE:
+                return reject(v, 413, MCP_HTTP_ERROR_SERVER,
+                              "Payload Too Large: the body is over %llu bytes (MCP_EXEC_MAX_MESSAGE_BYTES)",
+                              (unsigned long long) p->max_body_bytes);
+        case MCP_HTTP_REFUSE_METRICS:
+                return reject(v, 500, MCP_HTTP_ERROR_SERVER,
+                              "Internal Server Error: the metrics are not available");
+        case MCP_HTTP_REFUSE_OUT_OF_MEMORY:
+                return reject(v, 400, MCP_ERROR_INTERNAL, "Internal error: out of memory");
+        }
+        abort();
+}
+
+void mcp_http_refuse(const McpHttpPolicy *p, McpHttpRefusal what, McpHttpVerdict *v) {
+        *v = (McpHttpVerdict) {};
+        refuse(p, what, v);
+}
+
+void mcp_http_refuse_sessions_full(unsigned open, unsigned max, McpHttpVerdict *v) {
+        *v = (McpHttpVerdict) {};
+        reject(v, 503, MCP_HTTP_ERROR_SERVER,
+               "Service Unavailable: %u sessions are open (MCP_EXEC_MAX_SESSIONS=%u) and each has a call in "
+               "flight or an open stream; retry later",
+               open, max);
+        v->retry_after = MCP_HTTP_RETRY_AFTER_S;
+}
+
+void mcp_http_head_content_length(McpHttpHead *h, const char *value) {
+        h->has_content_length = value;
+        h->content_length = 0;
+        if (!value)
+                return;
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(value, &end, 10);
+        h->content_length = errno || *end ? UINT64_MAX : n;
+}
+
+/* RFC 9112 §6.3, framing libmicrohttpd lets through but we refuse, before any other check (as
+ * MHD's own 400s for a bad Content-Length or chunk come first), with the connection closed since
+ * the body is never read:
+ * - Content-Length with Transfer-Encoding: such a request "might indicate an attempt to perform
+ *   request smuggling" through a front end and "ought to be handled as an error"; MHD 0.9.75 reads
+ *   it as chunked.
+ * - chunked not the final coding: no knowable length, "MUST respond with 400 and then close"; MHD
+ *   knows only "chunked" and would wait for the body till its timeout.
+ * - two different Content-Lengths: "invalid" (MHD 0.9.75 takes one of them).
+ * (A NUL in a header cannot be seen: MHD 0.9.75 ends the value at it.) */
+static bool framing_check(const McpHttpHead *h, McpHttpVerdict *v) {
+        const char *bad = NULL;
+        if (h->transfer_encoding && h->has_content_length)
+                bad = "Bad Request: both Content-Length and Transfer-Encoding";
+        else if (h->transfer_encoding && strcasecmp(h->transfer_encoding, "chunked") != 0)
+                bad = "Bad Request: the only Transfer-Encoding accepted is chunked";
+        else if (h->content_length_conflict)
+                bad = "Bad Request: Content-Length given twice with different values";
+        if (!bad)
+                return true;
+        reject(v, 400, MCP_HTTP_ERROR_SERVER, "%s", bad);
+        v->close = true;
+        return false;
+}
+
 void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVerdict *v) {
         *v = (McpHttpVerdict) { .next = MCP_HTTP_REJECT, .protocol_version = MCP_HTTP_DEFAULT_PROTOCOL_VERSION };
+
+        if (!framing_check(h, v))
+                return;
 
         /* 403 before anything else: a rebinding page learns nothing, not even whether a token is
          * needed (transports.mdx "Security Warning"). */
@@ -331,7 +418,7 @@ void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVe
                                 REJECT(v, 406, MCP_HTTP_ERROR_SERVER,
                                               "Not Acceptable: Client must accept both application/json and "
                                               "text/event-stream");
-                        if (!version_check(h, v) || !session_syntax(h, v))
+                        if (!version_check(h, v) || !session_syntax(p, h, v))
                                 return;
                         v->next = MCP_HTTP_MCP_POST;
                         return;
@@ -342,7 +429,7 @@ void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVe
                         if (!h->session_id)
                                 REJECT(v, 400, MCP_HTTP_ERROR_SERVER,
                                               "Bad Request: Mcp-Session-Id header is required");
-                        if (!session_syntax(h, v))
+                        if (!session_syntax(p, h, v))
                                 return;
                         v->next = MCP_HTTP_MCP_DELETE;
                         return;
@@ -353,10 +440,8 @@ void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVe
                                                     : "Method not allowed.");
 
         case MCP_HTTP_EP_SSE:
-                if (strcmp(m, "GET") != 0) {
-                        v->allow = "GET";
-                        REJECT(v, 405, MCP_HTTP_ERROR_SERVER, "Method not allowed.");
-                }
+                if (!method_check(m, "GET", v))
+                        return;
                 if (!mcp_http_accepts(h->accept, "text/event-stream"))
                         REJECT(v, 406, MCP_HTTP_ERROR_SERVER,
                                       "Not Acceptable: Client must accept text/event-stream");
@@ -365,26 +450,24 @@ void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVe
                 return;
 
         case MCP_HTTP_EP_MESSAGES:
-                if (strcmp(m, "POST") != 0) {
-                        v->allow = "POST";
-                        REJECT(v, 405, MCP_HTTP_ERROR_SERVER, "Method not allowed.");
-                }
+                if (!method_check(m, "POST", v))
+                        return;
                 if (!body_checks(p, h, v))
                         return;
                 if (!h->query_session_id || !*h->query_session_id)
                         REJECT(v, 400, MCP_HTTP_ERROR_SERVER,
                                       "Bad Request: the sessionId query parameter is required");
-                if (!mcp_http_session_id_valid(h->query_session_id))
-                        REJECT(v, 404, MCP_HTTP_ERROR_SESSION_NOT_FOUND, "Session not found");
+                if (!mcp_http_session_id_valid(h->query_session_id)) {
+                        refuse(p, MCP_HTTP_REFUSE_SESSION_NOT_FOUND, v);
+                        return;
+                }
                 v->protocol_version = "2024-11-05";
                 v->next = MCP_HTTP_MESSAGES_POST;
                 return;
 
         case MCP_HTTP_EP_METRICS:
-                if (strcmp(m, "GET") != 0) {
-                        v->allow = "GET";
-                        REJECT(v, 405, MCP_HTTP_ERROR_SERVER, "Method not allowed.");
-                }
+                if (!method_check(m, "GET", v))
+                        return;
                 v->next = MCP_HTTP_METRICS_GET;
                 return;
         }

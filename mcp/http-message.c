@@ -38,6 +38,19 @@ int mcp_http_message_classify(const char *body, size_t len, McpHttpMessageInfo *
         return 0;
 }
 
+McpHttpSessionless mcp_http_sessionless_post(const McpHttpMessageInfo *info) {
+        if (info->kind == MCP_HTTP_MSG_INVALID)
+                return MCP_HTTP_SESSIONLESS_ANSWER;
+        /* A 400 with a JSON-RPC error makes dual-era clients fall back to initialize (mcp.md §1.11). */
+        return info->is_initialize ? MCP_HTTP_SESSIONLESS_INITIALIZE : MCP_HTTP_SESSIONLESS_REFUSE;
+}
+
+unsigned mcp_http_post_reply_status(const McpHttpMessageInfo *info, bool new_session, bool initialized) {
+        bool ok = info->kind == MCP_HTTP_MSG_REQUEST && !(info->is_initialize && !new_session) &&
+                  !(new_session && !initialized);
+        return ok ? 200 : 400;
+}
+
 char *mcp_http_error_body(int code, const char *message) {
         _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:{s:i, s:s}, s:n}", "jsonrpc", "2.0", "error", "code",
                                                       code, "message", message, "id");

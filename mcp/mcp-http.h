@@ -67,8 +67,13 @@ typedef struct McpHttpHead {
         const char *session_id;       /* Mcp-Session-Id (Streamable) */
         const char *query_session_id; /* ?sessionId= (legacy /messages) */
         bool has_content_length;
-        uint64_t content_length;
+        uint64_t content_length;      /* UINT64_MAX: not a number (mcp_http_head_content_length()) */
+        const char *transfer_encoding;
+        bool content_length_conflict; /* Content-Length given twice with different values */
 } McpHttpHead;
+
+/* Sets h's Content-Length from the header's value (NULL: absent). */
+void mcp_http_head_content_length(McpHttpHead *h, const char *value);
 
 typedef enum McpHttpNext {
         MCP_HTTP_REJECT,        /* answer status with an error body now */
@@ -87,14 +92,33 @@ typedef struct McpHttpVerdict {
         char message[192];          /* REJECT: error message for the body (never echoes secrets) */
         const char *allow;          /* 405: the Allow header */
         bool www_authenticate;      /* 401: add `WWW-Authenticate: Bearer` */
+        bool close;                 /* add `Connection: close`: the body is never read */
+        const char *retry_after;    /* 503: the Retry-After header (seconds), or NULL */
         const char *protocol_version; /* effective version (static string) */
 } McpHttpVerdict;
 
-/* Decides what to do with a request from its head alone, in this order: Host/Origin (403), token
- * (401), path (404), method (405 + Allow), Content-Length over the cap (413), Content-Type (415),
+/* Decides what to do with a request from its head alone, in this order: framing (400 and close:
+ * RFC 9112 §6.3), Host/Origin (403), token (401), path (404), method (405 + Allow), Content-Length over the cap (413), Content-Type (415),
  * Accept (406), MCP-Protocol-Version (400), session header syntax (400/404). The session's
  * existence is the caller's to check. */
 void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVerdict *ret);
+
+/* Refusals decided after the head (the session's existence, the server's state, the body). */
+typedef enum McpHttpRefusal {
+        MCP_HTTP_REFUSE_SESSION_NOT_FOUND, /* 404: no such session, or it ended */
+        MCP_HTTP_REFUSE_NO_SESSION,        /* 400: a POST to /mcp without a session that is no initialize */
+        MCP_HTTP_REFUSE_SHUTTING_DOWN,     /* 503 */
+        MCP_HTTP_REFUSE_TOO_LARGE,         /* 413: a body (without Content-Length) over the cap */
+        MCP_HTTP_REFUSE_METRICS,           /* 500: the metrics could not be rendered */
+        MCP_HTTP_REFUSE_OUT_OF_MEMORY,     /* 400, JSON-RPC -32603: the message could not be handled */
+} McpHttpRefusal;
+
+void mcp_http_refuse(const McpHttpPolicy *p, McpHttpRefusal what, McpHttpVerdict *ret);
+
+/* Every one of max sessions has a call in flight or an open stream (open of them are open): 503
+ * with Retry-After (RFC 9110 §10.2.3), since sessions free up as their calls end. */
+#define MCP_HTTP_RETRY_AFTER_S "5"
+void mcp_http_refuse_sessions_full(unsigned open, unsigned max, McpHttpVerdict *ret);
 
 /* The pieces, exposed for tests. */
 bool mcp_http_host_allowed(const McpHttpPolicy *p, const char *host);
@@ -133,6 +157,21 @@ typedef struct McpHttpMessageInfo {
 /* Classifies one message body (the decision between 200, 202 and 400, and whether a session-less
  * POST may create a session). Returns 0 or -ENOMEM. */
 int mcp_http_message_classify(const char *body, size_t len, McpHttpMessageInfo *ret);
+
+/* What a POST to /mcp without Mcp-Session-Id may do, by its message. */
+typedef enum McpHttpSessionless {
+        MCP_HTTP_SESSIONLESS_REFUSE,     /* MCP_HTTP_REFUSE_NO_SESSION (also the 2026-07-28 server/discover probe) */
+        MCP_HTTP_SESSIONLESS_INITIALIZE, /* a new session, if there is room (else 503) */
+        MCP_HTTP_SESSIONLESS_ANSWER,     /* no message at all: its error is answered, no session is kept */
+} McpHttpSessionless;
+
+McpHttpSessionless mcp_http_sessionless_post(const McpHttpMessageInfo *info);
+
+/* The status of a POST to /mcp answered at once with a JSON-RPC message (info: its request):
+ * 200 for an answered request, 400 for anything else (no message, a response or notification that
+ * got an error, initialize on a session that has one, a session-less message that was no
+ * successful initialize). */
+unsigned mcp_http_post_reply_status(const McpHttpMessageInfo *info, bool new_session, bool initialized);
 
 /* {"jsonrpc":"2.0","error":{"code":…,"message":…},"id":null}, malloc'd or NULL. */
 char *mcp_http_error_body(int code, const char *message);

@@ -1,6 +1,6 @@
-/* stdio.c: the stdio transport. Reads fd 0 through the ring, frames lines (each message capped),
- * hands them to the session's McpServer, and writes replies to fd 1 in order, one write in flight,
- * so a client that does not read never blocks the loop. */
+/* stdio-transport.c: the stdio transport. Reads fd 0 through the ring, frames lines (each message
+ * capped), hands them to the session's McpServer and its actions to dispatch.c, and writes replies
+ * to fd 1 in order, one write in flight, so a client that does not read never blocks the loop. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "dispatch.h"
 #include "log.h"
 #include "stdio-transport.h"
 #include "str-util.h"
@@ -31,7 +32,7 @@ struct Stdio {
         Buf inflight;     /* the write in flight */
         size_t inflight_off;
         bool output_failed;
-        uint32_t calls;   /* calls accepted and not yet answered */
+        Dispatch dispatch; /* the session's calls in flight */
 
         RingOp op_hup;    /* POLLERR/POLLHUP on fd 1: the client closed its end of stdout */
 };
@@ -61,7 +62,7 @@ static void stdio_output_gone(Stdio *t, const char *why) {
                 t->inflight_off = 0;
         }
         ring_cancel(t->ring, &t->op_hup);
-        scheduler_cancel_owner(t->scheduler, t);
+        dispatch_cancel_all(&t->dispatch);
         stdio_stop_reading(t);
 }
 
@@ -97,11 +98,18 @@ static void stdio_flush(Stdio *t) {
                             (unsigned) MIN(t->inflight.len - t->inflight_off, (size_t) 1 << 30), (uint64_t) -1);
 }
 
-static void on_reply(void *owner, char *reply) {
-        Stdio *t = owner;
-        t->calls--;
-        stdio_queue_reply(t, reply);
+static void on_answer(Dispatch *d, void *ctx, char *reply) {
+        stdio_queue_reply(d->userdata, reply);
 }
+
+static void on_call_reply(Dispatch *d, DispatchCall *c, char *reply) {
+        stdio_queue_reply(d->userdata, reply);
+}
+
+static const DispatchOps stdio_dispatch_ops = {
+        .answer = on_answer,
+        .call_reply = on_call_reply,
+};
 
 static void handle_message(Stdio *t, const char *line, size_t len) {
         if (str_is_blank(line, len))
@@ -111,42 +119,8 @@ static void handle_message(Stdio *t, const char *line, size_t len) {
         if (mcp_server_handle(t->mcp, line, len, &a) < 0) {
                 log_error("out of memory handling a message");
                 stdio_queue_reply(t, mcp_error_reply_new(MCP_ERROR_INTERNAL, "Internal error: out of memory"));
-                return;
-        }
-        switch (a.kind) {
-        case MCP_ACTION_NONE:
-                break;
-        case MCP_ACTION_REPLY:
-                if (a.is_tool_error)
-                        scheduler_note_rejected(t->scheduler, NULL, "invalid-arguments");
-                stdio_queue_reply(t, TAKE_PTR(a.reply));
-                break;
-        case MCP_ACTION_CANCEL:
-                if (scheduler_cancel(t->scheduler, t, a.cancel_key))
-                        log_debug("call %s cancelled by the client", a.cancel_key);
-                break;
-        case MCP_ACTION_CALL: {
-                McpCall *call = a.call;
-                if (scheduler_has(t->scheduler, t, mcp_call_id_key(call))) {
-                        scheduler_note_rejected(t->scheduler, call, "duplicate-id");
-                        stdio_queue_reply(t, mcp_call_reply_tool_error(call,
-                                "a call with this request id is still running; request ids must be unique"));
-                        break;
-                }
-                int r = scheduler_submit(t->scheduler, call, t, on_reply);
-                if (r == -EBUSY || r == -EDQUOT) {
-                        char msg[320];
-                        scheduler_refusal_message(t->scheduler, r, msg, sizeof(msg));
-                        stdio_queue_reply(t, mcp_call_reply_tool_error(call, msg));
-                } else if (r < 0) {
-                        stdio_queue_reply(t, mcp_call_reply_tool_error(call, "mcp-execd is out of memory"));
-                } else {
-                        a.call = NULL; /* taken */
-                        t->calls++;
-                }
-                break;
-        }
-        }
+        } else
+                dispatch_action(&t->dispatch, &a, NULL);
         mcp_action_done(&a);
 }
 
@@ -220,6 +194,7 @@ int stdio_start(Ring *ring, Scheduler *scheduler, McpServer *mcp, size_t max_mes
         t->scheduler = scheduler;
         t->mcp = mcp;
         t->max_message_bytes = max_message_bytes;
+        dispatch_init(&t->dispatch, scheduler, &stdio_dispatch_ops, t);
         mcp_line_reader_init(&t->lines, max_message_bytes);
         t->op_read.callback = on_read;
         t->op_write.callback = on_write;
@@ -241,8 +216,8 @@ void stdio_stop_reading(Stdio *t) {
 
 bool stdio_finished(const Stdio *t) {
         if (t->output_failed)
-                return t->calls == 0;
-        return t->input_done && t->calls == 0 && t->pending.len == 0 && t->inflight.len == 0;
+                return t->dispatch.n_calls == 0;
+        return t->input_done && t->dispatch.n_calls == 0 && t->pending.len == 0 && t->inflight.len == 0;
 }
 
 bool stdio_client_gone(const Stdio *t) {
@@ -262,6 +237,7 @@ void stdio_free(Stdio *t) {
         }
         if (t->op_read.busy || t->op_write.busy || t->op_hup.busy)
                 return; /* leak rather than let the kernel write into freed memory; we exit next */
+        dispatch_detach(&t->dispatch); /* answers that come after this are dropped */
         mcp_line_reader_done(&t->lines);
         buf_done(&t->pending);
         buf_done(&t->inflight);

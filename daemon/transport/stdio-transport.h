@@ -1,4 +1,4 @@
-/* stdio.h: the stdio transport: newline-delimited JSON-RPC on fd 0 and fd 1, driven by the ring. */
+/* stdio-transport.h: the stdio transport: newline-delimited JSON-RPC on fd 0 and fd 1, driven by the ring. */
 #pragma once
 
 #include <stdbool.h>

@@ -70,6 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 .query_session_id = f[F_QUERY_SESSION_ID],
                 .has_content_length = flags & 32,
                 .content_length = (flags & 64) ? (uint64_t) 1 << 21 : 10,
+                .content_length_conflict = flags & 128,
         };
         McpHttpVerdict v;
         mcp_http_check_head(&pol, &h, &v);

@@ -1,6 +1,7 @@
 /* test-mcp-http.c: the pure side of the HTTP transports (mcp/mcp-http.h): request-head verdicts
  * and their order, the Host/Origin allow-list, the token compare, media types, protocol
- * versions, session ids, message classification, error bodies, SSE framing, progress. */
+ * versions, session ids, message classification, error bodies, SSE framing, progress, RFC 9112
+ * framing, the refusals decided after the head and the status of an answered POST. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -382,6 +383,134 @@ static void test_progress(void **state) {
         assert_null(mcp_http_progress_new("not json", 1, 1, NULL));
 }
 
+/* RFC 9112 §6.3: refused first (before Host and token), with the connection closed. */
+static void test_framing(void **state) {
+        McpHttpPolicy p = policy("secret");
+        McpHttpHead h = post_head();
+        McpHttpVerdict v;
+
+        h.host = "evil.example.com"; /* would be 403, but framing comes first */
+        h.transfer_encoding = "chunked";
+        v = check(&p, &h);
+        assert_int_equal(v.status, 400);
+        assert_true(v.close);
+        assert_false(v.www_authenticate);
+        assert_string_equal(v.message, "Bad Request: both Content-Length and Transfer-Encoding");
+
+        h.has_content_length = false;
+        h.transfer_encoding = "gzip, chunked";
+        v = check(&p, &h);
+        assert_int_equal(v.status, 400);
+        assert_true(v.close);
+        assert_string_equal(v.message, "Bad Request: the only Transfer-Encoding accepted is chunked");
+
+        h.transfer_encoding = "Chunked"; /* codings are case-insensitive: on to the Host check */
+        v = check(&p, &h);
+        assert_int_equal(v.status, 403);
+        assert_false(v.close);
+
+        h = post_head();
+        h.content_length_conflict = true;
+        v = check(&p, &h);
+        assert_int_equal(v.status, 400);
+        assert_true(v.close);
+        assert_string_equal(v.message, "Bad Request: Content-Length given twice with different values");
+
+        /* Content-Length parsing: a value that is no number is over any cap. */
+        h = post_head();
+        mcp_http_head_content_length(&h, "12");
+        assert_true(h.has_content_length);
+        assert_int_equal(h.content_length, 12);
+        mcp_http_head_content_length(&h, "12x");
+        assert_int_equal(h.content_length, UINT64_MAX);
+        assert_int_equal(check(&p, &h).status, 401); /* token first */
+        p.token = NULL;
+        assert_int_equal(check(&p, &h).status, 413);
+        mcp_http_head_content_length(&h, "99999999999999999999999");
+        assert_int_equal(h.content_length, UINT64_MAX);
+        mcp_http_head_content_length(&h, NULL);
+        assert_false(h.has_content_length);
+        assert_int_equal(check(&p, &h).next, MCP_HTTP_MCP_POST);
+}
+
+static void test_refusals(void **state) {
+        McpHttpPolicy p = policy(NULL);
+        static const struct {
+                McpHttpRefusal what;
+                unsigned status;
+                int code;
+                const char *message;
+        } table[] = {
+                { MCP_HTTP_REFUSE_SESSION_NOT_FOUND, 404, -32001, "Session not found" },
+                { MCP_HTTP_REFUSE_NO_SESSION, 400, -32000, "Bad Request: No valid session ID provided" },
+                { MCP_HTTP_REFUSE_SHUTTING_DOWN, 503, -32000, "Service Unavailable: mcp-execd is shutting down" },
+                { MCP_HTTP_REFUSE_TOO_LARGE, 413, -32000,
+                  "Payload Too Large: the body is over 1000 bytes (MCP_EXEC_MAX_MESSAGE_BYTES)" },
+                { MCP_HTTP_REFUSE_METRICS, 500, -32000, "Internal Server Error: the metrics are not available" },
+                { MCP_HTTP_REFUSE_OUT_OF_MEMORY, 400, -32603, "Internal error: out of memory" },
+        };
+        for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+                McpHttpVerdict v;
+                memset(&v, 0xa5, sizeof(v)); /* nothing of a previous verdict survives */
+                mcp_http_refuse(&p, table[i].what, &v);
+                assert_int_equal(v.next, MCP_HTTP_REJECT);
+                assert_int_equal(v.status, table[i].status);
+                assert_int_equal(v.rpc_code, table[i].code);
+                assert_string_equal(v.message, table[i].message);
+                assert_false(v.close);
+                assert_false(v.www_authenticate);
+                assert_null(v.allow);
+                assert_null(v.retry_after);
+        }
+        /* The 413 of a Content-Length over the cap and of a body that outgrew it say the same. */
+        McpHttpHead h = post_head();
+        h.content_length = 1001;
+        McpHttpVerdict head = check(&p, &h), body;
+        mcp_http_refuse(&p, MCP_HTTP_REFUSE_TOO_LARGE, &body);
+        assert_string_equal(head.message, body.message);
+
+        McpHttpVerdict v;
+        mcp_http_refuse_sessions_full(3, 3, &v);
+        assert_int_equal(v.status, 503);
+        assert_string_equal(v.retry_after, MCP_HTTP_RETRY_AFTER_S);
+        assert_string_equal(v.message, "Service Unavailable: 3 sessions are open (MCP_EXEC_MAX_SESSIONS=3) and "
+                                       "each has a call in flight or an open stream; retry later");
+}
+
+static void test_post_decisions(void **state) {
+        static const McpHttpMessageInfo invalid = { .kind = MCP_HTTP_MSG_INVALID },
+                                        init = { .kind = MCP_HTTP_MSG_REQUEST, .is_initialize = true },
+                                        request = { .kind = MCP_HTTP_MSG_REQUEST },
+                                        notification = { .kind = MCP_HTTP_MSG_NOTIFICATION },
+                                        response = { .kind = MCP_HTTP_MSG_RESPONSE };
+
+        /* Without a session: only initialize may open one; no message at all is answered (its
+         * parse error), everything else is refused. */
+        assert_int_equal(mcp_http_sessionless_post(&invalid), MCP_HTTP_SESSIONLESS_ANSWER);
+        assert_int_equal(mcp_http_sessionless_post(&init), MCP_HTTP_SESSIONLESS_INITIALIZE);
+        assert_int_equal(mcp_http_sessionless_post(&request), MCP_HTTP_SESSIONLESS_REFUSE);
+        assert_int_equal(mcp_http_sessionless_post(&notification), MCP_HTTP_SESSIONLESS_REFUSE);
+        assert_int_equal(mcp_http_sessionless_post(&response), MCP_HTTP_SESSIONLESS_REFUSE);
+
+        static const struct {
+                const McpHttpMessageInfo *info;
+                bool new_session, initialized;
+                unsigned status;
+        } table[] = {
+                { &request, false, false, 200 },      /* a request in a session */
+                { &init, true, true, 200 },           /* initialize opened a session */
+                { &init, true, false, 400 },          /* initialize failed (a bad version, say) */
+                { &init, false, false, 400 },         /* initialize again in a session */
+                { &invalid, true, false, 400 },       /* no message: the parse error */
+                { &invalid, false, false, 400 },
+                { &notification, false, false, 400 }, /* a notification that got an error back */
+                { &response, false, false, 400 },
+        };
+        for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+                assert_int_equal(mcp_http_post_reply_status(table[i].info, table[i].new_session, table[i].initialized),
+                                 table[i].status);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_host_allow_list),
@@ -396,6 +525,9 @@ int main(void) {
                 cmocka_unit_test(test_error_body),
                 cmocka_unit_test(test_sse),
                 cmocka_unit_test(test_progress),
+                cmocka_unit_test(test_framing),
+                cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_post_decisions),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,146 @@
+/* dispatch.c: the one path from a parsed MCP action to the scheduler (dispatch.h); owns the
+ * DispatchCall records between submit and answer. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "dispatch.h"
+#include "log.h"
+#include "str-util.h"
+
+static DispatchCall *dispatch_call_free(DispatchCall *c) {
+        if (!c)
+                return NULL;
+        free(c->id_key);
+        free(c->progress_token);
+        free(c);
+        return NULL;
+}
+DEFINE_POINTER_CLEANUP(DispatchCall, dispatch_call_free);
+DEFINE_POINTER_CLEANUP(McpCall, mcp_call_free);
+
+void dispatch_init(Dispatch *d, Scheduler *scheduler, const DispatchOps *ops, void *userdata) {
+        *d = (Dispatch) { .scheduler = scheduler, .ops = ops, .userdata = userdata };
+        LIST_HEAD_INIT(d->calls);
+}
+
+/* The scheduler's JobReplyFn: every call ends here exactly once. */
+static void dispatch_on_reply(void *owner, char *reply) {
+        _cleanup_(dispatch_call_freep) DispatchCall *c = owner;
+        Dispatch *d = c->dispatch;
+
+        if (!d) { /* detached: the session is gone */
+                free(reply);
+                return;
+        }
+        LIST_REMOVE(calls, d->calls, c);
+        d->n_calls--;
+        c->dispatch = NULL;
+        d->ops->call_reply(d, c, reply); /* may free d */
+}
+
+DispatchCall *dispatch_find(const Dispatch *d, const char *id_key) {
+        LIST_FOREACH(calls, c, d->calls)
+                if (strcmp(c->id_key, id_key) == 0)
+                        return c;
+        return NULL;
+}
+
+static void dispatch_answer(Dispatch *d, void *ctx, char *reply) {
+        if (reply)
+                d->ops->answer(d, ctx, reply);
+}
+
+static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx) {
+        _cleanup_(mcp_call_freep) McpCall *call = call_in;
+
+        if (dispatch_find(d, mcp_call_id_key(call))) {
+                scheduler_note_rejected(d->scheduler, call, "duplicate-id");
+                dispatch_answer(d, ctx, mcp_call_reply_tool_error(
+                        call, "a call with this request id is still running; request ids must be unique"));
+                return;
+        }
+
+        _cleanup_(dispatch_call_freep) DispatchCall *c = calloc(1, d->ops->call_size ?: sizeof(DispatchCall));
+        const char *tok = mcp_call_progress_token(call);
+        if (c) {
+                c->id_key = strdup(mcp_call_id_key(call));
+                c->progress_token = tok ? strdup(tok) : NULL;
+        }
+        if (!c || !c->id_key || (tok && !c->progress_token)) {
+                dispatch_answer(d, ctx, mcp_call_reply_tool_error(call, DISPATCH_OOM_MESSAGE));
+                return;
+        }
+        c->timeout_s = mcp_call_args(call)->timeout_s;
+        c->t0_usec = now_usec();
+        c->dispatch = d;
+
+        DispatchCall *owner = TAKE_PTR(c); /* the list's until dispatch_on_reply() */
+        LIST_PREPEND(calls, d->calls, owner);
+        d->n_calls++;
+        if (d->ops->call_new)
+                d->ops->call_new(d, owner, ctx);
+
+        int r = scheduler_submit(d->scheduler, call, owner, dispatch_on_reply);
+        if (r >= 0) {
+                TAKE_PTR(call); /* the scheduler's */
+                return;
+        }
+        char msg[320];
+        if (r == -EBUSY || r == -EDQUOT)
+                scheduler_refusal_message(d->scheduler, r, msg, sizeof(msg));
+        else
+                snprintf(msg, sizeof(msg), DISPATCH_OOM_MESSAGE);
+        /* Refused: the refusal is the call's answer, through the same path as any other. */
+        dispatch_on_reply(owner, mcp_call_reply_tool_error(call, msg));
+}
+
+void dispatch_action(Dispatch *d, McpAction *a, void *ctx) {
+        switch (a->kind) {
+        case MCP_ACTION_NONE:
+                return;
+        case MCP_ACTION_REPLY:
+                if (a->is_tool_error)
+                        scheduler_note_rejected(d->scheduler, NULL, "invalid-arguments");
+                dispatch_answer(d, ctx, TAKE_PTR(a->reply));
+                return;
+        case MCP_ACTION_CANCEL: {
+                DispatchCall *c = dispatch_find(d, a->cancel_key);
+                if (c && dispatch_call_cancel(c))
+                        log_debug("a call was cancelled by the client");
+                return;
+        }
+        case MCP_ACTION_CALL:
+                dispatch_submit(d, TAKE_PTR(a->call), ctx);
+                return;
+        }
+}
+
+bool dispatch_call_cancel(DispatchCall *c) {
+        Dispatch *d = c->dispatch;
+        if (!d)
+                return false;
+        return scheduler_cancel(d->scheduler, c, c->id_key); /* may free c */
+}
+
+void dispatch_cancel_all(Dispatch *d) {
+        LIST_FOREACH_SAFE(calls, c, next, d->calls)
+                (void) dispatch_call_cancel(c);
+}
+
+void dispatch_detach(Dispatch *d) {
+        DispatchCall *c;
+        while ((c = LIST_POP(calls, d->calls))) {
+                /* Answered "nothing" now, so the transport lets go of it; the record itself stays
+                 * the scheduler's owner until dispatch_on_reply() frees it. */
+                c->dispatch = NULL;
+                d->n_calls--;
+                d->ops->call_reply(d, c, NULL);
+        }
+}
+
+const void *dispatch_session_of(const void *owner) {
+        const DispatchCall *c = owner;
+        return c->dispatch;
+}

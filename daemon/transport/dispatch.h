@@ -1,0 +1,83 @@
+/* dispatch.h: the one path from a parsed MCP action to the scheduler, shared by every transport:
+ * a session's calls in flight (one list), duplicate request ids refused, cancellation by id,
+ * refusals answered as tool errors, and each answer handed back to the transport that owns the
+ * session. Talks to the scheduler through scheduler.h only (a unit test links fakes of those
+ * functions: tests/unit/test-dispatch.c). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "list.h"
+#include "mcp.h"
+#include "scheduler.h"
+
+typedef struct Dispatch Dispatch;
+typedef struct DispatchCall DispatchCall;
+
+/* One accepted tools/call between scheduler_submit() and its answer. The scheduler's owner of the
+ * call; the transport may allocate it larger (DispatchOps.call_size) with this as its first member. */
+struct DispatchCall {
+        Dispatch *dispatch;     /* the session it belongs to; NULL once that is gone (answer dropped) */
+        char *id_key;           /* mcp_call_id_key() */
+        char *progress_token;   /* mcp_call_progress_token(), or NULL */
+        uint32_t timeout_s;
+        uint64_t t0_usec;       /* accepted */
+        LIST_FIELDS(DispatchCall, calls);
+};
+
+/* What a transport does with the answers. ctx is what it passed to dispatch_action() (HTTP: the
+ * request the message came on; stdio: NULL). Every function takes reply (malloc'd). */
+typedef struct DispatchOps {
+        size_t call_size;       /* 0: sizeof(DispatchCall) */
+        /* An answer that is no call's (a REPLY action, a refused duplicate id). */
+        void (*answer)(Dispatch *d, void *ctx, char *reply);
+        /* A call was accepted and is on the list, about to be submitted (optional). */
+        void (*call_new)(Dispatch *d, DispatchCall *c, void *ctx);
+        /* A call's answer, or NULL: cancelled, send nothing. c is off the list already and is freed
+         * when this returns; d may be freed by it (nothing touches d afterwards). */
+        void (*call_reply)(Dispatch *d, DispatchCall *c, char *reply);
+} DispatchOps;
+
+/* One session's dispatch (stdio has one; each HTTP session one). Embedded in the transport's
+ * session object, which must outlive its calls or dispatch_detach() them. */
+struct Dispatch {
+        Scheduler *scheduler;
+        const DispatchOps *ops;
+        void *userdata;         /* the transport's session */
+        DispatchCall *calls;    /* in flight, newest first */
+        unsigned n_calls;
+};
+
+void dispatch_init(Dispatch *d, Scheduler *scheduler, const DispatchOps *ops, void *userdata);
+
+/* Carries out a (the result of mcp_server_handle()) and takes what it uses out of it (the caller
+ * still calls mcp_action_done()):
+ *   NONE:   nothing;
+ *   REPLY:  a refused tool call is counted (scheduler_note_rejected()); the reply goes to answer();
+ *   CANCEL: the session's call with that id is cancelled (never answered);
+ *   CALL:   a request id still in flight is refused (counted, answered as a tool error); else the
+ *           call is submitted, and a refusal (queue full, out of memory) is its answer. */
+void dispatch_action(Dispatch *d, McpAction *a, void *ctx);
+
+/* The session's call with this id key, or NULL. */
+DispatchCall *dispatch_find(const Dispatch *d, const char *id_key);
+
+/* Cancels one call: dropped if queued, killed if running; call_reply() gets NULL (maybe at once,
+ * which frees c). True if the scheduler knew it. */
+bool dispatch_call_cancel(DispatchCall *c);
+
+/* Cancels every call of the session (its connection or session went away). */
+void dispatch_cancel_all(Dispatch *d);
+
+/* The session goes before the scheduler has answered its calls (shutdown ran out of time): each
+ * call leaves the list and gets call_reply(NULL) now (which must not free d here); the scheduler's
+ * answer, when it comes, is dropped. */
+void dispatch_detach(Dispatch *d);
+
+/* For scheduler_set_sessions(): the session (its Dispatch) a call belongs to, for per-session limits. */
+const void *dispatch_session_of(const void *owner);
+
+/* The reply when the daemon is out of memory for a call. */
+#define DISPATCH_OOM_MESSAGE "mcp-execd is out of memory"

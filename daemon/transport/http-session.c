@@ -1,0 +1,311 @@
+/* http-session.c: HTTP sessions (HttpSession): the table and its limit, one McpServer and one
+ * Dispatch each, the messages POSTed to them, and where each answer goes (the request that asked,
+ * or the legacy session's event stream). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "http-internal.h"
+#include "log.h"
+
+#define HTTP_EVICT_LOG_USEC (10u * 1000u * 1000u) /* one eviction line per 10 s at most */
+
+static const DispatchOps http_dispatch_ops;
+
+HttpSession *http_session_ref(HttpSession *s) {
+        s->refs++;
+        return s;
+}
+
+HttpSession *http_session_unref(HttpSession *s) {
+        if (!s || --s->refs > 0)
+                return NULL;
+        if (s->closed)
+                LIST_REMOVE(sessions, s->http->closed, s);
+        mcp_server_free(s->mcp);
+        free(s);
+        return NULL;
+}
+
+/* A new session, not yet on the table (http_session_register()); the caller's reference. */
+HttpSession *http_session_new(Http *h, bool legacy) {
+        uint8_t bytes[MCP_HTTP_SESSION_ID_BYTES];
+        /* getrandom(2) without flags blocks only before the pool is initialized at boot. */
+        if (getrandom(bytes, sizeof(bytes), 0) != (ssize_t) sizeof(bytes))
+                return NULL;
+        _cleanup_(http_session_unrefp) HttpSession *s = calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        s->refs = 1;
+        s->mcp = mcp_server_new_like(h->template);
+        if (!s->mcp)
+                return NULL;
+        mcp_http_session_id_format(bytes, sizeof(bytes), s->id);
+        explicit_bzero(bytes, sizeof(bytes));
+        s->http = h;
+        s->legacy = legacy;
+        s->last_used_usec = now_usec();
+        dispatch_init(&s->dispatch, h->scheduler, &http_dispatch_ops, s);
+        return TAKE_PTR(s);
+}
+
+/* Puts s on the table, which takes a reference of its own. */
+void http_session_register(HttpSession *s) {
+        Http *h = s->http;
+        LIST_PREPEND(sessions, h->sessions, http_session_ref(s));
+        h->n_sessions++;
+        log_debug("HTTP %s session opened (%u open)", s->legacy ? "SSE" : "Streamable", h->n_sessions);
+}
+
+HttpSession *http_session_find(Http *h, const char *id, bool legacy) {
+        LIST_FOREACH(sessions, s, h->sessions)
+                if (!s->closed && s->legacy == legacy && strcmp(s->id, id) == 0)
+                        return s;
+        return NULL;
+}
+
+/* Keeps the session table within MCP_EXEC_MAX_SESSIONS: makes room by ending the least recently
+ * used session with no call in flight and no open stream (a legacy session lives as long as its
+ * stream, so only Streamable HTTP sessions qualify). Returns false if every session is busy. */
+bool http_session_make_room(Http *h) {
+        if (h->n_sessions < h->max_sessions)
+                return true;
+        HttpSession *lru = NULL;
+        LIST_FOREACH(sessions, s, h->sessions)
+                if (!s->legacy && !s->dispatch.calls && !s->stream && (!lru || s->last_used_usec < lru->last_used_usec))
+                        lru = s;
+        /* Metadata only (never the session id, which is a credential of its client); at most one
+         * line of each kind per HTTP_EVICT_LOG_USEC so a flood of initializes does not flood the
+         * journal. */
+        uint64_t now = now_usec();
+        if (!lru) {
+                h->refused_unlogged++;
+                if (now - h->refuse_logged_usec >= HTTP_EVICT_LOG_USEC || h->refuse_logged_usec == 0) {
+                        log_warning("new HTTP sessions refused (503): all MCP_EXEC_MAX_SESSIONS=%" PRIu32
+                                    " sessions have a call in flight or an open stream; %u refused since the "
+                                    "last such message",
+                                    h->max_sessions, h->refused_unlogged);
+                        h->refuse_logged_usec = now;
+                        h->refused_unlogged = 0;
+                }
+                return false;
+        }
+        h->evicted_unlogged++;
+        if (now - h->evict_logged_usec >= HTTP_EVICT_LOG_USEC || h->evict_logged_usec == 0) {
+                log_info("HTTP session limit reached (MCP_EXEC_MAX_SESSIONS=%" PRIu32 "): ended the least recently "
+                         "used idle session (idle %" PRIu64 " s) for a new one; %u ended this way since the last "
+                         "such message",
+                         h->max_sessions, (now - lru->last_used_usec) / USEC_PER_SEC, h->evicted_unlogged);
+                h->evict_logged_usec = now;
+                h->evicted_unlogged = 0;
+        }
+        http_session_close(lru, "the least recently used idle session, for a new one (MCP_EXEC_MAX_SESSIONS)");
+        return true;
+}
+
+/* Ends a session: off the table (404 from now on), its calls cancelled, its stream closed; the
+ * table's reference is dropped (requests and calls may hold theirs a while longer, on h->closed). */
+void http_session_close(HttpSession *s, const char *why) {
+        Http *h = s->http;
+        if (s->closed)
+                return;
+        s->closed = true;
+        LIST_REMOVE(sessions, h->sessions, s);
+        LIST_PREPEND(sessions, h->closed, s);
+        h->n_sessions--;
+        log_debug("HTTP session closed: %s (%u open)", why, h->n_sessions);
+
+        dispatch_cancel_all(&s->dispatch);
+        if (s->stream)
+                http_stream_fail(TAKE_PTR(s->stream));
+        http_session_unref(s);
+}
+
+/* ---- answers ---------------------------------------------------------------------------------- */
+
+/* Where an answer for s goes: a legacy session's stream; the Streamable request that asked (its
+ * event stream, which then ends, or its body, which resumes it); nowhere if that request is gone. */
+static void session_deliver(HttpSession *s, HttpRequest *req, char *reply_in) {
+        _cleanup_free_ char *reply = reply_in;
+
+        if (s->legacy) {
+                if (reply && s->stream && !s->closed)
+                        http_stream_push(s->stream, "message", reply);
+                return;
+        }
+        if (!req)
+                return;
+        if (req->is_stream) {
+                if (reply)
+                        http_stream_push(req, "message", reply);
+                http_stream_finish(req);
+                return;
+        }
+        req->reply = TAKE_PTR(reply);
+        req->reply_ready = true;
+        http_request_resume(req);
+}
+
+static void on_answer(Dispatch *d, void *ctx, char *reply) {
+        session_deliver(d->userdata, ctx, reply);
+}
+
+/* Where a call's messages go: its own request's stream, or its legacy session's stream. */
+static HttpRequest *call_stream(HttpCall *c) {
+        HttpSession *s = c->call.dispatch ? c->call.dispatch->userdata : NULL;
+        if (s && s->legacy)
+                return s->stream;
+        return c->req && c->req->is_stream ? c->req : NULL;
+}
+
+void http_session_send_progress(HttpCall *c, uint64_t progress) {
+        HttpRequest *stream = call_stream(c);
+        if (!stream || !c->call.progress_token)
+                return;
+        char msg[96];
+        if (progress == 0)
+                snprintf(msg, sizeof(msg), "accepted");
+        else
+                snprintf(msg, sizeof(msg), "%" PRIu64 " s elapsed of the %" PRIu32 " s deadline", progress,
+                         c->call.timeout_s);
+        _cleanup_free_ char *n = mcp_http_progress_new(c->call.progress_token, progress, c->call.timeout_s, msg);
+        if (n)
+                http_stream_push(stream, "message", n);
+        c->progress_sent = progress;
+}
+
+/* A call is accepted: it holds its session, and its request (Streamable) waits for it. */
+static void on_call_new(Dispatch *d, DispatchCall *dc, void *ctx) {
+        HttpSession *s = http_session_ref(d->userdata);
+        HttpCall *c = container_of(dc, HttpCall, call);
+        c->req = ctx;
+        if (c->req)
+                c->req->call = c;
+        s->http->n_calls++;
+        if (dc->progress_token)
+                http_session_send_progress(c, 0);
+}
+
+static void on_call_reply(Dispatch *d, DispatchCall *dc, char *reply) {
+        _cleanup_(http_session_unrefp) HttpSession *s = d->userdata; /* the call's reference */
+        HttpCall *c = container_of(dc, HttpCall, call);
+        Http *h = s->http;
+
+        s->last_used_usec = now_usec(); /* an answer is activity: the idle clock starts now */
+        if (c->req)
+                c->req->call = NULL;
+        session_deliver(s, TAKE_PTR(c->req), reply);
+        h->n_calls--;
+        /* Shutting down: a legacy stream ends once its last call is answered on it. */
+        if (h->stopping && s->legacy && s->stream && !s->dispatch.calls)
+                http_stream_finish(s->stream);
+}
+
+static const DispatchOps http_dispatch_ops = {
+        .call_size = sizeof(HttpCall),
+        .answer = on_answer,
+        .call_new = on_call_new,
+        .call_reply = on_call_reply,
+};
+
+/* ---- messages ----------------------------------------------------------------------------------- */
+
+enum MHD_Result http_respond_sessions_full(HttpRequest *req) {
+        McpHttpVerdict v;
+        mcp_http_refuse_sessions_full(req->http->n_sessions, req->http->max_sessions, &v);
+        return http_respond_verdict(req, &v);
+}
+
+/* A POST to /mcp, its body read. */
+enum MHD_Result http_session_handle_mcp_post(HttpRequest *req) {
+        Http *h = req->http;
+        McpHttpMessageInfo info;
+        if (mcp_http_message_classify(req->body.data ?: "", req->body.len, &info) < 0)
+                return MHD_NO;
+
+        HttpSession *s = req->session;
+        bool new_session = false;
+        if (s && s->closed) /* ended (deleted, expired, evicted) while its body was being read */
+                return http_respond_refusal(req, MCP_HTTP_REFUSE_SESSION_NOT_FOUND);
+        if (!s) {
+                McpHttpSessionless what = mcp_http_sessionless_post(&info);
+                if (what == MCP_HTTP_SESSIONLESS_REFUSE)
+                        return http_respond_refusal(req, MCP_HTTP_REFUSE_NO_SESSION);
+                if (what == MCP_HTTP_SESSIONLESS_INITIALIZE && !http_session_make_room(h))
+                        return http_respond_sessions_full(req);
+                s = http_session_new(h, false);
+                if (!s)
+                        return MHD_NO;
+                req->session = s; /* the request's reference; the table takes one if initialize succeeds */
+                new_session = true;
+        }
+
+        _cleanup_(mcp_action_done) McpAction a = {};
+        if (mcp_server_handle(s->mcp, req->body.data ?: "", req->body.len, &a) < 0)
+                return http_respond_refusal(req, MCP_HTTP_REFUSE_OUT_OF_MEMORY);
+
+        McpActionKind kind = a.kind;
+        bool is_initialize = a.is_initialize;
+        /* A tools/call with a progress token: progress comes as events before the result, so the
+         * answer is a stream, opened before the call is submitted. */
+        enum MHD_Result r = MHD_YES;
+        if (kind == MCP_ACTION_CALL && mcp_call_progress_token(a.call))
+                r = http_respond_stream(req);
+        dispatch_action(&s->dispatch, &a, req);
+
+        switch (kind) {
+        case MCP_ACTION_REPLY: {
+                char *body = TAKE_PTR(req->reply);
+                req->reply_ready = false;
+                if (new_session && is_initialize) {
+                        http_session_register(s);
+                        struct MHD_Response *resp =
+                                body ? MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE) : NULL;
+                        if (!resp) {
+                                free(body);
+                                return MHD_NO;
+                        }
+                        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+                        (void) MHD_add_response_header(resp, "Mcp-Session-Id", s->id);
+                        r = MHD_queue_response(req->conn, MHD_HTTP_OK, resp);
+                        MHD_destroy_response(resp);
+                        req->answered = true;
+                        return r;
+                }
+                if (new_session) /* initialize failed (or the body was no message): no session exists */
+                        req->session = http_session_unref(req->session);
+                return http_respond_json(req, mcp_http_post_reply_status(&info, new_session, is_initialize), body);
+        }
+        case MCP_ACTION_NONE:
+        case MCP_ACTION_CANCEL:
+                return http_respond(req, MHD_HTTP_ACCEPTED, NULL, NULL, NULL, NULL);
+        case MCP_ACTION_CALL:
+                if (req->is_stream)
+                        return r;
+                if (req->reply_ready)
+                        return http_respond_json(req, MHD_HTTP_OK, TAKE_PTR(req->reply));
+                req->waiting = true;
+                http_request_suspend(req);
+                return MHD_YES;
+        }
+        return MHD_NO;
+}
+
+/* A POST to /messages (legacy): everything but a broken body is answered on the session's stream. */
+enum MHD_Result http_session_handle_messages_post(HttpRequest *req) {
+        HttpSession *s = req->session;
+        if (s->closed)
+                return http_respond_refusal(req, MCP_HTTP_REFUSE_SESSION_NOT_FOUND);
+        McpHttpMessageInfo info;
+        if (mcp_http_message_classify(req->body.data ?: "", req->body.len, &info) < 0)
+                return MHD_NO;
+        _cleanup_(mcp_action_done) McpAction a = {};
+        if (mcp_server_handle(s->mcp, req->body.data ?: "", req->body.len, &a) < 0)
+                return MHD_NO;
+        if (info.kind == MCP_HTTP_MSG_INVALID && a.kind == MCP_ACTION_REPLY)
+                return http_respond_json(req, MHD_HTTP_BAD_REQUEST, TAKE_PTR(a.reply));
+        dispatch_action(&s->dispatch, &a, NULL);
+        return http_respond(req, MHD_HTTP_ACCEPTED, "text/plain", strdup("Accepted"), NULL, NULL);
+}

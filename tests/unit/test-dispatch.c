@@ -1,0 +1,358 @@
+/* test-dispatch.c: the transports' shared dispatch (daemon/transport/dispatch.c) fed with actions a
+ * real McpServer parsed, against a fake scheduler: this file defines the scheduler functions
+ * dispatch.c calls (scheduler.h), and the build links dispatch.c without the run library, so no
+ * run, ring or sandbox is involved. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dispatch.h"
+
+/* ---- the fake scheduler ------------------------------------------------------------------- */
+
+#define FAKE_MAX 8
+
+static struct {
+        int submit_result;          /* what scheduler_submit() returns */
+        bool cancel_answers_now;    /* scheduler_cancel() answers NULL at once (a queued call) */
+        unsigned n_submitted;
+        McpCall *calls[FAKE_MAX];   /* taken by submit */
+        void *owners[FAKE_MAX];
+        JobReplyFn replies[FAKE_MAX];
+        unsigned n_cancelled;
+        char cancelled_key[64];
+        unsigned rejected_invalid, rejected_duplicate;
+} fake;
+
+int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply) {
+        if (fake.submit_result < 0)
+                return fake.submit_result;
+        assert_true(fake.n_submitted < FAKE_MAX);
+        fake.calls[fake.n_submitted] = call;
+        fake.owners[fake.n_submitted] = owner;
+        fake.replies[fake.n_submitted] = reply;
+        fake.n_submitted++;
+        return 0;
+}
+
+bool scheduler_cancel(Scheduler *s, const void *owner, const char *id_key) {
+        for (unsigned i = 0; i < fake.n_submitted; i++)
+                if (fake.owners[i] == owner) {
+                        fake.n_cancelled++;
+                        snprintf(fake.cancelled_key, sizeof(fake.cancelled_key), "%s", id_key);
+                        if (fake.cancel_answers_now) {
+                                fake.owners[i] = NULL;
+                                mcp_call_free(TAKE_PTR(fake.calls[i]));
+                                fake.replies[i]((void *) owner, NULL);
+                        }
+                        return true;
+                }
+        return false;
+}
+
+void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size) {
+        snprintf(buf, size, r == -EDQUOT ? "session queue full" : "queue full");
+}
+
+void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason) {
+        if (strcmp(reason, "invalid-arguments") == 0)
+                fake.rejected_invalid++;
+        else if (strcmp(reason, "duplicate-id") == 0)
+                fake.rejected_duplicate++;
+        else
+                fail_msg("unexpected reason %s", reason);
+}
+
+/* The scheduler answers call i (reply NULL: cancelled). */
+static void fake_answer(unsigned i, const char *reply) {
+        assert_non_null(fake.owners[i]);
+        void *owner = TAKE_PTR(fake.owners[i]);
+        mcp_call_free(TAKE_PTR(fake.calls[i]));
+        fake.replies[i](owner, reply ? strdup(reply) : NULL);
+}
+
+static void fake_reset(void) {
+        for (unsigned i = 0; i < fake.n_submitted; i++)
+                mcp_call_free(fake.calls[i]);
+        memset(&fake, 0, sizeof(fake));
+}
+
+/* ---- the fake transport -------------------------------------------------------------------- */
+
+typedef struct TestCall {
+        DispatchCall call;
+        void *ctx;
+} TestCall;
+
+typedef struct Session {
+        Dispatch dispatch;
+        unsigned n_answers, n_call_new, n_call_replies, n_null_replies;
+        char last[512];
+        void *last_ctx;
+        DispatchCall *last_call;
+} Session;
+
+static void on_answer(Dispatch *d, void *ctx, char *reply) {
+        Session *s = d->userdata;
+        s->n_answers++;
+        s->last_ctx = ctx;
+        snprintf(s->last, sizeof(s->last), "%s", reply);
+        free(reply);
+}
+
+static void on_call_new(Dispatch *d, DispatchCall *c, void *ctx) {
+        Session *s = d->userdata;
+        s->n_call_new++;
+        ((TestCall *) c)->ctx = ctx;
+        assert_true(dispatch_find(d, c->id_key) == c); /* already on the list */
+}
+
+static void on_call_reply(Dispatch *d, DispatchCall *c, char *reply) {
+        Session *s = d->userdata;
+        assert_null(c->dispatch);                      /* off the list */
+        assert_null(dispatch_find(d, c->id_key));
+        s->n_call_replies++;
+        s->last_call = c;
+        s->last_ctx = ((TestCall *) c)->ctx;
+        if (!reply)
+                s->n_null_replies++;
+        snprintf(s->last, sizeof(s->last), "%s", reply ? reply : "");
+        free(reply);
+}
+
+static const DispatchOps ops = {
+        .call_size = sizeof(TestCall),
+        .answer = on_answer,
+        .call_new = on_call_new,
+        .call_reply = on_call_reply,
+};
+
+static const McpLimits limits = {
+        .default_timeout_s = 30,
+        .max_timeout_s = 120,
+        .max_code_bytes = 1000,
+        .max_stdin_bytes = 1000,
+        .max_output_bytes = 4096,
+        .memory_max_bytes = UINT64_MAX,
+        .pids_max = UINT64_MAX,
+        .tmp_size_bytes = 1u << 20,
+        .limits_by = "rlimit",
+};
+
+static Scheduler scheduler; /* never looked into by dispatch.c: only passed to the fakes */
+
+typedef struct Fixture {
+        McpServer *mcp;
+        Session session;
+} Fixture;
+
+static int setup(void **state) {
+        fake_reset();
+        fake.cancel_answers_now = true;
+        Fixture *f = calloc(1, sizeof(*f));
+        assert_non_null(f);
+        f->mcp = mcp_server_new(&limits, "0");
+        assert_non_null(f->mcp);
+        dispatch_init(&f->session.dispatch, &scheduler, &ops, &f->session);
+        const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+                           "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
+        McpAction a;
+        assert_int_equal(mcp_server_handle(f->mcp, init, strlen(init), &a), 0);
+        dispatch_action(&f->session.dispatch, &a, NULL);
+        mcp_action_done(&a);
+        assert_int_equal(f->session.n_answers, 1);
+        f->session.n_answers = 0;
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+        dispatch_detach(&f->session.dispatch);
+        /* The scheduler answers what it still held: dropped, and the record freed (ASan checks). */
+        for (unsigned i = 0; i < fake.n_submitted; i++)
+                if (fake.owners[i])
+                        fake_answer(i, "late");
+        fake_reset();
+        mcp_server_free(f->mcp);
+        free(f);
+        return 0;
+}
+
+/* Feeds one message through mcp_server_handle() and dispatch_action(), as a transport does. */
+static McpActionKind feed(Fixture *f, const char *msg, void *ctx) {
+        McpAction a;
+        assert_int_equal(mcp_server_handle(f->mcp, msg, strlen(msg), &a), 0);
+        McpActionKind kind = a.kind;
+        dispatch_action(&f->session.dispatch, &a, ctx);
+        mcp_action_done(&a);
+        return kind;
+}
+
+static McpActionKind feed_call(Fixture *f, const char *id, const char *meta, void *ctx) {
+        char msg[512];
+        snprintf(msg, sizeof(msg),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\","
+                 "\"arguments\":{\"code\":\"print(1)\",\"timeout_s\":7}%s}}",
+                 id, meta ? meta : "");
+        return feed(f, msg, ctx);
+}
+
+static void test_reply_goes_to_answer(void **state) {
+        Fixture *f = *state;
+        int ctx;
+        assert_int_equal(feed(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", &ctx), MCP_ACTION_REPLY);
+        assert_int_equal(f->session.n_answers, 1);
+        assert_ptr_equal(f->session.last_ctx, &ctx);
+        assert_non_null(strstr(f->session.last, "\"result\""));
+        assert_int_equal(fake.rejected_invalid, 0);
+        assert_int_equal(fake.n_submitted, 0);
+
+        /* Arguments refused by mcp/: an answer, and one rejected run counted. */
+        assert_int_equal(feed(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+                                 "{\"name\":\"exec\",\"arguments\":{}}}", NULL),
+                         MCP_ACTION_REPLY);
+        assert_int_equal(f->session.n_answers, 2);
+        assert_non_null(strstr(f->session.last, "\"isError\":true"));
+        assert_int_equal(fake.rejected_invalid, 1);
+
+        /* A notification: nothing at all. */
+        assert_int_equal(feed(f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", NULL),
+                         MCP_ACTION_NONE);
+        assert_int_equal(f->session.n_answers, 2);
+}
+
+static void test_call_submitted_and_answered(void **state) {
+        Fixture *f = *state;
+        int ctx;
+        assert_int_equal(feed_call(f, "\"a\"", ",\"_meta\":{\"progressToken\":5}", &ctx), MCP_ACTION_CALL);
+        assert_int_equal(fake.n_submitted, 1);
+        assert_int_equal(f->session.n_call_new, 1);
+        assert_int_equal(f->session.dispatch.n_calls, 1);
+        DispatchCall *c = f->session.dispatch.calls;
+        assert_ptr_equal(fake.owners[0], c); /* the scheduler's owner is the call record */
+        assert_ptr_equal(dispatch_session_of(c), &f->session.dispatch);
+        assert_string_equal(c->id_key, "\"a\"");
+        assert_string_equal(c->progress_token, "5");
+        assert_int_equal(c->timeout_s, 7);
+        assert_ptr_equal(((TestCall *) c)->ctx, &ctx);
+        assert_int_equal(f->session.n_answers, 0);
+
+        fake_answer(0, "{\"result\":1}");
+        assert_int_equal(f->session.n_call_replies, 1);
+        assert_ptr_equal(f->session.last_ctx, &ctx);
+        assert_string_equal(f->session.last, "{\"result\":1}");
+        assert_int_equal(f->session.dispatch.n_calls, 0);
+        assert_null(f->session.dispatch.calls);
+
+        /* The id is free again once answered. */
+        assert_int_equal(feed_call(f, "\"a\"", NULL, NULL), MCP_ACTION_CALL);
+        assert_int_equal(fake.n_submitted, 2);
+        assert_null(f->session.dispatch.calls->progress_token);
+}
+
+static void test_duplicate_id_refused(void **state) {
+        Fixture *f = *state;
+        int ctx;
+        feed_call(f, "1", NULL, NULL);
+        feed_call(f, "1", NULL, &ctx);
+        assert_int_equal(fake.n_submitted, 1);
+        assert_int_equal(fake.rejected_duplicate, 1);
+        assert_int_equal(f->session.n_answers, 1);
+        assert_ptr_equal(f->session.last_ctx, &ctx);
+        assert_non_null(strstr(f->session.last, "request ids must be unique"));
+        assert_non_null(strstr(f->session.last, "\"id\":1"));
+        assert_int_equal(f->session.dispatch.n_calls, 1);
+        /* Another id is a new call; the same id as a string is another id. */
+        feed_call(f, "2", NULL, NULL);
+        feed_call(f, "\"1\"", NULL, NULL);
+        assert_int_equal(fake.n_submitted, 3);
+        assert_int_equal(f->session.dispatch.n_calls, 3);
+}
+
+static void test_cancel_by_id(void **state) {
+        Fixture *f = *state;
+        feed_call(f, "\"x\"", NULL, NULL);
+        feed_call(f, "\"y\"", NULL, NULL);
+        /* Unknown id: the scheduler is not asked. */
+        assert_int_equal(feed(f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+                                 "{\"requestId\":\"z\"}}", NULL),
+                         MCP_ACTION_CANCEL);
+        assert_int_equal(fake.n_cancelled, 0);
+        feed(f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"x\"}}", NULL);
+        assert_int_equal(fake.n_cancelled, 1);
+        assert_string_equal(fake.cancelled_key, "\"x\"");
+        /* A cancelled call is never answered with a message: call_reply(NULL). */
+        assert_int_equal(f->session.n_null_replies, 1);
+        assert_int_equal(f->session.n_answers, 0);
+        assert_int_equal(f->session.dispatch.n_calls, 1);
+        assert_string_equal(f->session.dispatch.calls->id_key, "\"y\"");
+}
+
+static void test_refusals_answer_the_call(void **state) {
+        Fixture *f = *state;
+        static const struct {
+                int r;
+                const char *message;
+        } refusals[] = {
+                { -EBUSY, "queue full" },
+                { -EDQUOT, "session queue full" },
+                { -ENOMEM, DISPATCH_OOM_MESSAGE },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refusals); i++) {
+                int ctx;
+                fake.submit_result = refusals[i].r;
+                feed_call(f, "3", ",\"_meta\":{\"progressToken\":\"p\"}", &ctx);
+                assert_int_equal(f->session.n_call_new, i + 1); /* accepted, then refused */
+                assert_int_equal(f->session.n_call_replies, i + 1);
+                assert_ptr_equal(f->session.last_ctx, &ctx);
+                assert_non_null(strstr(f->session.last, refusals[i].message));
+                assert_non_null(strstr(f->session.last, "\"isError\":true"));
+                assert_int_equal(f->session.dispatch.n_calls, 0);
+        }
+        assert_int_equal(fake.n_submitted, 0);
+}
+
+static void test_cancel_all_and_detach(void **state) {
+        Fixture *f = *state;
+        feed_call(f, "1", NULL, NULL);
+        feed_call(f, "2", NULL, NULL);
+        feed_call(f, "3", NULL, NULL);
+        /* A running call is answered later: cancel_all leaves it on the list until then. */
+        fake.cancel_answers_now = false;
+        dispatch_cancel_all(&f->session.dispatch);
+        assert_int_equal(fake.n_cancelled, 3);
+        assert_int_equal(f->session.dispatch.n_calls, 3);
+        fake_answer(1, NULL);
+        assert_int_equal(f->session.n_null_replies, 1);
+        assert_int_equal(f->session.dispatch.n_calls, 2);
+
+        /* The session goes: every remaining call gets call_reply(NULL) now... */
+        dispatch_detach(&f->session.dispatch);
+        assert_int_equal(f->session.n_null_replies, 3);
+        assert_int_equal(f->session.dispatch.n_calls, 0);
+        /* ...and the scheduler's late answer is dropped, never reaching the transport. */
+        fake_answer(0, "{\"late\":true}");
+        assert_int_equal(f->session.n_call_replies, 3);
+        assert_null(dispatch_session_of(fake.owners[2]));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_reply_goes_to_answer, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_call_submitted_and_answered, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_duplicate_id_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cancel_by_id, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_refusals_answer_the_call, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cancel_all_and_detach, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
