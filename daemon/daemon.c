@@ -341,13 +341,19 @@ int daemon_run(Daemon *d) {
 }
 
 typedef bool (*DaemonBusyFn)(const Daemon *d);
+typedef void (*DaemonNudgeFn)(Daemon *d);
 
-/* Runs the loop while busy(d), until the deadline; false when it gave up (the loop failed, or the
- * deadline passed), so that nothing completes into what is freed next. */
-static bool daemon_drain(Daemon *d, DaemonBusyFn busy, uint64_t deadline) {
+/* Runs the loop while busy(d), until the deadline, calling nudge(d) (if any) before each turn;
+ * false when it gave up (the loop failed, or the deadline passed), so that nothing completes into
+ * what is freed next. */
+static bool daemon_drain(Daemon *d, DaemonBusyFn busy, DaemonNudgeFn nudge, uint64_t deadline) {
         while (busy(d)) {
                 uint64_t now = now_usec();
-                if (now >= deadline || ring_run_once(d->ring, deadline - now) < 0)
+                if (now >= deadline)
+                        return false;
+                if (nudge)
+                        nudge(d);
+                if (ring_run_once(d->ring, deadline - now) < 0)
                         return false;
         }
         return true;
@@ -356,6 +362,16 @@ static bool daemon_drain(Daemon *d, DaemonBusyFn busy, uint64_t deadline) {
 /* The calls: queued or running in the scheduler, or a Python tool's job. */
 static bool daemon_calls_busy(const Daemon *d) {
         return scheduler_active(&d->scheduler) > 0 || (d->pyexec && pyexec_busy(d->pyexec));
+}
+
+/* The transport's own reads, writes, polls and requests. */
+static bool daemon_transport_busy(const Daemon *d) {
+        return stdio_io_busy(d->stdio) || http_io_busy(d->http);
+}
+
+/* A blocking read of a pipe or tty is not always cancelled at the first request: ask again. */
+static void daemon_transport_cancel(Daemon *d) {
+        stdio_cancel_io(d->stdio);
 }
 
 /* Anything the kernel may still complete: what the owners above left (released runs freeing
@@ -373,11 +389,16 @@ Daemon *daemon_free(Daemon *d) {
 
         /* 1. The calls finish while everything they use is alive: the transport takes their answers,
          *    the bus places and removes their scopes, the watchdog keeps pinging. Then the
-         *    transport goes (it waits for its own reads and writes), and the session. */
+         *    transport's own operations are cancelled and the loop turns until they are back; then it
+         *    goes, and the session. */
         if (d->signals)
                 signals_stop(d->signals);
         if (drained)
-                drained = daemon_drain(d, daemon_calls_busy, deadline);
+                drained = daemon_drain(d, daemon_calls_busy, NULL, deadline);
+        stdio_cancel_io(d->stdio);
+        http_cancel_io(d->http);
+        if (drained)
+                drained = daemon_drain(d, daemon_transport_busy, daemon_transport_cancel, deadline);
         stdio_free(d->stdio);
         http_free(d->http);
         mcp_server_free(d->mcp);
@@ -388,7 +409,7 @@ Daemon *daemon_free(Daemon *d) {
         notify_done(&d->notify);
         bus_events_stop(&d->bus);
         if (drained)
-                drained = daemon_drain(d, daemon_ring_busy, deadline);
+                drained = daemon_drain(d, daemon_ring_busy, NULL, deadline);
         if (!drained && d->ring)
                 log_debug("teardown: %u operation(s) still in flight, left to the kernel", ring_inflight(d->ring));
 

@@ -589,7 +589,7 @@ bool http_finished(const Http *h) {
         return h->stopping && h->n_calls == 0 && h->n_requests == 0;
 }
 
-void http_free(Http *h) {
+void http_cancel_io(Http *h) {
         if (!h)
                 return;
         if (h->mhd) {
@@ -606,8 +606,16 @@ void http_free(Http *h) {
         h->freeing = true;
         ring_cancel(h->ring, &h->op_poll);
         ring_cancel(h->ring, &h->op_tick);
-        for (int i = 0; i < 50 && (h->op_poll.busy || h->op_tick.busy || h->op_kick.busy || h->requests); i++)
-                (void) ring_run_once(h->ring, 20000);
+}
+
+bool http_io_busy(const Http *h) {
+        return h && (h->op_poll.busy || h->op_tick.busy || h->op_kick.busy || h->requests);
+}
+
+void http_free(Http *h) {
+        if (!h)
+                return;
+        http_cancel_io(h); /* no-op when the owner did it first */
         /* Calls still in the scheduler (a shutdown that ran out of time) are cancelled with their
          * sessions, and what it has not answered yet is detached: those answers are dropped when
          * they come, and the closed sessions they held go now. */
@@ -620,7 +628,7 @@ void http_free(Http *h) {
         }
         if (h->listen_fd >= 0)
                 (void) close(h->listen_fd); /* MHD never got it */
-        if (h->op_poll.busy || h->op_tick.busy || h->op_kick.busy || h->requests)
+        if (http_io_busy(h))
                 return; /* leak rather than let the kernel complete into freed memory; we exit next */
         strv_free(h->hosts);
         strv_free(h->origins);

@@ -25,4 +25,13 @@ void http_stop(Http *h);
 bool http_finished(const Http *h);
 
 /* Closes every connection and frees the transport. */
+/* Teardown, by ownership: http_cancel_io() completes every request and stops libmicrohttpd, and
+ * asks the kernel to cancel the transport's poll and timer; the owner turns the loop until
+ * !http_io_busy(), then calls http_free(). */
+void http_cancel_io(Http *h);
+bool http_io_busy(const Http *h);
+
+/* Cancels what calls remain and frees the transport; if its kernel operations are still in flight
+ * (the owner gave up waiting), it is left allocated rather than let the kernel complete into freed
+ * memory: we exit next. */
 void http_free(Http *h);

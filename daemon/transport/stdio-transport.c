@@ -224,18 +224,22 @@ bool stdio_client_gone(const Stdio *t) {
         return t->output_failed;
 }
 
+void stdio_cancel_io(Stdio *t) {
+        if (!t)
+                return;
+        ring_cancel(t->ring, &t->op_read);
+        ring_cancel(t->ring, &t->op_write);
+        ring_cancel(t->ring, &t->op_hup);
+}
+
+bool stdio_io_busy(const Stdio *t) {
+        return t && (t->op_read.busy || t->op_write.busy || t->op_hup.busy);
+}
+
 void stdio_free(Stdio *t) {
         if (!t)
                 return;
-        /* A read of fd 0 may still be in flight (io_uring cannot always cancel a blocking read of a
-         * pipe or tty immediately); wait for it, boundedly, before freeing its buffer. */
-        for (int i = 0; i < 50 && (t->op_read.busy || t->op_write.busy || t->op_hup.busy); i++) {
-                ring_cancel(t->ring, &t->op_read);
-                ring_cancel(t->ring, &t->op_write);
-                ring_cancel(t->ring, &t->op_hup);
-                (void) ring_run_once(t->ring, 20000);
-        }
-        if (t->op_read.busy || t->op_write.busy || t->op_hup.busy)
+        if (stdio_io_busy(t))
                 return; /* leak rather than let the kernel write into freed memory; we exit next */
         dispatch_detach(&t->dispatch); /* answers that come after this are dropped */
         mcp_line_reader_done(&t->lines);

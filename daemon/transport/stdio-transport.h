@@ -23,4 +23,12 @@ bool stdio_finished(const Stdio *t);
 bool stdio_client_gone(const Stdio *t);
 
 /* Frees the transport once its kernel operations have completed (call when stdio_finished()). */
+/* Teardown, by ownership: stdio_cancel_io() asks the kernel to cancel the transport's reads and
+ * writes; the owner turns the loop until !stdio_io_busy() (cancelling again on each turn: io_uring
+ * cannot always cancel a blocking read of a pipe or tty at once), then calls stdio_free(). */
+void stdio_cancel_io(Stdio *t);
+bool stdio_io_busy(const Stdio *t);
+
+/* Frees the transport; if its kernel operations are still in flight (the owner gave up waiting),
+ * it is left allocated rather than let the kernel complete into freed memory: we exit next. */
 void stdio_free(Stdio *t);
