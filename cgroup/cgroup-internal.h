@@ -113,8 +113,6 @@ struct CgroupRun {
 int cgroup_new_with(const CgroupConfig *config, const CgroupOps *const backends[3], Cgroup **ret,
                     char **reterr);
 
-DEFINE_POINTER_CLEANUP(Cgroup, cgroup_free)
-DEFINE_POINTER_CLEANUP(CgroupRun, cgroup_run_free)
 
 /* Shared cgroupfs file helpers (cgroup-util.c). All return 0 (or what is said) or -errno. */
 /* Sets *reterr to the formatted reason and returns r (-ENOMEM when the reason cannot be made). */

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cleanup.h"
+
 typedef enum CgroupWant {
         CGROUP_WANT_AUTO,     /* systemd, then cgroupfs, then none */
         CGROUP_WANT_SYSTEMD,
@@ -36,6 +38,7 @@ typedef struct Cgroup Cgroup;
  * *reterr (also, for a fallback to none under auto, *reterr says why — a warning to log). */
 int cgroup_new(const CgroupConfig *config, Cgroup **ret, char **reterr);
 Cgroup *cgroup_free(Cgroup *c);
+DEFINE_POINTER_CLEANUP(Cgroup, cgroup_free)
 
 CgroupBackend cgroup_backend(const Cgroup *c);
 const char *cgroup_backend_name(const Cgroup *c); /* "systemd", "cgroupfs", "none" */
@@ -100,3 +103,4 @@ int cgroup_run_read(CgroupRun *cr, CgroupStats *ret);
 /* Removes what the daemon created (payload/; for cgroupfs the whole run cgroup), after the init
  * was reaped. Cancels a placement in flight. NULL-safe. */
 CgroupRun *cgroup_run_free(CgroupRun *cr);
+DEFINE_POINTER_CLEANUP(CgroupRun, cgroup_run_free)

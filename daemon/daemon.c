@@ -36,8 +36,6 @@
 /* systemd ends a scope this long after its run's deadline even if we are gone (RuntimeMaxUSec). */
 #define CGROUP_BACKSTOP_GRACE_S 10
 
-DEFINE_POINTER_CLEANUP(Cgroup, cgroup_free)
-DEFINE_POINTER_CLEANUP(Sandbox, sandbox_free)
 
 struct Daemon {
         const Config *config;

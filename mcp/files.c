@@ -358,7 +358,8 @@ static int json_escape_append(Buf *b, const char *s, size_t n) {
 }
 
 char *mcp_files_splice(char *json, const McpExecResult *r, const char *nonce) {
-        Buf b = {};
+        _cleanup_free_ char *owned = json; /* the text the placeholders are in: ours now, whatever happens */
+        _cleanup_(buf_done) Buf b = {};
         const char *p = json;
         for (size_t i = 0; i < r->n_files; i++) {
                 const McpOutputFile *f = &r->files[i];
@@ -366,27 +367,22 @@ char *mcp_files_splice(char *json, const McpExecResult *r, const char *nonce) {
                         continue;
                 char body[64];
                 if (placeholder(body, sizeof(body), nonce, i) < 0)
-                        goto fail;
+                        return NULL;
                 const char *at = strstr(p, body);
                 if (!at)
-                        goto fail;
+                        return NULL;
                 if (buf_append(&b, p, (size_t) (at - p)) < 0)
-                        goto fail;
+                        return NULL;
                 if (mcp_mime_is_image(f->mime) || !mcp_file_is_text(f->data, f->len)) {
                         size_t n;
                         _cleanup_free_ char *b64 = mcp_base64_encode(f->data, f->len, &n);
                         if (!b64 || buf_append(&b, b64, n) < 0)
-                                goto fail;
+                                return NULL;
                 } else if (json_escape_append(&b, f->data, f->len) < 0)
-                        goto fail;
+                        return NULL;
                 p = at + strlen(body);
         }
         if (buf_append(&b, p, strlen(p)) < 0)
-                goto fail;
-        free(json);
-        return b.data ? b.data : strdup("");
-fail:
-        buf_done(&b);
-        free(json);
-        return NULL;
+                return NULL;
+        return b.data ? TAKE_PTR(b.data) : strdup("");
 }

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cleanup.h"
+
 /* jansson's value type, named here without its header: JSON crosses from mcp/ to the daemon and
  * back as values, never as text to be parsed again. */
 struct json_t;
@@ -40,6 +42,7 @@ typedef struct McpServer McpServer;
  * limits is copied (strings too). Returns NULL on ENOMEM. */
 McpServer *mcp_server_new(const McpLimits *limits, const char *server_version);
 McpServer *mcp_server_free(McpServer *s);
+DEFINE_POINTER_CLEANUP(McpServer, mcp_server_free)
 
 /* A fresh session with the same limits and version as s (one per HTTP session). NULL on ENOMEM. */
 McpServer *mcp_server_new_like(const McpServer *s);
@@ -98,6 +101,7 @@ const char *mcp_call_id_key(const McpCall *c);
  * no progress. */
 const char *mcp_call_progress_token(const McpCall *c);
 McpCall *mcp_call_free(McpCall *c);
+DEFINE_POINTER_CLEANUP(McpCall, mcp_call_free)
 
 typedef enum McpActionKind {
         MCP_ACTION_NONE,     /* nothing to do (a notification, a response from the client) */

@@ -11,7 +11,6 @@
 #include "cleanup.h"
 #include "mcp-internal.h"
 
-DEFINE_POINTER_CLEANUP(McpCall, mcp_call_free)
 
 /* Versions we speak (2025-11-25 … 2024-11-05); a request for any other gets the newest, as the
  * lifecycle's version negotiation says (the client then decides whether it can continue). */
@@ -31,10 +30,11 @@ struct McpServer {
         json_t *tools_list;
 };
 
+
 /* tools_list: a catalogue to share (never modified: tools/list answers a deep copy), or NULL to build
  * one. */
 static McpServer *server_new(const McpLimits *limits, const char *server_version, json_t *tools_list) {
-        McpServer *s = calloc(1, sizeof(*s));
+        _cleanup_(mcp_server_freep) McpServer *s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
         s->limits = *limits;
@@ -53,8 +53,8 @@ static McpServer *server_new(const McpLimits *limits, const char *server_version
         if (!s->server_version || !s->limits_by || !s->tools_list ||
             (limits->python_version && !s->python_version) || (limits->packages && !s->packages) ||
             (limits->pythons && !s->pythons) || (limits->sources && !s->sources))
-                return mcp_server_free(s);
-        return s;
+                return NULL;
+        return TAKE_PTR(s);
 }
 
 McpServer *mcp_server_free(McpServer *s) {

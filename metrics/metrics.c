@@ -126,15 +126,13 @@ bool metrics_stderr_is_journal(void) {
 }
 
 int metrics_new(const char *version, const char *transport, FILE *stream, Metrics **ret) {
-        Metrics *m = calloc(1, sizeof(*m));
+        _cleanup_(metrics_freep) Metrics *m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
         m->version = strdup(version);
         m->transport = strdup(transport);
-        if (!m->version || !m->transport) {
-                metrics_free(m);
+        if (!m->version || !m->transport)
                 return -ENOMEM;
-        }
         m->stream = stream;
         struct timespec ts;
         (void) clock_gettime(CLOCK_REALTIME, &ts);
@@ -159,7 +157,7 @@ int metrics_new(const char *version, const char *transport, FILE *stream, Metric
                 .help = "Peak memory of runs whose peak is known (memory.peak, or the largest RSS with rlimits).",
                 .bounds = memory_bounds, .n_bounds = ELEMENTSOF(memory_bounds), .scale = 1,
         };
-        *ret = m;
+        *ret = TAKE_PTR(m);
         return 0;
 }
 

@@ -326,7 +326,8 @@ int sandbox_warm_up(Sandbox *s, const char *python) {
 }
 
 int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason) {
-        _cleanup_free_ Sandbox *s = calloc(1, sizeof(Sandbox));
+        /* sandbox_freep: the seccomp program and the seeds built below go with it on any failure. */
+        _cleanup_(sandbox_freep) Sandbox *s = calloc(1, sizeof(Sandbox));
         if (!s)
                 return -ENOMEM;
         s->config = *config;

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cleanup.h"
+
 /* What Python sees as PATH inside the sandbox (only /usr is mounted there), and so where a bare
  * interpreter name is looked up. The one spelling of it: messages concatenate it. */
 #define SANDBOX_PATH "/usr/local/bin:/usr/bin:/bin"
@@ -29,6 +31,7 @@ typedef struct SandboxConfig {
  * namespace or feature was refused and why (the daemon prints it and refuses to start). */
 int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason);
 Sandbox *sandbox_free(Sandbox *s);
+DEFINE_POINTER_CLEANUP(Sandbox, sandbox_free)
 
 typedef struct SandboxRunSpec {
         const char *python;      /* absolute path of the interpreter, as seen inside the sandbox */

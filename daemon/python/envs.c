@@ -150,8 +150,9 @@ static void dir_clean(const char *dir) {
         }
 }
 
+
 int envs_new(const EnvsConfig *config, Envs **ret, char **reterr) {
-        Envs *e = calloc(1, sizeof(*e));
+        _cleanup_(envs_freep) Envs *e = calloc(1, sizeof(*e));
         if (!e)
                 return -ENOMEM;
         e->config = *config;
@@ -165,10 +166,8 @@ int envs_new(const EnvsConfig *config, Envs **ret, char **reterr) {
         e->uv = config->uv ? strdup(config->uv) : NULL;
         if (!e->dir || !e->envs_dir || !e->tmp_dir || !e->trash_dir || (config->index_url && !e->index_url) ||
             (config->wheelhouse && !e->wheelhouse) || (config->installer_python && !e->installer_python) ||
-            (config->uv && !e->uv)) {
-                envs_free(e);
+            (config->uv && !e->uv))
                 return -ENOMEM;
-        }
         e->config.dir = e->dir;
         e->config.index_url = e->index_url;
         e->config.wheelhouse = e->wheelhouse;
@@ -186,14 +185,12 @@ int envs_new(const EnvsConfig *config, Envs **ret, char **reterr) {
                         *reterr = NULL;
         }
         umask(old);
-        if (r < 0) {
-                envs_free(e);
+        if (r < 0)
                 return r;
-        }
         /* What an earlier instance was installing or evicting when it died is never used. */
         dir_clean(e->tmp_dir);
         dir_clean(e->trash_dir);
-        *ret = e;
+        *ret = TAKE_PTR(e);
         return 0;
 }
 

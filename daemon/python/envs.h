@@ -35,6 +35,7 @@ typedef struct EnvsConfig {
  * trash/). Returns 0 or -errno with *reterr (malloc'd) saying what failed. */
 int envs_new(const EnvsConfig *config, Envs **ret, char **reterr);
 Envs *envs_free(Envs *e);
+DEFINE_POINTER_CLEANUP(Envs, envs_free)
 
 /* One environment: key (hex, from the interpreter's identity and the normalized sorted
  * requirements), and what it is made of. */

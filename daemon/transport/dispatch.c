@@ -17,8 +17,7 @@ static DispatchCall *dispatch_call_free(DispatchCall *c) {
         free(c);
         return NULL;
 }
-DEFINE_POINTER_CLEANUP(DispatchCall, dispatch_call_free);
-DEFINE_POINTER_CLEANUP(McpCall, mcp_call_free);
+DEFINE_POINTER_CLEANUP(DispatchCall, dispatch_call_free)
 
 void dispatch_init(Dispatch *d, Scheduler *scheduler, const DispatchOps *ops, void *userdata) {
         *d = (Dispatch) { .scheduler = scheduler, .ops = ops, .userdata = userdata };

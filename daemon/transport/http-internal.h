@@ -148,7 +148,7 @@ void http_schedule(Http *h);
 HttpSession *http_session_new(Http *h, bool legacy);
 HttpSession *http_session_ref(HttpSession *s);
 HttpSession *http_session_unref(HttpSession *s);
-DEFINE_POINTER_CLEANUP(HttpSession, http_session_unref);
+DEFINE_POINTER_CLEANUP(HttpSession, http_session_unref)
 void http_session_register(HttpSession *s);
 HttpSession *http_session_find(Http *h, const char *id, bool legacy);
 bool http_session_make_room(Http *h);

@@ -482,7 +482,7 @@ static void strv_free(char **l) {
         free(l);
 }
 
-DEFINE_POINTER_CLEANUP(Http, http_free);
+DEFINE_POINTER_CLEANUP(Http, http_free)
 
 int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, const Config *cfg, Http **ret) {
         _cleanup_(http_freep) Http *h = calloc(1, sizeof(*h));
