@@ -213,7 +213,7 @@ def scenario():
         raise TestFailure("GET /metrics without the token: HTTP %d (expected 401)" % st)
     st, ctype, body = get("/metrics")
     if st == 404:
-        print("NOTE: GET /metrics answers 404: the route is not in daemon/http-transport.c yet")
+        print("NOTE: GET /metrics answers 404: the route is not in daemon/transport/http-server.c yet")
     else:
         if st != 200 or not (ctype or "").startswith("text/plain; version=0.0.4"):
             raise TestFailure("GET /metrics: HTTP %d, Content-Type %r" % (st, ctype))
