@@ -113,7 +113,6 @@ struct CgroupRun {
 int cgroup_new_with(const CgroupConfig *config, const CgroupOps *const backends[3], Cgroup **ret,
                     char **reterr);
 
-
 /* Shared cgroupfs file helpers (cgroup-util.c). All return 0 (or what is said) or -errno. */
 /* Sets *reterr to the formatted reason and returns r (-ENOMEM when the reason cannot be made). */
 int cg_reason(char **reterr, int r, const char *format, ...) __attribute__((format(printf, 3, 4)));

@@ -36,7 +36,6 @@
 /* systemd ends a scope this long after its run's deadline even if we are gone (RuntimeMaxUSec). */
 #define CGROUP_BACKSTOP_GRACE_S 10
 
-
 struct Daemon {
         const Config *config;
         Cgroup *cgroup;

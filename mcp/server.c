@@ -11,7 +11,6 @@
 #include "cleanup.h"
 #include "mcp-internal.h"
 
-
 /* Versions we speak (2025-11-25 … 2024-11-05); a request for any other gets the newest, as the
  * lifecycle's version negotiation says (the client then decides whether it can continue). */
 static const char *const protocol_versions[] = {
@@ -29,7 +28,6 @@ struct McpServer {
         char *protocol_version;
         json_t *tools_list;
 };
-
 
 /* tools_list: a catalogue to share (never modified: tools/list answers a deep copy), or NULL to build
  * one. */

@@ -150,7 +150,6 @@ static void dir_clean(const char *dir) {
         }
 }
 
-
 int envs_new(const EnvsConfig *config, Envs **ret, char **reterr) {
         _cleanup_(envs_freep) Envs *e = calloc(1, sizeof(*e));
         if (!e)
