@@ -199,6 +199,9 @@ char *mcp_base64_encode(const void *p, size_t n, size_t *ret_len);
 /* Replaces invalid UTF-8 sequences with U+FFFD (one per maximal invalid subpart, as Python's
  * errors="replace" does). Returns a malloc'd NUL-terminated string and its length, or NULL. */
 char *mcp_utf8_repair(const char *s, size_t len, size_t *ret_len);
+/* The length (0–3) of the valid but unfinished UTF-8 sequence that ends s: what a cut inside a
+ * character leaves behind. 0 if s ends with a whole character or with invalid bytes. */
+size_t mcp_utf8_incomplete_tail(const char *s, size_t len);
 
 /* Splits a byte stream into newline-terminated messages with a size cap (the stdio framing). */
 typedef struct McpLineReader {

@@ -68,3 +68,18 @@ char *mcp_utf8_repair(const char *s, size_t len, size_t *ret_len) {
                 *ret_len = o;
         return out;
 }
+
+size_t mcp_utf8_incomplete_tail(const char *s, size_t len) {
+        const unsigned char *p = (const unsigned char *) s;
+        for (size_t k = 1; k <= 3 && k <= len; k++) {
+                unsigned char c = p[len - k];
+                if (c >= 0x80 && c <= 0xBF)
+                        continue; /* a continuation byte: the lead is further back */
+                size_t bad = 0;
+                /* A lead byte whose sequence is valid so far and runs out exactly at the end. */
+                if (c >= 0xC2 && c <= 0xF4 && utf8_seq(p + len - k, k, &bad) == 0 && bad == k)
+                        return k;
+                return 0;
+        }
+        return 0;
+}

@@ -392,6 +392,10 @@ static void run_finish(Run *run) {
                 .maxrss_bytes = run->report.maxrss_bytes,
         };
         run_end_decide(&f, &run->end);
+        /* Nothing is added once the phase leaves RUN_RUNNING (on_stream). On ENOMEM the reply
+         * encoder still repairs the streams; only the cap may then be passed by a few bytes. */
+        if (output_finish(&run->output) < 0)
+                log_warning("run %s: out of memory holding its output to the cap in UTF-8 bytes", run->id);
         run->phase = RUN_FINISHED;
         /* Every caller calls run_maybe_free() next, which frees a run released by done(). */
         run->in_done = true;

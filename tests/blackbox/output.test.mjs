@@ -120,3 +120,39 @@ test('a NUL byte in output is kept (as \\u0000)', async (t) => {
     assert.equal(r.isError, false, summarize(r));
     assert.equal(r.sc.stdout, 'a\u0000b');
 });
+
+// Issue 15 #10: the cap holds in UTF-8 bytes of what the client receives. A character the cap cuts
+// is dropped, not replaced with U+FFFD (3 bytes, which took 4 096 to 4 098).
+test('multibyte output on both streams: the cap holds in UTF-8 bytes, a cut character is dropped', async (t) => {
+    const code = [
+        'import os',
+        'for i in range(2000):',
+        '    os.write(1, "€".encode())      # 3 bytes',
+        '    os.write(2, "😀".encode())     # 4 bytes',
+    ].join('\n');
+    for (const cap of [4096, 4097, 4098, 4099]) {
+        const d = await startDaemon(t, { env: { MCP_EXEC_MAX_OUTPUT_BYTES: cap } });
+        const r = await callExec(d.client, { code, timeout_s: 60 });
+        assert.equal(r.isError, false, summarize(r));
+        assert.equal(r.sc.truncated, true, summarize(r));
+        const bytes = Buffer.byteLength(r.sc.stdout) + Buffer.byteLength(r.sc.stderr);
+        assert.ok(bytes <= cap, `cap ${cap}: stdout+stderr are ${bytes} UTF-8 bytes`);
+        assert.ok(bytes > cap - 8, `cap ${cap}: only ${bytes} bytes kept`);
+        assert.ok(/^€*$/.test(r.sc.stdout), `cap ${cap}: stdout ${JSON.stringify(r.sc.stdout.slice(-8))}`);
+        assert.ok(/^(😀)*$/u.test(r.sc.stderr), `cap ${cap}: stderr ${JSON.stringify(r.sc.stderr.slice(-8))}`);
+        assert.deepEqual(r.textJson, r.sc);
+        await d.close?.();
+    }
+});
+
+test('invalid bytes that become U+FFFD still fit the cap in UTF-8 bytes', async (t) => {
+    const d = await startDaemon(t, { env: { MCP_EXEC_MAX_OUTPUT_BYTES: 4096 } });
+    const r = await callExec(d.client, {
+        code: "import sys\nsys.stdout.buffer.write(b'\\xff' * 3000)\nsys.stdout.flush()\nsys.stderr.buffer.write(b'\\xfe' * 3000)",
+    });
+    assert.equal(r.isError, false, summarize(r));
+    assert.equal(r.sc.truncated, true);
+    const bytes = Buffer.byteLength(r.sc.stdout) + Buffer.byteLength(r.sc.stderr);
+    assert.ok(bytes <= 4096, `stdout+stderr are ${bytes} UTF-8 bytes`);
+    assert.ok(/^\uFFFD*$/.test(r.sc.stdout + r.sc.stderr));
+});

@@ -43,6 +43,22 @@ static void test_utf8_invalid_replaced(void **state) {
         check_repair_n("a\0b", 3, "a\0b", 3);
 }
 
+/* What a cut inside a character leaves at the end, and only that (issue 15 #10). */
+static void test_utf8_incomplete_tail(void **state) {
+        assert_int_equal(mcp_utf8_incomplete_tail("", 0), 0);
+        assert_int_equal(mcp_utf8_incomplete_tail("a\xe2\x82\xac", 4), 0);     /* whole € */
+        assert_int_equal(mcp_utf8_incomplete_tail("a\xe2\x82", 3), 2);
+        assert_int_equal(mcp_utf8_incomplete_tail("a\xe2", 2), 1);
+        assert_int_equal(mcp_utf8_incomplete_tail("\xf0\x9f\x98", 3), 3);
+        assert_int_equal(mcp_utf8_incomplete_tail("\xf0\x9f", 2), 2);
+        assert_int_equal(mcp_utf8_incomplete_tail("\xf0\x9f\x98\x80", 4), 0); /* whole 😀 */
+        assert_int_equal(mcp_utf8_incomplete_tail("a\xff", 2), 0);             /* invalid, not cut */
+        assert_int_equal(mcp_utf8_incomplete_tail("a\x82", 2), 0);             /* lone continuation */
+        assert_int_equal(mcp_utf8_incomplete_tail("\xed\xa0", 2), 0);         /* a surrogate's start */
+        assert_int_equal(mcp_utf8_incomplete_tail("\xc0", 1), 0);              /* overlong lead */
+        assert_int_equal(mcp_utf8_incomplete_tail("\xe2\x82\xac\x82", 4), 0); /* stray continuation */
+}
+
 static void test_lines_split_and_cr(void **state) {
         McpLineReader r;
         const char *line;
@@ -103,6 +119,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_utf8_valid_passes),
                 cmocka_unit_test(test_utf8_invalid_replaced),
+                cmocka_unit_test(test_utf8_incomplete_tail),
                 cmocka_unit_test(test_lines_split_and_cr),
                 cmocka_unit_test(test_lines_oversize_dropped_then_recovers),
                 cmocka_unit_test(test_lines_unterminated_at_eof),
