@@ -9,6 +9,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "daemon.h"
+#include "http-transport.h"
 #include "log.h"
 #include "project-config.h"
 
@@ -77,6 +78,8 @@ int main(int argc, char **argv) {
                 return 2;
         }
         warn_unknown_variables();
+        if (cfg.transport != TRANSPORT_STDIO && http_check_exposure(&cfg) < 0)
+                return 2;
 
         /* Freed before cfg, which it points to. */
         _cleanup_(daemon_freep) Daemon *d = NULL;

@@ -445,6 +445,9 @@ const ConfigVariable config_table[] = {
         { "MCP_EXEC_AUTH_TOKEN", STRING(auth_token), .flags = CONFIG_EMPTY_IS_UNSET,
           .then = then_credential, /* any value: no refusal, no accepted text */
           .help = "HTTP token (else the systemd credential auth-token)" },
+        { "MCP_EXEC_ALLOW_UNAUTHENTICATED_NETWORK", BOOL(allow_unauthenticated_network), .fallback = "0",
+          .accepted = "a boolean: 1, yes, true, on, 0, no, false or off",
+          .help = "HTTP: 1 serves a non-loopback address without a token" },
         { "MCP_EXEC_MEMORY_MAX", SIZE(memory_max_bytes), .min = 1 << 20, .max = UINT64_MAX,
           .flags = CONFIG_PERCENT_OF_RAM, .fallback = "256M",
           .accepted = SIZE_ACCEPTED ", a percentage of physical memory, or infinity",

@@ -366,7 +366,7 @@ static void on_tick(RingOp *op, int res) {
 
 /* MCP_EXEC_ADDR (validated by config_parse_addr()): "host:port", "[v6]:port", ":port" (every
  * interface: IPv6 dual-stack, or IPv4 where IPv6 is off), "localhost:port" (127.0.0.1). */
-static int http_listen(const char *addr, int *ret_fd) {
+static int http_addr_parse(const char *addr, struct sockaddr_storage *ret_ss, socklen_t *ret_sl, bool *ret_any) {
         const char *colon = strrchr(addr, ':');
         if (!colon)
                 return -EINVAL;
@@ -400,6 +400,21 @@ static int http_listen(const char *addr, int *ret_fd) {
                         return -EINVAL;
                 sl = sizeof(*s4);
         }
+        *ret_ss = ss;
+        *ret_sl = sl;
+        *ret_any = any;
+        return 0;
+}
+
+static int http_listen(const char *addr, int *ret_fd) {
+        struct sockaddr_storage ss;
+        socklen_t sl;
+        bool any;
+        int r = http_addr_parse(addr, &ss, &sl, &any);
+        if (r < 0)
+                return r;
+        uint16_t port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *) &ss)->sin6_port
+                                                       : ((struct sockaddr_in *) &ss)->sin_port);
 
         _cleanup_close_ int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0 && any && errno == EAFNOSUPPORT) {
@@ -440,6 +455,57 @@ static void describe_socket(int fd, char *buf, size_t n) {
                 snprintf(buf, n, "%s:%u", a, ntohs(s4->sin_port));
         } else
                 snprintf(buf, n, "fd %d (family %d)", fd, ss.ss_family);
+}
+
+/* Only this host can connect: 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104, or a unix socket (which a
+ * systemd .socket may pass; its file mode decides who connects). 0.0.0.0 and :: are every
+ * interface, so not loopback. */
+static bool sockaddr_is_local(const struct sockaddr_storage *ss) {
+        if (ss->ss_family == AF_INET)
+                return (ntohl(((const struct sockaddr_in *) ss)->sin_addr.s_addr) >> 24) == 127;
+        if (ss->ss_family == AF_INET6) {
+                const struct in6_addr *a = &((const struct sockaddr_in6 *) ss)->sin6_addr;
+                return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+        }
+        return ss->ss_family == AF_UNIX;
+}
+
+static bool socket_is_local(int fd) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        return getsockname(fd, (struct sockaddr *) &ss, &sl) >= 0 && sockaddr_is_local(&ss);
+}
+
+int http_check_exposure(const Config *cfg) {
+        if (cfg->auth_token || cfg->allow_unauthenticated_network)
+                return 0;
+        /* Read without unsetting $LISTEN_FDS: http_start() takes the socket later. */
+        int n = sd_listen_fds(0);
+        char where[INET6_ADDRSTRLEN + 64];
+        bool local;
+        if (n > 0) {
+                describe_socket(SD_LISTEN_FDS_START, where, sizeof(where));
+                local = socket_is_local(SD_LISTEN_FDS_START);
+                strncat(where, " (the socket systemd passed)", sizeof(where) - strlen(where) - 1);
+        } else {
+                struct sockaddr_storage ss;
+                socklen_t sl;
+                bool any;
+                if (http_addr_parse(cfg->addr, &ss, &sl, &any) < 0)
+                        return 0; /* config_parse_addr() accepted it; http_start() reports it */
+                snprintf(where, sizeof(where), "%s (MCP_EXEC_ADDR)", cfg->addr);
+                local = sockaddr_is_local(&ss);
+        }
+        if (local)
+                return 0;
+        /* The Host allow-list guards against DNS rebinding, not against a peer on the network
+         * (issue 15 #2): without a token, anyone who reaches the address runs code. */
+        log_error("refusing to serve HTTP on %s without MCP_EXEC_AUTH_TOKEN: it is not a loopback address, "
+                  "so anyone who can reach it could run code. Set MCP_EXEC_AUTH_TOKEN (or the systemd "
+                  "credential auth-token), listen on loopback, or set MCP_EXEC_ALLOW_UNAUTHENTICATED_NETWORK=1 "
+                  "to serve it without authentication",
+                  where);
+        return -EACCES;
 }
 
 static char **split_list(const char *s, size_t *ret_n, bool *ret_any) {
@@ -559,8 +625,14 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
         log_info("listening on %s: %s%s", where,
                  h->policy.streamable ? "Streamable HTTP at " MCP_HTTP_PATH_MCP ", " : "",
                  "legacy HTTP+SSE at " MCP_HTTP_PATH_SSE " and " MCP_HTTP_PATH_MESSAGES);
-        if (!h->token)
-                log_warning("MCP_EXEC_AUTH_TOKEN is not set: any local process that can reach %s may run code", where);
+        if (!h->token && socket_is_local(listen_fd))
+                log_warning("MCP_EXEC_AUTH_TOKEN is not set: any process on this host, of any user, "
+                            "that can connect to %s may run code",
+                            where);
+        else if (!h->token) /* http_check_exposure() let it through: the operator asked for it */
+                log_warning("MCP_EXEC_AUTH_TOKEN is not set and MCP_EXEC_ALLOW_UNAUTHENTICATED_NETWORK=1: "
+                            "anyone who can reach %s over the network may run code",
+                            where);
 
         arm_tick(h);
         http_pump(h);

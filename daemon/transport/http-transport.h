@@ -12,6 +12,11 @@
 
 typedef struct Http Http;
 
+/* Before anything is set up: refuses (-EACCES, logged, naming MCP_EXEC_AUTH_TOKEN and the address)
+ * to serve a non-loopback address (MCP_EXEC_ADDR or the socket systemd passes) without a token,
+ * unless cfg->allow_unauthenticated_network. Returns 0 otherwise. */
+int http_check_exposure(const Config *cfg);
+
 /* Listens on cfg->addr (or the socket systemd passed, sd_listen_fds(3)) and serves what
  * cfg->transport says (http: both transports; sse: the legacy one). template gives each new session
  * its limits (it is only read, never used as a session). Returns 0 or -errno (logged). */

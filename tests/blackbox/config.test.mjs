@@ -8,6 +8,7 @@ import { runOnce, RawDaemon, test } from './lib/index.mjs';
 const BAD = [
     ['MCP_EXEC_TRANSPORT', 'ftp'],
     ['MCP_EXEC_TRANSPORT', 'STDIO-ish'],
+    ['MCP_EXEC_ALLOW_UNAUTHENTICATED_NETWORK', 'sometimes'],
     ['MCP_EXEC_ADDR', 'no-port-here'],
     ['MCP_EXEC_ADDR', '127.0.0.1:99999'],
     ['MCP_EXEC_ADDR', '127.0.0.1:http'],
@@ -84,6 +85,8 @@ const GOOD = [
     ['MCP_EXEC_PYTHON', '/usr/bin/python3'],
     ['MCP_EXEC_PYTHON', 'python3'],
     ['MCP_EXEC_AUTH_TOKEN', 's3cret-token'],
+    ['MCP_EXEC_ALLOW_UNAUTHENTICATED_NETWORK', '1'],
+    ['MCP_EXEC_ALLOW_UNAUTHENTICATED_NETWORK', 'no'],
     ['MCP_EXEC_MEMORY_MAX', '512M'],
     ['MCP_EXEC_MEMORY_MAX', '1G'],
     ['MCP_EXEC_MEMORY_MAX', '65536K'],

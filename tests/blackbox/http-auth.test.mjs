@@ -7,8 +7,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { callExec } from './lib/index.mjs';
-import { startHttpDaemon, connectSdk, rawRequest, postHeaders, INIT, openLegacy } from './lib/http-daemon.mjs';
+import net from 'node:net';
+import { spawn, spawnSync } from 'node:child_process';
+import { callExec, daemonEnv, binaryPath } from './lib/index.mjs';
+import { startHttpDaemon, connectSdk, rawRequest, postHeaders, INIT, openLegacy, until } from './lib/http-daemon.mjs';
 
 const TOKEN = 'tok-3f9a1c77e2b845d0a1b2c3d4e5f60718';
 
@@ -115,3 +117,89 @@ test('without a token configured, requests need none (and the daemon warns at st
     assert.equal(r.status, 200);
     assert.match(d.stderr(), /MCP_EXEC_AUTH_TOKEN is not set/);
 });
+
+// Issue 15 #2: a non-loopback address without a token is refused at start (exit 2) unless the
+// operator says so with MCP_EXEC_ALLOW_UNAUTHENTICATED_NETWORK=1; the Host allow-list is no access
+// control (a peer on the network sends `Host: localhost`).
+const ALLOW = 'MCP_EXEC_ALLOW_UNAUTHENTICATED_NETWORK';
+
+function spawnHttp(t, env, wrap) {
+    const full = daemonEnv({ MCP_EXEC_TRANSPORT: 'http', ...env });
+    const [cmd, args] = wrap ? wrap(full) : [binaryPath(), []];
+    const proc = spawn(cmd, wrap ? [...args, binaryPath()] : args, { env: full, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    proc.stderr.on('data', (b) => { stderr += b.toString('utf8'); });
+    const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+    t.after(() => { try { proc.kill('SIGKILL'); } catch { /* gone */ } });
+    return { proc, exited, stderr: () => stderr };
+}
+
+async function exitsWithin(d, ms) {
+    const timeout = new Promise((resolve) => setTimeout(() => resolve(null), ms));
+    return Promise.race([d.exited, timeout]);
+}
+
+const freePort = () => 20000 + Math.floor(Math.random() * 40000);
+
+for (const addr of ['0.0.0.0', '', '[::]']) {
+    test(`MCP_EXEC_ADDR=${addr}:port without a token: exit 2 naming MCP_EXEC_AUTH_TOKEN, the address and ${ALLOW}`, async (t) => {
+        const port = freePort();
+        const d = spawnHttp(t, { MCP_EXEC_ADDR: `${addr}:${port}` });
+        const e = await exitsWithin(d, 10000);
+        assert.ok(e, `the daemon serves ${addr}:${port} without a token; stderr: ${d.stderr()}`);
+        assert.equal(e.code, 2, `exit ${JSON.stringify(e)}; stderr: ${d.stderr()}`);
+        assert.ok(d.stderr().includes(`${addr}:${port}`), `stderr does not name the address: ${d.stderr()}`);
+        assert.match(d.stderr(), /MCP_EXEC_AUTH_TOKEN/);
+        assert.match(d.stderr(), new RegExp(`${ALLOW}=1`));
+        assert.doesNotMatch(d.stderr(), /listening on/);
+    });
+}
+
+test(`a non-loopback socket from systemd without a token: exit 2 naming the address`, async (t) => {
+    if (spawnSync('systemd-socket-activate', ['--help']).status !== 0) { t.skip('systemd-socket-activate is not installed'); return; }
+    const port = freePort();
+    const d = spawnHttp(t, { MCP_EXEC_ADDR: '127.0.0.1:1' }, (env) => ['systemd-socket-activate',
+        ['-l', `0.0.0.0:${port}`, ...Object.entries(env).flatMap(([k, v]) => ['-E', `${k}=${v}`])]]);
+    // systemd-socket-activate starts the daemon on the first connection, as systemd does
+    await until(() => /Listening on/.test(d.stderr()), 10000);
+    await new Promise((res) => { const s = net.connect(port, '127.0.0.1', () => { s.end(); res(); }); s.on('error', res); });
+    const e = await exitsWithin(d, 10000);
+    assert.ok(e, `the daemon serves a passed 0.0.0.0 socket without a token; stderr: ${d.stderr()}`);
+    assert.equal(e.code, 2, `exit ${JSON.stringify(e)}; stderr: ${d.stderr()}`);
+    assert.ok(d.stderr().includes(`0.0.0.0:${port} (the socket systemd passed)`), `stderr: ${d.stderr()}`);
+    assert.match(d.stderr(), /MCP_EXEC_AUTH_TOKEN/);
+});
+
+test(`${ALLOW}=1 serves a non-loopback address without a token, and says so`, async (t) => {
+    const d = await startHttpDaemon(t, { host: '0.0.0.0', env: { [ALLOW]: '1' } });
+    assert.match(d.stderr(), new RegExp(`MCP_EXEC_AUTH_TOKEN is not set and ${ALLOW}=1: anyone who can reach 0\\.0\\.0\\.0:${d.port} over the network may run code`));
+    const r = await rawRequest(d, { method: 'POST', headers: postHeaders({ Host: 'localhost' }), body: INIT });
+    assert.equal(r.status, 200);
+});
+
+test(`${ALLOW}=0 is the default: explicit 0 on a non-loopback address still exits 2`, async (t) => {
+    const port = freePort();
+    const d = spawnHttp(t, { MCP_EXEC_ADDR: `0.0.0.0:${port}`, [ALLOW]: '0' });
+    const e = await exitsWithin(d, 10000);
+    assert.equal(e?.code, 2, `exit ${JSON.stringify(e)}; stderr: ${d.stderr()}`);
+});
+
+test('a non-loopback address with a token starts, without a warning, and wants the token', async (t) => {
+    const d = await startHttpDaemon(t, { host: '0.0.0.0', env: { MCP_EXEC_AUTH_TOKEN: TOKEN } });
+    assert.doesNotMatch(d.stderr(), /MCP_EXEC_AUTH_TOKEN is not set/);
+    assert401(await rawRequest(d, { method: 'POST', headers: postHeaders({ Host: 'localhost' }), body: INIT }), 'without the token');
+    const r = await rawRequest(d, { method: 'POST', headers: postHeaders({ Host: 'localhost', Authorization: `Bearer ${TOKEN}` }), body: INIT });
+    assert.equal(r.status, 200);
+});
+
+for (const host of ['127.0.0.1', '[::1]', 'localhost']) {
+    test(`loopback (${host}) without a token starts, with a warning that says who can connect`, async (t) => {
+        const d = await startHttpDaemon(t, { host });
+        const where = host === 'localhost' ? '127.0.0.1' : host;
+        assert.ok(d.stderr().includes(`MCP_EXEC_AUTH_TOKEN is not set: any process on this host, of any user, that can connect to ${where}:${d.port} may run code`),
+            `stderr: ${d.stderr()}`);
+        assert.doesNotMatch(d.stderr(), /any local process/);
+        const r = await rawRequest(d, { method: 'POST', headers: postHeaders(), body: INIT });
+        assert.equal(r.status, 200);
+    });
+}

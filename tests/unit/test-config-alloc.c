@@ -187,6 +187,7 @@ static const struct {
         { "MCP_EXEC_CGROUP", "systemd", "foo" },
         { "MCP_EXEC_SLICE", "foo-bar.slice", "foo" },
         { "MCP_EXEC_REQUIRE_CGROUP", "yes", "maybe" },
+        { "MCP_EXEC_ALLOW_UNAUTHENTICATED_NETWORK", "1", "sometimes" },
         { "MCP_EXEC_ALLOWED_HOSTS", "a.example.com,10.0.0.5:8080", "a,,b" },
         { "MCP_EXEC_ALLOWED_ORIGINS", "https://app.example.com", "app.example.com" },
         { "MCP_EXEC_SESSION_IDLE_S", "60", "0" },
