@@ -306,6 +306,47 @@ test('/proc/sys and /proc/sysrq-trigger cannot be written', async (t) => {
     for (const [p, e] of Object.entries(v)) assert.ok(['EROFS', 'EACCES', 'ENOENT'].includes(e), `${p}: ${e}`);
 });
 
+// Docker's masked paths, plus /proc/cmdline (the host's kernel command line) and /proc/config.gz:
+// each either absent on this kernel or empty (an empty read-only tmpfs, /dev/null).
+test('/proc/kcore, keys, timer_list, sched_debug, cmdline, config.gz, acpi, scsi… are masked: empty or absent', async (t) => {
+    const d = shared;
+    const v = await verdict(d, [
+        'import json, os',
+        'out = {}',
+        'for p in ("/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/latency_stats",',
+        '          "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/proc/cmdline", "/proc/config.gz"):',
+        '    if not os.path.lexists(p):',
+        '        out[p] = "absent"',
+        '    elif os.path.isdir(p):',
+        '        out[p] = "empty dir" if not os.listdir(p) else "dir: " + ",".join(os.listdir(p)[:3])',
+        '    else:',
+        '        try:',
+        '            data = open(p, "rb").read(64)',
+        '            out[p] = "empty file" if not data else "read: " + repr(data[:32])',
+        '        except OSError as e:',
+        '            out[p] = "unreadable: " + e.strerror',
+        '    if out[p].startswith("empty dir"):',
+        '        try:',
+        '            open(p + "/x", "w"); out[p] = "writable"',
+        '        except OSError:',
+        '            pass',
+        'print(json.dumps(out))',
+    ].join('\n'));
+    for (const [p, what] of Object.entries(v))
+        assert.ok(['absent', 'empty dir', 'empty file'].includes(what), `${p}: ${what}`);
+    // What the host's kernel has must be there in the run and masked, not merely missing.
+    for (const [p, what] of Object.entries(v))
+        if (fs.existsSync(p)) assert.notEqual(what, 'absent', `${p} exists on the host`);
+    assert.equal(v['/proc/cmdline'], 'empty file');
+});
+
+test('/proc/self/mountinfo shows only the run\'s own mounts (no host root, /home, /var, /run)', async (t) => {
+    const d = shared;
+    const v = await verdict(d, 'import json\nprint(json.dumps([l.split()[4] for l in open("/proc/self/mountinfo")]))');
+    assert.ok(v.includes('/') && v.includes('/usr') && v.includes('/proc') && v.includes('/tmp'), JSON.stringify(v));
+    for (const m of v) assert.ok(!/^\/(home|var|run|root|srv|boot)(\/|$)/.test(m), `mount point ${m}: ${JSON.stringify(v)}`);
+});
+
 // ---- processes: the daemon, PID 1, ptrace ---------------------------------------------------
 
 test('/proc/1 is the run\'s own init: its root, environ and memory are closed to the run', async (t) => {
