@@ -393,6 +393,43 @@ int sandbox_fs_setup(SpawnPlan *plan) {
          * as container runtimes do. */
         if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 return fail(plan, errno, "mount /proc", NULL);
+        /* Masked as Docker and runc mask them (moby oci/defaults.go, MaskedPaths): an empty
+         * read-only tmpfs over a directory, the host's /dev/null over a file, only where the kernel
+         * has the entry. Kernel memory (kcore), the keyrings of every user (keys; key-users is
+         * ours), timers and scheduler state of every task on the host (timer_list, sched_debug,
+         * latency_stats), hardware (acpi, scsi, asound): nothing Python needs, and each a source of
+         * addresses or other tenants' activity. /sys/firmware is moot: the run has no /sys at all.
+         * Decided beyond Docker (issue 15):
+         * - /proc/cmdline is masked: it is the host's kernel command line, which on some hosts holds
+         *   root=, cloud-init or iSCSI credentials and tokens; neither Python nor the scientific
+         *   stack reads it.
+         * - /proc/config.gz is masked: the host kernel's exact configuration (which hardening is
+         *   off) is an exploit writer's map; nothing in a run needs it.
+         * - /proc/self/mountinfo stays: it lists the run's own mount namespace only (the old root
+         *   is detached after pivot_root), i.e. the mounts made above. Their root field does show
+         *   host paths: /usr, the /etc entries bound from the host and, with dependencies, the
+         *   environment's directory in the daemon's cache; that names nothing secret and nothing
+         *   the run can reach, and masking a per-process file would break tools (psutil, df-like
+         *   code) that parse it. */
+        static const char *const proc_masked[] = {
+                "/proc/acpi",        "/proc/asound",      "/proc/kcore",     "/proc/keys",
+                "/proc/key-users",   "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+                "/proc/sched_debug", "/proc/scsi",        "/proc/cmdline",   "/proc/config.gz",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(proc_masked); i++) {
+                struct stat st;
+                in_newroot(dst, sizeof(dst), proc_masked[i]);
+                if (lstat(dst, &st) < 0)
+                        continue; /* a kernel without it (CONFIG_IKCONFIG_PROC, timer_stats…) */
+                if (S_ISDIR(st.st_mode))
+                        r = mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                  "mode=0555,size=4k,nr_inodes=1");
+                else
+                        r = mount("/dev/null", dst, NULL, MS_BIND, NULL);
+                if (r < 0)
+                        return fail(plan, errno, "mask ", proc_masked[i]);
+        }
+
         static const char *const proc_ro[] = { "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus" };
         for (size_t i = 0; i < ELEMENTSOF(proc_ro); i++) {
                 in_newroot(dst, sizeof(dst), proc_ro[i]);

@@ -25,6 +25,47 @@
 #define CLONE_NEWTIME 0x00000080
 #endif
 
+/* Compared with Docker's default seccomp profile (moby profiles/seccomp/default.json, as of
+ * issue 15; x86_64, a container without added capabilities). Docker allows a list and refuses the
+ * rest with EPERM; we allow all and refuse a list, so a syscall newer than libseccomp (2.5.4 knows
+ * nothing past 453 here) is refused by Docker and allowed by us. Every difference:
+ *
+ * Docker allows, we refuse:
+ *   ptrace, process_vm_readv, process_vm_writev  the run's PID 1 and its Python share a uid, so
+ *                             only ptrace's own checks would stand between them; Docker accepts that
+ *   io_uring_setup/enter/register  their ops (IORING_OP_SOCKET, OPENAT…) bypass the per-syscall
+ *                             rules here (later Docker releases refuse them too)
+ *   memfd_secret              see denied_eperm
+ *   name_to_handle_at         half of the "shocker" pair; nothing in Python uses it
+ *   modify_ldt                16-bit segments: old exploit surface, no use in a 64-bit Python
+ *   adjtimex, clock_adjtime   even the read-only forms: not needed (time.clock_* read via vDSO)
+ *   personality(x) for x in PER_LINUX32, UNAME26, both  only the query 0xffffffff is allowed
+ *   socket(AF_*) but AF_UNIX  Docker refuses only AF_VSOCK; we have no network at all
+ *   socketpair(AF_*) but AF_UNIX  Docker allows every family
+ *   ioctl(TIOCSTI, TIOCLINUX)  Docker allows every ioctl
+ *
+ * We allow, Docker refuses:
+ *   get_mempolicy, mbind, set_mempolicy, set_mempolicy_home_node  NUMA placement of the run's own
+ *                             pages only (libnuma and NUMA-aware allocators ask); Docker wants
+ *                             CAP_SYS_NICE
+ *   cachestat, fchmodat2, map_shadow_stack, futex_wake/wait/requeue (451–456)  newer than this
+ *                             profile; ordinary file, futex and shadow-stack calls on the run's own
+ *                             objects
+ *   statmount, listmount, lsm_*_self_attr, lsm_list_modules, mseal, *xattrat, open_tree_attr
+ *                             (457–467): unknown to libseccomp 2.5.4, so not refused by name.
+ *                             statmount/listmount show only the run's own mount namespace;
+ *                             open_tree_attr with OPEN_TREE_CLONE needs CAP_SYS_ADMIN, which the
+ *                             run has dropped in every set; it is listed in denied_eperm and
+ *                             refused wherever libseccomp knows it
+ *
+ * Both refuse (Docker: not listed, or only with a capability we drop): mount and the new mount
+ * API, pivot_root, chroot, unshare, setns, clone/clone3 with namespace flags, keyctl, add_key,
+ * request_key, bpf, perf_event_open, userfaultfd, kexec_*, *_module, acct, swapon/off, reboot,
+ * settimeofday, clock_settime, sethostname, setdomainname, syslog, quotactl*, vhangup,
+ * lookup_dcookie, open_by_handle_at, iopl, ioperm, migrate_pages, move_pages, kcmp, pidfd_getfd,
+ * process_madvise, fanotify_init, uselib, ustat, sysfs, _sysctl, nfsservctl. Docker's ia32 and x32
+ * sub-architectures are refused outright here (SCMP_FLTATR_ACT_BADARCH). */
+
 /* Refused with EPERM, whatever the arguments. Each is either a way out of the namespaces, a way
  * into the kernel's or another process's state, or attack surface Python never needs. */
 static const char *const denied_eperm[] = {
@@ -32,7 +73,7 @@ static const char *const denied_eperm[] = {
         "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_getfd", "kcmp",
         /* Mount table and namespaces: the view of the system is built once, before exec. */
         "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsconfig",
-        "fsmount", "fspick", "mount_setattr", "unshare", "setns",
+        "fsmount", "fspick", "mount_setattr", "open_tree_attr", "unshare", "setns",
         /* Kernel keyrings are not namespaced per run (shared with the host's user). */
         "keyctl", "add_key", "request_key",
         /* eBPF, perf and userfaultfd: the usual kernel-exploit entry points. */
@@ -50,6 +91,9 @@ static const char *const denied_eperm[] = {
         /* Raw port I/O, LDT, NUMA page moves of other processes, obsolete interfaces. */
         "iopl", "ioperm", "modify_ldt", "migrate_pages", "move_pages", "uselib", "ustat", "sysfs",
         "fanotify_init", "nfsservctl", "_sysctl",
+        /* Memory hidden even from the kernel's direct map: nothing Python needs, and a way to pin
+         * memory that the cgroup's accounting and the OOM killer see differently (issue 15). */
+        "memfd_secret",
 };
 
 /* Namespace flags that clone() must not carry (clone3 is refused outright, so these are the
@@ -88,12 +132,21 @@ static int seccomp_rules_add(scmp_filter_ctx ctx, const char **reterr_what) {
         }
 
         /* No network but AF_UNIX (the run has its own network namespace with only a down lo; this
-         * also closes netlink, packet, vsock, AF_ALG, bluetooth… attack surface). */
-        *reterr_what = "socket";
-        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-                             SCMP_A0(SCMP_CMP_NE, AF_UNIX));
-        if (r < 0)
-                return r;
+         * also closes netlink, packet, vsock, AF_ALG, bluetooth… attack surface). socketpair() too:
+         * the kernel creates the first socket of the pair (and may auto-load the family's module)
+         * before it asks the family for a pair (net/socket.c, __sys_socketpair), so AF_INET,
+         * AF_NETLINK, AF_PACKET, AF_VSOCK, AF_XDP reach socket creation unless refused here.
+         * multiprocessing and asyncio only make AF_UNIX pairs. No socketcall(): that is the ia32
+         * ABI, which kills the run. */
+        static const char *const socket_calls[] = { "socket", "socketpair" };
+        for (size_t i = 0; i < ELEMENTSOF(socket_calls); i++) {
+                *reterr_what = socket_calls[i];
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
+                                     seccomp_syscall_resolve_name(socket_calls[i]), 1,
+                                     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+                if (r < 0)
+                        return r;
+        }
 
         /* Faking terminal input into whatever shares a tty (CVE-2017-5226; only the low 32 bits
          * count, CVE-2019-10063). The run has no tty, this is belt and braces. */

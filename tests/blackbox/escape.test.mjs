@@ -131,6 +131,56 @@ test('packet socket is refused', async (t) => {
     assert.deepEqual([v.ok, v.err], [false, 'EAFNOSUPPORT'], JSON.stringify(v));
 });
 
+// socketpair() creates a socket of the family before asking it for a pair: every family but
+// AF_UNIX must stop at the filter (EAFNOSUPPORT), not in the kernel. A type with unknown flag bits
+// tells the two apart: the kernel answers EINVAL before it looks at the family, the filter first.
+test('socketpair of AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, AF_VSOCK, AF_XDP is refused by the filter; AF_UNIX works', async (t) => {
+    const d = shared;
+    const v = await verdict(d, [
+        'import ctypes, errno, json, socket',
+        'libc = ctypes.CDLL(None, use_errno=True)',
+        'def pair(fam, typ):',
+        '    sv = (ctypes.c_int * 2)()',
+        '    if libc.socketpair(fam, typ, 0, sv) == 0:',
+        '        return "OK"',
+        '    return errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))',
+        'BAD_FLAGS = 0x40000000',
+        'fams = {"AF_INET": 2, "AF_INET6": 10, "AF_NETLINK": 16, "AF_PACKET": 17, "AF_VSOCK": 40, "AF_XDP": 44}',
+        'out = {n: [pair(f, socket.SOCK_STREAM), pair(f, socket.SOCK_DGRAM), pair(f, socket.SOCK_RAW), pair(f, socket.SOCK_STREAM | BAD_FLAGS)] for n, f in fams.items()}',
+        'out["AF_UNIX_flags"] = pair(1, socket.SOCK_STREAM | BAD_FLAGS)',
+        'a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM); a.sendall(b"x")',
+        'c, e = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); c.send(b"y")',
+        'out["AF_UNIX"] = (b.recv(1) + e.recv(1)).decode()',
+        'print(json.dumps(out))',
+    ].join('\n'));
+    for (const f of ['AF_INET', 'AF_INET6', 'AF_NETLINK', 'AF_PACKET', 'AF_VSOCK', 'AF_XDP'])
+        assert.deepEqual(v[f], ['EAFNOSUPPORT', 'EAFNOSUPPORT', 'EAFNOSUPPORT', 'EAFNOSUPPORT'], `${f}: ${JSON.stringify(v[f])}`);
+    assert.equal(v.AF_UNIX_flags, 'EINVAL');
+    assert.equal(v.AF_UNIX, 'xy');
+});
+
+test('multiprocessing (AF_UNIX socketpairs, semaphores) and asyncio (its self-pipe socketpair) still work', async (t) => {
+    const d = shared;
+    const v = await verdict(d, [
+        'import asyncio, json, multiprocessing as mp',
+        'def sq(x):',
+        '    return x * x',
+        'if __name__ == "__main__":',
+        '    with mp.get_context("fork").Pool(2) as p:',
+        '        r = p.map(sq, range(5))',
+        '    a, b = mp.Pipe(); a.send("ping"); got = b.recv()',
+        '    async def main():',
+        '        import socket',
+        '        s1, s2 = socket.socketpair()',
+        '        r1, w1 = await asyncio.open_connection(sock=s1)',
+        '        r2, w2 = await asyncio.open_connection(sock=s2)',
+        '        w1.write(b"ok\\n"); await w1.drain()',
+        '        return (await r2.readline()).decode().strip()',
+        '    print(json.dumps([r, got, asyncio.run(main())]))',
+    ].join('\n'), { timeout_s: 60 });
+    assert.deepEqual(v, [[0, 1, 4, 9, 16], 'ping', 'ok']);
+});
+
 test('the run\'s network namespace has only lo', async (t) => {
     const d = shared;
     const v = await verdict(d, 'import json\nprint(json.dumps([l.split(":")[0].strip() for l in open("/proc/self/net/dev").read().splitlines()[2:]]))');
@@ -254,6 +304,47 @@ test('/proc/sys and /proc/sysrq-trigger cannot be written', async (t) => {
         'print(json.dumps(out))',
     ].join('\n'));
     for (const [p, e] of Object.entries(v)) assert.ok(['EROFS', 'EACCES', 'ENOENT'].includes(e), `${p}: ${e}`);
+});
+
+// Docker's masked paths, plus /proc/cmdline (the host's kernel command line) and /proc/config.gz:
+// each either absent on this kernel or empty (an empty read-only tmpfs, /dev/null).
+test('/proc/kcore, keys, timer_list, sched_debug, cmdline, config.gz, acpi, scsi… are masked: empty or absent', async (t) => {
+    const d = shared;
+    const v = await verdict(d, [
+        'import json, os',
+        'out = {}',
+        'for p in ("/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/latency_stats",',
+        '          "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/proc/cmdline", "/proc/config.gz"):',
+        '    if not os.path.lexists(p):',
+        '        out[p] = "absent"',
+        '    elif os.path.isdir(p):',
+        '        out[p] = "empty dir" if not os.listdir(p) else "dir: " + ",".join(os.listdir(p)[:3])',
+        '    else:',
+        '        try:',
+        '            data = open(p, "rb").read(64)',
+        '            out[p] = "empty file" if not data else "read: " + repr(data[:32])',
+        '        except OSError as e:',
+        '            out[p] = "unreadable: " + e.strerror',
+        '    if out[p].startswith("empty dir"):',
+        '        try:',
+        '            open(p + "/x", "w"); out[p] = "writable"',
+        '        except OSError:',
+        '            pass',
+        'print(json.dumps(out))',
+    ].join('\n'));
+    for (const [p, what] of Object.entries(v))
+        assert.ok(['absent', 'empty dir', 'empty file'].includes(what), `${p}: ${what}`);
+    // What the host's kernel has must be there in the run and masked, not merely missing.
+    for (const [p, what] of Object.entries(v))
+        if (fs.existsSync(p)) assert.notEqual(what, 'absent', `${p} exists on the host`);
+    assert.equal(v['/proc/cmdline'], 'empty file');
+});
+
+test('/proc/self/mountinfo shows only the run\'s own mounts (no host root, /home, /var, /run)', async (t) => {
+    const d = shared;
+    const v = await verdict(d, 'import json\nprint(json.dumps([l.split()[4] for l in open("/proc/self/mountinfo")]))');
+    assert.ok(v.includes('/') && v.includes('/usr') && v.includes('/proc') && v.includes('/tmp'), JSON.stringify(v));
+    for (const m of v) assert.ok(!/^\/(home|var|run|root|srv|boot)(\/|$)/.test(m), `mount point ${m}: ${JSON.stringify(v)}`);
 });
 
 // ---- processes: the daemon, PID 1, ptrace ---------------------------------------------------
@@ -383,6 +474,12 @@ test('keyctl, bpf, perf_event_open, userfaultfd, kexec, init_module, open_by_han
     const d = shared;
     const v = await verdict(d, `${SYSCALL}\nprint(json.dumps({"keyctl": sc(250, 0, 0), "add_key": sc(248, 0, 0, 0, 0, 0), "bpf": sc(321, 0, 0, 0), "perf_event_open": sc(298, 0, 0, -1, -1, 0), "userfaultfd": sc(323, 0), "kexec_load": sc(246, 0, 0, 0, 0), "init_module": sc(175, 0, 0, 0), "open_by_handle_at": sc(304, 0, 0, 0)}))`);
     for (const [k, e] of Object.entries(v)) assert.equal(e, 'EPERM', `${k}: ${e}`);
+});
+
+test('memfd_secret is refused', async (t) => {
+    const d = shared;
+    const v = await verdict(d, `${SYSCALL}\nprint(json.dumps({"memfd_secret": sc(447, 0)}))`);
+    assert.deepEqual(v, { memfd_secret: 'EPERM' });
 });
 
 test('an x32 system call kills the run with SIGSYS', async (t) => {
