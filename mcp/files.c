@@ -31,6 +31,54 @@ static void name_quote(char *out, size_t size, const char *s, size_t n) {
         out[MIN(o, size - 1)] = '\0';
 }
 
+/* Length of the valid UTF-8 sequence at s (1-4), 0 if there is none (overlong forms, surrogates and
+ * code points above U+10FFFF are not valid: jansson refuses them). */
+static size_t utf8_seq_len(const unsigned char *s, size_t n) {
+        unsigned char c = s[0];
+        size_t k = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        if (k == 0 || k > n)
+                return 0;
+        for (size_t j = 1; j < k; j++)
+                if ((s[j] & 0xc0) != 0x80)
+                        return 0;
+        if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
+            (c == 0xf4 && s[1] > 0x8f))
+                return 0;
+        return k;
+}
+
+/* Escaping rather than U+FFFD: two names that differ only in their invalid bytes stay two names,
+ * and a client can tell what the run wrote. '\\' is escaped too, so "\\x" always starts an escape. */
+char *mcp_file_name_display(const char *name) {
+        const unsigned char *s = (const unsigned char *) name;
+        size_t n = strlen(name);
+        char *out = malloc(n * 4 + 1); /* worst case: every byte as \xNN */
+        if (!out)
+                return NULL;
+        size_t o = 0;
+        for (size_t i = 0; i < n;) {
+                size_t k = utf8_seq_len(s + i, n - i), esc = 0;
+                if (k == 0)
+                        esc = 1;
+                else if (k == 1 && (s[i] < 0x20 || s[i] == 0x7f || s[i] == '\\'))
+                        esc = 1;
+                else if (k == 2 && s[i] == 0xc2 && s[i + 1] <= 0x9f) /* C1: U+0080..U+009F */
+                        esc = 2;
+                if (esc == 0) {
+                        memcpy(out + o, s + i, k);
+                        o += k;
+                        i += k;
+                        continue;
+                }
+                for (size_t j = 0; j < esc; j++, i++) {
+                        snprintf(out + o, 5, "\\x%02x", s[i]);
+                        o += 4;
+                }
+        }
+        out[o] = '\0';
+        return out;
+}
+
 char *mcp_file_name_check(const char *name, size_t n) {
         char q[128];
         name_quote(q, sizeof(q), name, n);
@@ -298,9 +346,11 @@ int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content, ch
                 return -ENOMEM;
         for (size_t i = 0; i < r->n_files; i++) {
                 const McpOutputFile *f = &r->files[i];
-                if (json_array_append_new(list, json_pack("{s:s, s:I, s:s, s:b}", "name", f->name, "bytes",
-                                                          (json_int_t) f->bytes, "mime", f->mime, "returned",
-                                                          f->returned)) < 0)
+                /* The name is whatever bytes the run chose (issue 15): shown escaped, never as is. */
+                _cleanup_free_ char *name = mcp_file_name_display(f->name);
+                if (!name || json_array_append_new(list, json_pack("{s:s, s:I, s:s, s:b}", "name", name, "bytes",
+                                                                   (json_int_t) f->bytes, "mime", f->mime,
+                                                                   "returned", f->returned)) < 0)
                         return -ENOMEM;
                 if (!f->returned)
                         continue;
@@ -311,7 +361,7 @@ int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content, ch
                 if (mcp_mime_is_image(f->mime))
                         item = json_pack("{s:s, s:s, s:s}", "type", "image", "data", body, "mimeType", f->mime);
                 else {
-                        _cleanup_free_ char *uri = resource_uri(r->run_id, f->name);
+                        _cleanup_free_ char *uri = resource_uri(r->run_id, name);
                         item = uri ? json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "resource", "resource", "uri", uri,
                                                "mimeType", f->mime, mcp_file_is_text(f->data, f->len) ? "text" : "blob",
                                                body)

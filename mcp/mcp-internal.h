@@ -12,6 +12,7 @@ struct McpCall {
         char *id_key;        /* its compact JSON */
         json_t *arguments;   /* owns the strings args points into */
         char *progress_token; /* params._meta.progressToken as compact JSON, or NULL */
+        char *reply_oom;     /* mcp_call_reply_oom()'s answer, made at parse time */
         McpExecArgs args;
 };
 

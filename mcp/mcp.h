@@ -173,14 +173,27 @@ typedef struct McpExecResult {
         const char *run_id;         /* names embedded resources (mcp-execd://run/<id>/outputs/…) */
 } McpExecResult;
 
-/* The reply to a call: a result, or a tool error (isError: true) with a message. malloc'd. */
+/* The reply to a call: a result, or a tool error (isError: true) with a message. malloc'd. A
+ * result that cannot be encoded comes back as a tool error naming what failed ("mcp-execd could
+ * not encode the result: …"); a message that is not UTF-8 is repaired. NULL only when even the
+ * small fallback cannot be allocated: then mcp_call_reply_oom() is the answer (issue 15). */
 char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r);
 char *mcp_call_reply_tool_error(const McpCall *c, const char *message);
 /* A result that is one JSON object (validate_script, check_environment): structuredContent and the
- * same JSON as text. object is borrowed. NULL on ENOMEM or if object is not a JSON object. */
+ * same JSON as text. object is borrowed. A tool error naming the failure if it cannot be encoded
+ * (or is not a JSON object); NULL only on ENOMEM, as above. */
 char *mcp_call_reply_structured(const McpCall *c, struct json_t *object);
+/* The answer of last resort, preformatted when the call was parsed (so it needs no memory now): a
+ * tool error "mcp-execd could not build the reply: out of memory" with the call's id. Hands it over
+ * once; NULL after that. */
+char *mcp_call_reply_oom(McpCall *c);
 
 /* files.c, pure helpers also used by the daemon and the tests. */
+/* An output file's name as the reply shows it (README "Files and figures"): every byte of what is
+ * not valid UTF-8, of a C0 control, DEL or a C1 control (U+0080..U+009F), and '\\' itself, as
+ * "\\xNN" (lowercase hex); the rest as it is. Injective, valid UTF-8, no control characters.
+ * malloc'd, NULL on ENOMEM. */
+char *mcp_file_name_display(const char *name);
 /* NULL if name is an acceptable input file name, else a malloc'd reason quoting it (escaped). */
 char *mcp_file_name_check(const char *name, size_t len);
 /* The type of a file from its first bytes (head, n of them; complete: n is the whole file) and, for

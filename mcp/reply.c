@@ -1,6 +1,8 @@
 /* reply.c: the replies to a tools/call: a run's result (structuredContent, the same JSON as text,
  * the files as content items), a structured result and a tool error. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -14,9 +16,26 @@ char *mcp_reply_result(json_t *id, json_t *result) {
 }
 
 char *mcp_reply_tool_error(json_t *id, const char *message) {
-        json_t *result = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", message,
-                                   "isError", 1);
+        /* A message may quote what the run made (a name, an error): jansson refuses invalid UTF-8. */
+        size_t n;
+        _cleanup_free_ char *fixed = mcp_utf8_repair(message ? message : "", message ? strlen(message) : 0, &n);
+        json_t *text = fixed ? json_stringn(fixed, n) : NULL;
+        json_t *result = text ? json_pack("{s:[{s:s, s:o}], s:b}", "content", "type", "text", "text", text, "isError", 1)
+                              : NULL;
         return result ? mcp_reply_result(id, result) : NULL;
+}
+
+/* The backstop (issue 15): a reply that could not be built becomes a tool error that says which
+ * part failed, formatted by hand from the id's compact JSON (which came from the request, so it is
+ * valid JSON) and ASCII text, so it cannot fail for the reason the reply did. */
+static char *reply_failed(const McpCall *c, const char *what) {
+        char *m = NULL;
+        if (asprintf(&m,
+                     "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":"
+                     "\"mcp-execd could not encode the result: %s\"}],\"isError\":true}}",
+                     c->id_key, what) < 0)
+                return NULL; /* asprintf(3) leaves m undefined */
+        return m;
 }
 
 static json_t *repaired_string(const char *s, size_t len) {
@@ -25,12 +44,15 @@ static json_t *repaired_string(const char *s, size_t len) {
         return fixed ? json_stringn(fixed, n) : NULL;
 }
 
-char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r) {
+/* Sets *ret_what to the part that failed (ASCII, no quotes or backslashes: reply_failed() puts it
+ * in a JSON string as it is). */
+static char *reply_result(const McpCall *c, const McpExecResult *r, const char **ret_what) {
         json_t *out = repaired_string(r->stdout_data, r->stdout_len);
         json_t *err = repaired_string(r->stderr_data, r->stderr_len);
         if (!out || !err) {
                 json_decref(out);
                 json_decref(err);
+                *ret_what = "stdout or stderr";
                 return NULL;
         }
         _cleanup_(json_decrefp) json_t *sc = json_pack(
@@ -49,38 +71,51 @@ char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r) {
                 "cpu_system_us", (json_int_t) r->cpu_system_us,
                 "limits", r->limits ? r->limits : "rlimit",
                 "queue_ms", (json_int_t) r->queue_ms);
+        *ret_what = "structuredContent";
         if (!sc)
                 return NULL;
         /* execute_python's additions (interpreter, dependencies, environment). */
+        *ret_what = "the interpreter, dependencies and environment fields";
         if (r->extra && (!json_is_object(r->extra) || json_object_update(sc, r->extra) < 0))
                 return NULL;
         /* Clients that only read text content get the same JSON (the tools spec's advice for
          * structuredContent, and what mcp-exec returns). The files (issue 10): listed in sc, their bytes as content items after the text. */
         _cleanup_(json_decrefp) json_t *items = json_array();
         char nonce[17];
+        *ret_what = "the outputs/ files";
         if (!items || mcp_files_result_add(r, sc, items, nonce) < 0)
                 return NULL;
+        *ret_what = "the text content";
         _cleanup_free_ char *text = json_dumps(sc, JSON_COMPACT);
         if (!text)
                 return NULL;
         _cleanup_(json_decrefp) json_t *content = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
         if (!content || json_array_extend(content, items) < 0)
                 return NULL;
+        *ret_what = "the reply";
         char *reply = mcp_reply_result(c->id, json_pack("{s:O, s:O, s:b}", "content", content,
                                                         "structuredContent", sc, "isError", 0));
+        *ret_what = "the outputs/ files' bytes";
         return reply && r->n_files > 0 ? mcp_files_splice(reply, r, nonce) : reply;
 }
 
+char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r) {
+        const char *what = "the reply";
+        char *reply = reply_result(c, r, &what);
+        return reply ?: reply_failed(c, what);
+}
+
 char *mcp_call_reply_tool_error(const McpCall *c, const char *message) {
-        return mcp_reply_tool_error(c->id, message);
+        return mcp_reply_tool_error(c->id, message) ?: reply_failed(c, "a tool error");
 }
 
 char *mcp_call_reply_structured(const McpCall *c, json_t *sc) {
         if (!json_is_object(sc))
-                return NULL;
+                return reply_failed(c, "structuredContent (not a JSON object)");
         _cleanup_free_ char *text = json_dumps(sc, JSON_COMPACT);
-        if (!text)
-                return NULL;
-        return mcp_reply_result(c->id, json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text",
-                                                 text, "structuredContent", sc, "isError", 0));
+        char *reply = text ? mcp_reply_result(c->id, json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type",
+                                                               "text", "text", text, "structuredContent", sc,
+                                                               "isError", 0))
+                           : NULL;
+        return reply ?: reply_failed(c, "structuredContent");
 }

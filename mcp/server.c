@@ -130,6 +130,10 @@ const char *mcp_call_id_key(const McpCall *c) {
         return c->id_key;
 }
 
+char *mcp_call_reply_oom(McpCall *c) {
+        return TAKE_PTR(c->reply_oom);
+}
+
 const char *mcp_call_progress_token(const McpCall *c) {
         return c->progress_token;
 }
@@ -141,6 +145,7 @@ McpCall *mcp_call_free(McpCall *c) {
         json_decref(c->arguments);
         free(c->id_key);
         free(c->progress_token);
+        free(c->reply_oom);
         mcp_exec_args_done(&c->args);
         free(c);
         return NULL;
@@ -216,6 +221,14 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, McpAction
         c->id_key = mcp_json_dump(id);
         if (!c->arguments || !c->id_key)
                 return -ENOMEM;
+        /* Made now, while memory is there: the answer when none is left for the real one (issue 15). */
+        if (asprintf(&c->reply_oom,
+                     "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":"
+                     "\"mcp-execd could not build the reply: out of memory\"}],\"isError\":true}}",
+                     c->id_key) < 0) {
+                c->reply_oom = NULL; /* asprintf(3) leaves it undefined */
+                return -ENOMEM;
+        }
         /* progress.mdx: a token is a string or an integer; anything else asks for nothing. */
         json_t *meta = json_object_get(params, "_meta");
         json_t *token = json_is_object(meta) ? json_object_get(meta, "progressToken") : NULL;

@@ -252,8 +252,10 @@ static void job_free(PyJob *j) {
 
 /* Answers and frees the job. */
 static void job_reply(PyJob *j, char *reply) {
-        if (!reply)
-                log_error("out of memory building a reply; the call stays unanswered");
+        if (!reply) { /* even the encoder's fallback found no memory (mcp.h; issue 15) */
+                log_error("out of memory building a reply; answered with the preformatted tool error");
+                reply = mcp_call_reply_oom(j->call);
+        }
         j->reply(j->owner, reply);
         job_free(j);
 }
@@ -456,7 +458,8 @@ static void validate_finish(PyJob *j) {
                 "python_version", j->interp->version ? j->interp->version : "?", "requires_python",
                 rp ? json_incref(rp) : json_null(), "dependencies", reqs ? json_incref(reqs) : json_array(), "problems",
                 j->problems);
-        job_reply(j, o ? mcp_call_reply_structured(j->call, o) : NULL);
+        job_reply(j, o ? mcp_call_reply_structured(j->call, o)
+                       : mcp_call_reply_tool_error(j->call, "mcp-execd could not encode the result: out of memory"));
 }
 
 static void validate_after_compile(PyJob *j) {
@@ -650,7 +653,8 @@ static void check_environment_reply(PyJob *j) {
                 "network_for_runs", "never",
                 "cache", cache,
                 "auth", "token_configured", c->auth_token != NULL);
-        job_reply(j, o ? mcp_call_reply_structured(j->call, o) : NULL);
+        job_reply(j, o ? mcp_call_reply_structured(j->call, o)
+                       : mcp_call_reply_tool_error(j->call, "mcp-execd could not encode the result: out of memory"));
 }
 
 static const PyInterp *interp_find(PyExec *px, const char *name) {
@@ -794,7 +798,8 @@ static void hook_shutdown(void *userdata, const char *reason) {
         LIST_FOREACH_SAFE(jobs, j, next, px->jobs) {
                 if (j->cancelled || !j->call)
                         continue;
-                j->reply(j->owner, mcp_call_reply_tool_error(j->call, reason));
+                char *reply = mcp_call_reply_tool_error(j->call, reason);
+                j->reply(j->owner, reply ?: mcp_call_reply_oom(j->call)); /* answered in every case (issue 15) */
                 job_cancel(j);
         }
 }

@@ -87,11 +87,17 @@ static void running_remove(Scheduler *s, Job *j) {
         s->n_running--;
 }
 
+/* A reply is NULL only when even the encoder's fallback found no memory (mcp.h): the call is still
+ * answered, with the tool error its parse preformatted (issue 15). */
+static char *job_reply_or_oom(Job *j, char *reply) {
+        if (reply)
+                return reply;
+        log_error("out of memory building a reply; answered with the preformatted tool error");
+        return mcp_call_reply_oom(j->call);
+}
+
 static void job_answer_error(Job *j, const char *message) {
-        char *reply = mcp_call_reply_tool_error(j->call, message);
-        if (!reply)
-                log_error("out of memory building a reply; the call stays unanswered");
-        j->reply(j->owner, reply);
+        j->reply(j->owner, job_reply_or_oom(j, mcp_call_reply_tool_error(j->call, message)));
 }
 
 static void scheduler_pump(Scheduler *s);
@@ -149,10 +155,7 @@ static void on_run_done(Run *run, void *userdata) {
                 job_answer_error(j, error);
         } else {
                 r.extra = j->extra;
-                char *reply = mcp_call_reply_result(j->call, &r);
-                if (!reply)
-                        log_error("out of memory building a reply; the call stays unanswered");
-                j->reply(j->owner, reply);
+                j->reply(j->owner, job_reply_or_oom(j, mcp_call_reply_result(j->call, &r)));
         }
 
         s->run_ops->release(run);

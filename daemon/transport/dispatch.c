@@ -51,13 +51,22 @@ static void dispatch_answer(Dispatch *d, void *ctx, char *reply) {
                 d->ops->answer(d, ctx, reply);
 }
 
+/* A reply to a call is NULL only when even the encoder's fallback found no memory (mcp.h): the
+ * call is answered with the tool error its parse preformatted, never left waiting (issue 15). */
+static char *reply_or_oom(McpCall *call, char *reply) {
+        if (reply)
+                return reply;
+        log_error("out of memory building a reply; answered with the preformatted tool error");
+        return mcp_call_reply_oom(call);
+}
+
 static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx) {
         _cleanup_(mcp_call_freep) McpCall *call = call_in;
 
         if (dispatch_find(d, mcp_call_id_key(call))) {
                 scheduler_note_rejected(d->scheduler, call, "duplicate-id");
-                dispatch_answer(d, ctx, mcp_call_reply_tool_error(
-                        call, "a call with this request id is still running; request ids must be unique"));
+                dispatch_answer(d, ctx, reply_or_oom(call, mcp_call_reply_tool_error(
+                        call, "a call with this request id is still running; request ids must be unique")));
                 return;
         }
 
@@ -68,7 +77,7 @@ static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx) {
                 c->progress_token = tok ? strdup(tok) : NULL;
         }
         if (!c || !c->id_key || (tok && !c->progress_token)) {
-                dispatch_answer(d, ctx, mcp_call_reply_tool_error(call, DISPATCH_OOM_MESSAGE));
+                dispatch_answer(d, ctx, reply_or_oom(call, mcp_call_reply_tool_error(call, DISPATCH_OOM_MESSAGE)));
                 return;
         }
         c->timeout_s = mcp_call_args(call)->timeout_s;
@@ -92,7 +101,7 @@ static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx) {
         else
                 snprintf(msg, sizeof(msg), DISPATCH_OOM_MESSAGE);
         /* Refused: the refusal is the call's answer, through the same path as any other. */
-        dispatch_on_reply(owner, mcp_call_reply_tool_error(call, msg));
+        dispatch_on_reply(owner, reply_or_oom(call, mcp_call_reply_tool_error(call, msg)));
 }
 
 void dispatch_action(Dispatch *d, McpAction *a, void *ctx) {

@@ -2,10 +2,12 @@
 // as embedded resources, text or blob), bounded: MCP_EXEC_MAX_RETURN_BYTES, 32 files returned, 1000
 // listed; a 1 000+-file output and a 1 GB output file give a bounded result, listed as not returned,
 // and the daemon stays fine; a symlink in outputs/ (to /etc/passwd, or outputs/ itself) is never
-// followed: the host's /etc/passwd does not appear.
+// followed: the host's /etc/passwd does not appear. Names that are not UTF-8 or hold control
+// characters (issue 15) come back escaped (\xNN per byte), and the call is answered.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { startDaemon, callExec, summarize, test } from './lib/index.mjs';
+import { startHttpDaemon, connectSdk } from './lib/http-daemon.mjs';
 import { items, rssKiB } from './lib/files.mjs';
 
 test('files in outputs/ (and below) come back: text as text, bytes as blob, images by their bytes', async (t) => {
@@ -143,4 +145,56 @@ test('MCP_EXEC_MAX_RETURN_BYTES=0: outputs are listed, nothing is returned', asy
     const r = await callExec(d.client, { code: 'open("outputs/x.txt", "w").write("x")' });
     assert.deepEqual(r.sc.files, [{ name: 'outputs/x.txt', bytes: 1, mime: 'text/plain', returned: false }]);
     assert.equal(items(r).length, 0);
+});
+
+// Issue 15: a name that is not UTF-8 made building the reply fail and the call was never answered.
+// Every name comes back: bytes that are not UTF-8, C0 controls, DEL, C1 controls and '\' as \xNN.
+const ODD_NAMES_CODE = [
+    'import os',
+    'for n in [b"\\xff\\xfe.txt", b"a\\nb.txt", b"t\\tab.txt", b"esc\\x1b.txt", b"del\\x7f.txt",',
+    '          "c1\\u0085.txt".encode(), b"back\\\\slash.txt", "caf\\u00e9.txt".encode()]:',
+    '    open(b"outputs/" + n, "wb").write(b"hello " + n.decode("utf-8", "backslashreplace").encode())',
+].join('\n');
+const ODD_NAMES = {
+    'outputs/\\xff\\xfe.txt': '%5Cxff%5Cxfe.txt',
+    'outputs/a\\x0ab.txt': 'a%5Cx0ab.txt',
+    'outputs/t\\x09ab.txt': 't%5Cx09ab.txt',
+    'outputs/esc\\x1b.txt': 'esc%5Cx1b.txt',
+    'outputs/del\\x7f.txt': 'del%5Cx7f.txt',
+    'outputs/c1\\xc2\\x85.txt': 'c1%5Cxc2%5Cx85.txt',
+    'outputs/back\\x5cslash.txt': 'back%5Cx5cslash.txt',
+    'outputs/caf\u00e9.txt': 'caf%C3%A9.txt',
+};
+
+async function checkOddNames(client) {
+    const r = await callExec(client, { code: ODD_NAMES_CODE }, { timeoutMs: 60000 });
+    assert.equal(r.isError, false, summarize(r));
+    assert.equal(r.sc.exit_code, 0, r.sc.stderr);
+    const names = r.sc.files.map((f) => f.name);
+    assert.deepEqual([...names].sort(), Object.keys(ODD_NAMES).sort());
+    assert.ok(r.sc.files.every((f) => f.returned && f.mime === 'text/plain'), summarize(r));
+    const it = items(r);
+    assert.equal(it.length, names.length);
+    for (let i = 0; i < names.length; i++) {
+        const uri = it[i].resource.uri;
+        assert.match(uri, /^mcp-execd:\/\/run\/[0-9a-f]{16}\/outputs\/[!-~]+$/, uri);
+        assert.equal(uri.slice(uri.lastIndexOf('/outputs/') + 9), ODD_NAMES[names[i]], uri);
+        assert.ok(it[i].resource.text.startsWith('hello '), it[i].resource.text);
+    }
+    assert.equal(it[names.indexOf('outputs/caf\u00e9.txt')].resource.text, 'hello caf\u00e9.txt');
+    assert.deepEqual(r.textJson, r.sc);
+    const again = await callExec(client, { code: 'print(2)' });
+    assert.equal(again.sc.stdout, '2\n');
+}
+
+test('names not UTF-8 or with control characters: answered, escaped as \\xNN (stdio)', async (t) => {
+    const d = await startDaemon(t, { listTools: true });
+    await checkOddNames(d.client);
+});
+
+test('names not UTF-8 or with control characters: answered, escaped as \\xNN (Streamable HTTP)', async (t) => {
+    const d = await startHttpDaemon(t);
+    const c = await connectSdk(t, d, 'http');
+    await c.listTools(); // the SDK then validates structuredContent against the outputSchema
+    await checkOddNames(c);
 });

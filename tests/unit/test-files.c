@@ -1,5 +1,6 @@
 /* test-files.c: files in and out of a run (issue 10): input name validation, base64, the type of a
- * file from its bytes, and reading outputs/ back without following links. */
+ * file from its bytes, and reading outputs/ back without following links; names shown escaped and
+ * the reply backstop (issue 15). */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -325,6 +326,130 @@ static void test_result_content(void **state) {
         mcp_server_free(s);
 }
 
+/* Issue 15: an output name is whatever bytes the run chose; it is shown with \xNN escapes. */
+static void test_name_display(void **state) {
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
+                { "outputs/a b.csv", "outputs/a b.csv" },
+                { "outputs/caf\xc3\xa9\xf0\x9f\x98\x80", "outputs/caf\xc3\xa9\xf0\x9f\x98\x80" },
+                { "outputs/\xff\xfe.txt", "outputs/\\xff\\xfe.txt" },
+                { "a\nb\tc\x1b\x7f", "a\\x0ab\\x09c\\x1b\\x7f" },
+                { "c1\xc2\x85\xc2\x9f\xc2\xa0", "c1\\xc2\\x85\\xc2\\x9f\xc2\xa0" }, /* U+00A0 is not C1 */
+                { "back\\slash", "back\\x5cslash" },                               /* so \x is unambiguous */
+                { "\xc3", "\\xc3" },                                                /* cut sequence */
+                { "\xe0\x80\xaf", "\\xe0\\x80\\xaf" },                              /* overlong */
+                { "\xed\xa0\x80", "\\xed\\xa0\\x80" },                              /* surrogate */
+                { "\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80" },                     /* above U+10FFFF */
+                { "\xc3\xa9\xff", "\xc3\xa9\\xff" },
+                { "", "" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char *d = mcp_file_name_display(cases[i].in);
+                assert_non_null(d);
+                assert_string_equal(d, cases[i].out);
+                json_t *j = json_string(d); /* valid UTF-8: jansson takes it */
+                assert_non_null(j);
+                json_decref(j);
+                free(d);
+        }
+}
+
+static McpAction call_action(McpServer *s) {
+        McpAction a = {};
+        const char *m = "{\"jsonrpc\":\"2.0\",\"id\":\"k\\\"1\",\"method\":\"tools/call\",\"params\":{\"name\":\"exec\","
+                        "\"arguments\":{\"code\":\"print(1)\"}}}";
+        assert_int_equal(mcp_server_handle(s, m, strlen(m), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_CALL);
+        return a;
+}
+
+static json_t *parsed_reply(char *reply) {
+        assert_non_null(reply);
+        json_error_t err;
+        json_t *j = json_loads(reply, 0, &err);
+        if (!j)
+                fail_msg("invalid JSON: %s: %s", err.text, reply);
+        assert_string_equal(json_string_value(json_object_get(j, "id")), "k\"1");
+        free(reply);
+        return j;
+}
+
+static const char *reply_text(json_t *j) {
+        return json_string_value(
+                json_object_get(json_array_get(json_object_get(json_object_get(j, "result"), "content"), 0), "text"));
+}
+
+/* Issue 15: names that are not UTF-8 or hold control characters used to make the reply NULL (and
+ * the call unanswered); now they are listed escaped, and the URI percent-encodes the shown name. */
+static void test_result_odd_names(void **state) {
+        McpServer *s = server();
+        McpAction a = call_action(s);
+        static const char text[] = "hi";
+        McpOutputFile files[] = {
+                { .name = "outputs/\xff\xfe.txt", .bytes = 2, .mime = "text/plain", .returned = true, .data = text, .len = 2 },
+                { .name = "outputs/n\n\t\x1b\x7f\xc2\x85.txt", .bytes = 2, .mime = "text/plain", .returned = true,
+                  .data = text, .len = 2 },
+                { .name = "outputs/big\xff", .bytes = 1 << 30, .mime = "application/octet-stream" },
+        };
+        McpExecResult r = { .limits = "rlimit", .files = files, .n_files = 3, .run_id = "0123456789abcdef" };
+        json_t *j = parsed_reply(mcp_call_reply_result(a.call, &r));
+        json_t *result = json_object_get(j, "result");
+        assert_true(json_is_false(json_object_get(result, "isError")));
+        json_t *list = json_object_get(json_object_get(result, "structuredContent"), "files");
+        assert_int_equal(json_array_size(list), 3);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(list, 0), "name")),
+                            "outputs/\\xff\\xfe.txt");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(list, 1), "name")),
+                            "outputs/n\\x0a\\x09\\x1b\\x7f\\xc2\\x85.txt");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(list, 2), "name")), "outputs/big\\xff");
+        json_t *content = json_object_get(result, "content");
+        assert_int_equal(json_array_size(content), 3);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(content, 1), "resource"), "uri")),
+                            "mcp-execd://run/0123456789abcdef/outputs/%5Cxff%5Cxfe.txt");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(content, 2), "resource"), "uri")),
+                            "mcp-execd://run/0123456789abcdef/outputs/n%5Cx0a%5Cx09%5Cx1b%5Cx7f%5Cxc2%5Cx85.txt");
+        json_decref(j);
+        mcp_action_done(&a);
+        mcp_server_free(s);
+}
+
+/* Issue 15: a reply that cannot be built is a tool error naming what failed, never NULL. */
+static void test_reply_backstop(void **state) {
+        McpServer *s = server();
+        McpAction a = call_action(s);
+
+        /* A result the encoder refuses: execute_python's fields that are not an object. */
+        json_t *bad = json_string("not an object");
+        McpExecResult r = { .limits = "rlimit", .extra = bad, .run_id = "0123456789abcdef" };
+        json_t *j = parsed_reply(mcp_call_reply_result(a.call, &r));
+        assert_true(json_is_true(json_object_get(json_object_get(j, "result"), "isError")));
+        assert_non_null(strstr(reply_text(j), "mcp-execd could not encode the result: the interpreter"));
+        json_decref(j);
+
+        /* A structured result that is not an object. */
+        j = parsed_reply(mcp_call_reply_structured(a.call, bad));
+        assert_true(json_is_true(json_object_get(json_object_get(j, "result"), "isError")));
+        assert_non_null(strstr(reply_text(j), "mcp-execd could not encode the result: structuredContent"));
+        json_decref(j);
+        json_decref(bad);
+
+        /* A tool error whose message quotes bytes that are not UTF-8: repaired, not dropped. */
+        j = parsed_reply(mcp_call_reply_tool_error(a.call, "no such file: \xff.txt"));
+        assert_string_equal(reply_text(j), "no such file: \xef\xbf\xbd.txt");
+        json_decref(j);
+
+        /* The answer of last resort, preformatted at parse time; handed over once. */
+        j = parsed_reply(mcp_call_reply_oom(a.call));
+        assert_true(json_is_true(json_object_get(json_object_get(j, "result"), "isError")));
+        assert_string_equal(reply_text(j), "mcp-execd could not build the reply: out of memory");
+        json_decref(j);
+        assert_null(mcp_call_reply_oom(a.call));
+
+        mcp_action_done(&a);
+        mcp_server_free(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_names),
@@ -333,6 +458,9 @@ int main(void) {
                 cmocka_unit_test(test_outputs_collect),
                 cmocka_unit_test(test_files_argument),
                 cmocka_unit_test(test_result_content),
+                cmocka_unit_test(test_name_display),
+                cmocka_unit_test(test_result_odd_names),
+                cmocka_unit_test(test_reply_backstop),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

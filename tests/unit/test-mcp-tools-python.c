@@ -153,7 +153,12 @@ static void test_encoders(void **state) {
         json_decref(j);
         free(reply);
         json_t *array = json_pack("[i]", 1);
-        assert_null(mcp_call_reply_structured(a.call, array));
+        /* Not an object: a tool error naming it, still an answer (issue 15). */
+        reply = mcp_call_reply_structured(a.call, array);
+        assert_non_null(reply);
+        assert_non_null(strstr(reply, "\"isError\":true"));
+        assert_non_null(strstr(reply, "could not encode the result: structuredContent"));
+        free(reply);
         json_decref(array);
         mcp_action_done(&a);
         mcp_server_free(s);
