@@ -16,6 +16,10 @@ def main():
     env = dict(os.environ, MCP_EXEC_MEMORY_MAX="128M", MCP_EXEC_PIDS_MAX="32", MCP_EXEC_CPU_QUOTA="50%")
     with Daemon(env=env, verbose=False, deadline=DEADLINE) as d:
         d.initialize()
+        # The interpreter probe ran in a scope of its own before the daemon served: wait for it to
+        # go, so the scope seen below is the call's.
+        if not wait_until(lambda: not scope_dirs(), 30):
+            raise TestFailure("the probe's scope is still there: %s" % scope_dirs())
         rid = start_call(d, "import time\ntime.sleep(4)\nprint('done')", timeout_s=30)
         dirs = wait_until(scope_dirs, 20)
         if len(dirs) != 1:
@@ -26,9 +30,12 @@ def main():
         print("scope %s: %r" % (os.path.basename(scope), got))
         if got != want:
             raise TestFailure("limits read back %r, want %r" % (got, want))
+        # systemd reports the scope's job done once its cgroup exists; the daemon makes the two
+        # leaves when it hears so, a moment later (longer on a loaded host).
         for leaf in ("supervisor", "payload"):
-            if not os.path.isdir(os.path.join(scope, leaf)):
-                raise TestFailure("no %s/ in the scope" % leaf)
+            if not wait_until(lambda: os.path.isdir(os.path.join(scope, leaf)), 30):
+                raise TestFailure("no %s/ in the scope within 30 s: %r"
+                                  % (leaf, os.listdir(scope) if os.path.isdir(scope) else "the scope is gone"))
         # The scope exists as soon as systemd's job is done; Python reaches payload/ a moment later.
         procs = wait_until(lambda: read(os.path.join(scope, "payload/cgroup.procs")).split(), 30)
         sup = read(os.path.join(scope, "supervisor/cgroup.procs")).split()
