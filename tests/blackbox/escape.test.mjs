@@ -10,6 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { startDaemon, callExec, summarize, uniqueMarker, sleep } from './lib/index.mjs';
+import { binaryPath } from './lib/env.mjs';
+import { RawDaemon } from './lib/raw.mjs';
 
 // One daemon for the attempts that need nothing of their own (a daemon per test made this file
 // outlive the runner's per-file timeout on a loaded machine). Its environment carries a token and
@@ -691,9 +693,9 @@ const HOST_CHECK = [
     'print(json.dumps({"t": t, "inotify": ino, "mq": mq}))',
 ].join('\n');
 
-function hostCheck() {
+function hostCheck(ids = {}) {
     return new Promise((resolve, reject) => {
-        execFile('python3', ['-c', HOST_CHECK], { timeout: 20000 }, (err, stdout) =>
+        execFile('python3', ['-c', HOST_CHECK], { timeout: 20000, cwd: '/', ...ids }, (err, stdout) =>
             err ? reject(err) : resolve(JSON.parse(stdout)));
     });
 }
@@ -737,4 +739,44 @@ test('runs holding all the inotify instances and message queues they can leave t
         assert.ok(v.mq * 10 * 8192 <= v.msgqueue, JSON.stringify(v));
         assert.equal(v.sigpending, Math.floor(hostSigpending / 2 / runs), JSON.stringify(v));
     }
+});
+
+test('the same as an unprivileged daemon: its user keeps inotify_init1 and mq_open while a run holds all it can', { skip: process.getuid?.() !== 0 && 'needs root (a uid of its own)' }, async (t) => {
+    // A uid of its own (its budgets then are the run's and the test's only) and a copy of the
+    // daemon it may execute; one run at a time, so the run's share is half the user's budget.
+    const uid = 30000 + ((process.pid + 7) % 20000);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-execd-budget.'));
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    fs.chmodSync(dir, 0o755);
+    fs.copyFileSync(binaryPath(), path.join(dir, 'mcp-execd'));
+    fs.chmodSync(path.join(dir, 'mcp-execd'), 0o755);
+    const tmp = path.join(dir, 'tmp');
+    fs.mkdirSync(tmp, { mode: 0o700 });
+    fs.chownSync(tmp, uid, uid);
+    const d = RawDaemon.spawn(t, { binary: path.join(dir, 'mcp-execd'), uid, gid: uid,
+                                   env: { TMPDIR: tmp, HOME: tmp, MCP_EXEC_CGROUP: 'none', MCP_EXEC_MAX_CONCURRENT: 1 } });
+    await d.initialize('2025-11-25', 30000);
+    const share = Math.floor(Number(fs.readFileSync('/proc/sys/fs/inotify/max_user_instances', 'utf8')) / 2);
+
+    let done = false;
+    const id = d.callExec({ code: HOLD_ALL, timeout_s: 30 });
+    const answer = d.response(id, 60000).finally(() => { done = true; });
+    const checks = [];
+    while (!done) {
+        checks.push(await hostCheck({ uid, gid: uid }));
+        await sleep(200);
+    }
+    const r = await answer;
+    const sc = r.result?.structuredContent;
+    assert.equal(r.result?.isError, false, JSON.stringify(r).slice(0, 600));
+    const v = JSON.parse(sc.stdout.trim().split('\n').pop());
+    const during = checks.filter((c) => c.t > v.held && c.t < v.released);
+    t.diagnostic(`run: ${JSON.stringify(v)}; ${during.length} of ${checks.length} host checks as uid ${uid} while it held`);
+    assert.ok(during.length > 0, 'no host check ran while the run held: retry on a less loaded machine');
+    for (const c of during)
+        assert.deepEqual({ inotify: c.inotify, mq: c.mq }, { inotify: 'OK', mq: 'OK' }, `host check at ${c.t}: ${JSON.stringify(c)}`);
+    assert.equal(v.ino_lim, share, JSON.stringify(v));
+    assert.ok(v.ino <= share, JSON.stringify(v));
+    assert.equal(v.ino_err, 'EMFILE', JSON.stringify(v));
+    assert.equal(v.mq_err, 'EMFILE', JSON.stringify(v));
 });
