@@ -116,6 +116,7 @@ static int daemon_sandbox_setup(Daemon *d) {
         SandboxConfig scfg = {
                 .tmp_size_bytes = cfg->tmp_size_bytes,
                 .cpu_threads = MAX(threads, 1u),
+                .max_concurrent = cfg->max_concurrent,
                 .rlimit_as_bytes = cfg->memory_max_bytes == UINT64_MAX ? 0 : cfg->memory_max_bytes,
                 .rlimit_nproc = cfg->pids_max == UINT64_MAX ? 0 : cfg->pids_max,
                 .rlimit_cpu_sec = (uint64_t) cfg->max_timeout_s + 1,

@@ -294,6 +294,29 @@ static int make_ro_tree(const char *path, const char *const *below, size_t n_bel
         return remount_ro(path);
 }
 
+/* The run's shares of the per-user-namespace limits (sandbox_shares_compute()), written in the
+ * run's own user namespace: /proc/sys/user shows the limits of the opener's user namespace, and
+ * the helper holds CAP_SYS_RESOURCE there (kernel/ucount.c, set_permissions()). Through the run's
+ * own /proc, just mounted (the host's may be read-only, as in a container), before its /proc/sys
+ * is made read-only. */
+static int ucount_limits_write(SpawnPlan *plan) {
+        const Sandbox *s = plan->sandbox;
+        for (size_t i = 0; i < ELEMENTSOF(s->ucount_limits); i++) {
+                const SandboxUcountLimit *l = &s->ucount_limits[i];
+                if (!l->value[0])
+                        continue; /* this kernel has no such limit */
+                char path[128];
+                _cleanup_close_ int fd = open(in_newroot(path, sizeof(path), l->path), O_WRONLY | O_CLOEXEC);
+                if (fd < 0)
+                        return fail(plan, errno, "open ", l->path);
+                size_t len = strlen(l->value);
+                ssize_t n = write(fd, l->value, len);
+                if (n != (ssize_t) len)
+                        return fail(plan, n < 0 ? errno : EIO, "write ", l->path);
+        }
+        return 0;
+}
+
 int sandbox_fs_setup(SpawnPlan *plan) {
         char dst[512];
         int r;
@@ -429,6 +452,10 @@ int sandbox_fs_setup(SpawnPlan *plan) {
                 if (r < 0)
                         return fail(plan, errno, "mask ", proc_masked[i]);
         }
+
+        r = ucount_limits_write(plan);
+        if (r < 0)
+                return r;
 
         static const char *const proc_ro[] = { "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus" };
         for (size_t i = 0; i < ELEMENTSOF(proc_ro); i++) {

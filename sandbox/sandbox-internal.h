@@ -27,8 +27,18 @@ typedef struct SandboxSeed {
         size_t len;
 } SandboxSeed;
 
+/* A per-user-namespace limit of /proc/sys/user written in each run's own user namespace by the
+ * mount helper (see sandbox_shares_compute() in sandbox.c). */
+typedef struct SandboxUcountLimit {
+        const char *path;  /* /proc/sys/user/… */
+        char value[24];    /* decimal, newline-terminated; empty: the kernel has no such file */
+} SandboxUcountLimit;
+
 struct Sandbox {
         SandboxConfig config;
+        SandboxUcountLimit ucount_limits[4];
+        uint64_t msgqueue_bytes;  /* RLIMIT_MSGQUEUE of the run */
+        uint64_t sigpending;      /* RLIMIT_SIGPENDING of the run */
         uid_t host_uid; /* the daemon's euid/egid at sandbox_new() */
         gid_t host_gid;
         bool privileged; /* root: maps 65532 → 65532; else 65532 → host_uid with setgroups denied */

@@ -259,6 +259,13 @@ int sandbox_lockdown(SpawnPlan *plan) {
                 r = rlimit_set(plan, RLIMIT_NOFILE, SANDBOX_NOFILE_MAX, "RLIMIT_NOFILE");
         if (r >= 0)
                 r = rlimit_set(plan, RLIMIT_FSIZE, plan->tmp_size_bytes, "RLIMIT_FSIZE");
+        /* The run's shares of its creator's per-user budgets (sandbox_shares_compute()): message
+         * queue bytes and queued signals are charged up to the daemon's user, checked against these
+         * at the run's level. Always, cgroup or not: no cgroup controller counts them. */
+        if (r >= 0)
+                r = rlimit_set(plan, RLIMIT_MSGQUEUE, plan->sandbox->msgqueue_bytes, "RLIMIT_MSGQUEUE");
+        if (r >= 0)
+                r = rlimit_set(plan, RLIMIT_SIGPENDING, plan->sandbox->sigpending, "RLIMIT_SIGPENDING");
         if (r < 0)
                 return r;
 

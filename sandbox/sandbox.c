@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
@@ -325,6 +326,68 @@ int sandbox_warm_up(Sandbox *s, const char *python) {
         return r;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Per-run shares of the daemon user's per-user budgets (issue 15.1).
+ *
+ * Each run's user namespace is created by the daemon's user, and the kernel charges what the run
+ * holds of some per-user budgets to that creator at every level up to the initial namespace
+ * (kernel/ucount.c: inc_ucount() and inc_rlimit_ucounts() walk ns->ucounts up to init_user_ns):
+ * inotify instances and watches, fanotify groups and marks (user_namespaces(7), inotify(7)),
+ * POSIX message-queue bytes (mq_overview(7), RLIMIT_MSGQUEUE) and queued signals
+ * (RLIMIT_SIGPENDING). Unbounded, one run holding 128 inotify_init1 made every inotify_init1 of
+ * root on the host fail with EMFILE; 9 mq_open made root's mq_open fail. So each run gets a share:
+ * what the daemon's user may hold, halved (the other half stays for that user and the host: PID 1
+ * under the shipped unit, the desktop's file watchers over stdio), divided by
+ * MCP_EXEC_MAX_CONCURRENT. With the kernel's defaults and 4 runs at once:
+ *   max_inotify_instances 128          → 16 per run      max_inotify_watches 8192‥~1M → 1/8 each
+ *   max_fanotify_groups 128            → 16 per run      max_fanotify_marks           → 1/8
+ *   RLIMIT_MSGQUEUE 819200 bytes       → 102400 bytes: one default queue (10 × 8192 B) per run
+ *   RLIMIT_SIGPENDING (ulimit -i)      → 1/8 of it
+ * Python itself needs none of them; a share of 0 (more runs than budget) just refuses them.
+ * The ucount limits are written in the run's own user namespace (its /proc/sys/user, writable by
+ * the run's capabilities there, before /proc/sys goes read-only): a charge is checked against the
+ * limit of every level, so a lower limit there bounds the run and raises nothing on the host. The
+ * rlimits are set on Python (sandbox_lockdown()): the charge at the run's level is checked against
+ * them. Both hold for a root and an unprivileged daemon alike: the budget is its user's either way. */
+
+static uint64_t read_u64_file(const char *path, bool *ret_found) {
+        FILE *f = fopen(path, "re");
+        unsigned long long v = 0;
+        *ret_found = f && fscanf(f, "%llu", &v) == 1;
+        if (f)
+                (void) fclose(f);
+        return *ret_found ? (uint64_t) v : 0;
+}
+
+static uint64_t rlimit_share_basis(int resource, uint64_t fallback) {
+        struct rlimit rl;
+        if (getrlimit(resource, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+                return fallback; /* unlimited for the daemon's user: keep runs as small as by default */
+        return rl.rlim_cur;
+}
+
+static void sandbox_shares_compute(Sandbox *s) {
+        static const char *const paths[ELEMENTSOF(s->ucount_limits)] = {
+                "/proc/sys/user/max_inotify_instances",
+                "/proc/sys/user/max_inotify_watches",
+                "/proc/sys/user/max_fanotify_groups",
+                "/proc/sys/user/max_fanotify_marks",
+        };
+        uint64_t runs = MAX(s->config.max_concurrent, 1u);
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+                bool found;
+                /* The daemon's own user namespace's limit (in the initial one, the same as
+                 * /proc/sys/fs/inotify/max_user_*). */
+                uint64_t v = read_u64_file(paths[i], &found);
+                s->ucount_limits[i].path = paths[i];
+                if (found)
+                        (void) snprintf(s->ucount_limits[i].value, sizeof(s->ucount_limits[i].value),
+                                        "%" PRIu64 "\n", v / 2 / runs);
+        }
+        s->msgqueue_bytes = rlimit_share_basis(RLIMIT_MSGQUEUE, 819200) / 2 / runs;
+        s->sigpending = rlimit_share_basis(RLIMIT_SIGPENDING, 4096) / 2 / runs;
+}
+
 int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason) {
         /* sandbox_freep: the seccomp program and the seeds built below go with it on any failure. */
         _cleanup_(sandbox_freep) Sandbox *s = calloc(1, sizeof(Sandbox));
@@ -336,6 +399,7 @@ int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason
         s->host_uid = geteuid();
         s->host_gid = getegid();
         s->privileged = s->host_uid == 0;
+        sandbox_shares_compute(s);
 
         int r = probe_namespaces(reterr_reason);
         if (r < 0)
