@@ -147,6 +147,15 @@ typedef struct McpOutputFile {
         size_t len;
 } McpOutputFile;
 
+/* What rlimit mode cannot bound (no cgroup charges the run): the result's `unbounded`, empty
+ * with a cgroup. Stable names, each explained in README ("Limits of rlimit mode"):
+ * - memory_total: RLIMIT_AS bounds each process's address space, not their sum;
+ * - memfd: memfd pages not mapped count against no rlimit (each memfd is at most /tmp's size,
+ *   RLIMIT_FSIZE, and up to RLIMIT_NOFILE of them);
+ * - kernel_memory: pipe and socket buffers, page tables and other kernel memory of the run;
+ * - cpu_quota: MCP_EXEC_CPU_QUOTA is not applied (RLIMIT_CPU bounds each process's CPU time). */
+#define MCP_RLIMIT_UNBOUNDED { "memory_total", "memfd", "kernel_memory", "cpu_quota" }
+
 /* What a finished run produced, in the daemon's terms. Output bytes are raw (the encoder
  * repairs UTF-8). */
 typedef struct McpExecResult {
@@ -164,7 +173,8 @@ typedef struct McpExecResult {
         uint64_t memory_peak_bytes;
         uint64_t cpu_user_us;
         uint64_t cpu_system_us;
-        const char *limits; /* "cgroup" or "rlimit" */
+        const char *limits; /* "cgroup" or "rlimit"; with "rlimit" the result's `unbounded` lists
+                             * MCP_RLIMIT_UNBOUNDED (README, "Limits of rlimit mode") */
         uint64_t queue_ms;
         struct json_t *extra; /* a JSON object whose members are added to the result (borrowed), or NULL */
         const McpOutputFile *files; /* outputs/, sorted by name; returned ones become content items */

@@ -74,6 +74,17 @@ static char *reply_result(const McpCall *c, const McpExecResult *r, const char *
         *ret_what = "structuredContent";
         if (!sc)
                 return NULL;
+        /* Issue 15 #6: every result says what its mode could not bound. */
+        *ret_what = "the unbounded field";
+        json_t *unbounded = json_array();
+        if (json_object_set_new(sc, "unbounded", unbounded) < 0)
+                return NULL;
+        if (!r->limits || strcmp(r->limits, "cgroup") != 0) {
+                static const char *const names[] = MCP_RLIMIT_UNBOUNDED;
+                for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                        if (json_array_append_new(unbounded, json_string(names[i])) < 0)
+                                return NULL;
+        }
         /* execute_python's additions (interpreter, dependencies, environment). */
         *ret_what = "the interpreter, dependencies and environment fields";
         if (r->extra && (!json_is_object(r->extra) || json_object_update(sc, r->extra) < 0))

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -53,7 +54,8 @@ static char *exec_description(const McpLimits *l) {
                      "(timeout_s; 0 or absent means the default, larger values are clamped, negative means 1 s); "
                      "stdout and stderr together are capped at %s (the first bytes are kept and truncated is "
                      "true); code up to %s; stdin up to %s; memory %s; processes %s; CPU %s; /tmp %s; "
-                     "limits enforced by %s.\n"
+                     "limits enforced by %s (with rlimit, total memory across processes, memfds, kernel "
+                     "memory and the CPU quota are not bounded: the result's unbounded lists them).\n"
                      "Files: `files` creates input files in the working directory before the code starts "
                      "(relative paths, text or base64, %s in total). Files the code writes to outputs/ (the "
                      "directory exists) come back: PNG, JPEG, GIF and WebP images as image content, other files "
@@ -88,13 +90,19 @@ json_t *mcp_exec_output_schema_new(void) {
                 { "cpu_system_us", "integer", "system CPU time of the run" },
                 { "limits", "string", "what enforced the limits: cgroup or rlimit" },
                 { "queue_ms", "integer", "time spent waiting for a free slot" },
+                { "unbounded", "array",
+                  "what the limits could not bound in this mode: empty with cgroup; with rlimit "
+                  "memory_total, memfd, kernel_memory, cpu_quota" },
         };
         _cleanup_(json_decrefp) json_t *props = json_object();
         _cleanup_(json_decrefp) json_t *required = json_array();
         if (!props || !required)
                 return NULL;
         for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
-                json_t *p = fields[i].type
+                json_t *p = fields[i].type && strcmp(fields[i].type, "array") == 0
+                        ? json_pack("{s:s, s:{s:s}, s:s}", "type", "array", "items", "type", "string",
+                                    "description", fields[i].description)
+                        : fields[i].type
                         ? json_pack("{s:s, s:s}", "type", fields[i].type, "description", fields[i].description)
                         : json_pack("{s:[s,s], s:s}", "type", "string", "null", "description",
                                     fields[i].description);

@@ -15,6 +15,9 @@ struct sock_filter;
 #define SANDBOX_STAGED_PATH_MAX 512                     /* "a/b/name" below it */
 #define SANDBOX_TMP_SIZE_DEFAULT (64ULL * 1024 * 1024)  /* when the config says 0 */
 #define SANDBOX_NOFILE_MAX 1024                         /* RLIMIT_NOFILE of the run */
+#define SANDBOX_TMP_BYTES_PER_INODE 4096                /* /tmp's nr_inodes: one per 4 KiB of size, */
+#define SANDBOX_TMP_INODES_MIN 1024                     /* at least this many */
+#define SANDBOX_TMP_INODES_MAX 65536                    /* and at most this many */
 
 /* matplotlib's font cache, relative to the run's HOME (SANDBOX_WORK_DIR). */
 #define SANDBOX_MPL_CACHE_DIR ".cache/matplotlib"

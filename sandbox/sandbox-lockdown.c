@@ -3,9 +3,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <stddef.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <string.h>
@@ -241,6 +243,36 @@ static int caps_drop_all(SpawnPlan *plan) {
         return 0;
 }
 
+/* rlimit mode only (no cgroup: nothing charges kernel memory to the run). SysV shared memory,
+ * message queues and semaphores and POSIX message queues live in the run's IPC namespace but are
+ * bounded only by its sysctls (kernel.shmall: about 8 EiB by default), and those can only be
+ * lowered by uid 0 of the run's user namespace, which is not mapped (the run is 65532 alone, see
+ * sandbox_id_maps_write()). So they are refused: CPython and the scientific stack use none of
+ * them (multiprocessing and its locks do not). ENOSPC is what
+ * shmget(2), msgget(2), semget(2) and mq_open(3) return when a limit is reached. With a cgroup,
+ * the segments are charged to the run's memory.max and stay allowed. Static and allocation-free:
+ * loaded in the child, stacked on the main filter (which already refuses foreign ABIs; here a
+ * foreign arch falls through to it). */
+#if defined(__x86_64__)
+#define SANDBOX_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define SANDBOX_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+#ifdef SANDBOX_AUDIT_ARCH
+static const struct sock_filter ipc_refuse_bpf[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SANDBOX_AUDIT_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_shmget, 4, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_msgget, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_semget, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mq_open, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSPC & SECCOMP_RET_DATA)),
+};
+#endif
+
 static int rlimit_set(SpawnPlan *plan, int resource, uint64_t value, const char *name) {
         struct rlimit rl = { .rlim_cur = value, .rlim_max = value };
         if (setrlimit(resource, &rl) < 0)
@@ -297,5 +329,15 @@ int sandbox_lockdown(SpawnPlan *plan) {
         };
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
                 return fail(plan, "seccomp", NULL);
+#ifdef SANDBOX_AUDIT_ARCH
+        if (plan->rlimits) {
+                struct sock_fprog ipc = {
+                        .len = (unsigned short) ELEMENTSOF(ipc_refuse_bpf),
+                        .filter = (struct sock_filter *) ipc_refuse_bpf,
+                };
+                if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &ipc) < 0)
+                        return fail(plan, "seccomp (IPC in rlimit mode)", NULL);
+        }
+#endif
         return 0;
 }

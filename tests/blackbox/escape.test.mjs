@@ -624,6 +624,75 @@ test('filling /tmp stops at MCP_EXEC_TMP_SIZE with ENOSPC', async (t) => {
     assert.ok(v.mib >= 7 && v.mib <= 8, JSON.stringify(v));
 });
 
+// Issue 15 #6: what size= does not count. The shared daemon's /tmp is 8M, so nr_inodes is 2048
+// (one per 4 KiB); without it the run made 300 000 empty files (306 MB of kernel memory).
+test('empty files in /tmp stop at the inode bound with ENOSPC (not 20 000), and the daemon runs the next call', async (t) => {
+    const d = shared;
+    const v = await verdict(d, [
+        'import errno, json, os',
+        'os.mkdir("/tmp/many")',
+        'n, e = 0, None',
+        'try:',
+        '    while n < 20000:',
+        '        os.close(os.open("/tmp/many/%d" % n, os.O_CREAT | os.O_WRONLY, 0o600)); n += 1',
+        'except OSError as ex:',
+        '    e = errno.errorcode[ex.errno]',
+        'print(json.dumps({"err": e, "n": n}))',
+    ].join('\n'));
+    assert.equal(v.err, 'ENOSPC', JSON.stringify(v));
+    assert.ok(v.n > 1500 && v.n <= 2048, JSON.stringify(v));
+    const r = await run(d, 'print("after")');
+    assert.equal(r.sc.stdout, 'after\n', summarize(r));
+});
+
+// Issue 15 #6: in rlimit mode nothing charges SysV IPC or POSIX message queues to the run (a run
+// held 128 MiB of SysV shm under MCP_EXEC_MEMORY_MAX=128M): they are refused with ENOSPC.
+const rlimitMode = (process.env.BLACKBOX_CGROUP ?? 'none') === 'none';
+test('rlimit mode: SysV shm (512 MiB over a 128M memory limit), msgget and semget are refused with ENOSPC; the daemon runs the next call', { skip: !rlimitMode && 'a cgroup charges them to memory.max' }, async (t) => {
+    const d = await startDaemon(null, { env: { MCP_EXEC_MEMORY_MAX: '128M' } });
+    t.after(() => d.close());
+    const r = await run(d, [
+        'import ctypes, errno, json',
+        'libc = ctypes.CDLL(None, use_errno=True)',
+        'IPC_PRIVATE, IPC_CREAT = 0, 0o1000',
+        'def err(r):',
+        '    return "OK" if r >= 0 else errno.errorcode[ctypes.get_errno()]',
+        'libc.shmat.restype = ctypes.c_void_p',
+        'shm = []',
+        'for i in range(8):',  // 8 x 64 MiB, each attached and touched
+        '    sid = libc.shmget(IPC_PRIVATE, ctypes.c_size_t(64 << 20), IPC_CREAT | 0o600)',
+        '    shm.append(err(sid))',
+        '    if sid < 0: break',
+        '    a = libc.shmat(sid, None, 0)',
+        '    if a not in (None, ctypes.c_void_p(-1).value): ctypes.memset(a, 1, 64 << 20)',
+        'print(json.dumps({"shm": shm, "msg": err(libc.msgget(IPC_PRIVATE, IPC_CREAT | 0o600)),',
+        '                  "sem": err(libc.semget(IPC_PRIVATE, 1, IPC_CREAT | 0o600))}))',
+    ].join('\n'));
+    assert.equal(r.sc.limits, 'rlimit');
+    const v = JSON.parse(r.sc.stdout.trim().split('\n').pop());
+    assert.deepEqual(v, { shm: ['ENOSPC'], msg: 'ENOSPC', sem: 'ENOSPC' }, summarize(r));
+    const after = await run(d, 'print("after")');
+    assert.equal(after.sc.stdout, 'after\n', summarize(after));
+});
+
+test('rlimit mode: POSIX mq_open is refused with ENOSPC; the daemon runs the next call', { skip: !rlimitMode && 'a cgroup charges them to memory.max' }, async (t) => {
+    const d = shared;
+    const r = await run(d, [
+        'import ctypes, errno, json, os',
+        'libc = ctypes.CDLL(None, use_errno=True)',
+        'out = []',
+        'for i in range(64):',
+        '    q = libc.mq_open(b"/bb-q%d" % i, os.O_CREAT | os.O_RDWR, 0o600, None)',
+        '    out.append("OK" if q >= 0 else errno.errorcode[ctypes.get_errno()])',
+        '    if q < 0: break',
+        'print(json.dumps(out))',
+    ].join('\n'));
+    assert.equal(r.sc.limits, 'rlimit');
+    assert.deepEqual(JSON.parse(r.sc.stdout.trim().split('\n').pop()), ['ENOSPC'], summarize(r));
+    const after = await run(d, 'print("after")');
+    assert.equal(after.sc.stdout, 'after\n', summarize(after));
+});
+
 // ---- it still works -------------------------------------------------------------------------
 
 // matplotlib builds its font cache on first import (seconds; minutes on a loaded machine).

@@ -257,6 +257,9 @@ test('with MCP_EXEC_CGROUP=none the result says limits are "rlimit" (never claim
     const r = await callExec(d.client, { code: 'print(1)' });
     assertResultShape(r);
     assert.equal(r.sc.limits, 'rlimit');
+    // Issue 15 #6: and says what rlimits cannot bound, in the result and in the text content.
+    assert.deepEqual(r.sc.unbounded, ['memory_total', 'memfd', 'kernel_memory', 'cpu_quota']);
+    assert.deepEqual(JSON.parse(r.result.content[0].text).unbounded, r.sc.unbounded);
 });
 
 // Infrastructure failure: "interpreter missing is a tool error that says what failed" (design);

@@ -77,7 +77,7 @@ test('tools/list: exec with a closed inputSchema and an outputSchema', async (t)
     assert.ok(os, 'no outputSchema');
     assert.equal(os.type, 'object');
     const fields = ['stdout', 'stderr', 'exit_code', 'duration_ms', 'truncated', 'timed_out', 'signal',
-        'oom_killed', 'pids_limit_hit', 'memory_peak_bytes', 'cpu_user_us', 'cpu_system_us', 'limits', 'queue_ms'];
+        'oom_killed', 'pids_limit_hit', 'memory_peak_bytes', 'cpu_user_us', 'cpu_system_us', 'limits', 'queue_ms', 'unbounded'];
     for (const f of fields) assert.ok(os.properties?.[f], `outputSchema lacks ${f}`);
     for (const f of fields) assert.ok(os.required?.includes(f), `outputSchema does not require ${f}`);
 });

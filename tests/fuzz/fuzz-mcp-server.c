@@ -434,6 +434,9 @@ static void check_result(const McpCall *call) {
         json_t *sc = json_object_get(result, "structuredContent");
         FUZZ_CHECK(string_is(json_object_get(sc, "stdout"), a->code, a->code_len));
         FUZZ_CHECK(string_is(json_object_get(sc, "stderr"), a->stdin_data, a->stdin_len));
+        json_t *unbounded = json_object_get(sc, "unbounded"); /* limits "rlimit": issue 15 #6 */
+        FUZZ_CHECK(json_is_array(unbounded) && json_array_size(unbounded) == 4 &&
+                   string_is(json_array_get(unbounded, 1), "memfd", 5));
         json_t *listed = json_object_get(sc, "files");
         FUZZ_CHECK(json_is_array(listed) && json_array_size(listed) == a->n_files);
         json_t *content = json_object_get(result, "content");

@@ -104,8 +104,11 @@ export const RESULT_FIELDS = {
     stdout: 'string', stderr: 'string', exit_code: 'number', duration_ms: 'number',
     truncated: 'boolean', timed_out: 'boolean', oom_killed: 'boolean', pids_limit_hit: 'boolean',
     memory_peak_bytes: 'number', cpu_user_us: 'number', cpu_system_us: 'number',
-    limits: 'string', queue_ms: 'number',
+    limits: 'string', queue_ms: 'number', unbounded: 'object',
 };
+
+// What rlimit mode cannot bound (issue 15 #6): the result's `unbounded`, empty with a cgroup.
+export const RLIMIT_UNBOUNDED = ['memory_total', 'memfd', 'kernel_memory', 'cpu_quota'];
 
 // The exec result contract, the same over every transport: every field with its type, integers
 // where the schema says integer, the same JSON as the one text content item.
@@ -119,6 +122,8 @@ export function assertResultShape(r) {
     assert.ok('signal' in r.sc, 'field signal missing');
     assert.ok(r.sc.signal === null || typeof r.sc.signal === 'string', `signal: ${JSON.stringify(r.sc.signal)}`);
     assert.ok(['cgroup', 'rlimit'].includes(r.sc.limits), `limits: ${JSON.stringify(r.sc.limits)}`);
+    assert.deepEqual(r.sc.unbounded, r.sc.limits === 'cgroup' ? [] : RLIMIT_UNBOUNDED,
+        `unbounded: ${JSON.stringify(r.sc.unbounded)} with limits ${r.sc.limits}`);
     for (const f of ['exit_code', 'duration_ms', 'memory_peak_bytes', 'cpu_user_us', 'cpu_system_us', 'queue_ms']) {
         assert.ok(Number.isInteger(r.sc[f]), `${f} is not an integer: ${r.sc[f]}`);
     }
