@@ -1,9 +1,15 @@
 #!/usr/bin/env python3
-"""CPU: a 2-second busy loop at quota 50% uses within 10% of half its wall time in
-cpu_user_us + cpu_system_us; at 100%, within 10% of its wall time. The interpreter's own start
-costs CPU too (a lot of it under software emulation), so the loop's CPU is the run's minus that of
-the same script without the loop, measured in the same daemon (medians of three)."""
-# tier-timeout: 420
+"""CPU: a 2-second busy loop at quota 50% uses within 10% of half its wall time; at 100%, within 10%
+of its wall time; and the result's cpu_user_us + cpu_system_us accounts for at least the loop.
+
+The loop measures its own CPU (time.process_time() around it, inside the run), so the interpreter's
+start, whose cost swings widely under software emulation on a loaded host, is not part of the
+share. That start made this test fail in CI once (share 0.849 at 50%: the loop's run started slower
+than the median of three runs without the loop). Timing under emulation still varies with the host's
+load, so a share outside the tolerance is measured again, at most ATTEMPTS times, and every attempt
+is printed."""
+# tier-timeout: 600
+import json
 import os
 import sys
 
@@ -11,8 +17,26 @@ sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
 from scopes import DEADLINE, sc  # noqa: E402
 
-LOOP = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < 2:\n    pass\n"
-IDLE = "import time\nt = time.monotonic()\n"
+LOOP = (
+    "import json, time\n"
+    "c, t = time.process_time(), time.monotonic()\n"
+    "while time.monotonic() - t < 2:\n"
+    "    pass\n"
+    "print(json.dumps({'cpu_ms': (time.process_time() - c) * 1000, 'wall_ms': (time.monotonic() - t) * 1000}))\n"
+)
+ATTEMPTS = 3
+
+
+def measure(d):
+    """Median of three loops: (share of the loop's wall time, loop cpu ms, the result's cpu ms)."""
+    rows = []
+    for _ in range(3):
+        r = sc(d.exec_code(LOOP, timeout_s=60))
+        inner = json.loads(r["stdout"])
+        accounted = (r["cpu_user_us"] + r["cpu_system_us"]) / 1000.0
+        rows.append((inner["cpu_ms"] / inner["wall_ms"], inner["cpu_ms"], accounted))
+    rows.sort()
+    return rows[1]
 
 
 def main():
@@ -20,23 +44,19 @@ def main():
         env = dict(os.environ, MCP_EXEC_CPU_QUOTA=quota)
         with Daemon(env=env, verbose=False, deadline=DEADLINE) as d:
             d.initialize()
-            base = []
-            for _ in range(3):
-                b = sc(d.exec_code(IDLE, timeout_s=60))
-                base.append((b["cpu_user_us"] + b["cpu_system_us"]) / 1000.0)
-            base.sort()
-            loops = []
-            for _ in range(3):
-                r = sc(d.exec_code(LOOP, timeout_s=60))
-                loops.append((r["cpu_user_us"] + r["cpu_system_us"]) / 1000.0)
-            loops.sort()
-            cpu = loops[1] - base[1]
-            wall = 2000.0
-            ratio = cpu / wall
-            print("quota %s: run cpu %.0f ms - start %.0f ms = %.0f ms over the loop's 2000 ms: %.3f"
-                  % (quota, cpu + base[1], base[1], cpu, ratio))
-            if abs(ratio - share) > 0.1 * share:
-                raise TestFailure("quota %s: CPU share %.3f is not within 10%% of %.2f" % (quota, ratio, share))
+            for attempt in range(1, ATTEMPTS + 1):
+                ratio, loop_ms, accounted_ms = measure(d)
+                print("quota %s, attempt %d: the loop used %.0f ms of CPU, share %.3f; the result accounts %.0f ms"
+                      % (quota, attempt, loop_ms, ratio, accounted_ms))
+                # The cgroup's counters hold the whole run: at least the loop (5 ms for rounding).
+                if accounted_ms + 5 < loop_ms:
+                    raise TestFailure("quota %s: the result accounts %.0f ms of CPU, less than the loop's %.0f ms"
+                                      % (quota, accounted_ms, loop_ms))
+                if abs(ratio - share) <= 0.1 * share:
+                    break
+                if attempt == ATTEMPTS:
+                    raise TestFailure("quota %s: CPU share %.3f is not within 10%% of %.2f (%d attempts)"
+                                      % (quota, ratio, share, ATTEMPTS))
 
 
 run(main)
