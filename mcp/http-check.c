@@ -343,8 +343,9 @@ void mcp_http_refuse(const McpHttpPolicy *p, McpHttpRefusal what, McpHttpVerdict
 void mcp_http_refuse_sessions_full(unsigned open, unsigned max, McpHttpVerdict *v) {
         *v = (McpHttpVerdict) {};
         reject(v, 503, MCP_HTTP_ERROR_SERVER,
-               "Service Unavailable: %u sessions are open (MCP_EXEC_MAX_SESSIONS=%u) and each has a call in "
-               "flight or an open stream; retry later",
+               "Service Unavailable: %u sessions are open (MCP_EXEC_MAX_SESSIONS=%u) and each is in use (has "
+               "made a request other than initialize and ping, has a call in flight or an open stream); retry "
+               "later",
                open, max);
         v->retry_after = MCP_HTTP_RETRY_AFTER_S;
 }

@@ -30,7 +30,9 @@ int mcp_http_message_classify(const char *body, size_t len, McpHttpMessageInfo *
                 if (!json_is_string(id) && !integral)
                         return 0;
                 ret->kind = MCP_HTTP_MSG_REQUEST;
-                ret->is_initialize = mcp_json_name(method) && strcmp(json_string_value(method), "initialize") == 0;
+                bool named = mcp_json_name(method);
+                ret->is_initialize = named && strcmp(json_string_value(method), "initialize") == 0;
+                ret->is_ping = named && strcmp(json_string_value(method), "ping") == 0;
                 return 0;
         }
         if (!method && id && (json_object_get(m, "result") || json_object_get(m, "error")))
@@ -43,6 +45,19 @@ McpHttpSessionless mcp_http_sessionless_post(const McpHttpMessageInfo *info) {
                 return MCP_HTTP_SESSIONLESS_ANSWER;
         /* A 400 with a JSON-RPC error makes dual-era clients fall back to initialize (mcp.md §1.11). */
         return info->is_initialize ? MCP_HTTP_SESSIONLESS_INITIALIZE : MCP_HTTP_SESSIONLESS_REFUSE;
+}
+
+bool mcp_http_message_is_work(const McpHttpMessageInfo *info) {
+        return info->kind == MCP_HTTP_MSG_REQUEST && !info->is_initialize && !info->is_ping;
+}
+
+bool mcp_http_session_evictable(const McpHttpSessionUse *u) {
+        /* Issue 15 #9: ending the least recently used idle session let a flood of initializes end a
+         * client that pauses between calls (agents do, for seconds). A working session is never
+         * ended for room, however long it has been idle: MCP_EXEC_SESSION_IDLE_S ends it, and until
+         * then a new session gets 503 + Retry-After, which a client retries and an operator sees in
+         * the log, while a lost session is a client's work gone. */
+        return !u->legacy && !u->busy && !u->worked;
 }
 
 unsigned mcp_http_post_reply_status(const McpHttpMessageInfo *info, bool new_session, bool initialized) {

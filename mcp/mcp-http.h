@@ -152,6 +152,7 @@ typedef enum McpHttpMessageKind {
 typedef struct McpHttpMessageInfo {
         McpHttpMessageKind kind;
         bool is_initialize; /* a request whose method is "initialize" */
+        bool is_ping;       /* a request whose method is "ping" */
 } McpHttpMessageInfo;
 
 /* Classifies one message body (the decision between 200, 202 and 400, and whether a session-less
@@ -166,6 +167,24 @@ typedef enum McpHttpSessionless {
 } McpHttpSessionless;
 
 McpHttpSessionless mcp_http_sessionless_post(const McpHttpMessageInfo *info);
+
+/* The session table's eviction policy (MCP_EXEC_MAX_SESSIONS full, a new session asked for; README
+ * "Limits"). A session has "worked" once a message on it was a request other than initialize and
+ * ping (tools/list, tools/call, …): notifications and pings are what a flood or a health check
+ * sends, and keep a session fresh without making it a client's working session. */
+bool mcp_http_message_is_work(const McpHttpMessageInfo *info);
+
+typedef struct McpHttpSessionUse {
+        bool legacy;    /* HTTP+SSE: lives as long as its stream */
+        bool busy;      /* a call in flight or an open stream */
+        bool worked;    /* mcp_http_message_is_work() was true for one of its messages */
+} McpHttpSessionUse;
+
+/* Whether a session may be ended to make room for a new one: only a Streamable HTTP session that
+ * is not busy and never worked (the least recently used of those goes). If none may, the new
+ * session is refused (mcp_http_refuse_sessions_full()): a flood of initializes never ends a
+ * working client's session; an idle one ends by MCP_EXEC_SESSION_IDLE_S. */
+bool mcp_http_session_evictable(const McpHttpSessionUse *u);
 
 /* The status of a POST to /mcp answered at once with a JSON-RPC message (info: its request):
  * 200 for an answered request, 400 for anything else (no message, a response or notification that

@@ -52,6 +52,7 @@ struct HttpSession {
         Dispatch dispatch;
         bool legacy;         /* HTTP+SSE: replies go on `stream` */
         bool closed;         /* deleted, expired or its stream ended: on Http.closed, no longer found */
+        bool worked;         /* a request other than initialize and ping came (mcp_http_message_is_work()) */
         unsigned refs;
         uint64_t last_used_usec;
         HttpRequest *stream; /* legacy: the GET /sse request carrying the events */

@@ -67,15 +67,23 @@ HttpSession *http_session_find(Http *h, const char *id, bool legacy) {
 }
 
 /* Keeps the session table within MCP_EXEC_MAX_SESSIONS: makes room by ending the least recently
- * used session with no call in flight and no open stream (a legacy session lives as long as its
- * stream, so only Streamable HTTP sessions qualify). Returns false if every session is busy. */
+ * used session that mcp_http_session_evictable() allows (Streamable HTTP, no call in flight, never
+ * a request other than initialize and ping). Returns false if there is none: the new session is
+ * refused with 503 + Retry-After. Why working sessions are never ended for room (issue 15 #9):
+ * at mcp_http_session_evictable(). */
 bool http_session_make_room(Http *h) {
         if (h->n_sessions < h->max_sessions)
                 return true;
         HttpSession *lru = NULL;
-        LIST_FOREACH(sessions, s, h->sessions)
-                if (!s->legacy && !s->dispatch.calls && !s->stream && (!lru || s->last_used_usec < lru->last_used_usec))
+        LIST_FOREACH(sessions, s, h->sessions) {
+                McpHttpSessionUse u = {
+                        .legacy = s->legacy,
+                        .busy = s->dispatch.calls || s->stream,
+                        .worked = s->worked,
+                };
+                if (mcp_http_session_evictable(&u) && (!lru || s->last_used_usec < lru->last_used_usec))
                         lru = s;
+        }
         /* Metadata only (never the session id, which is a credential of its client); at most one
          * line of each kind per HTTP_EVICT_LOG_USEC so a flood of initializes does not flood the
          * journal. */
@@ -84,8 +92,9 @@ bool http_session_make_room(Http *h) {
                 h->refused_unlogged++;
                 if (now - h->refuse_logged_usec >= HTTP_EVICT_LOG_USEC || h->refuse_logged_usec == 0) {
                         log_warning("new HTTP sessions refused (503): all MCP_EXEC_MAX_SESSIONS=%" PRIu32
-                                    " sessions have a call in flight or an open stream; %u refused since the "
-                                    "last such message",
+                                    " sessions are in use (made a request other than initialize and ping, or "
+                                    "have a call in flight or an open stream); %u refused since the last such "
+                                    "message",
                                     h->max_sessions, h->refused_unlogged);
                         h->refuse_logged_usec = now;
                         h->refused_unlogged = 0;
@@ -95,13 +104,14 @@ bool http_session_make_room(Http *h) {
         h->evicted_unlogged++;
         if (now - h->evict_logged_usec >= HTTP_EVICT_LOG_USEC || h->evict_logged_usec == 0) {
                 log_info("HTTP session limit reached (MCP_EXEC_MAX_SESSIONS=%" PRIu32 "): ended the least recently "
-                         "used idle session (idle %" PRIu64 " s) for a new one; %u ended this way since the last "
-                         "such message",
+                         "used idle session (one that never made a request; idle %" PRIu64 " s) for a new one; "
+                         "%u ended this way since the last such message",
                          h->max_sessions, (now - lru->last_used_usec) / USEC_PER_SEC, h->evicted_unlogged);
                 h->evict_logged_usec = now;
                 h->evicted_unlogged = 0;
         }
-        http_session_close(lru, "the least recently used idle session, for a new one (MCP_EXEC_MAX_SESSIONS)");
+        http_session_close(lru, "the least recently used session that never made a request, for a new one "
+                                "(MCP_EXEC_MAX_SESSIONS)");
         return true;
 }
 
@@ -229,6 +239,8 @@ enum MHD_Result http_session_handle_mcp_post(HttpRequest *req) {
         bool new_session = false;
         if (s && s->closed) /* ended (deleted, expired, evicted) while its body was being read */
                 return http_respond_refusal(req, MCP_HTTP_REFUSE_SESSION_NOT_FOUND);
+        if (s && mcp_http_message_is_work(&info))
+                s->worked = true; /* from now on never ended for room (http_session_make_room()) */
         if (!s) {
                 McpHttpSessionless what = mcp_http_sessionless_post(&info);
                 if (what == MCP_HTTP_SESSIONLESS_REFUSE)

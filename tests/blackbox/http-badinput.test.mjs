@@ -306,7 +306,13 @@ test('chunked bodies: 50 MB past a 1 MB cap → 413 naming MCP_EXEC_MAX_MESSAGE_
 
 function chunk64k() { return Buffer.alloc(65536, 'y'); }
 
-test('5000 initializes never closed: the session cap (1024) ends the least recently used, the ordinary client is served throughout, memory stays bounded; idle sessions expire', { timeout: 240000 }, async (t) => {
+test('5000 initializes never closed: the session cap (1024) ends the least recently used never-used one, the ordinary clients (one calling, one paused for the whole flood) are served throughout, memory stays bounded; idle sessions expire', { timeout: 240000 }, async (t) => {
+    // issue 15 #9: a client that made a call and then pauses (as agents do) is the least recently
+    // used session during the flood; sessions that made requests are never ended to make room
+    const paused = await connectSdk(null, d, 'http');
+    assert.equal((await callExec(paused, { code: 'print("before")' })).sc.stdout, 'before\n');
+    const pausedAt = performance.now();
+    let pausedChecked = false;
     const c = await connectSdk(null, d, 'http');
     let stop = false, callsOk = 0;
     const lat = [];
@@ -327,6 +333,21 @@ test('5000 initializes never closed: the session cap (1024) ends the least recen
         const rs = await Promise.all(Array.from({ length: 20 }, () => rawRequest(d, { method: 'POST', headers: postHeaders(), body: INIT })));
         for (const r of rs) { assert.equal(r.status, 200, r.body); sids.push(r.headers['mcp-session-id']); }
         if (i % 500 === 0) rssPeak = Math.max(rssPeak, procMemory(d.pid).rss);
+        // past the cap (evictions have begun): the paused client calls again. Not later: a pause
+        // longer than MCP_EXEC_SESSION_IDLE_S ends a session by design; if this machine took that
+        // long for 1100 initializes, say so (http-limits.test.mjs tests the rule without a clock).
+        if (!pausedChecked && sids.length >= 1100) {
+            pausedChecked = true;
+            const pause = performance.now() - pausedAt;
+            if (pause < (IDLE_S - 2) * 1000) {
+                const r = await callExec(paused, { code: 'print("after")' }, { timeoutMs: 60000 });
+                assert.equal(r.isError, false, `the paused client's session was ended by the flood: ${JSON.stringify(r.result)}`);
+                assert.equal(r.sc.stdout, 'after\n');
+                t.diagnostic(`paused client: served after a ${(pause / 1000).toFixed(1)} s pause with ${sids.length} initializes in it`);
+            } else {
+                t.diagnostic(`paused client not checked: 1100 initializes took ${(pause / 1000).toFixed(1)} s, over MCP_EXEC_SESSION_IDLE_S=${IDLE_S} less 2 s`);
+            }
+        }
     }
     rssPeak = Math.max(rssPeak, procMemory(d.pid).rss);
     const ping = (sid) => rawRequest(d, { method: 'POST', headers: postHeaders({ 'Mcp-Session-Id': sid }), body: { jsonrpc: '2.0', id: 2, method: 'ping' } });
@@ -334,6 +355,7 @@ test('5000 initializes never closed: the session cap (1024) ends the least recen
     assert.equal((await ping(sids[N - 2000])).status, 404);
     assert.equal((await ping(sids[N - 1])).status, 200);
     assert.ok(await d.waitFor(/MCP_EXEC_MAX_SESSIONS=1024\).*ended the least recently used idle session/, 2000), 'no eviction line in the log');
+    await paused.close();
     // idle sessions expire: after MCP_EXEC_SESSION_IDLE_S the newest are gone too (not polled: a
     // request to a live session would restart its clock)
     await sleep(IDLE_S * 1000 + 6000);

@@ -1,6 +1,7 @@
 // The daemon's own limits on HTTP sessions (issue 9, "limits explicit and documented"):
 // MCP_EXEC_SESSION_QUEUE_MAX (calls one session may have waiting) and MCP_EXEC_MAX_SESSIONS (open
-// sessions; the least recently used idle one makes room, 503 with Retry-After when all are busy).
+// sessions; the least recently used one that never made a request other than initialize and ping
+// makes room, 503 with Retry-After when every session has worked or is busy: issue 15 #9).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { callExec, procMemory, sleep } from './lib/index.mjs';
@@ -12,8 +13,25 @@ const MiB = 1024 * 1024;
 const PING = { jsonrpc: '2.0', id: 7, method: 'ping' };
 const SLOW = (s) => `import time; time.sleep(${s}); print("slept")`;
 
+const LIST = { jsonrpc: '2.0', id: 8, method: 'tools/list' };
+
 function ping(d, sid) {
     return rawRequest(d, { method: 'POST', headers: postHeaders({ 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' }), body: PING });
+}
+
+/** A request that makes a session a working one (a request other than initialize and ping). */
+function work(d, sid) {
+    return rawRequest(d, { method: 'POST', headers: postHeaders({ 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' }), body: LIST });
+}
+
+/** N initializes, never used afterwards; their session ids. */
+async function flood(d, n) {
+    const sids = [];
+    for (let i = 0; i < n; i += 8) {
+        const rs = await Promise.all(Array.from({ length: Math.min(8, n - i) }, () => rawRequest(d, { method: 'POST', headers: postHeaders(), body: INIT })));
+        for (const r of rs) { assert.equal(r.status, 200, r.body); sids.push(r.headers['mcp-session-id']); }
+    }
+    return sids;
 }
 
 /** A tools/call over raw HTTP, not awaited by the caller until it wants the answer. */
@@ -82,7 +100,7 @@ test('MCP_EXEC_MAX_SESSIONS: a new session ends the least recently used idle one
     for (const s of [s1, s2, s3, s4, s5]) assert.ok(!d.stderr().includes(s), 'a session id (a credential) was logged');
 });
 
-test('MCP_EXEC_MAX_SESSIONS: busy sessions are never ended; all busy → 503 with Retry-After and a JSON-RPC error naming it', { timeout: 120000 }, async (t) => {
+test('MCP_EXEC_MAX_SESSIONS: busy sessions are never ended; all busy → 503 with Retry-After and a JSON-RPC error naming it; idle again but having made calls, still 503 until one is deleted', { timeout: 120000 }, async (t) => {
     const d = await startHttpDaemon(t, { env: { MCP_EXEC_MAX_SESSIONS: 3, MCP_EXEC_MAX_CONCURRENT: 1 } });
     const s1 = await initSession(d);
     const s2 = await initSession(d);
@@ -105,12 +123,70 @@ test('MCP_EXEC_MAX_SESSIONS: busy sessions are never ended; all busy → 503 wit
     assert.equal((await c1).json.result.structuredContent.stdout, 'slept\n');
     assert.equal((await c2).json.result.structuredContent.stdout, 'two\n');
     assert.deepEqual((await legacy.request({ ...PING, id: 9 })).result, {});
-    // idle again: the next initialize makes room by ending the least recently used of s1, s2
+    // idle again, but s1 and s2 made calls: they are not ended for room either (issue 15 #9)
+    const again = await rawRequest(d, { method: 'POST', headers: postHeaders(), body: INIT });
+    assert.equal(again.status, 503, `a session that made calls was ended for a new one: ${again.body}`);
+    assert.match(again.headers['retry-after'] ?? '', /^\d+$/);
+    for (const s of [s1, s2]) assert.equal((await ping(d, s)).status, 200);
+    // a client that is done deletes its session: room again
+    const del = await rawRequest(d, { method: 'DELETE', headers: { 'Mcp-Session-Id': s1, 'MCP-Protocol-Version': '2025-11-25' } });
+    assert.equal(del.status, 200);
     const s4 = await initSession(d);
-    const alive = [(await ping(d, s1)).status, (await ping(d, s2)).status].sort();
-    assert.deepEqual(alive, [200, 404]);
     assert.equal((await ping(d, s4)).status, 200);
+    assert.equal((await ping(d, s2)).status, 200);
     await legacy.close();
+});
+
+test('MCP_EXEC_MAX_SESSIONS (issue 15 #9): a flood of never-used sessions does not end a client that made calls and paused', { timeout: 120000 }, async (t) => {
+    const CAP = 8;
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_MAX_SESSIONS: CAP } });
+    const c = await connectSdk(t, d, 'http');           // the ordinary client: a call, then a pause
+    assert.equal((await callExec(c, { code: 'print(1)' })).sc.stdout, '1\n');
+    const lister = await initSession(d);                  // a client that only listed the tools
+    assert.equal((await work(d, lister)).status, 200);
+    const pinger = await initSession(d);                  // pings alone do not make a working session
+    assert.equal((await ping(d, pinger)).status, 200);    // now more recently used than both clients above
+    // the pause: a flood of 3×cap initializes arrives, never used
+    const sids = await flood(d, 3 * CAP);
+    // the clients that made requests are served (on today's code the SDK client got 404 here)
+    const r = await callExec(c, { code: 'print(2)' });
+    assert.equal(r.isError, false, JSON.stringify(r.result));
+    assert.equal(r.sc.stdout, '2\n');
+    assert.equal((await work(d, lister)).status, 200, 'a session that listed the tools was ended for room');
+    // the flood made room by ending the least recently used never-used sessions, the pinger among them
+    assert.equal((await ping(d, pinger)).status, 404, 'a ping-only session outlived the flood');
+    assert.equal((await ping(d, sids[0])).status, 404);
+    assert.equal((await ping(d, sids.at(-1))).status, 200);
+    assert.ok(await d.waitFor(/MCP_EXEC_MAX_SESSIONS=8\).*ended the least recently used idle session \(one that never made a request/, 3000), d.stderr());
+});
+
+test('MCP_EXEC_MAX_SESSIONS (issue 15 #9): every session has worked → a new session gets 503 with Retry-After until one ends (deleted or idle for MCP_EXEC_SESSION_IDLE_S)', { timeout: 120000 }, async (t) => {
+    // long enough that the three sessions cannot expire between their requests and the 503 below on
+    // a loaded machine; the wait at the end is bounded by it
+    const IDLE_S = 8;
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_MAX_SESSIONS: 3, MCP_EXEC_SESSION_IDLE_S: IDLE_S } });
+    const s = [await initSession(d), await initSession(d), await initSession(d)];
+    for (const sid of s) assert.equal((await work(d, sid)).status, 200);
+    const r = await rawRequest(d, { method: 'POST', headers: postHeaders(), body: INIT });
+    assert.equal(r.status, 503, `a working session was ended for a new one: ${r.body}`);
+    assert.match(r.headers['retry-after'] ?? '', /^\d+$/, 'no Retry-After');
+    assert.equal(r.json?.jsonrpc, '2.0', r.body);
+    assert.match(r.json.error.message, /MCP_EXEC_MAX_SESSIONS=3/);
+    assert.equal(r.headers['mcp-session-id'], undefined);
+    const sse = await rawRequest(d, { method: 'GET', path: '/sse', headers: { Accept: 'text/event-stream' } });
+    assert.equal(sse.status, 503, 'GET /sse is a new session too');
+    assert.ok(await d.waitFor(/sessions refused \(503\).*MCP_EXEC_MAX_SESSIONS=3/, 3000), d.stderr());
+    // a working client that goes quiet ends by MCP_EXEC_SESSION_IDLE_S, and then there is room. (Not
+    // its id polled: a request would restart its idle clock; a refused initialize touches none.)
+    let sid;
+    await until(async () => {
+        const i = await rawRequest(d, { method: 'POST', headers: postHeaders(), body: INIT });
+        if (i.status === 200) sid = i.headers['mcp-session-id'];
+        else assert.equal(i.status, 503, i.body);
+        return i.status === 200 || (await sleep(250), false);
+    }, (IDLE_S + 20) * 1000);
+    assert.ok(sid, 'no room after MCP_EXEC_SESSION_IDLE_S');
+    assert.equal((await ping(d, sid)).status, 200);
 });
 
 test('5000 sessions with MCP_EXEC_MAX_SESSIONS=5000: memory per session measured and bounded; all expire and the memory goes back', { timeout: 300000 }, async (t) => {

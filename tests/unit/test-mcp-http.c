@@ -319,8 +319,14 @@ static void test_classify(void **state) {
         C("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}");
         assert_int_equal(i.kind, MCP_HTTP_MSG_REQUEST);
         assert_true(i.is_initialize);
+        assert_false(i.is_ping);
         C("{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"server/discover\"}");
         assert_int_equal(i.kind, MCP_HTTP_MSG_REQUEST);
+        assert_false(i.is_initialize);
+        assert_false(i.is_ping);
+        C("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
+        assert_int_equal(i.kind, MCP_HTTP_MSG_REQUEST);
+        assert_true(i.is_ping);
         assert_false(i.is_initialize);
         C("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
         assert_int_equal(i.kind, MCP_HTTP_MSG_NOTIFICATION);
@@ -474,7 +480,8 @@ static void test_refusals(void **state) {
         assert_int_equal(v.status, 503);
         assert_string_equal(v.retry_after, MCP_HTTP_RETRY_AFTER_S);
         assert_string_equal(v.message, "Service Unavailable: 3 sessions are open (MCP_EXEC_MAX_SESSIONS=3) and "
-                                       "each has a call in flight or an open stream; retry later");
+                                       "each is in use (has made a request other than initialize and ping, has "
+                                       "a call in flight or an open stream); retry later");
 }
 
 static void test_post_decisions(void **state) {
@@ -511,6 +518,38 @@ static void test_post_decisions(void **state) {
                                  table[i].status);
 }
 
+/* Issue 15 #9: which messages make a session a working one, and which sessions may be ended to make
+ * room for a new one. */
+static void test_session_eviction(void **state) {
+        McpHttpMessageInfo i;
+        static const struct {
+                const char *body;
+                bool work;
+        } msgs[] = {
+                { "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{}}", true },
+                { "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", true },
+                { "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"no/such/method\"}", true },
+                { "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}", false },
+                { "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", false },
+                { "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", false },
+                { "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{}}", false },
+                { "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", false },
+                { "not json", false },
+                { "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\"}]", false },
+        };
+        for (size_t k = 0; k < sizeof(msgs) / sizeof(msgs[0]); k++) {
+                assert_int_equal(mcp_http_message_classify(msgs[k].body, strlen(msgs[k].body), &i), 0);
+                if (mcp_http_message_is_work(&i) != msgs[k].work)
+                        fail_msg("%s: work should be %d", msgs[k].body, msgs[k].work);
+        }
+
+        /* Only an idle Streamable HTTP session that never worked may be ended for room. */
+        for (unsigned m = 0; m < 8; m++) {
+                McpHttpSessionUse u = { .legacy = m & 1, .busy = m & 2, .worked = m & 4 };
+                assert_int_equal(mcp_http_session_evictable(&u), m == 0);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_host_allow_list),
@@ -528,6 +567,7 @@ int main(void) {
                 cmocka_unit_test(test_framing),
                 cmocka_unit_test(test_refusals),
                 cmocka_unit_test(test_post_decisions),
+                cmocka_unit_test(test_session_eviction),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
