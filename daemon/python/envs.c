@@ -5,6 +5,7 @@
  * happens in tmp/ and is renamed into place after its marker is written), tmp/ (installs in
  * progress; emptied at start, so what a killed daemon left is never used), trash/ (evicted, being
  * removed). The marker's mtime is the environment's last use (LRU). */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -190,6 +191,57 @@ int envs_new(const EnvsConfig *config, Envs **ret, char **reterr) {
         dir_clean(e->tmp_dir);
         dir_clean(e->trash_dir);
         *ret = TAKE_PTR(e);
+        return 0;
+}
+
+char *envs_index_path(const char *index_url) {
+        if (!index_url || strncmp(index_url, "file://", 7) != 0) {
+                errno = EINVAL;
+                return NULL;
+        }
+        const char *s = index_url + 7; /* config_parse_index_url: "file:///…", an absolute path */
+        char *path = malloc(strlen(s) + 1), *d = path;
+        if (!path)
+                return NULL;
+        for (; *s; s++) {
+                unsigned v;
+                if (*s == '%' && sscanf(s + 1, "%2x", &v) == 1 && isxdigit((unsigned char) s[1]) &&
+                    isxdigit((unsigned char) s[2]) && v != 0) {
+                        *d++ = (char) v;
+                        s += 2;
+                } else
+                        *d++ = *s;
+        }
+        *d = '\0';
+        return path;
+}
+
+static int source_check(const char *variable, const char *path, char **reterr) {
+        struct stat st;
+        /* A directory must be listable and searchable; a file only readable. */
+        int mode = stat(path, &st) == 0 && !S_ISDIR(st.st_mode) ? R_OK : R_OK | X_OK;
+        uid_t uid;
+        int r = sandbox_installer_access(path, mode, &uid);
+        if (r < 0 && asprintf(reterr, "%s: the dependency installer runs as uid %u, which cannot %s %s (%s); make "
+                                      "it and every directory above it readable and searchable by uid %u",
+                              variable, (unsigned) uid, mode & X_OK ? "read the directory" : "read the file", path,
+                              strerror(-r), (unsigned) uid) < 0)
+                *reterr = NULL;
+        return r;
+}
+
+int envs_sources_check(const char *index_url, const char *wheelhouse, char **reterr) {
+        if (wheelhouse) {
+                int r = source_check("MCP_EXEC_WHEELHOUSE", wheelhouse, reterr);
+                if (r < 0)
+                        return r;
+        }
+        if (index_url && strncmp(index_url, "file:", 5) == 0) {
+                _cleanup_free_ char *path = envs_index_path(index_url);
+                if (!path)
+                        return -errno;
+                return source_check("MCP_EXEC_INDEX_URL", path, reterr);
+        }
         return 0;
 }
 
@@ -496,10 +548,14 @@ static int install_spawn(Install *in, const char *args_json) {
                 return -errno;
         _cleanup_close_ int out_read = p[0], out_write = p[1];
         const char *argv[] = { e->installer_python, "-I", "-c", py_install, args_json, NULL };
-        const char *keep[4] = { e->dir };
+        _cleanup_free_ char *index_path = envs_index_path(e->index_url);
+        const char *keep[5] = { e->dir };
         size_t n = 1;
         if (e->wheelhouse)
                 keep[n++] = e->wheelhouse;
+        /* A file:// index under /home is not hidden from the installer, as the wheelhouse. */
+        if (index_path)
+                keep[n++] = index_path;
         if (e->uv)
                 keep[n++] = e->uv;
         SandboxInstallSpec spec = {

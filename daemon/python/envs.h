@@ -34,6 +34,16 @@ typedef struct EnvsConfig {
 /* Creates the cache's directories and removes what an earlier instance left half-done (tmp/,
  * trash/). Returns 0 or -errno with *reterr (malloc'd) saying what failed. */
 int envs_new(const EnvsConfig *config, Envs **ret, char **reterr);
+
+/* The local directory of a file:// index URL (percent-decoded), malloc'd; NULL with errno EINVAL
+ * for any other URL, ENOMEM. */
+char *envs_index_path(const char *index_url);
+
+/* Whether the installer's user can read the local sources (the wheelhouse, a file:// index) it
+ * will be given: at start, so that a directory it cannot read is refused with a message naming the
+ * variable, the path and the uid instead of failing every install with pip's "Permission denied"
+ * (issue 15, 7c). Returns 0, or -errno with a malloc'd message in *reterr. */
+int envs_sources_check(const char *index_url, const char *wheelhouse, char **reterr);
 Envs *envs_free(Envs *e);
 DEFINE_POINTER_CLEANUP(Envs, envs_free)
 

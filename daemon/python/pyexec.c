@@ -950,6 +950,14 @@ static int envs_setup(PyExec *px) {
         return 0;
 }
 
+int pyexec_sources_check(const Config *config) {
+        _cleanup_free_ char *why = NULL;
+        int r = envs_sources_check(config->index_url, config->wheelhouse, &why);
+        if (r < 0)
+                log_error("refusing to start: %s", why ? why : strerror(-r));
+        return r;
+}
+
 int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const char *version, PyExec **ret) {
         _cleanup_(pyexec_freep) PyExec *px = calloc(1, sizeof(*px));
         if (!px || !(px->version = strdup(version)))
