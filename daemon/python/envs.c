@@ -630,10 +630,13 @@ static json_t *request_json(Envs *e, const EnvRequest *req, const char *mode, co
                 }
         if (!reqs)
                 return NULL;
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:s?, s:o, s:s?, s:s?}", "mode", mode, "key", req->key,
-                         "python_name", req->python_name, "interpreter", req->interpreter, "python_version",
-                         req->python_version, "tmp", tmp, "final", final, "index_url", e->index_url, "requirements",
-                         reqs, "wheelhouse", e->wheelhouse, "uv", e->uv);
+        /* max_bytes: one environment may take at most the whole of MCP_EXEC_ENV_CACHE_MAX; install.py
+         * stops pip when the tree grows past it (issue 15, 7d). */
+        json_t *max = e->config.max_bytes == UINT64_MAX ? json_null() : json_integer((json_int_t) e->config.max_bytes);
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:s?, s:o, s:s?, s:s?, s:o}", "mode", mode, "key",
+                         req->key, "python_name", req->python_name, "interpreter", req->interpreter,
+                         "python_version", req->python_version, "tmp", tmp, "final", final, "index_url", e->index_url,
+                         "requirements", reqs, "wheelhouse", e->wheelhouse, "uv", e->uv, "max_bytes", max);
 }
 
 static int install_start(Envs *e, const EnvRequest *req, bool check, Install **ret) {

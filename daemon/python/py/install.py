@@ -7,6 +7,7 @@
 #            everything else is read-only), pip (or uv) installs the requirements into it, and a
 #            marker is written last; the daemon renames the directory into envs/ once we have
 #            exited successfully: a half-installed environment is never visible.
+#            The tree may not grow past max_bytes (MCP_EXEC_ENV_CACHE_MAX): pip is stopped.
 #   check:   for each requirement, whether the source can satisfy it (pip install --dry-run
 #            --no-deps), one JSON line each on stdout.
 import ctypes
@@ -107,10 +108,35 @@ def install(a):
               ["--"] + a["requirements"]
     os.makedirs(work, exist_ok=True)
     env = {"PATH": "/usr/bin:/bin", "HOME": work, "TMPDIR": work, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
-    r = subprocess.run(cmd, preexec_fn=die_with_parent, env=env, stdin=subprocess.DEVNULL)
+    # MCP_EXEC_ENV_CACHE_MAX bounds the cache, so one environment may not grow past it: the tree
+    # (with pip's downloads in work/) is measured while pip runs and pip is stopped when it is over.
+    max_bytes = a.get("max_bytes")
+    p = subprocess.Popen(cmd, preexec_fn=die_with_parent, env=env, stdin=subprocess.DEVNULL)
+    over = None
+    while True:
+        try:
+            p.wait(timeout=0.25)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        if max_bytes is not None:
+            size = dir_size(tmp)
+            if size > max_bytes:
+                over = size
+                p.kill()
+                p.wait()
+                break
+    if over is None and max_bytes is not None and p.returncode == 0:
+        size = dir_size(tmp)
+        if size > max_bytes:
+            over = size
     shutil.rmtree(work, ignore_errors=True)
-    if r.returncode != 0:
-        return r.returncode
+    if over is not None:
+        print(f"installing stopped: the environment grew to {over} bytes, past MCP_EXEC_ENV_CACHE_MAX "
+              f"({max_bytes} bytes), the most one environment may take", file=sys.stderr)
+        return 3
+    if p.returncode != 0:
+        return p.returncode
     meta = {"key": a["key"], "python": a["python_name"], "interpreter": a["interpreter"],
             "python_version": a["python_version"], "requirements": a["requirements"],
             "installed_at": int(time.time()), "install_ms": 0}
