@@ -75,6 +75,8 @@ struct Install {
         EnvWaiter *waiters;
         CgroupRun *cgroup;  /* its own cgroup (scope), or NULL */
         char *place_error;  /* the cgroup placement failed: why */
+        bool pending;       /* waiting for a slot (EnvsConfig.max_installs): not started yet */
+        char *args_json;    /* the request, kept while pending */
         LIST_FIELDS(Install, installs);
 };
 
@@ -392,6 +394,9 @@ static void envs_evict(Envs *e, const char *keep) {
  * Installer child processes. */
 
 static void install_maybe_finish(Install *in);
+static void installs_next(Envs *e);
+static unsigned installs_running(Envs *e);
+static int install_launch(Install *in, const char *args_json);
 
 static void install_read(Install *in) {
         struct io_uring_sqe *sqe = ring_get_sqe(in->envs->config.ring, &in->op_read);
@@ -458,6 +463,7 @@ static void install_free(Install *in) {
         /* After the child was reaped: its cgroup is empty. */
         cgroup_run_free(in->cgroup);
         free(in->place_error);
+        free(in->args_json);
         buf_done(&in->out);
         free(in->key);
         free(in->tmp);
@@ -533,6 +539,7 @@ static void install_maybe_finish(Install *in) {
                 }
                 if (ok && !in->check)
                         envs_evict(e, in->key);
+                installs_next(e);
         }
         if (in->finished && !in->op_read.busy && !in->op_pidfd.busy && !in->op_timer.busy)
                 install_free(in);
@@ -667,16 +674,37 @@ static int install_start(Envs *e, const EnvRequest *req, bool check, Install **r
                 return -ENOMEM;
         }
         LIST_PREPEND(installs, e->installs, in);
+        /* At most max_installs at once (issue 15, 7d): the others wait, in order, for one to end. */
+        if (e->config.max_installs > 0 && installs_running(e) > e->config.max_installs) {
+                in->pending = true;
+                in->args_json = TAKE_PTR(args_json);
+                log_info("installing environment %s waits: %u installs at once (MCP_EXEC_MAX_CONCURRENT)", in->key,
+                         e->config.max_installs);
+                *ret = in;
+                return 0;
+        }
+        r = install_launch(in, args_json);
+        if (r < 0) {
+                in->finished = true;
+                install_free(in);
+                return r;
+        }
+        *ret = in;
+        return 0;
+}
+
+/* Starts a created install: its cgroup, its directory, the confined child, the reads and timers.
+ * Returns 0 or -errno (the caller answers the waiters and frees it). */
+static int install_launch(Install *in, const char *args_json) {
+        Envs *e = in->envs;
+        int r;
+        const char *rnd = strrchr(in->tmp, '.') + 1;
         if (e->config.cgroup && cgroup_backend(e->config.cgroup) != CGROUP_BACKEND_NONE) {
                 char id[32];
                 snprintf(id, sizeof(id), "install-%s", rnd);
                 r = cgroup_run_new(e->config.cgroup, id, e->config.timeout_s, &in->cgroup);
-                if (r < 0) {
-                        log_warning_errno(r, "cannot create the installer's cgroup: %m");
-                        in->finished = true;
-                        install_free(in);
-                        return r;
-                }
+                if (r < 0)
+                        return log_warning_errno(r, "cannot create the installer's cgroup: %m");
         }
         /* The child's one writable directory (bound into its mount namespace), made before it starts. */
         mode_t old = umask(022);
@@ -685,10 +713,7 @@ static int install_start(Envs *e, const EnvRequest *req, bool check, Install **r
         if (r >= 0)
                 r = install_spawn(in, args_json);
         if (r < 0) {
-                in->finished = true;
-                if (in->tmp)
-                        (void) rm_rf(in->tmp);
-                install_free(in);
+                (void) rm_rf(in->tmp);
                 return r;
         }
         install_place(in);
@@ -698,8 +723,39 @@ static int install_start(Envs *e, const EnvRequest *req, bool check, Install **r
         in->deadline.tv_sec = e->config.timeout_s;
         sqe = ring_get_sqe(e->config.ring, &in->op_timer);
         io_uring_prep_timeout(sqe, &in->deadline, 0, 0);
-        *ret = in;
         return 0;
+}
+
+/* Installs started and not finished (the pending ones wait for them). */
+static unsigned installs_running(Envs *e) {
+        unsigned n = 0;
+        LIST_FOREACH(installs, i, e->installs)
+                n += !i->finished && !i->pending;
+        return n;
+}
+
+/* A slot is free: start the oldest pending installs (the list is newest first). */
+static void installs_next(Envs *e) {
+        while (e->config.max_installs == 0 || installs_running(e) < e->config.max_installs) {
+                Install *oldest = NULL;
+                LIST_FOREACH(installs, i, e->installs)
+                        if (i->pending)
+                                oldest = i;
+                if (!oldest)
+                        return;
+                oldest->pending = false;
+                _cleanup_free_ char *args_json = TAKE_PTR(oldest->args_json);
+                oldest->t_start = now_usec();
+                int r = install_launch(oldest, args_json);
+                if (r < 0) {
+                        /* Answered like an installer that could not be confined. */
+                        if (asprintf(&oldest->place_error, "cannot start the installer: %s", strerror(-r)) < 0)
+                                oldest->place_error = NULL;
+                        oldest->exited = oldest->eof = true;
+                        oldest->status = -1;
+                        install_maybe_finish(oldest);
+                }
+        }
 }
 
 /* ---------------------------------------------------------------------------------------------

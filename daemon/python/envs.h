@@ -20,6 +20,7 @@ typedef struct EnvsConfig {
         const char *dir;              /* the cache root (created 0755): envs/, tmp/, trash/ */
         uint64_t max_bytes;           /* MCP_EXEC_ENV_CACHE_MAX */
         uint32_t timeout_s;           /* MCP_EXEC_INSTALL_TIMEOUT_S */
+        uint32_t max_installs;        /* installers at once (MCP_EXEC_MAX_CONCURRENT); the others wait; 0: no bound */
         const char *index_url;        /* MCP_EXEC_INDEX_URL or NULL */
         const char *wheelhouse;       /* MCP_EXEC_WHEELHOUSE or NULL */
         const char *installer_python; /* absolute path of a python3 with pip (Debian's python3-pip) */

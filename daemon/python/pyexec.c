@@ -933,6 +933,7 @@ static int envs_setup(PyExec *px) {
                 .dir = dir,
                 .max_bytes = config->env_cache_max_bytes,
                 .timeout_s = config->install_timeout_s,
+                .max_installs = config->max_concurrent,
                 .index_url = config->index_url,
                 .wheelhouse = config->wheelhouse,
                 .installer_python = installer ? installer : "/usr/bin/python3",

@@ -21,3 +21,24 @@ test('an environment larger than MCP_EXEC_ENV_CACHE_MAX is stopped with a clear 
     const ok = await callTool(d.client, 'execute_python', { script: pep723(['smallpkg'], 'import smallpkg\nprint("ok")\n') });
     assert.equal(ok.sc?.stdout, 'ok\n', ok.text);
 });
+
+test('installs at once are bounded by MCP_EXEC_MAX_CONCURRENT: the others wait, then run', { timeout: 600000 }, async (t) => {
+    // The index answers wheel downloads after 4 s: installs overlap unless they are bounded.
+    const src = await makeSources(t, ['slowa', 'slowb', 'slowc'].map((name) => ({ name, version: '1.0' })), { delayMs: 4000 });
+    const cache = tempDir(t, 'mcp-execd-cache-');
+    const d = await startDaemon(t, { env: { MCP_EXEC_INDEX_URL: src.indexUrl, MCP_EXEC_ENV_CACHE_DIR: cache, MCP_EXEC_MAX_CONCURRENT: '1' } });
+    const calls = ['slowa', 'slowb', 'slowc'].map((name) =>
+        callTool(d.client, 'execute_python', { script: pep723([name], `import ${name}\nprint("${name}")\n`) }, { timeoutMs: 300000 }));
+    let done = false;
+    let most = 0;
+    const all = Promise.all(calls).finally(() => { done = true; });
+    while (!done) {
+        most = Math.max(most, cacheState(cache).tmp.length);
+        await new Promise((r) => setTimeout(r, 100));
+    }
+    const rs = await all;
+    for (const [i, name] of ['slowa', 'slowb', 'slowc'].entries())
+        assert.equal(rs[i].sc?.stdout, `${name}\n`, rs[i].text);
+    assert.ok(most <= 1, `${most} installs were in tmp/ at once with MCP_EXEC_MAX_CONCURRENT=1`);
+    assert.match(d.stderr(), /installing environment [0-9a-f]+ waits: 1 installs at once \(MCP_EXEC_MAX_CONCURRENT\)/);
+});
