@@ -12,6 +12,7 @@
 #include "http-transport.h"
 #include "log.h"
 #include "project-config.h"
+#include "pyexec.h"
 
 static void help(void) {
         printf("Usage: %s [OPTIONS]\n"
@@ -79,6 +80,9 @@ int main(int argc, char **argv) {
         }
         warn_unknown_variables();
         if (cfg.transport != TRANSPORT_STDIO && http_check_exposure(&cfg) < 0)
+                return 2;
+        /* A configured source the installer cannot read is a configuration error, like a bad value. */
+        if (pyexec_sources_check(&cfg) < 0)
                 return 2;
 
         /* Freed before cfg, which it points to. */

@@ -191,3 +191,29 @@ void sandbox_installer_done(SandboxInstaller *c) {
         c->go_fd = safe_close(c->go_fd);
         c->pidfd = safe_close(c->pidfd);
 }
+
+int sandbox_installer_access(const char *path, int mode, uid_t *ret_uid) {
+        bool root = geteuid() == 0;
+        *ret_uid = root ? SANDBOX_INSTALL_UID : geteuid();
+        if (!root)
+                return faccessat(AT_FDCWD, path, mode, AT_EACCESS) < 0 ? -errno : 0;
+        /* A fork at start, before any loop or thread: the child only drops its ids and asks the
+         * kernel, which walks every component of path with the installer's credentials. */
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 ||
+                    setresgid(SANDBOX_INSTALL_GID, SANDBOX_INSTALL_GID, SANDBOX_INSTALL_GID) < 0 ||
+                    setresuid(SANDBOX_INSTALL_UID, SANDBOX_INSTALL_UID, SANDBOX_INSTALL_UID) < 0)
+                        _exit(255);
+                _exit(access(path, mode) < 0 ? (errno & 0xff) : 0);
+        }
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) == 255)
+                return -ECHILD;
+        return -WEXITSTATUS(status);
+}

@@ -176,3 +176,11 @@ int sandbox_installer_release(SandboxInstaller *c);
 
 /* Closes pidfd and go_fd (an unreleased installer then exits 125). Does not kill or reap. Idempotent. */
 void sandbox_installer_done(SandboxInstaller *c);
+
+/* Whether the installer's user (SANDBOX_INSTALL_UID as root, else ours) may access path with mode
+ * (access(2)'s R_OK|X_OK…), checked the way the kernel will check the installer: as root, in a
+ * short-lived child that has dropped to that uid, gid and no supplementary groups. For the sources
+ * (a wheelhouse, a file:// index) at start, so that a 0700 directory is refused before the first
+ * call rather than by pip's "Permission denied" (issue 15, 7c). Writes the uid checked to ret_uid
+ * (always). Returns 0 or -errno (-EACCES, -ENOENT…). */
+int sandbox_installer_access(const char *path, int mode, uid_t *ret_uid);

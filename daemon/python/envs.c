@@ -5,6 +5,7 @@
  * happens in tmp/ and is renamed into place after its marker is written), tmp/ (installs in
  * progress; emptied at start, so what a killed daemon left is never used), trash/ (evicted, being
  * removed). The marker's mtime is the environment's last use (LRU). */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -74,6 +75,8 @@ struct Install {
         EnvWaiter *waiters;
         CgroupRun *cgroup;  /* its own cgroup (scope), or NULL */
         char *place_error;  /* the cgroup placement failed: why */
+        bool pending;       /* waiting for a slot (EnvsConfig.max_installs): not started yet */
+        char *args_json;    /* the request, kept while pending */
         LIST_FIELDS(Install, installs);
 };
 
@@ -190,6 +193,57 @@ int envs_new(const EnvsConfig *config, Envs **ret, char **reterr) {
         dir_clean(e->tmp_dir);
         dir_clean(e->trash_dir);
         *ret = TAKE_PTR(e);
+        return 0;
+}
+
+char *envs_index_path(const char *index_url) {
+        if (!index_url || strncmp(index_url, "file://", 7) != 0) {
+                errno = EINVAL;
+                return NULL;
+        }
+        const char *s = index_url + 7; /* config_parse_index_url: "file:///…", an absolute path */
+        char *path = malloc(strlen(s) + 1), *d = path;
+        if (!path)
+                return NULL;
+        for (; *s; s++) {
+                unsigned v;
+                if (*s == '%' && sscanf(s + 1, "%2x", &v) == 1 && isxdigit((unsigned char) s[1]) &&
+                    isxdigit((unsigned char) s[2]) && v != 0) {
+                        *d++ = (char) v;
+                        s += 2;
+                } else
+                        *d++ = *s;
+        }
+        *d = '\0';
+        return path;
+}
+
+static int source_check(const char *variable, const char *path, char **reterr) {
+        struct stat st;
+        /* A directory must be listable and searchable; a file only readable. */
+        int mode = stat(path, &st) == 0 && !S_ISDIR(st.st_mode) ? R_OK : R_OK | X_OK;
+        uid_t uid;
+        int r = sandbox_installer_access(path, mode, &uid);
+        if (r < 0 && asprintf(reterr, "%s: the dependency installer runs as uid %u, which cannot %s %s (%s); make "
+                                      "it and every directory above it readable and searchable by uid %u",
+                              variable, (unsigned) uid, mode & X_OK ? "read the directory" : "read the file", path,
+                              strerror(-r), (unsigned) uid) < 0)
+                *reterr = NULL;
+        return r;
+}
+
+int envs_sources_check(const char *index_url, const char *wheelhouse, char **reterr) {
+        if (wheelhouse) {
+                int r = source_check("MCP_EXEC_WHEELHOUSE", wheelhouse, reterr);
+                if (r < 0)
+                        return r;
+        }
+        if (index_url && strncmp(index_url, "file:", 5) == 0) {
+                _cleanup_free_ char *path = envs_index_path(index_url);
+                if (!path)
+                        return -errno;
+                return source_check("MCP_EXEC_INDEX_URL", path, reterr);
+        }
         return 0;
 }
 
@@ -340,6 +394,9 @@ static void envs_evict(Envs *e, const char *keep) {
  * Installer child processes. */
 
 static void install_maybe_finish(Install *in);
+static void installs_next(Envs *e);
+static unsigned installs_running(Envs *e);
+static int install_launch(Install *in, const char *args_json);
 
 static void install_read(Install *in) {
         struct io_uring_sqe *sqe = ring_get_sqe(in->envs->config.ring, &in->op_read);
@@ -406,6 +463,7 @@ static void install_free(Install *in) {
         /* After the child was reaped: its cgroup is empty. */
         cgroup_run_free(in->cgroup);
         free(in->place_error);
+        free(in->args_json);
         buf_done(&in->out);
         free(in->key);
         free(in->tmp);
@@ -481,6 +539,7 @@ static void install_maybe_finish(Install *in) {
                 }
                 if (ok && !in->check)
                         envs_evict(e, in->key);
+                installs_next(e);
         }
         if (in->finished && !in->op_read.busy && !in->op_pidfd.busy && !in->op_timer.busy)
                 install_free(in);
@@ -496,10 +555,14 @@ static int install_spawn(Install *in, const char *args_json) {
                 return -errno;
         _cleanup_close_ int out_read = p[0], out_write = p[1];
         const char *argv[] = { e->installer_python, "-I", "-c", py_install, args_json, NULL };
-        const char *keep[4] = { e->dir };
+        _cleanup_free_ char *index_path = envs_index_path(e->index_url);
+        const char *keep[5] = { e->dir };
         size_t n = 1;
         if (e->wheelhouse)
                 keep[n++] = e->wheelhouse;
+        /* A file:// index under /home is not hidden from the installer, as the wheelhouse. */
+        if (index_path)
+                keep[n++] = index_path;
         if (e->uv)
                 keep[n++] = e->uv;
         SandboxInstallSpec spec = {
@@ -574,10 +637,13 @@ static json_t *request_json(Envs *e, const EnvRequest *req, const char *mode, co
                 }
         if (!reqs)
                 return NULL;
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:s?, s:o, s:s?, s:s?}", "mode", mode, "key", req->key,
-                         "python_name", req->python_name, "interpreter", req->interpreter, "python_version",
-                         req->python_version, "tmp", tmp, "final", final, "index_url", e->index_url, "requirements",
-                         reqs, "wheelhouse", e->wheelhouse, "uv", e->uv);
+        /* max_bytes: one environment may take at most the whole of MCP_EXEC_ENV_CACHE_MAX; install.py
+         * stops pip when the tree grows past it (issue 15, 7d). */
+        json_t *max = e->config.max_bytes == UINT64_MAX ? json_null() : json_integer((json_int_t) e->config.max_bytes);
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:s?, s:o, s:s?, s:s?, s:o}", "mode", mode, "key",
+                         req->key, "python_name", req->python_name, "interpreter", req->interpreter,
+                         "python_version", req->python_version, "tmp", tmp, "final", final, "index_url", e->index_url,
+                         "requirements", reqs, "wheelhouse", e->wheelhouse, "uv", e->uv, "max_bytes", max);
 }
 
 static int install_start(Envs *e, const EnvRequest *req, bool check, Install **ret) {
@@ -608,16 +674,37 @@ static int install_start(Envs *e, const EnvRequest *req, bool check, Install **r
                 return -ENOMEM;
         }
         LIST_PREPEND(installs, e->installs, in);
+        /* At most max_installs at once (issue 15, 7d): the others wait, in order, for one to end. */
+        if (e->config.max_installs > 0 && installs_running(e) > e->config.max_installs) {
+                in->pending = true;
+                in->args_json = TAKE_PTR(args_json);
+                log_info("installing environment %s waits: %u installs at once (MCP_EXEC_MAX_CONCURRENT)", in->key,
+                         e->config.max_installs);
+                *ret = in;
+                return 0;
+        }
+        r = install_launch(in, args_json);
+        if (r < 0) {
+                in->finished = true;
+                install_free(in);
+                return r;
+        }
+        *ret = in;
+        return 0;
+}
+
+/* Starts a created install: its cgroup, its directory, the confined child, the reads and timers.
+ * Returns 0 or -errno (the caller answers the waiters and frees it). */
+static int install_launch(Install *in, const char *args_json) {
+        Envs *e = in->envs;
+        int r;
+        const char *rnd = strrchr(in->tmp, '.') + 1;
         if (e->config.cgroup && cgroup_backend(e->config.cgroup) != CGROUP_BACKEND_NONE) {
                 char id[32];
                 snprintf(id, sizeof(id), "install-%s", rnd);
                 r = cgroup_run_new(e->config.cgroup, id, e->config.timeout_s, &in->cgroup);
-                if (r < 0) {
-                        log_warning_errno(r, "cannot create the installer's cgroup: %m");
-                        in->finished = true;
-                        install_free(in);
-                        return r;
-                }
+                if (r < 0)
+                        return log_warning_errno(r, "cannot create the installer's cgroup: %m");
         }
         /* The child's one writable directory (bound into its mount namespace), made before it starts. */
         mode_t old = umask(022);
@@ -626,10 +713,7 @@ static int install_start(Envs *e, const EnvRequest *req, bool check, Install **r
         if (r >= 0)
                 r = install_spawn(in, args_json);
         if (r < 0) {
-                in->finished = true;
-                if (in->tmp)
-                        (void) rm_rf(in->tmp);
-                install_free(in);
+                (void) rm_rf(in->tmp);
                 return r;
         }
         install_place(in);
@@ -639,8 +723,39 @@ static int install_start(Envs *e, const EnvRequest *req, bool check, Install **r
         in->deadline.tv_sec = e->config.timeout_s;
         sqe = ring_get_sqe(e->config.ring, &in->op_timer);
         io_uring_prep_timeout(sqe, &in->deadline, 0, 0);
-        *ret = in;
         return 0;
+}
+
+/* Installs started and not finished (the pending ones wait for them). */
+static unsigned installs_running(Envs *e) {
+        unsigned n = 0;
+        LIST_FOREACH(installs, i, e->installs)
+                n += !i->finished && !i->pending;
+        return n;
+}
+
+/* A slot is free: start the oldest pending installs (the list is newest first). */
+static void installs_next(Envs *e) {
+        while (e->config.max_installs == 0 || installs_running(e) < e->config.max_installs) {
+                Install *oldest = NULL;
+                LIST_FOREACH(installs, i, e->installs)
+                        if (i->pending)
+                                oldest = i;
+                if (!oldest)
+                        return;
+                oldest->pending = false;
+                _cleanup_free_ char *args_json = TAKE_PTR(oldest->args_json);
+                oldest->t_start = now_usec();
+                int r = install_launch(oldest, args_json);
+                if (r < 0) {
+                        /* Answered like an installer that could not be confined. */
+                        if (asprintf(&oldest->place_error, "cannot start the installer: %s", strerror(-r)) < 0)
+                                oldest->place_error = NULL;
+                        oldest->exited = oldest->eof = true;
+                        oldest->status = -1;
+                        install_maybe_finish(oldest);
+                }
+        }
 }
 
 /* ---------------------------------------------------------------------------------------------

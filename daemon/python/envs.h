@@ -20,6 +20,7 @@ typedef struct EnvsConfig {
         const char *dir;              /* the cache root (created 0755): envs/, tmp/, trash/ */
         uint64_t max_bytes;           /* MCP_EXEC_ENV_CACHE_MAX */
         uint32_t timeout_s;           /* MCP_EXEC_INSTALL_TIMEOUT_S */
+        uint32_t max_installs;        /* installers at once (MCP_EXEC_MAX_CONCURRENT); the others wait; 0: no bound */
         const char *index_url;        /* MCP_EXEC_INDEX_URL or NULL */
         const char *wheelhouse;       /* MCP_EXEC_WHEELHOUSE or NULL */
         const char *installer_python; /* absolute path of a python3 with pip (Debian's python3-pip) */
@@ -34,6 +35,16 @@ typedef struct EnvsConfig {
 /* Creates the cache's directories and removes what an earlier instance left half-done (tmp/,
  * trash/). Returns 0 or -errno with *reterr (malloc'd) saying what failed. */
 int envs_new(const EnvsConfig *config, Envs **ret, char **reterr);
+
+/* The local directory of a file:// index URL (percent-decoded), malloc'd; NULL with errno EINVAL
+ * for any other URL, ENOMEM. */
+char *envs_index_path(const char *index_url);
+
+/* Whether the installer's user can read the local sources (the wheelhouse, a file:// index) it
+ * will be given: at start, so that a directory it cannot read is refused with a message naming the
+ * variable, the path and the uid instead of failing every install with pip's "Permission denied"
+ * (issue 15, 7c). Returns 0, or -errno with a malloc'd message in *reterr. */
+int envs_sources_check(const char *index_url, const char *wheelhouse, char **reterr);
 Envs *envs_free(Envs *e);
 DEFINE_POINTER_CLEANUP(Envs, envs_free)
 

@@ -933,6 +933,7 @@ static int envs_setup(PyExec *px) {
                 .dir = dir,
                 .max_bytes = config->env_cache_max_bytes,
                 .timeout_s = config->install_timeout_s,
+                .max_installs = config->max_concurrent,
                 .index_url = config->index_url,
                 .wheelhouse = config->wheelhouse,
                 .installer_python = installer ? installer : "/usr/bin/python3",
@@ -948,6 +949,14 @@ static int envs_setup(PyExec *px) {
         log_info("dependency environments in %s (at most %" PRIu64 " bytes), installed with %s", dir,
                  config->env_cache_max_bytes, uv ? uv : "pip");
         return 0;
+}
+
+int pyexec_sources_check(const Config *config) {
+        _cleanup_free_ char *why = NULL;
+        int r = envs_sources_check(config->index_url, config->wheelhouse, &why);
+        if (r < 0)
+                log_error("refusing to start: %s", why ? why : strerror(-r));
+        return r;
 }
 
 int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const char *version, PyExec **ret) {

@@ -22,6 +22,11 @@ typedef struct PyExec PyExec;
  * ~/.cache/mcp-execd). Logs what it found and what failed. Returns 0 or -errno. */
 int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const char *version, PyExec **ret);
 PyExec *pyexec_free(PyExec *px);
+
+/* Refuses local dependency sources (MCP_EXEC_WHEELHOUSE, a file:// MCP_EXEC_INDEX_URL) that the
+ * installer's user cannot read (envs_sources_check()): logs the message naming the variable, the
+ * path and the uid. Call at start, before anything is served. Returns 0 or -errno. */
+int pyexec_sources_check(const Config *config);
 DEFINE_POINTER_CLEANUP(PyExec, pyexec_free)
 
 /* Routes the scheduler's non-exec calls (and exec calls that choose an interpreter) through px. */

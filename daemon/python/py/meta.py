@@ -112,9 +112,16 @@ def main():
     origins = {}
     for origin, items in (("script", deps), ("parameter", param or [])):
         for i, d in enumerate(items):
+            bad = control_char(d)
+            if bad is not None:
+                where = "" if origin == "script" else f"dependencies[{i}] "
+                problem("dependencies", f"invalid requirement {where}{d!r}: it contains the control character "
+                        f"{bad!r} (a requirement is one line of printable text)",
+                        line_of(d.splitlines()[0] if d.splitlines() else d) if origin == "script" else None, d)
+                continue
             try:
                 r = Requirement(d)
-            except InvalidRequirement as e:
+            except (InvalidRequirement, SyntaxError, ValueError) as e:
                 if origin == "script":
                     problem("dependencies", f"invalid requirement {d!r}: {e}", line_of(d), d)
                 else:
@@ -125,10 +132,28 @@ def main():
                         "configured source can be installed", line_of(d) if origin == "script" else None, d)
                 continue
             r.name = canonicalize_name(r.name)
+            # packaging turns an escape in a marker string into the character itself ("a\\nb" comes
+            # out with a real newline): check what the installer would be handed too (issue 15, 7a).
+            bad = control_char(str(r))
+            if bad is not None:
+                where = "" if origin == "script" else f"dependencies[{i}] "
+                problem("dependencies", f"invalid requirement {where}{d!r}: it becomes {str(r)!r}, which contains "
+                        f"the control character {bad!r} (a requirement is one line of printable text)",
+                        line_of(d) if origin == "script" else None, d)
+                continue
             # As mcp-python-exec-sandbox: duplicates by normalized name, the later (the parameter) wins.
             merged[r.name] = str(r)
             origins[str(r)] = {"line": line_of(d) if origin == "script" else None, "text": d}
     return finish(sorted(merged.values()), requires_python, py, origins)
+
+
+def control_char(s):
+    r"""The first character of s that is a control character or a line break for str.splitlines()
+    (pip reads a requirements file with it: \v, \f, \x1c-\x1e, \x85, \u2028, \u2029), or None."""
+    for ch in s:
+        if ord(ch) < 0x20 or 0x7f <= ord(ch) <= 0x9f or ch in "\u2028\u2029":
+            return ch
+    return None
 
 
 def finish(requirements, requires_python, py, origins=None):
