@@ -347,8 +347,9 @@ static bool ts_before(struct timespec a, struct timespec b) {
         return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
 }
 
-/* Evicts least recently used environments not in use until the total fits (the one just installed,
- * keep, is never evicted: a single environment larger than the limit still serves its run). */
+/* Evicts least recently used environments not in use until the total fits. The one just installed,
+ * keep, is never evicted: install.py stops an install past max_bytes, so keep alone fits, and its
+ * run is waiting for it. */
 static void envs_evict(Envs *e, const char *keep) {
         if (e->config.max_bytes == UINT64_MAX)
                 return;
