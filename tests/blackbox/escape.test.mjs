@@ -9,8 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
-import { startDaemon, callExec, summarize, uniqueMarker, sleep } from './lib/index.mjs';
-import { binaryPath } from './lib/env.mjs';
+import { startDaemon, callExec, summarize, uniqueMarker, sleep, daemonCopyForUid } from './lib/index.mjs';
 import { RawDaemon } from './lib/raw.mjs';
 
 // One daemon for the attempts that need nothing of their own (a daemon per test made this file
@@ -816,15 +815,9 @@ test('the same as an unprivileged daemon: its user keeps inotify_init1 and mq_op
     // A uid of its own (its budgets then are the run's and the test's only) and a copy of the
     // daemon it may execute; one run at a time, so the run's share is half the user's budget.
     const uid = 30000 + ((process.pid + 7) % 20000);
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-execd-budget.'));
+    const { dir, binary, tmp } = daemonCopyForUid(uid, 'mcp-execd-budget.');
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-    fs.chmodSync(dir, 0o755);
-    fs.copyFileSync(binaryPath(), path.join(dir, 'mcp-execd'));
-    fs.chmodSync(path.join(dir, 'mcp-execd'), 0o755);
-    const tmp = path.join(dir, 'tmp');
-    fs.mkdirSync(tmp, { mode: 0o700 });
-    fs.chownSync(tmp, uid, uid);
-    const d = RawDaemon.spawn(t, { binary: path.join(dir, 'mcp-execd'), uid, gid: uid,
+    const d = RawDaemon.spawn(t, { binary, uid, gid: uid,
                                    env: { TMPDIR: tmp, HOME: tmp, MCP_EXEC_CGROUP: 'none', MCP_EXEC_MAX_CONCURRENT: 1 } });
     await d.initialize('2025-11-25', 30000);
     const share = Math.floor(Number(fs.readFileSync('/proc/sys/fs/inotify/max_user_instances', 'utf8')) / 2);

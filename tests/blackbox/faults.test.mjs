@@ -12,8 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import { execFileSync, spawn } from 'node:child_process';
-import { binaryPath } from './lib/env.mjs';
-import { RawDaemon, uniqueMarker, pySleeperExec, waitMarkerPresent, waitMarkerGone, descendants, sleep } from './lib/index.mjs';
+import { RawDaemon, uniqueMarker, pySleeperExec, waitMarkerPresent, waitMarkerGone, descendants, sleep, daemonCopyForUid } from './lib/index.mjs';
 
 const isRoot = process.getuid?.() === 0;
 
@@ -158,19 +157,13 @@ test('RLIMIT_NPROC of an unprivileged daemon exhausted by its user\'s other proc
     const uid = 30000 + (process.pid % 20000);
     const limit = 16;
     assert.equal(tasksOfUid(uid), 0, `uid ${uid} is in use`);
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-execd-nproc.'));
+    const { dir, binary, tmp } = daemonCopyForUid(uid, 'mcp-execd-nproc.');
     const holders = [];
     t.after(() => {
         for (const h of holders) h.kill('SIGKILL');
         fs.rmSync(dir, { recursive: true, force: true });
     });
-    fs.chmodSync(dir, 0o755);
-    fs.copyFileSync(binaryPath(), path.join(dir, 'mcp-execd'));
-    fs.chmodSync(path.join(dir, 'mcp-execd'), 0o755);
-    const tmp = path.join(dir, 'tmp');
-    fs.mkdirSync(tmp, { mode: 0o700 });
-    fs.chownSync(tmp, uid, uid);
-    const d = RawDaemon.spawn(t, { binary: '/usr/bin/prlimit', args: [`--nproc=${limit}:`, '--', path.join(dir, 'mcp-execd')],
+    const d = RawDaemon.spawn(t, { binary: '/usr/bin/prlimit', args: [`--nproc=${limit}:`, '--', binary],
                                    uid, gid: uid, env: { TMPDIR: tmp, HOME: tmp, MCP_EXEC_CGROUP: 'none' } });
     await d.initialize();
     await runOk(d);

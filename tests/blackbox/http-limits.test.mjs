@@ -35,6 +35,20 @@ async function flood(d, n) {
 }
 
 /** A tools/call over raw HTTP, not awaited by the caller until it wants the answer. */
+// The table (MCP_EXEC_MAX_SESSIONS=3) is full of sessions that may not be ended: a new session, by
+// initialize or by GET /sse, is refused with 503 and Retry-After, and the refusal is logged.
+async function assertSessionsFull(d, why) {
+    const r = await rawRequest(d, { method: 'POST', headers: postHeaders(), body: INIT });
+    assert.equal(r.status, 503, `${why}: ${r.body}`);
+    assert.match(r.headers['retry-after'] ?? '', /^\d+$/, 'no Retry-After');
+    assert.equal(r.json?.jsonrpc, '2.0', r.body);
+    assert.match(r.json.error.message, /MCP_EXEC_MAX_SESSIONS=3/);
+    assert.equal(r.headers['mcp-session-id'], undefined);
+    const sse = await rawRequest(d, { method: 'GET', path: '/sse', headers: { Accept: 'text/event-stream' } });
+    assert.equal(sse.status, 503, 'GET /sse is a new session too');
+    assert.ok(await d.waitFor(/sessions refused \(503\).*MCP_EXEC_MAX_SESSIONS=3/, 3000), d.stderr());
+}
+
 function rawCall(d, sid, id, code) {
     return mcpPost(d, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'exec', arguments: { code } } },
         { sessionId: sid, protocolVersion: '2025-11-25' }).then(async (r) => ({ status: r.status, json: await r.json().catch(() => undefined) }));
@@ -110,15 +124,7 @@ test('MCP_EXEC_MAX_SESSIONS: busy sessions are never ended; all busy → 503 wit
     await sleep(200);
     const c2 = rawCall(d, s2, 1, 'print("two")'); // queued: in flight too
     await sleep(500);
-    const r = await rawRequest(d, { method: 'POST', headers: postHeaders(), body: INIT });
-    assert.equal(r.status, 503, r.body);
-    assert.match(r.headers['retry-after'] ?? '', /^\d+$/, 'no Retry-After');
-    assert.equal(r.json?.jsonrpc, '2.0', r.body);
-    assert.match(r.json.error.message, /MCP_EXEC_MAX_SESSIONS=3/);
-    assert.equal(r.headers['mcp-session-id'], undefined);
-    const sse = await rawRequest(d, { method: 'GET', path: '/sse', headers: { Accept: 'text/event-stream' } });
-    assert.equal(sse.status, 503, 'GET /sse is a new session too');
-    assert.ok(await d.waitFor(/sessions refused \(503\).*MCP_EXEC_MAX_SESSIONS=3/, 3000), d.stderr());
+    await assertSessionsFull(d, 'a busy session was ended for a new one');
     // the busy sessions were left alone and their calls answered
     assert.equal((await c1).json.result.structuredContent.stdout, 'slept\n');
     assert.equal((await c2).json.result.structuredContent.stdout, 'two\n');
@@ -167,15 +173,7 @@ test('MCP_EXEC_MAX_SESSIONS (issue 15 #9): every session has worked → a new se
     const d = await startHttpDaemon(t, { env: { MCP_EXEC_MAX_SESSIONS: 3, MCP_EXEC_SESSION_IDLE_S: IDLE_S } });
     const s = [await initSession(d), await initSession(d), await initSession(d)];
     for (const sid of s) assert.equal((await work(d, sid)).status, 200);
-    const r = await rawRequest(d, { method: 'POST', headers: postHeaders(), body: INIT });
-    assert.equal(r.status, 503, `a working session was ended for a new one: ${r.body}`);
-    assert.match(r.headers['retry-after'] ?? '', /^\d+$/, 'no Retry-After');
-    assert.equal(r.json?.jsonrpc, '2.0', r.body);
-    assert.match(r.json.error.message, /MCP_EXEC_MAX_SESSIONS=3/);
-    assert.equal(r.headers['mcp-session-id'], undefined);
-    const sse = await rawRequest(d, { method: 'GET', path: '/sse', headers: { Accept: 'text/event-stream' } });
-    assert.equal(sse.status, 503, 'GET /sse is a new session too');
-    assert.ok(await d.waitFor(/sessions refused \(503\).*MCP_EXEC_MAX_SESSIONS=3/, 3000), d.stderr());
+    await assertSessionsFull(d, 'a working session was ended for a new one');
     // a working client that goes quiet ends by MCP_EXEC_SESSION_IDLE_S, and then there is room. (Not
     // its id polled: a request would restart its idle clock; a refused initialize touches none.)
     let sid;

@@ -5,8 +5,10 @@
 // process findable, give it a unique marker in its argv (see pySleeperExec()).
 
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import crypto from 'node:crypto';
-import { sleep } from './env.mjs';
+import { binaryPath, sleep } from './env.mjs';
 
 /** A marker nobody else has: put it in a run's argv, then look for it in /proc. */
 export function uniqueMarker(prefix = 'bbmark') {
@@ -120,4 +122,19 @@ export function pySleeperExec(marker, seconds = 60) {
         `exe = sys.executable or '/usr/bin/python3'`,
         `os.execv(exe, [exe, '-c', 'import time; time.sleep(${seconds})', ${JSON.stringify(marker)}])`,
     ].join('\n');
+}
+
+// A copy of the daemon that uid may execute, in a new directory below the system's temporary one
+// (0755), with a private tmp/ (0700) that uid owns, for tests that run the daemon as a user of
+// their own. The caller removes dir.
+export function daemonCopyForUid(uid, prefix) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    fs.chmodSync(dir, 0o755);
+    const binary = path.join(dir, 'mcp-execd');
+    fs.copyFileSync(binaryPath(), binary);
+    fs.chmodSync(binary, 0o755);
+    const tmp = path.join(dir, 'tmp');
+    fs.mkdirSync(tmp, { mode: 0o700 });
+    fs.chownSync(tmp, uid, uid);
+    return { dir, binary, tmp };
 }
