@@ -49,6 +49,7 @@ struct Sandbox {
         size_t seccomp_len;              /* number of instructions */
         SandboxSeed seeds[4];
         size_t n_seeds;
+        int init_fd; /* sealed memfd of the run's init program (sandbox-init.c) */
 };
 
 /* Everything the init and the Python child need, prepared by the daemon before clone3: after the
@@ -70,7 +71,9 @@ typedef struct SpawnPlan {
         int control_fd;        /* the init's end of control_fd */
         int stdin_fd, stdout_fd, stderr_fd;
         int payload_cgroup_fd; /* or -EBADF */
-        int exec_fd;           /* child → init: ChildError on failure, EOF on success */
+        int exec_fd;           /* child → init: SandboxChildError on failure, EOF on success */
+        int go_fd;             /* the Python child's: EOF once PID 1 is the init program */
+        int init_fd;           /* the Sandbox's init_fd, exec'd by the init */
 
         /* sandbox-fs.c */
         char tmp_options[64];   /* mount options of the run's /tmp */

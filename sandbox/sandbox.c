@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -21,6 +22,7 @@
 
 #include "cleanup.h"
 #include "fd-util.h"
+#include "sandbox-init.h"
 #include "sandbox-internal.h"
 #include "sandbox.h"
 
@@ -31,7 +33,14 @@
  *        │  root-owned cgroup.procs that CLONE_INTO_CGROUP checks; holds all namespace caps)
  *        ├─ mount helper (uid 65532; after 'M', before the release): builds the new root, exits
  *        └─ Python child (after 'R'; INTO_CGROUP payload/): uid 65532, setsid, own cgroup ns,
- *           copies the staged files, drops caps, no_new_privs, seccomp, execve
+ *           copies the staged files, drops caps, no_new_privs, seccomp, waits for the go pipe,
+ *           execve
+ *
+ * Up to here the init is a clone of the daemon (the setup). Once the Python child exists, the init
+ * execs the run's init program (sandbox-init.c, from a sealed memfd, empty environment), which
+ * holds nothing of the daemon; the exec closes the go pipe's write end, and only then does the
+ * Python child exec Python: no code of the caller runs while a copy of the daemon's memory
+ * shares the run's namespaces (issue 15.4).
  *
  * control_fd (SOCK_SEQPACKET): daemon → init 'M' (id maps written, from sandbox_spawn), 'R'
  * (release, maybe with the payload cgroup fd); init → daemon SandboxReport messages. EOF on it
@@ -388,6 +397,47 @@ static void sandbox_shares_compute(Sandbox *s) {
         s->sigpending = rlimit_share_basis(RLIMIT_SIGPENDING, 4096) / 2 / runs;
 }
 
+/* The run's init program (sandbox-init.c), linked into us by sandbox/incbin.py. */
+extern const unsigned char sandbox_init_program[];
+extern const unsigned char sandbox_init_program_end[];
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+
+/* Copies the init program into a sealed memfd, exec'd by every run's init (execveat on the fd):
+ * nothing to install or find, and it works after the run's pivot_root. MFD_EXEC where the kernel
+ * knows it (6.3+, where vm.memfd_noexec may otherwise refuse the exec). */
+static int init_program_load(Sandbox *s, char **reterr_reason) {
+        const unsigned char *p = sandbox_init_program;
+        size_t left = (size_t) (sandbox_init_program_end - sandbox_init_program);
+        _cleanup_close_ int fd = memfd_create("sandbox-init", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+        if (fd < 0 && errno == EINVAL)
+                fd = memfd_create("sandbox-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                goto fail;
+        while (left > 0) {
+                ssize_t n = write(fd, p, left);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        goto fail;
+                p += n;
+                left -= (size_t) n;
+        }
+        if (fchmod(fd, 0555) < 0 ||
+            fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+                goto fail;
+        s->init_fd = TAKE_FD(fd);
+        return 0;
+fail:;
+        int e = errno;
+        if (reterr_reason && asprintf(reterr_reason, "cannot load the run's init program into a memfd: %s",
+                                      strerror(e)) < 0)
+                *reterr_reason = NULL;
+        return -e;
+}
+
 int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason) {
         /* sandbox_freep: the seccomp program and the seeds built below go with it on any failure. */
         _cleanup_(sandbox_freep) Sandbox *s = calloc(1, sizeof(Sandbox));
@@ -396,12 +446,17 @@ int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason
         s->config = *config;
         if (s->config.cpu_threads == 0)
                 s->config.cpu_threads = 1;
+        s->init_fd = -EBADF;
         s->host_uid = geteuid();
         s->host_gid = getegid();
         s->privileged = s->host_uid == 0;
         sandbox_shares_compute(s);
 
         int r = probe_namespaces(reterr_reason);
+        if (r < 0)
+                return r;
+
+        r = init_program_load(s, reterr_reason);
         if (r < 0)
                 return r;
 
@@ -423,6 +478,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         for (size_t i = 0; i < s->n_seeds; i++)
                 free(s->seeds[i].data);
         free(s->seccomp_bpf);
+        safe_close(s->init_fd);
         free(s);
         return NULL;
 }
@@ -497,10 +553,7 @@ int sandbox_close_all_but(const int *keep, size_t n) {
  * Python. A failure is written to exec_fd as a ChildError and the child exits 127; success is
  * EOF on exec_fd (the helper exits, the Python child's execve closes it: O_CLOEXEC). */
 
-typedef struct ChildError {
-        int32_t err;
-        char step[SANDBOX_REPORT_DETAIL_MAX];
-} ChildError;
+typedef SandboxChildError ChildError;
 
 _Noreturn static void child_fail(int exec_fd, int err, const char *step, const char *what) {
         ChildError e = { .err = err };
@@ -564,7 +617,7 @@ _Noreturn static void child_main(SpawnPlan *plan) {
         CHILD_CHECK(dup2(in, 0), "dup2", " stdin");
         CHILD_CHECK(dup2(out, 1), "dup2", " stdout");
         CHILD_CHECK(dup2(err, 2), "dup2", " stderr");
-        int keep[] = { 0, 1, 2, plan->exec_fd };
+        int keep[] = { 0, 1, 2, plan->exec_fd, plan->go_fd };
         r = sandbox_close_all_but(keep, ELEMENTSOF(keep));
         if (r < 0)
                 child_fail(plan->exec_fd, -r, "close_range", NULL);
@@ -574,6 +627,12 @@ _Noreturn static void child_main(SpawnPlan *plan) {
         r = sandbox_lockdown(plan);
         if (r < 0)
                 child_fail(plan->exec_fd, -r, plan->fail_step, plan->fail_what);
+
+        /* Until PID 1 is the init program, it is a copy of the daemon: wait for its exec, which
+         * closes the go pipe's write end (EOF here). go_fd is O_CLOEXEC: Python never sees it. */
+        char go;
+        while (read(plan->go_fd, &go, 1) < 0 && errno == EINTR)
+                ;
 
         execve(plan->python, (char **) plan->argv, (char **) plan->envp);
         child_fail(plan->exec_fd, errno, "execve ", plan->python);
@@ -666,33 +725,75 @@ static bool init_wait_message(int control_fd, char want, int *payload_cgroup_fd)
         }
 }
 
-/* Starts the Python child and waits until it has exec'd or failed. Returns 0 or -errno with the
- * report already sent. */
+/* Decimal digits of v into buf (no stdio after the clone). */
+static const char *fmt_u64(char buf[static 24], uint64_t v) {
+        char *p = buf + 23;
+        *p = 0;
+        do
+                *--p = (char) ('0' + v % 10);
+        while ((v /= 10) != 0);
+        return p;
+}
+
+/* Becomes the run's init program (sandbox-init.c) with an empty environment; only returns on
+ * failure, with errno set. control_fd and exec_fd go across the exec, everything else of ours
+ * (signal_fd, the go pipe's write end, the memfd) is O_CLOEXEC. */
+static void init_exec_program(InitState *st, const SpawnPlan *plan, pid_t python, int exec_fd) {
+        char a[SANDBOX_INIT_ARGC][24];
+        const char *argv[SANDBOX_INIT_ARGC + 1] = { "sandbox-init" };
+        argv[SANDBOX_INIT_ARG_CONTROL_FD] = fmt_u64(a[SANDBOX_INIT_ARG_CONTROL_FD], (uint64_t) st->control_fd);
+        argv[SANDBOX_INIT_ARG_EXEC_FD] = fmt_u64(a[SANDBOX_INIT_ARG_EXEC_FD], (uint64_t) exec_fd);
+        argv[SANDBOX_INIT_ARG_PYTHON_PID] = fmt_u64(a[SANDBOX_INIT_ARG_PYTHON_PID], (uint64_t) python);
+        argv[SANDBOX_INIT_ARG_BASE_UTIME] = fmt_u64(a[SANDBOX_INIT_ARG_BASE_UTIME], timeval_usec(&st->base.ru_utime));
+        argv[SANDBOX_INIT_ARG_BASE_STIME] = fmt_u64(a[SANDBOX_INIT_ARG_BASE_STIME], timeval_usec(&st->base.ru_stime));
+        argv[SANDBOX_INIT_ARGC] = NULL;
+        static const char *const envp[] = { NULL };
+
+        if (fcntl(st->control_fd, F_SETFD, 0) < 0 || fcntl(exec_fd, F_SETFD, 0) < 0)
+                return;
+        (void) syscall(SYS_execveat, plan->init_fd, "", (char *const *) argv, (char *const *) envp,
+                       AT_EMPTY_PATH);
+}
+
+/* Starts the Python child, then execs the init program, which reports whether Python started.
+ * Returns only on failure, -1 with the report already sent. */
 static int init_start_python(InitState *st, SpawnPlan *plan) {
-        int p[2];
+        int p[2], go[2];
         if (pipe2(p, O_CLOEXEC) < 0) {
                 report_failed(st->control_fd, errno, "pipe2", NULL);
                 return -1;
         }
+        if (pipe2(go, O_CLOEXEC) < 0) {
+                int e = errno;
+                safe_close(p[0]);
+                safe_close(p[1]);
+                report_failed(st->control_fd, e, "pipe2", NULL);
+                return -1;
+        }
         plan->exec_fd = p[1];
+        plan->go_fd = go[0];
 
         pid_t pid = raw_clone3(0, NULL, plan->payload_cgroup_fd);
         if (pid < 0) {
                 int e = errno;
                 safe_close(p[0]);
                 safe_close(p[1]);
+                safe_close(go[0]);
+                safe_close(go[1]);
                 report_failed(st->control_fd, e, "clone3 python",
                               plan->payload_cgroup_fd >= 0 ? " into the payload cgroup" : NULL);
                 return -1;
         }
         if (pid == 0) {
                 safe_close(p[0]);
+                safe_close(go[1]);
                 safe_close(st->control_fd);
                 safe_close(st->signal_fd);
                 child_main(plan);
         }
         st->python = pid;
         safe_close(p[1]);
+        plan->go_fd = safe_close(go[0]);
         /* The init holds no end of the run's pipes: EOF on stdout must mean no process of the run
          * holds it any more. */
         plan->stdin_fd = safe_close(plan->stdin_fd);
@@ -702,24 +803,18 @@ static int init_start_python(InitState *st, SpawnPlan *plan) {
         for (size_t i = 0; i < plan->n_staged; i++)
                 plan->staged[i].fd = safe_close(plan->staged[i].fd);
 
-        ChildError e;
-        ssize_t n;
-        do
-                n = read(p[0], &e, sizeof(e));
-        while (n < 0 && errno == EINTR);
+        init_exec_program(st, plan, pid, p[0]);
+
+        /* The exec failed: the child still waits on the go pipe (our end is open), so it never
+         * ran Python. Kill it and say why. */
+        int e = errno;
+        (void) kill(pid, SIGKILL);
         safe_close(p[0]);
-
-        if (n == (ssize_t) sizeof(e)) {
-                e.step[sizeof(e.step) - 1] = 0;
-                st->python = 0; /* reaped as any orphan: FAILED is not followed by EXITED */
-                st->reported = true;
-                report_failed(st->control_fd, e.err, e.step, NULL);
-                return -1;
-        }
-
-        SandboxReport rep = { .kind = SANDBOX_REPORT_STARTED, .value = pid };
-        report_send(st->control_fd, &rep);
-        return 0;
+        safe_close(go[1]);
+        st->python = 0;
+        st->reported = true;
+        report_failed(st->control_fd, e, "execve", " of the run's init program (sandbox-init)");
+        return -1;
 }
 
 _Noreturn static void init_main(SpawnPlan *plan) {
@@ -727,7 +822,7 @@ _Noreturn static void init_main(SpawnPlan *plan) {
          * them. Keep only control_fd, the run's pipe ends and the payload cgroup. The daemon's
          * stdio (fd 0/1 may be its MCP transport) goes too. */
         int keep[] = { plan->control_fd, plan->stdin_fd, plan->stdout_fd, plan->stderr_fd,
-                       plan->payload_cgroup_fd };
+                       plan->payload_cgroup_fd, plan->init_fd };
         if (sandbox_close_all_but(keep, ELEMENTSOF(keep)) < 0)
                 _exit(1);
 
@@ -920,6 +1015,8 @@ static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, bool self_te
                 .payload_cgroup_fd = spec->payload_cgroup_fd,
                 .rlimits = spec->rlimits,
                 .exec_fd = -EBADF,
+                .go_fd = -EBADF,
+                .init_fd = s->init_fd,
                 .control_fd = -EBADF,
         };
         if (!spec->python || spec->python[0] != '/' || !spec->script || (!spec->staging_dir && !self_test))

@@ -152,5 +152,15 @@ PY
         add "$p" "$f"
 done
 
+# A recap of what failed, last before the total: when only the end of the output is kept (a CI
+# log's tail), it still names each failing test and the first lines of its error.
+if [ "$failed" -gt 0 ]; then
+        echo "== failed"
+        for tier in $tiers; do
+                [ -f "$out/$tier" ] || continue
+                grep -A 4 -E '^(blackbox: |meson: )?(FAIL |not ok |.*[0-9]+/[0-9]+ .*(FAIL|ERROR|TIMEOUT))' \
+                        "$out/$tier" | cut -c1-300 | head -n 60 | sed "s/^/$tier: /"
+        done
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -368,6 +368,66 @@ test('/proc/1 is the run\'s own init: its root, environ and memory are closed to
     for (const [p, e] of Object.entries(v)) assert.equal(e, 'EACCES', `${p}: ${e}`);
 });
 
+// Issue 15.4: from the host, as root, every process between the daemon and the run's Python (the
+// run's init, Python itself) is read whole (environ, cmdline, every readable mapping through
+// /proc/<pid>/mem) while the run's code is running. Neither the daemon's token nor the code of an
+// earlier call may be there. The daemon itself must show the token (its environment): the scan
+// can see what it looks for.
+const SCAN = [
+    'import json, os, re, sys',
+    'needles = [n.encode() for n in sys.argv[2:]]',
+    'def scan(pid):',
+    '    found = set()',
+    '    for f in ("environ", "cmdline"):',
+    '        data = open(f"/proc/{pid}/{f}", "rb").read()',
+    '        found |= {f"{f}:{n.decode()}" for n in needles if n in data}',
+    '    mem = open(f"/proc/{pid}/mem", "rb", 0)',
+    '    for line in open(f"/proc/{pid}/maps"):',
+    '        m = re.match(r"([0-9a-f]+)-([0-9a-f]+) r", line)',
+    '        if not m or "[vsyscall]" in line or "[vvar]" in line: continue',
+    '        try:',
+    '            mem.seek(int(m[1], 16)); data = mem.read(int(m[2], 16) - int(m[1], 16))',
+    '        except OSError: continue',
+    '        found |= {f"mem:{n.decode()}" for n in needles if n in data}',
+    '    return sorted(found)',
+    'def children(pid):',
+    '    out = []',
+    '    for p in os.listdir("/proc"):',
+    '        try:',
+    '            if p.isdigit() and int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1]) == pid: out.append(int(p))',
+    '        except OSError: pass',
+    '    return out',
+    'daemon = int(sys.argv[1])',
+    'procs, todo = [], children(daemon)',
+    'while todo:',
+    '    p = todo.pop(0); todo += children(p)',
+    '    procs.append({"pid": p, "comm": open(f"/proc/{p}/comm").read().strip(), "found": scan(p)})',
+    'print(json.dumps({"daemon": scan(daemon), "run": procs}))',
+].join('\n');
+
+test('the token and earlier calls\' code are in no process between the daemon and the run\'s Python (host view: environ, cmdline, memory)', { skip: process.getuid?.() !== 0 && 'needs root (reads the run\'s memory from the host)' }, async (t) => {
+    const d = shared;
+    const earlier = uniqueMarker('bb-earlier-call');
+    await run(d, `s = "${earlier}"\nprint(len(s))`);
+    const started = uniqueMarker('bb-started');
+    const call = run(d, `import sys, time\nprint("${started}", flush=True)\ntime.sleep(6)`, { timeout_s: 30 });
+    // The run is up once its Python is there: a descendant of the daemon named python3.
+    let v;
+    for (let i = 0; i < 100; i++) {
+        v = await new Promise((resolve, reject) =>
+            execFile('python3', ['-c', SCAN, String(d.pid), TOKEN, earlier], { timeout: 60000, maxBuffer: 1 << 20 },
+                (err, stdout) => (err ? reject(err) : resolve(JSON.parse(stdout)))));
+        if (v.run.some((p) => /^python/.test(p.comm))) break;
+        await sleep(100);
+    }
+    await call;
+    t.diagnostic(JSON.stringify(v));
+    assert.ok(v.daemon.includes(`environ:${TOKEN}`), `the scan does not find the token in the daemon: ${JSON.stringify(v)}`);
+    const comms = v.run.map((p) => p.comm);
+    assert.ok(comms.includes('sandbox-init') && comms.some((c) => /^python/.test(c)), `the run's processes: ${JSON.stringify(v.run)}`);
+    for (const p of v.run) assert.deepEqual(p.found, [], `${p.comm} (pid ${p.pid}) holds the daemon's data: ${JSON.stringify(v.run)}`);
+});
+
 test('the daemon\'s pid is not visible in the run\'s /proc, and kill(daemon pid) does not reach it', async (t) => {
     const d = shared;
     const v = await verdict(d, [

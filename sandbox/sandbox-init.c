@@ -1,0 +1,154 @@
+/* sandbox-init.c: PID 1 of a run once Python is started: a program of its own, statically linked,
+ * carried inside the daemon (a sealed memfd, sandbox_new()) and exec'd by the run's setup with an
+ * empty environment.
+ *
+ * Why a program and not the setup process itself: the setup is a clone of the daemon, so it holds
+ * the daemon's memory (the HTTP token, other calls' code, stdin and output) and its environment
+ * block, and it shares the run's namespaces for the run's whole life. Protected only by ptrace
+ * rules, that is one kernel bug away from the run. After this exec the process holds its argv (five
+ * numbers) and this file's code and data; the setup's memory is gone (issue 15.4).
+ *
+ * What it does is what the setup's copy used to do after starting Python: report whether Python
+ * started (from exec_fd), reap every process of the run (it is PID 1), report Python's exit with
+ * the run's rusage, and exit when the daemon closes control_fd (which kills what is left: the
+ * kernel SIGKILLs a PID namespace whose init exits). No allocation, no stdio. */
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox-init.h"
+
+static int control_fd = -1;
+
+static void report_send(const SandboxReport *rep) {
+        ssize_t n;
+        do
+                n = send(control_fd, rep, sizeof(*rep), MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        /* The daemon is gone (EPIPE): the run has no one to report to. Exiting ends it. */
+        if (n < 0)
+                _exit(1);
+}
+
+static uint64_t timeval_usec(const struct timeval *tv) {
+        return (uint64_t) tv->tv_sec * 1000000 + (uint64_t) tv->tv_usec;
+}
+
+static int64_t arg_number(const char *s) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (errno != 0 || end == s || *end != 0 || v < 0)
+                return -1;
+        return v;
+}
+
+int main(int argc, char **argv) {
+        if (argc != SANDBOX_INIT_ARGC)
+                return 1;
+        int64_t ctl = arg_number(argv[SANDBOX_INIT_ARG_CONTROL_FD]);
+        int64_t exec_fd = arg_number(argv[SANDBOX_INIT_ARG_EXEC_FD]);
+        int64_t python = arg_number(argv[SANDBOX_INIT_ARG_PYTHON_PID]);
+        int64_t base_utime = arg_number(argv[SANDBOX_INIT_ARG_BASE_UTIME]);
+        int64_t base_stime = arg_number(argv[SANDBOX_INIT_ARG_BASE_STIME]);
+        if (ctl < 0 || ctl > 65535 || exec_fd < 0 || exec_fd > 65535 || python <= 0 || python > 4194304 ||
+            base_utime < 0 || base_stime < 0)
+                return 1;
+        control_fd = (int) ctl;
+
+        (void) prctl(PR_SET_NAME, "sandbox-init");
+        /* Kept across execve already; said again so that this program stands on its own. */
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+
+        /* PID 1 of a namespace only gets the signals it has a handler for (pid_namespaces(7)); we
+         * have none, and ignore the usual ones explicitly. SIGCHLD is read from a signalfd. */
+        static const int ignored[] = {
+                SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTSTP,
+                SIGTTIN, SIGTTOU, SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ, SIGWINCH, SIGURG, SIGIO, SIGPWR,
+        };
+        struct sigaction ign = { .sa_handler = SIG_IGN };
+        for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+                (void) sigaction(ignored[i], &ign, NULL);
+        sigset_t chld;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        (void) sigprocmask(SIG_BLOCK, &chld, NULL);
+        int signal_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+
+        /* Did Python start? A SandboxChildError, or EOF once its execve closed the pipe. The
+         * child waited for our exec (the setup's end of the go pipe closed with it) before its
+         * own, so nothing of the caller's ran while PID 1 was still a copy of the daemon. */
+        SandboxChildError e;
+        ssize_t n;
+        do
+                n = read((int) exec_fd, &e, sizeof(e));
+        while (n < 0 && errno == EINTR);
+        (void) close((int) exec_fd);
+        bool running = true;
+        if (n == (ssize_t) sizeof(e)) {
+                SandboxReport rep = { .kind = SANDBOX_REPORT_FAILED, .value = e.err };
+                e.step[sizeof(e.step) - 1] = 0;
+                memcpy(rep.detail, e.step, sizeof(rep.detail));
+                running = false; /* reaped as any orphan: FAILED is not followed by EXITED */
+                report_send(&rep);
+        } else if (signal_fd < 0) {
+                SandboxReport rep = { .kind = SANDBOX_REPORT_FAILED, .value = errno };
+                memcpy(rep.detail, "signalfd", sizeof("signalfd"));
+                (void) kill((pid_t) python, SIGKILL);
+                running = false;
+                report_send(&rep);
+        } else {
+                SandboxReport rep = { .kind = SANDBOX_REPORT_STARTED, .value = (int32_t) python };
+                report_send(&rep);
+        }
+
+        /* Reap until the daemon closes control_fd. */
+        for (;;) {
+                for (;;) {
+                        int status;
+                        pid_t pid = waitpid(-1, &status, WNOHANG);
+                        if (pid <= 0)
+                                break;
+                        if (!running || pid != (pid_t) python)
+                                continue;
+                        struct rusage ru = {};
+                        (void) getrusage(RUSAGE_CHILDREN, &ru);
+                        SandboxReport rep = {
+                                .kind = SANDBOX_REPORT_EXITED,
+                                .value = status,
+                                .utime_usec = timeval_usec(&ru.ru_utime) - (uint64_t) base_utime,
+                                .stime_usec = timeval_usec(&ru.ru_stime) - (uint64_t) base_stime,
+                                .maxrss_bytes = (uint64_t) ru.ru_maxrss * 1024,
+                        };
+                        running = false;
+                        report_send(&rep);
+                }
+                struct pollfd pfd[2] = {
+                        { .fd = control_fd, .events = POLLIN },
+                        { .fd = signal_fd, .events = POLLIN },
+                };
+                int k = poll(pfd, signal_fd >= 0 ? 2 : 1, signal_fd >= 0 ? -1 : 100);
+                if (k < 0 && errno != EINTR)
+                        _exit(1);
+                if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        char buf[16];
+                        ssize_t r = recv(control_fd, buf, sizeof(buf), MSG_DONTWAIT);
+                        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+                                _exit(0);
+                }
+                if (k > 0 && signal_fd >= 0 && (pfd[1].revents & POLLIN)) {
+                        struct signalfd_siginfo si;
+                        while (read(signal_fd, &si, sizeof(si)) > 0)
+                                ;
+                }
+        }
+}
