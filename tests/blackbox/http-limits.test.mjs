@@ -49,6 +49,13 @@ async function assertSessionsFull(d, why) {
     assert.ok(await d.waitFor(/sessions refused \(503\).*MCP_EXEC_MAX_SESSIONS=3/, 3000), d.stderr());
 }
 
+/** mcp_execd_runs_running and mcp_execd_runs_queued from /metrics. */
+async function gauges(d) {
+    const m = await rawRequest(d, { method: 'GET', path: '/metrics' });
+    const get = (name) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(m.body)?.[1]);
+    return { running: get('mcp_execd_runs_running'), queued: get('mcp_execd_runs_queued') };
+}
+
 function rawCall(d, sid, id, code) {
     return mcpPost(d, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'exec', arguments: { code } } },
         { sessionId: sid, protocolVersion: '2025-11-25' }).then(async (r) => ({ status: r.status, json: await r.json().catch(() => undefined) }));
@@ -120,11 +127,15 @@ test('MCP_EXEC_MAX_SESSIONS: busy sessions are never ended; all busy → 503 wit
     const s2 = await initSession(d);
     const legacy = await openLegacy(d); // a legacy session lives as long as its stream: never ended for room
     assert.equal((await legacy.request(INIT)).result.protocolVersion, '2025-11-25');
-    const c1 = rawCall(d, s1, 1, SLOW(4)); // running
-    await sleep(200);
+    // Not fixed sleeps (an ASan daemon on a loaded machine may not have read a POST 200 ms later):
+    // the daemon's own gauges say when one call runs and the other waits. The run sleeps long
+    // enough to outlast the checks below on such a machine.
+    const c1 = rawCall(d, s1, 1, SLOW(15)); // running
+    await until(async () => (await gauges(d)).running === 1, 30000);
     const c2 = rawCall(d, s2, 1, 'print("two")'); // queued: in flight too
-    await sleep(500);
+    await until(async () => (await gauges(d)).queued === 1, 30000);
     await assertSessionsFull(d, 'a busy session was ended for a new one');
+    assert.deepEqual(await gauges(d), { running: 1, queued: 1 }, 'the checks outlasted the running call: retry on a less loaded machine');
     // the busy sessions were left alone and their calls answered
     assert.equal((await c1).json.result.structuredContent.stdout, 'slept\n');
     assert.equal((await c2).json.result.structuredContent.stdout, 'two\n');
