@@ -412,7 +412,7 @@ test('the token and earlier calls\' code are in no process between the daemon an
     const earlier = uniqueMarker('bb-earlier-call');
     await run(d, `s = "${earlier}"\nprint(len(s))`);
     const started = uniqueMarker('bb-started');
-    const call = run(d, `import sys, time\nprint("${started}", flush=True)\ntime.sleep(6)`, { timeout_s: 30 });
+    const call = run(d, `import sys, time\nprint("${started}", flush=True)\ntime.sleep(12)`, { timeout_s: 40 });
     // The run is up once its Python is there: a descendant of the daemon named python3.
     let v;
     for (let i = 0; i < 100; i++) {
