@@ -655,8 +655,6 @@ _Noreturn static void helper_main(SpawnPlan *plan) {
 typedef struct InitState {
         int control_fd;
         int signal_fd;
-        pid_t python;   /* pid of Python inside the namespace, 0 when not (or no longer) running */
-        bool reported;  /* EXITED or FAILED was sent */
         struct rusage base; /* RUSAGE_CHILDREN once the mount helper was reaped: not the run's */
 } InitState;
 
@@ -664,29 +662,11 @@ static uint64_t timeval_usec(const struct timeval *tv) {
         return (uint64_t) tv->tv_sec * 1000000 + (uint64_t) tv->tv_usec;
 }
 
-/* Reaps every child that has exited (Python and orphans alike: we are PID 1). */
-static void init_reap(InitState *st) {
-        for (;;) {
-                int status;
-                pid_t pid = waitpid(-1, &status, WNOHANG);
-                if (pid <= 0)
-                        return;
-                if (pid != st->python)
-                        continue;
-
-                struct rusage ru = {};
-                (void) getrusage(RUSAGE_CHILDREN, &ru);
-                SandboxReport rep = {
-                        .kind = SANDBOX_REPORT_EXITED,
-                        .value = status,
-                        .utime_usec = timeval_usec(&ru.ru_utime) - timeval_usec(&st->base.ru_utime),
-                        .stime_usec = timeval_usec(&ru.ru_stime) - timeval_usec(&st->base.ru_stime),
-                        .maxrss_bytes = (uint64_t) ru.ru_maxrss * 1024,
-                };
-                st->python = 0;
-                st->reported = true;
-                report_send(st->control_fd, &rep);
-        }
+/* Reaps every child that has exited. Only reached when Python never ran (its reaping and the
+ * EXITED report are the init program's, sandbox-init.c). */
+static void init_reap(void) {
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+                ;
 }
 
 /* Waits for the message `want` (MAPS_MESSAGE, RELEASE_MESSAGE). Returns true when it came, false
@@ -791,7 +771,6 @@ static int init_start_python(InitState *st, SpawnPlan *plan) {
                 safe_close(st->signal_fd);
                 child_main(plan);
         }
-        st->python = pid;
         safe_close(p[1]);
         plan->go_fd = safe_close(go[0]);
         /* The init holds no end of the run's pipes: EOF on stdout must mean no process of the run
@@ -811,8 +790,6 @@ static int init_start_python(InitState *st, SpawnPlan *plan) {
         (void) kill(pid, SIGKILL);
         safe_close(p[0]);
         safe_close(go[1]);
-        st->python = 0;
-        st->reported = true;
         report_failed(st->control_fd, e, "execve", " of the run's init program (sandbox-init)");
         return -1;
 }
@@ -919,16 +896,15 @@ _Noreturn static void init_main(SpawnPlan *plan) {
                 setup.err = errno;
                 str_copy(setup.step, sizeof(setup.step), "signalfd", NULL);
         }
-        if (setup.err != 0) {
+        if (setup.err != 0)
                 report_failed(st.control_fd, setup.err, setup.step, NULL);
-                st.reported = true;
-        } else
+        else
                 (void) init_start_python(&st, plan);
 
-        /* Reap until the daemon closes control_fd. Returning from PID 1 kills whatever is left in
+        /* Python never ran (a failure was reported): reap until the daemon closes control_fd. Returning from PID 1 kills whatever is left in
          * the namespace (SIGKILL to every process, by the kernel). */
         for (;;) {
-                init_reap(&st);
+                init_reap();
                 struct pollfd pfd[2] = {
                         { .fd = st.control_fd, .events = POLLIN },
                         { .fd = st.signal_fd, .events = POLLIN },
