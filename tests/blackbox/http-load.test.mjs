@@ -23,6 +23,24 @@ async function oneClient(d, kind, i, calls) {
     }
 }
 
+/** The daemon's fd count once it has not changed for 2 s (at most timeoutMs). */
+async function idleFds(d, timeoutMs = 20000) {
+    let last = fdCount(d.pid);
+    let since = performance.now();
+    const end = since + timeoutMs;
+    while (performance.now() < end) {
+        await sleep(250);
+        const n = fdCount(d.pid);
+        if (n !== last) {
+            last = n;
+            since = performance.now();
+        } else if (performance.now() - since >= 2000) {
+            break;
+        }
+    }
+    return last;
+}
+
 async function settle(d, baseFds, timeoutMs = 15000) {
     // undici keeps idle keep-alive sockets for a few seconds; the daemon closes its side when they go
     return until(() => fdCount(d.pid) <= baseFds, timeoutMs);
@@ -31,11 +49,13 @@ async function settle(d, baseFds, timeoutMs = 15000) {
 test('50 concurrent clients (25 Streamable HTTP, 25 HTTP+SSE) × 4 calls: all correct; fds and RSS back to baseline', { timeout: 240000 }, async (t) => {
     // MAX_CONCURRENT 4: the whole file has to fit in the tier's per-file timeout on 2 cores.
     const d = await startHttpDaemon(t, { env: { MCP_EXEC_QUEUE_MAX: 100, MCP_EXEC_MAX_CONCURRENT: 4 } });
-    const baseFds = fdCount(d.pid);
-    // warm up (first-use allocations), then take the memory baseline once the daemon is idle
+    // warm up (first-use allocations), then take the baselines once the daemon is idle: not at its
+    // start, where what its start opened (the connection that found it listening, among others) may
+    // not be closed yet on a loaded machine (a CI run with load ~6 counted 11 fds at start, 9 idle)
+    // nor right after the warm-up (the clients' keep-alive sockets: 13)
     await oneClient(d, 'http', 999, 1);
     await oneClient(d, 'sse', 998, 1);
-    await sleep(600);
+    const baseFds = await idleFds(d);
     const baseMem = procMemory(d.pid);
 
     /** 50 clients × 4 calls at once; every answer checked; then fds back to their baseline. */
@@ -54,7 +74,7 @@ test('50 concurrent clients (25 Streamable HTTP, 25 HTTP+SSE) × 4 calls: all co
         await settle(d, baseFds);
         const afterFds = fdCount(d.pid);
         t.diagnostic(`burst ${n}: 200 calls in ${Math.round(ms)} ms; fds ${baseFds} → ${peakFds} at the end → ${afterFds}`);
-        assert.equal(afterFds, baseFds, `fds leaked in burst ${n}`);
+        assert.ok(afterFds <= baseFds, `fds leaked in burst ${n}: ${baseFds} before, ${afterFds} after`);
     }
 
     // RSS: a leak of 200 calls' worth (each reply several KiB, each session its own state) shows
