@@ -60,10 +60,20 @@ int main(int argc, char **argv) {
         int64_t python = arg_number(argv[SANDBOX_INIT_ARG_PYTHON_PID]);
         int64_t base_utime = arg_number(argv[SANDBOX_INIT_ARG_BASE_UTIME]);
         int64_t base_stime = arg_number(argv[SANDBOX_INIT_ARG_BASE_STIME]);
+        int64_t go_fd = arg_number(argv[SANDBOX_INIT_ARG_GO_FD]);
         if (ctl < 0 || ctl > 65535 || exec_fd < 0 || exec_fd > 65535 || python <= 0 || python > 4194304 ||
-            base_utime < 0 || base_stime < 0)
-                return 1;
+            base_utime < 0 || base_stime < 0 || go_fd < 0 || go_fd > 65535)
+                return 1; /* exiting ends the run's PID namespace, Python's process with it */
         control_fd = (int) ctl;
+
+        /* Not dumpable, before Python may run: /proc/1/mem, environ, fd… then need CAP_SYS_PTRACE
+         * in the run's user namespace, which Python never has. It matters for an unprivileged
+         * daemon, whose runs share our uid: without it, a run could open /proc/1/mem read-write and
+         * make us send the daemon whatever exit and accounting it likes. Only then is the go pipe
+         * closed, which lets the Python child exec Python. */
+        if (prctl(PR_SET_DUMPABLE, 0) < 0)
+                return 1;
+        (void) close((int) go_fd);
 
         (void) prctl(PR_SET_NAME, "sandbox-init");
         /* Kept across execve already; said again so that this program stands on its own. */
@@ -85,8 +95,8 @@ int main(int argc, char **argv) {
         int signal_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 
         /* Did Python start? A SandboxChildError, or EOF once its execve closed the pipe. The
-         * child waited for our exec (the setup's end of the go pipe closed with it) before its
-         * own, so nothing of the caller's ran while PID 1 was still a copy of the daemon. */
+         * child waited for the go pipe (closed above) before its own, so nothing of the caller's
+         * ran while PID 1 was still a copy of the daemon, or while it was dumpable. */
         SandboxChildError e;
         ssize_t n;
         do

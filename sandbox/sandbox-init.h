@@ -21,5 +21,6 @@ enum {
         SANDBOX_INIT_ARG_PYTHON_PID,     /* Python's pid in the run's PID namespace */
         SANDBOX_INIT_ARG_BASE_UTIME,     /* RUSAGE_CHILDREN before Python (the mount helper's): */
         SANDBOX_INIT_ARG_BASE_STIME,     /* not the run's, subtracted from what is reported */
+        SANDBOX_INIT_ARG_GO_FD,          /* the go pipe's write end: closing it lets Python exec */
         SANDBOX_INIT_ARGC,
 };

@@ -38,9 +38,9 @@
  *
  * Up to here the init is a clone of the daemon (the setup). Once the Python child exists, the init
  * execs the run's init program (sandbox-init.c, from a sealed memfd, empty environment), which
- * holds nothing of the daemon; the exec closes the go pipe's write end, and only then does the
- * Python child exec Python: no code of the caller runs while a copy of the daemon's memory
- * shares the run's namespaces (issue 15.4).
+ * holds nothing of the daemon, makes itself non-dumpable and closes the go pipe's write end; only
+ * then does the Python child exec Python: no code of the caller runs while a copy of the daemon's
+ * memory shares the run's namespaces, or while PID 1's memory is open to the run (issue 15.4).
  *
  * control_fd (SOCK_SEQPACKET): daemon → init 'M' (id maps written, from sandbox_spawn), 'R'
  * (release, maybe with the payload cgroup fd); init → daemon SandboxReport messages. EOF on it
@@ -628,8 +628,9 @@ _Noreturn static void child_main(SpawnPlan *plan) {
         if (r < 0)
                 child_fail(plan->exec_fd, -r, plan->fail_step, plan->fail_what);
 
-        /* Until PID 1 is the init program, it is a copy of the daemon: wait for its exec, which
-         * closes the go pipe's write end (EOF here). go_fd is O_CLOEXEC: Python never sees it. */
+        /* Until PID 1 is the init program, it is a copy of the daemon: wait until the program
+         * closes the go pipe's write end (EOF here; if PID 1 dies instead, so do we, with its PID
+         * namespace). go_fd is O_CLOEXEC: Python never sees it. */
         char go;
         while (read(plan->go_fd, &go, 1) < 0 && errno == EINTR)
                 ;
@@ -716,9 +717,9 @@ static const char *fmt_u64(char buf[static 24], uint64_t v) {
 }
 
 /* Becomes the run's init program (sandbox-init.c) with an empty environment; only returns on
- * failure, with errno set. control_fd and exec_fd go across the exec, everything else of ours
- * (signal_fd, the go pipe's write end, the memfd) is O_CLOEXEC. */
-static void init_exec_program(InitState *st, const SpawnPlan *plan, pid_t python, int exec_fd) {
+ * failure, with errno set. control_fd, exec_fd and go_fd go across the exec, everything else of
+ * ours (signal_fd, the memfd) is O_CLOEXEC. */
+static void init_exec_program(InitState *st, const SpawnPlan *plan, pid_t python, int exec_fd, int go_fd) {
         char a[SANDBOX_INIT_ARGC][24];
         const char *argv[SANDBOX_INIT_ARGC + 1] = { "sandbox-init" };
         argv[SANDBOX_INIT_ARG_CONTROL_FD] = fmt_u64(a[SANDBOX_INIT_ARG_CONTROL_FD], (uint64_t) st->control_fd);
@@ -726,10 +727,12 @@ static void init_exec_program(InitState *st, const SpawnPlan *plan, pid_t python
         argv[SANDBOX_INIT_ARG_PYTHON_PID] = fmt_u64(a[SANDBOX_INIT_ARG_PYTHON_PID], (uint64_t) python);
         argv[SANDBOX_INIT_ARG_BASE_UTIME] = fmt_u64(a[SANDBOX_INIT_ARG_BASE_UTIME], timeval_usec(&st->base.ru_utime));
         argv[SANDBOX_INIT_ARG_BASE_STIME] = fmt_u64(a[SANDBOX_INIT_ARG_BASE_STIME], timeval_usec(&st->base.ru_stime));
+        argv[SANDBOX_INIT_ARG_GO_FD] = fmt_u64(a[SANDBOX_INIT_ARG_GO_FD], (uint64_t) go_fd);
         argv[SANDBOX_INIT_ARGC] = NULL;
         static const char *const envp[] = { NULL };
 
-        if (fcntl(st->control_fd, F_SETFD, 0) < 0 || fcntl(exec_fd, F_SETFD, 0) < 0)
+        if (fcntl(st->control_fd, F_SETFD, 0) < 0 || fcntl(exec_fd, F_SETFD, 0) < 0 ||
+            fcntl(go_fd, F_SETFD, 0) < 0)
                 return;
         (void) syscall(SYS_execveat, plan->init_fd, "", (char *const *) argv, (char *const *) envp,
                        AT_EMPTY_PATH);
@@ -782,7 +785,7 @@ static int init_start_python(InitState *st, SpawnPlan *plan) {
         for (size_t i = 0; i < plan->n_staged; i++)
                 plan->staged[i].fd = safe_close(plan->staged[i].fd);
 
-        init_exec_program(st, plan, pid, p[0]);
+        init_exec_program(st, plan, pid, p[0], go[1]);
 
         /* The exec failed: the child still waits on the go pipe (our end is open), so it never
          * ran Python. Kill it and say why. */

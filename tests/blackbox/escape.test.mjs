@@ -430,6 +430,35 @@ test('the token and earlier calls\' code are in no process between the daemon an
     for (const p of v.run) assert.deepEqual(p.found, [], `${p.comm} (pid ${p.pid}) holds the daemon's data: ${JSON.stringify(v.run)}`);
 });
 
+// Issue 15.4: an unprivileged daemon's runs share its uid with their PID 1 (65532 inside maps to
+// the daemon's uid), so ptrace rules alone would let a run open /proc/1/mem read-write and make
+// PID 1 report whatever exit and accounting it likes. PID 1 is not dumpable before Python runs.
+test('as an unprivileged daemon (the run shares PID 1\'s uid): /proc/1/mem, environ, fd and root are closed to the run', { skip: process.getuid?.() !== 0 && 'needs root (a uid of its own)' }, async (t) => {
+    const uid = 30000 + ((process.pid + 11) % 20000);
+    const { dir, binary, tmp } = daemonCopyForUid(uid, 'mcp-execd-pid1.');
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const d = RawDaemon.spawn(t, { binary, uid, gid: uid, env: { TMPDIR: tmp, HOME: tmp, MCP_EXEC_CGROUP: 'none' } });
+    await d.initialize('2025-11-25', 30000);
+    const id = d.callExec({ code: [
+        'import errno, json, os',
+        'out = {"same_uid": int(open("/proc/1/status").read().split("Uid:")[1].split()[0]) == os.getuid()}',
+        'for p, mode in (("/proc/1/mem", "r+b"), ("/proc/1/environ", "rb"), ("/proc/1/fd", None), ("/proc/1/root/", None)):',
+        '    try:',
+        '        os.listdir(p) if mode is None else open(p, mode)',
+        '        out[p] = "opened"',
+        '    except OSError as e:',
+        '        out[p] = errno.errorcode[e.errno]',
+        'print(json.dumps(out))',
+    ].join('\n') });
+    const r = await d.response(id, 60000);
+    assert.equal(r.result?.isError, false, JSON.stringify(r).slice(0, 600));
+    const v = JSON.parse(r.result.structuredContent.stdout);
+    t.diagnostic(JSON.stringify(v));
+    assert.equal(v.same_uid, true);
+    for (const p of ['/proc/1/mem', '/proc/1/environ', '/proc/1/fd', '/proc/1/root/'])
+        assert.equal(v[p], 'EACCES', `${p}: ${JSON.stringify(v)}`);
+});
+
 test('the daemon\'s pid is not visible in the run\'s /proc, and kill(daemon pid) does not reach it', async (t) => {
     const d = shared;
     const v = await verdict(d, [
