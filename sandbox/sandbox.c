@@ -438,7 +438,7 @@ fail:;
         return -e;
 }
 
-int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason) {
+int sandbox_new_unchecked(const SandboxConfig *config, Sandbox **ret, char **reterr_reason) {
         /* sandbox_freep: the seccomp program and the seeds built below go with it on any failure. */
         _cleanup_(sandbox_freep) Sandbox *s = calloc(1, sizeof(Sandbox));
         if (!s)
@@ -452,11 +452,7 @@ int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason
         s->privileged = s->host_uid == 0;
         sandbox_shares_compute(s);
 
-        int r = probe_namespaces(reterr_reason);
-        if (r < 0)
-                return r;
-
-        r = init_program_load(s, reterr_reason);
+        int r = init_program_load(s, reterr_reason);
         if (r < 0)
                 return r;
 
@@ -464,10 +460,25 @@ int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason
         if (r < 0)
                 return r;
 
-        r = sandbox_self_test(s, reterr_reason);
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int sandbox_check(const Sandbox *s, char **reterr_reason) {
+        int r = probe_namespaces(reterr_reason);
         if (r < 0)
                 return r;
+        return sandbox_self_test(s, reterr_reason);
+}
 
+int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason) {
+        _cleanup_(sandbox_freep) Sandbox *s = NULL;
+        int r = sandbox_new_unchecked(config, &s, reterr_reason);
+        if (r < 0)
+                return r;
+        r = sandbox_check(s, reterr_reason);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(s);
         return 0;
 }

@@ -32,6 +32,13 @@ typedef struct SandboxConfig {
  * On failure returns -errno and, if reterr_reason is non-NULL, a malloc'd sentence saying which
  * namespace or feature was refused and why (the daemon prints it and refuses to start). */
 int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason);
+
+/* sandbox_new() in two halves, for a daemon that answers its client before it checks (issue 16.6):
+ * the state alone (the init program, the seccomp filter), then the namespace probe and the
+ * self-test, which block for a few ms (clones and waits) and give the same errors and sentences as
+ * sandbox_new(). Nothing may be spawned before sandbox_check() has returned 0. */
+int sandbox_new_unchecked(const SandboxConfig *config, Sandbox **ret, char **reterr_reason);
+int sandbox_check(const Sandbox *s, char **reterr_reason);
 Sandbox *sandbox_free(Sandbox *s);
 DEFINE_POINTER_CLEANUP(Sandbox, sandbox_free)
 
