@@ -429,6 +429,13 @@ static int init_program_load(Sandbox *s, char **reterr_reason) {
             fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
                 goto fail;
         s->init_fd = TAKE_FD(fd);
+        /* Our copy is read once: its pages (read-only, backed by our own file) leave our RSS, about
+         * 0.7 MiB of an idle daemon's (issue 16.6); a later read would fault them in again. */
+        uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
+        uintptr_t from = ((uintptr_t) sandbox_init_program + page - 1) & ~(page - 1),
+                  to = (uintptr_t) sandbox_init_program_end & ~(page - 1);
+        if (to > from)
+                (void) madvise((void *) from, to - from, MADV_DONTNEED);
         return 0;
 fail:;
         int e = errno;
