@@ -2,6 +2,7 @@
  * the sandbox, the loop, the session, the transport, the start's checks (the sandbox's self-test,
  * the interpreters' probe), and an orderly shutdown whose teardown follows ownership. */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,16 +101,22 @@ static int daemon_cgroup_setup(Daemon *d) {
                 }
                 log_warning("%s: memory, process and CPU limits are enforced with rlimits only",
                             why ? why : "MCP_EXEC_CGROUP=none");
-        } else {
+        } else
                 log_info("cgroup backend %s", cgroup_describe(cgroup));
-                r = cgroup_stop_stale(cgroup);
-                if (r > 0)
-                        log_info("stopped %d run scope(s) left by an earlier instance", r);
-                else if (r < 0)
-                        log_warning_errno(r, "cannot look for stale run scopes: %m, ignoring");
-        }
         d->cgroup = TAKE_PTR(cgroup);
         return 0;
+}
+
+/* Scopes an earlier instance left (systemd: a blocking ListUnitsByPatterns and a stop of each),
+ * stopped before our first run: with the start's checks, after initialize is answered. */
+static void daemon_cgroup_stop_stale(Daemon *d) {
+        if (cgroup_backend(d->cgroup) == CGROUP_BACKEND_NONE)
+                return;
+        int r = cgroup_stop_stale(d->cgroup);
+        if (r > 0)
+                log_info("stopped %d run scope(s) left by an earlier instance", r);
+        else if (r < 0)
+                log_warning_errno(r, "cannot look for stale run scopes: %m, ignoring");
 }
 
 /* The sandbox, and a private directory for the runs' staging directories: systemd's
@@ -241,18 +248,24 @@ static void daemon_on_probed(void *userdata, int r) {
                 }
         }
         d->ready = true;
+        /* What the start allocated and freed (the probes' output, the sandbox's filter compiled by
+         * libseccomp) goes back to the kernel: an idle daemon's RSS (issue 16.6). */
+        (void) malloc_trim(0);
         daemon_announce(d);
         if (d->stdio)
                 stdio_release(d->stdio);
 }
 
 /* The start's checks, after the transport has answered what it could (issue 16.6): the sandbox
- * (the namespace probe and the self-test: a few ms, blocking), then the interpreters' probe, on
- * the loop; daemon_on_probed() ends them. Until then the session holds tools/list and tools/call. */
+ * (the namespace probe and the self-test: a few ms, blocking), the scopes an earlier instance
+ * left, then the interpreters' probe, on the loop; daemon_on_probed() ends them. Until then the
+ * session holds tools/list and tools/call. */
 static int daemon_checks_start(Daemon *d) {
         _cleanup_free_ char *reason = NULL;
         d->checking = true;
         int r = sandbox_check(d->sandbox, &reason);
+        if (r >= 0)
+                daemon_cgroup_stop_stale(d);
         if (r < 0) {
                 log_error("refusing to start: the sandbox is not available: %s", reason ? reason : strerror(-r));
                 daemon_refuse(d);
