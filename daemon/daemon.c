@@ -264,13 +264,12 @@ static int daemon_checks_start(Daemon *d) {
         _cleanup_free_ char *reason = NULL;
         d->checking = true;
         int r = sandbox_check(d->sandbox, &reason);
-        if (r >= 0)
-                daemon_cgroup_stop_stale(d);
         if (r < 0) {
                 log_error("refusing to start: the sandbox is not available: %s", reason ? reason : strerror(-r));
                 daemon_refuse(d);
                 return r;
         }
+        daemon_cgroup_stop_stale(d);
         r = pyexec_probe_start(d->pyexec, daemon_on_probed, d);
         if (r < 0) {
                 log_error_errno(r, "cannot probe the interpreter: %m");
