@@ -459,7 +459,16 @@ int sandbox_new_unchecked(const SandboxConfig *config, Sandbox **ret, char **ret
         s->privileged = s->host_uid == 0;
         sandbox_shares_compute(s);
 
-        int r = init_program_load(s, reterr_reason);
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int sandbox_check(Sandbox *s, char **reterr_reason) {
+        int r = probe_namespaces(reterr_reason);
+        if (r < 0)
+                return r;
+
+        r = init_program_load(s, reterr_reason);
         if (r < 0)
                 return r;
 
@@ -467,14 +476,6 @@ int sandbox_new_unchecked(const SandboxConfig *config, Sandbox **ret, char **ret
         if (r < 0)
                 return r;
 
-        *ret = TAKE_PTR(s);
-        return 0;
-}
-
-int sandbox_check(const Sandbox *s, char **reterr_reason) {
-        int r = probe_namespaces(reterr_reason);
-        if (r < 0)
-                return r;
         return sandbox_self_test(s, reterr_reason);
 }
 
