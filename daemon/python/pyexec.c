@@ -72,6 +72,7 @@ struct PyExec {
         PyJob *jobs;
         ProbeWait probes[CONFIG_PYTHONS_MAX + 2];
         size_t probes_pending;
+        bool probes_stopped;     /* pyexec_probe_stop(): what they report is not logged */
         PyExecProbedFn probed;   /* called once, when every probe has answered */
         void *probed_userdata;
 };
@@ -190,7 +191,7 @@ static void probe_finish(PyExec *px) {
                                 r = probe_copy(all[i], all[k]);
         if (r >= 0)
                 r = packages_init(px);
-        if (r >= 0) {
+        if (r >= 0 && !px->probes_stopped) {
                 if (px->exec.error)
                         log_warning("the interpreter probe failed: %s", px->exec.error);
                 else if (px->exec.path)
@@ -267,6 +268,7 @@ int pyexec_probe_start(PyExec *px, PyExecProbedFn done, void *userdata) {
 }
 
 void pyexec_probe_stop(PyExec *px) {
+        px->probes_stopped = true;
         for (size_t i = 0; i < ELEMENTSOF(px->probes); i++)
                 if (px->probes[i].run)
                         run_kill(px->probes[i].run);

@@ -34,7 +34,7 @@ typedef void (*PyExecProbedFn)(void *userdata, int r);
 int pyexec_probe_start(PyExec *px, PyExecProbedFn done, void *userdata);
 
 /* Kills the probes still running (a stop during the start); done still comes, with what they
- * report. */
+ * report, which is not logged (the probes did not fail, they were stopped). */
 void pyexec_probe_stop(PyExec *px);
 
 /* Refuses local dependency sources (MCP_EXEC_WHEELHOUSE, a file:// MCP_EXEC_INDEX_URL) that the

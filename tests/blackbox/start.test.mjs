@@ -125,6 +125,19 @@ test('a client that closes stdin right after initialize: answered, and the start
     assert.match(d.stderrText, /stopping \(end-of-input\)/);
 });
 
+test('SIGTERM right after the initialize answer (the probe likely still running): exit 0, no probe failure logged', async (t) => {
+    const d = RawDaemon.spawn(t);
+    d.proc.stdin.write([
+        { jsonrpc: '2.0', id: 'init', method: 'initialize', params: INIT },
+        { jsonrpc: '2.0', id: 'list', method: 'tools/list' },
+    ].map((l) => JSON.stringify(l) + '\n').join(''));
+    assert.ok((await d.response('init', 10000)).result);
+    d.kill('SIGTERM');
+    const { code } = await d.waitExit(10000);
+    assert.equal(code, 0, d.stderrText);
+    assert.doesNotMatch(d.stderrText, /probe failed|lacks tomllib/, 'a stopped probe was reported as a failure');
+});
+
 // A user namespace where no further user namespace may be made: the sandbox check fails, as it
 // does on a host that refuses them.
 const unshareOk = spawnSync('unshare', ['--user', '--map-root-user', 'true']).status === 0;
