@@ -1,7 +1,8 @@
 /* daemon.c: the daemon object, the only place that knows the whole sequence: the cgroup backend,
- * the sandbox, the loop, the interpreters' probe, the session, the transport, and an orderly
- * shutdown whose teardown follows ownership. */
+ * the sandbox, the loop, the session, the transport, the start's checks (the sandbox's self-test,
+ * the interpreters' probe), and an orderly shutdown whose teardown follows ownership. */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,11 @@ struct Daemon {
         Notify notify;
         const char *transport_name;
         uint64_t shutdown_deadline; /* 0 until a signal asked us to stop */
+        bool checking;              /* the start's checks are under way */
+        bool ready;                 /* they passed: calls are served */
+        bool refused;               /* they failed: we exit with status 1 */
+        bool running;               /* daemon_run() has begun */
+        bool announced;             /* READY=1 said, the start recorded */
         bool stopping;              /* STOPPING=1 said, the stop recorded */
         bool gave_up;               /* the loop failed, or the shutdown ran out of time */
 };
@@ -95,16 +101,22 @@ static int daemon_cgroup_setup(Daemon *d) {
                 }
                 log_warning("%s: memory, process and CPU limits are enforced with rlimits only",
                             why ? why : "MCP_EXEC_CGROUP=none");
-        } else {
+        } else
                 log_info("cgroup backend %s", cgroup_describe(cgroup));
-                r = cgroup_stop_stale(cgroup);
-                if (r > 0)
-                        log_info("stopped %d run scope(s) left by an earlier instance", r);
-                else if (r < 0)
-                        log_warning_errno(r, "cannot look for stale run scopes: %m, ignoring");
-        }
         d->cgroup = TAKE_PTR(cgroup);
         return 0;
+}
+
+/* Scopes an earlier instance left (systemd: a blocking ListUnitsByPatterns and a stop of each),
+ * stopped before our first run: with the start's checks, after initialize is answered. */
+static void daemon_cgroup_stop_stale(Daemon *d) {
+        if (cgroup_backend(d->cgroup) == CGROUP_BACKEND_NONE)
+                return;
+        int r = cgroup_stop_stale(d->cgroup);
+        if (r > 0)
+                log_info("stopped %d run scope(s) left by an earlier instance", r);
+        else if (r < 0)
+                log_warning_errno(r, "cannot look for stale run scopes: %m, ignoring");
 }
 
 /* The sandbox, and a private directory for the runs' staging directories: systemd's
@@ -123,7 +135,8 @@ static int daemon_sandbox_setup(Daemon *d) {
         };
         _cleanup_(sandbox_freep) Sandbox *sandbox = NULL;
         _cleanup_free_ char *reason = NULL;
-        int r = sandbox_new(&scfg, &sandbox, &reason);
+        /* Checked later, in daemon_checks_start(), with the same sentences. */
+        int r = sandbox_new_unchecked(&scfg, &sandbox, &reason);
         if (r < 0) {
                 log_error("refusing to start: the sandbox is not available: %s", reason ? reason : strerror(-r));
                 return r;
@@ -161,7 +174,8 @@ static int daemon_loop_setup(Daemon *d, const sigset_t *mask) {
         return 0;
 }
 
-/* The MCP session: the tool descriptions state the limits and what the interpreters' probe found. */
+/* The MCP session: the tool descriptions state the limits and what the interpreters' probe found.
+ * Made before the probe has answered (stdio), it holds what depends on it until then. */
 static int daemon_session_setup(Daemon *d) {
         const Config *cfg = d->config;
         McpLimits limits = {
@@ -185,6 +199,83 @@ static int daemon_session_setup(Daemon *d) {
         d->mcp = mcp_server_new(&limits, PROJECT_VERSION);
         if (!d->mcp)
                 return log_error_errno(-ENOMEM, "cannot set up the MCP session: %m");
+        if (!d->ready)
+                mcp_server_hold(d->mcp);
+        return 0;
+}
+
+/* The start is over and it went well: READY=1, and its record. Once, when both the checks have
+ * passed and daemon_run() has begun. */
+static void daemon_announce(Daemon *d) {
+        const Config *cfg = d->config;
+        if (d->announced || !d->ready || !d->running)
+                return;
+        d->announced = true;
+        log_info("%s %s serving MCP over %s (max %u concurrent runs, queue %u)", PROJECT_NAME, PROJECT_VERSION,
+                 d->transport_name, cfg->max_concurrent, cfg->queue_max);
+        metrics_daemon_started(d->metrics, &(MetricsStart) { .limits = daemon_limits_by(d),
+                                                             .max_concurrent = cfg->max_concurrent,
+                                                             .queue_max = cfg->queue_max });
+        notify_ready(&d->notify, 0, 0, 0);
+}
+
+/* A check failed (logged): nothing more is read, what was held goes unanswered, and once the
+ * answers already given are written the daemon exits with status 1, as it always did when the
+ * sandbox or the probe failed at start. */
+static void daemon_refuse(Daemon *d) {
+        d->checking = false;
+        d->refused = true;
+        if (d->stdio)
+                stdio_stop_reading(d->stdio);
+}
+
+static void daemon_on_probed(void *userdata, int r) {
+        Daemon *d = userdata;
+        d->checking = false;
+        if (d->shutdown_deadline)
+                return; /* stopped during the start (its probes killed): nothing is served any more */
+        if (r < 0) {
+                log_error_errno(r, "cannot probe the interpreter: %m");
+                daemon_refuse(d);
+                return;
+        }
+        if (d->mcp) { /* stdio: the session was made before, and holds the calls that came */
+                r = mcp_server_release(d->mcp, pyexec_version(d->pyexec), pyexec_packages(d->pyexec));
+                if (r < 0) {
+                        log_error_errno(r, "cannot set up the MCP session: %m");
+                        daemon_refuse(d);
+                        return;
+                }
+        }
+        d->ready = true;
+        /* What the start allocated and freed (the probes' output, the sandbox's filter compiled by
+         * libseccomp) goes back to the kernel: an idle daemon's RSS (issue 16.6). */
+        (void) malloc_trim(0);
+        daemon_announce(d);
+        if (d->stdio)
+                stdio_release(d->stdio);
+}
+
+/* The start's checks, after the transport has answered what it could (issue 16.6): the sandbox
+ * (the namespace probe and the self-test: a few ms, blocking), the scopes an earlier instance
+ * left, then the interpreters' probe, on the loop; daemon_on_probed() ends them. Until then the
+ * session holds tools/list and tools/call. */
+static int daemon_checks_start(Daemon *d) {
+        _cleanup_free_ char *reason = NULL;
+        d->checking = true;
+        int r = sandbox_check(d->sandbox, &reason);
+        if (r < 0) {
+                log_error("refusing to start: the sandbox is not available: %s", reason ? reason : strerror(-r));
+                daemon_refuse(d);
+                return r;
+        }
+        daemon_cgroup_stop_stale(d);
+        r = pyexec_probe_start(d->pyexec, daemon_on_probed, d);
+        if (r < 0) {
+                log_error_errno(r, "cannot probe the interpreter: %m");
+                daemon_refuse(d);
+                return r;
+        }
         return 0;
 }
 
@@ -253,10 +344,20 @@ int daemon_new(const Config *cfg, Daemon **ret) {
                 .max_output_bytes = cfg->max_output_bytes,
                 .max_return_bytes = cfg->max_return_bytes,
         };
-        /* Interpreters, dependencies, the Python tools; the one probe of each interpreter. */
+        /* Interpreters, dependencies, the Python tools. */
         r = pyexec_new(&d->env, cfg, d->cgroup, PROJECT_VERSION, &d->pyexec);
         if (r < 0)
                 return r;
+        /* Over HTTP nothing is served before the checks have passed: each session is made from the
+         * one made here, with what the probe found. Over stdio the transport starts first and
+         * answers initialize at once; daemon_run() checks after that. */
+        if (cfg->transport != TRANSPORT_STDIO) {
+                r = daemon_checks_start(d);
+                while (r >= 0 && d->checking)
+                        r = ring_run_once(d->ring, 0);
+                if (r < 0 || d->refused)
+                        return r < 0 ? r : -ENOTRECOVERABLE;
+        }
         r = daemon_session_setup(d);
         if (r < 0)
                 return r;
@@ -284,6 +385,8 @@ static void daemon_on_signal(Daemon *d) {
         int sig = signals_next(d->signals, &count);
         if (sig == 0 || (count <= 1 && d->shutdown_deadline))
                 return;
+        if (d->checking)
+                pyexec_probe_stop(d->pyexec); /* a stop during the start: its record is not made */
         const char *name = sigabbrev_np(sig);
         log_info("received %s: stopping; running calls are killed and answered", name ?: "a signal");
         if (d->stdio)
@@ -292,7 +395,7 @@ static void daemon_on_signal(Daemon *d) {
                 http_stop(d->http);
         char why[128];
         snprintf(why, sizeof(why), "the run was stopped because mcp-execd is shutting down (SIG%s)", name ?: "?");
-        if (!d->shutdown_deadline) {
+        if (!d->shutdown_deadline && d->announced) {
                 char sigwhy[32];
                 snprintf(sigwhy, sizeof(sigwhy), "SIG%s", name ?: "?");
                 daemon_stopping(d, sigwhy);
@@ -305,19 +408,32 @@ static bool daemon_finished(const Daemon *d) {
         return d->stdio ? stdio_finished(d->stdio) : http_finished(d->http);
 }
 
+/* Whether the loop goes on: until the transport is finished, and over stdio until the checks
+ * are over too (a client that sends initialize and closes stdin still gets the sandbox checked
+ * and the start recorded), unless a signal stops us first. */
+static bool daemon_serving(const Daemon *d) {
+        if (d->refused)
+                return !daemon_finished(d); /* the answers already given are written */
+        return !daemon_finished(d) || (d->checking && !d->shutdown_deadline);
+}
+
 int daemon_run(Daemon *d) {
-        const Config *cfg = d->config;
         signals_start(d->signals);
-        log_info("%s %s serving MCP over %s (max %u concurrent runs, queue %u)", PROJECT_NAME, PROJECT_VERSION,
-                 d->transport_name, cfg->max_concurrent, cfg->queue_max);
-        metrics_daemon_started(d->metrics, &(MetricsStart) { .limits = daemon_limits_by(d),
-                                                             .max_concurrent = cfg->max_concurrent,
-                                                             .queue_max = cfg->queue_max });
         notify_init(&d->notify, d->ring);
-        notify_ready(&d->notify, 0, 0, 0);
+        d->running = true;
+        daemon_announce(d); /* HTTP: the checks are over */
 
         int r = 0;
-        while (!daemon_finished(d)) {
+        if (!d->ready) {
+                /* stdio: what stdin already holds (the client's initialize, when it wrote it at
+                 * once) is answered and its answer handed to the kernel before the checks. */
+                r = ring_run_once(d->ring, 1);
+                if (r >= 0)
+                        r = ring_submit(d->ring);
+                if (r >= 0)
+                        (void) daemon_checks_start(d);
+        }
+        while (r >= 0 && daemon_serving(d)) {
                 r = ring_run_once(d->ring, d->shutdown_deadline ? 100000 : 0);
                 if (r < 0) {
                         log_error_errno(r, "the io_uring loop failed: %m");
@@ -332,9 +448,16 @@ int daemon_run(Daemon *d) {
                         break;
                 }
         }
-        daemon_stopping(d, r < 0                                      ? "loop-failed"
-                           : d->stdio && stdio_client_gone(d->stdio) ? "client-gone"
-                                                                      : "end-of-input");
+        if (r < 0 && !d->gave_up) {
+                log_error_errno(r, "the io_uring loop failed: %m");
+                d->gave_up = true;
+        }
+        if (d->refused)
+                return -ENOTRECOVERABLE;
+        if (d->announced)
+                daemon_stopping(d, r < 0                                      ? "loop-failed"
+                                   : d->stdio && stdio_client_gone(d->stdio) ? "client-gone"
+                                                                              : "end-of-input");
         return r;
 }
 

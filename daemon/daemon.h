@@ -8,15 +8,19 @@
 
 typedef struct Daemon Daemon;
 
-/* Makes everything, probing the interpreters once on the way, and starts the transport; nothing
- * is served before daemon_run(). cfg must outlive the daemon. Logs what failed (the caller exits
- * with status 1). Returns 0 or -errno. */
+/* Makes everything and starts the transport; nothing is served before daemon_run(). Over HTTP the
+ * start's checks (the sandbox's self-test, the interpreters' probe) run here, before the
+ * transport; over stdio they run in daemon_run(), after what stdin already held is answered.
+ * cfg must outlive the daemon. Logs what failed (the caller exits with status 1). Returns 0 or
+ * -errno. */
 int daemon_new(const Config *cfg, Daemon **ret);
 
-/* Says READY=1 and serves until the transport is finished: the end of input, the client gone, or
- * a signal (SIGTERM, SIGINT, SIGHUP: running calls are killed and answered, STOPPING=1; a second
- * signal repeats the stop; 5 s after the first the loop ends anyway). Returns 0, or
- * -errno when the loop itself failed (logged). */
+/* Serves until the transport is finished: the end of input, the client gone, or a signal (SIGTERM,
+ * SIGINT, SIGHUP: running calls are killed and answered, STOPPING=1; a second signal repeats the
+ * stop; 5 s after the first the loop ends anyway). Over stdio, initialize and ping are answered at
+ * once; tools/list and tools/call wait, in order, for the checks. READY=1 once they have passed.
+ * Returns 0; -ENOTRECOVERABLE when a check failed (logged as at start: the caller exits with
+ * status 1); or another -errno when the loop itself failed (logged). */
 int daemon_run(Daemon *d);
 
 /* Lets the calls finish (asking the scheduler and the Python jobs) while everything they use is

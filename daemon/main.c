@@ -90,7 +90,9 @@ int main(int argc, char **argv) {
         r = daemon_new(&cfg, &d);
         if (r < 0)
                 return 1;
-        /* A loop that failed is logged and ends like a stop; the exit status stays 0, as it always was. */
-        (void) daemon_run(d);
-        return 0;
+        /* A loop that failed is logged and ends like a stop; the exit status stays 0, as it always was.
+         * A start whose checks failed (the sandbox, the probe) exits 1, as it did when they ran
+         * before anything was served. */
+        r = daemon_run(d);
+        return r == -ENOTRECOVERABLE ? 1 : 0;
 }

@@ -44,6 +44,18 @@ McpServer *mcp_server_new(const McpLimits *limits, const char *server_version);
 McpServer *mcp_server_free(McpServer *s);
 DEFINE_POINTER_CLEANUP(McpServer, mcp_server_free)
 
+/* Until mcp_server_release(), tools/list and tools/call are not handled but held
+ * (MCP_ACTION_HOLD): their answers depend on the interpreter probe, which a daemon may run after it
+ * has answered initialize (issue 16.6). The transport keeps the message, and what follows it, and
+ * hands it to mcp_server_handle() again once released; the answer is then exactly what it would
+ * have been. initialize, ping, notifications and every error that depends on no probe are handled
+ * at once. */
+void mcp_server_hold(McpServer *s);
+/* What the probe found (McpLimits.python_version and .packages, NULL when unknown): the tool
+ * descriptions are built again with it and nothing is held any more. Returns 0 or -ENOMEM (s is
+ * then unchanged, still held). */
+int mcp_server_release(McpServer *s, const char *python_version, const char *packages);
+
 /* A fresh session with the same limits and version as s (one per HTTP session). NULL on ENOMEM. */
 McpServer *mcp_server_new_like(const McpServer *s);
 
@@ -108,6 +120,7 @@ typedef enum McpActionKind {
         MCP_ACTION_REPLY,    /* send reply */
         MCP_ACTION_CALL,     /* run call, then send mcp_call_reply_*() */
         MCP_ACTION_CANCEL,   /* cancel the call whose id key is cancel_key; send nothing */
+        MCP_ACTION_HOLD,     /* nothing was done: hand the message in again after mcp_server_release() */
 } McpActionKind;
 
 typedef struct McpAction {

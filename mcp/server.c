@@ -27,6 +27,7 @@ struct McpServer {
         char *server_version;
         char *protocol_version;
         json_t *tools_list;
+        bool held; /* mcp_server_hold() */
 };
 
 /* tools_list: a catalogue to share (never modified: tools/list answers a deep copy), or NULL to build
@@ -78,6 +79,33 @@ McpServer *mcp_server_new(const McpLimits *limits, const char *server_version) {
  * shared, so thousands of sessions cost a few hundred bytes each. */
 McpServer *mcp_server_new_like(const McpServer *s) {
         return server_new(&s->limits, s->server_version, s->tools_list);
+}
+
+void mcp_server_hold(McpServer *s) {
+        s->held = true;
+}
+
+int mcp_server_release(McpServer *s, const char *python_version, const char *packages) {
+        _cleanup_free_ char *v = python_version ? strdup(python_version) : NULL,
+                            *p = packages ? strdup(packages) : NULL;
+        if ((python_version && !v) || (packages && !p))
+                return -ENOMEM;
+        McpLimits l = s->limits;
+        l.python_version = v;
+        l.packages = p;
+        json_t *list = mcp_tools_list_new(&l);
+        if (!list)
+                return -ENOMEM;
+        json_decref(s->tools_list);
+        s->tools_list = list;
+        free(s->python_version);
+        free(s->packages);
+        s->python_version = TAKE_PTR(v);
+        s->packages = TAKE_PTR(p);
+        s->limits.python_version = s->python_version;
+        s->limits.packages = s->packages;
+        s->held = false;
+        return 0;
 }
 
 const char *mcp_server_protocol_version(const McpServer *s) {
@@ -267,6 +295,10 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
                  * clients fall back to initialize (mcp.md §1.11). */
                 ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s", method);
                 return ret->reply ? 0 : -ENOMEM;
+        }
+        if (s->held) {
+                ret->kind = MCP_ACTION_HOLD;
+                return 0;
         }
         if (!s->protocol_version) {
                 ret->reply = reply_errorf(id, MCP_ERROR_INVALID_REQUEST,

@@ -32,6 +32,14 @@ typedef struct SandboxConfig {
  * On failure returns -errno and, if reterr_reason is non-NULL, a malloc'd sentence saying which
  * namespace or feature was refused and why (the daemon prints it and refuses to start). */
 int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason);
+
+/* sandbox_new() in two halves, for a daemon that answers its client before it checks (issue 16.6):
+ * the configuration and what it computes from its own limits, then everything else: the
+ * namespace probe, the init program's memfd, the seccomp filter (libseccomp compiles it) and the
+ * self-test, which take a few ms (clones and waits) and give the same errors and sentences as
+ * sandbox_new(). Call sandbox_check() once; nothing may be spawned before it has returned 0. */
+int sandbox_new_unchecked(const SandboxConfig *config, Sandbox **ret, char **reterr_reason);
+int sandbox_check(Sandbox *s, char **reterr_reason);
 Sandbox *sandbox_free(Sandbox *s);
 DEFINE_POINTER_CLEANUP(Sandbox, sandbox_free)
 

@@ -72,6 +72,11 @@ unsigned ring_inflight(const Ring *r) {
         return r->inflight;
 }
 
+int ring_submit(Ring *r) {
+        int k = io_uring_submit(&r->uring);
+        return k < 0 && k != -EINTR ? k : 0;
+}
+
 int ring_run_once(Ring *r, uint64_t timeout_usec) {
         struct io_uring_cqe *cqe;
         struct __kernel_timespec ts = {

@@ -47,6 +47,10 @@ void ring_cancel(Ring *r, RingOp *op);
  * requests included: 0 when nothing the kernel does can still write into our memory. */
 unsigned ring_inflight(const Ring *r);
 
+/* Hands what is queued to the kernel now, without waiting (before the loop blocks elsewhere).
+ * Returns 0 or -errno. */
+int ring_submit(Ring *r);
+
 /* Submits what is queued, waits for at least one completion (or timeout_usec, 0 = no timeout)
  * and dispatches every completion. Returns 0 or -errno. */
 int ring_run_once(Ring *r, uint64_t timeout_usec);

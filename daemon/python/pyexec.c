@@ -47,6 +47,13 @@ typedef enum PyStep {
 
 typedef struct PyJob PyJob;
 
+/* One interpreter probe in flight. */
+typedef struct ProbeWait {
+        PyExec *px;
+        PyInterp *interp;
+        Run *run;
+} ProbeWait;
+
 struct PyExec {
         RunEnv env;        /* the scheduler's, for helper runs (a larger output cap) */
         const Config *config;
@@ -63,6 +70,11 @@ struct PyExec {
         char *packages;    /* exec's packages as its description names them: "PyYAML, numpy" */
         char *version;
         PyJob *jobs;
+        ProbeWait probes[CONFIG_PYTHONS_MAX + 2];
+        size_t probes_pending;
+        bool probes_stopped;     /* pyexec_probe_stop(): what they report is not logged */
+        PyExecProbedFn probed;   /* called once, when every probe has answered */
+        void *probed_userdata;
 };
 
 struct PyJob {
@@ -149,26 +161,6 @@ static void probe_apply(PyInterp *i, json_t *o) {
                 i->id = NULL;
 }
 
-typedef struct ProbeWait {
-        PyInterp *interp;
-        size_t *pending;
-} ProbeWait;
-
-static void on_probe_done(Run *run, void *userdata) {
-        ProbeWait *w = userdata;
-        _cleanup_free_ char *err = NULL;
-        _cleanup_(json_decrefp) json_t *o = helper_output(run, "the interpreter probe", &err);
-        if (o)
-                probe_apply(w->interp, o);
-        else {
-                w->interp->packages = json_array();
-                if (!w->interp->error)
-                        w->interp->error = err ? TAKE_PTR(err) : strdup("the interpreter probe failed");
-        }
-        (*w->pending)--;
-        run_release(run);
-}
-
 /* What a second entry for an interpreter already probed learns from the first. */
 static int probe_copy(PyInterp *to, const PyInterp *from) {
         to->metadata_tools = from->metadata_tools;
@@ -180,48 +172,106 @@ static int probe_copy(PyInterp *to, const PyInterp *from) {
         return 0;
 }
 
-/* The one probe at start: each interpreter path once (the configured ones, the tools interpreter,
- * exec's), all at the same time, the loop run until every one has answered. What it finds feeds
- * the tool descriptions and check_environment alike. */
-static int probe_all(PyExec *px) {
+static int packages_init(PyExec *px);
+static void interps_log(const PyExec *px);
+
+/* Every interpreter path has answered: the entries that share a path learn from the first, and
+ * what was found is logged and handed to the caller of pyexec_probe_start(). */
+static void probe_finish(PyExec *px) {
         PyInterp *all[CONFIG_PYTHONS_MAX + 2];
-        ProbeWait waits[ELEMENTSOF(all)];
-        size_t n = 0, pending = 0;
+        size_t n = 0;
+        int r = 0;
+        for (size_t i = 0; i < px->n_interps; i++)
+                all[n++] = &px->interps[i];
+        all[n++] = &px->tools;
+        all[n++] = &px->exec;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                for (size_t k = 0; k < i && all[i]->path && !all[i]->packages; k++)
+                        if (all[k]->path && strcmp(all[k]->path, all[i]->path) == 0)
+                                r = probe_copy(all[i], all[k]);
+        if (r >= 0)
+                r = packages_init(px);
+        if (r >= 0 && !px->probes_stopped) {
+                if (px->exec.error)
+                        log_warning("the interpreter probe failed: %s", px->exec.error);
+                else if (px->exec.path)
+                        log_info("python %s in the sandbox; packages: %s", px->exec.version,
+                                 *px->packages ? px->packages : "none");
+                interps_log(px);
+        }
+        PyExecProbedFn fn = TAKE_PTR(px->probed);
+        if (fn)
+                fn(px->probed_userdata, r);
+}
+
+static void on_probe_done(Run *run, void *userdata) {
+        ProbeWait *w = userdata;
+        PyExec *px = w->px;
+        _cleanup_free_ char *err = NULL;
+        _cleanup_(json_decrefp) json_t *o = helper_output(run, "the interpreter probe", &err);
+        if (o)
+                probe_apply(w->interp, o);
+        else {
+                w->interp->packages = json_array();
+                if (!w->interp->error)
+                        w->interp->error = err ? TAKE_PTR(err) : strdup("the interpreter probe failed");
+        }
+        w->run = NULL;
+        run_release(run);
+        if (--px->probes_pending == 0)
+                probe_finish(px);
+}
+
+/* The one probe at start: each interpreter path once (the configured ones, the tools interpreter,
+ * exec's), all at the same time, on the loop. What it finds feeds the tool descriptions and
+ * check_environment alike. */
+int pyexec_probe_start(PyExec *px, PyExecProbedFn done, void *userdata) {
+        PyInterp *all[CONFIG_PYTHONS_MAX + 2];
+        size_t n = 0;
         int r = 0;
         for (size_t i = 0; i < px->n_interps; i++)
                 all[n++] = &px->interps[i];
         all[n++] = &px->tools;
         all[n++] = &px->exec;
 
+        px->probed = done;
+        px->probed_userdata = userdata;
+        /* One pending count more while they are started: none of them finishes the probe early. */
+        px->probes_pending = 1;
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 bool first = true;
                 for (size_t k = 0; k < i && first; k++)
                         first = !all[k]->path || !all[i]->path || strcmp(all[k]->path, all[i]->path) != 0;
                 if (!all[i]->path || !first)
                         continue;
-                waits[i] = (ProbeWait) { .interp = all[i], .pending = &pending };
+                ProbeWait *w = &px->probes[i];
+                *w = (ProbeWait) { .px = px, .interp = all[i] };
                 RunParams p = {
                         .code = py_probe,
                         .code_len = strlen(py_probe),
                         .timeout_s = HELPER_TIMEOUT_S,
                         .python = all[i]->path,
                 };
-                Run *run;
-                r = run_start(&px->env, &p, on_probe_done, &waits[i], &run);
+                r = run_start(&px->env, &p, on_probe_done, w, &w->run);
                 if (r >= 0)
-                        pending++;
+                        px->probes_pending++;
         }
-        /* Even after a failed start: the probes started hold &waits[] and &pending. */
-        while (pending > 0) {
-                int k = ring_run_once(px->env.ring, 0);
-                if (k < 0)
-                        return k;
+        if (r < 0) {
+                /* The probes started still answer (pyexec_busy()) but nobody waits for them. */
+                px->probed = NULL;
+                px->probes_pending--;
+                return r;
         }
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                for (size_t k = 0; k < i && all[i]->path && !all[i]->packages; k++)
-                        if (all[k]->path && strcmp(all[k]->path, all[i]->path) == 0)
-                                r = probe_copy(all[i], all[k]);
-        return r;
+        if (--px->probes_pending == 0)
+                probe_finish(px);
+        return 0;
+}
+
+void pyexec_probe_stop(PyExec *px) {
+        px->probes_stopped = true;
+        for (size_t i = 0; i < ELEMENTSOF(px->probes); i++)
+                if (px->probes[i].run)
+                        run_kill(px->probes[i].run);
 }
 
 static int interp_init(PyInterp *i, const char *name, const char *path) {
@@ -973,21 +1023,9 @@ int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const ch
         int r = interps_init(px, config);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the interpreters: %m");
-        r = probe_all(px);
-        if (r < 0)
-                return log_error_errno(r, "cannot probe the interpreter: %m");
-        r = packages_init(px);
-        if (r < 0)
-                return log_error_errno(r, "cannot set up the interpreters: %m");
-        if (px->exec.error)
-                log_warning("the interpreter probe failed: %s", px->exec.error);
-        else if (px->exec.path)
-                log_info("python %s in the sandbox; packages: %s", px->exec.version,
-                         *px->packages ? px->packages : "none");
         r = envs_setup(px);
         if (r < 0)
                 return r;
-        interps_log(px);
         r = texts_init(px);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the interpreters: %m");
@@ -1001,7 +1039,7 @@ void pyexec_attach(PyExec *px, Scheduler *scheduler) {
 }
 
 bool pyexec_busy(const PyExec *px) {
-        return px->jobs != NULL;
+        return px->jobs != NULL || px->probes_pending > 0;
 }
 
 PyExec *pyexec_free(PyExec *px) {
@@ -1030,7 +1068,7 @@ const char *pyexec_sources(const PyExec *px) {
 }
 
 const char *pyexec_version(const PyExec *px) {
-        return px->exec.error ? NULL : px->exec.version;
+        return px->exec.error || !px->packages ? NULL : px->exec.version;
 }
 
 const char *pyexec_packages(const PyExec *px) {

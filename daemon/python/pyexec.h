@@ -15,13 +15,27 @@
 typedef struct PyExec PyExec;
 
 /* Resolves the configured interpreters (MCP_EXEC_PYTHONS, else MCP_EXEC_PYTHON), the tools
- * interpreter and exec's (env->python), and probes each path once inside the sandbox (version,
- * implementation, importable packages), running the loop until every probe has answered: call at
- * start only. Makes the dependency cache from the configuration (none when no source is
- * configured; else MCP_EXEC_ENV_CACHE_DIR, $CACHE_DIRECTORY, /var/cache/mcp-execd as root, or
- * ~/.cache/mcp-execd). Logs what it found and what failed. Returns 0 or -errno. */
+ * interpreter and exec's (env->python). Makes the dependency cache from the configuration (none
+ * when no source is configured; else MCP_EXEC_ENV_CACHE_DIR, $CACHE_DIRECTORY, /var/cache/mcp-execd
+ * as root, or ~/.cache/mcp-execd). Logs what failed. Returns 0 or -errno. Nothing may be served
+ * before pyexec_probe_start()'s callback. */
 int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const char *version, PyExec **ret);
 PyExec *pyexec_free(PyExec *px);
+
+/* r: 0, or -ENOMEM when what the probes found could not be kept. */
+typedef void (*PyExecProbedFn)(void *userdata, int r);
+
+/* Probes each interpreter path once inside the sandbox (version, implementation, importable
+ * packages), all at the same time, on the loop: call once, at start, after sandbox_check(). done is
+ * called once every probe has answered (a failed probe is no error: the interpreter is then
+ * refused with why), from the loop, or from here when there is nothing to probe; what was found
+ * is logged then. Returns 0, or -errno when a probe could not be started (done is then never
+ * called; those started still complete: pyexec_busy()). */
+int pyexec_probe_start(PyExec *px, PyExecProbedFn done, void *userdata);
+
+/* Kills the probes still running (a stop during the start); done still comes, with what they
+ * report, which is not logged (the probes did not fail, they were stopped). */
+void pyexec_probe_stop(PyExec *px);
 
 /* Refuses local dependency sources (MCP_EXEC_WHEELHOUSE, a file:// MCP_EXEC_INDEX_URL) that the
  * installer's user cannot read (envs_sources_check()): logs the message naming the variable, the
@@ -32,8 +46,8 @@ DEFINE_POINTER_CLEANUP(PyExec, pyexec_free)
 /* Routes the scheduler's non-exec calls (and exec calls that choose an interpreter) through px. */
 void pyexec_attach(PyExec *px, Scheduler *scheduler);
 
-/* Whether a job is still in flight (its helper run killed, its no-op not yet completed): px must
- * stay until it is not. */
+/* Whether a job or a probe is still in flight (its helper run killed, its no-op not yet
+ * completed): px must stay until it is not. */
 bool pyexec_busy(const PyExec *px);
 
 /* For the tool descriptions (McpLimits): "python3,pypy3" (the default first), and where dependencies
@@ -43,7 +57,8 @@ const char *pyexec_sources(const PyExec *px);
 
 /* What the probe found of exec's interpreter (MCP_EXEC_PYTHON), for the descriptions: its version
  * and its importable packages as "PyYAML, Jinja2, numpy" ("" for none); NULL when it was not found
- * or its probe failed. check_environment reports the same probe. Owned by px. */
+ * or its probe failed, or before the probe has answered. check_environment reports the same probe.
+ * Owned by px. */
 const char *pyexec_version(const PyExec *px);
 const char *pyexec_packages(const PyExec *px);
 

@@ -107,6 +107,7 @@ static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx) {
 void dispatch_action(Dispatch *d, McpAction *a, void *ctx) {
         switch (a->kind) {
         case MCP_ACTION_NONE:
+        case MCP_ACTION_HOLD: /* the transport keeps the message itself (stdio-transport.c) */
                 return;
         case MCP_ACTION_REPLY:
                 if (a->is_tool_error)

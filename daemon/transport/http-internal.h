@@ -33,6 +33,7 @@
 
 #include "cleanup.h"
 #include "dispatch.h"
+#include "http-mhd.h" /* after <microhttpd.h>: MHD_* are loaded when the transport starts */
 #include "http-transport.h"
 #include "list.h"
 #include "mcp-http.h"

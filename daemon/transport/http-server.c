@@ -551,8 +551,10 @@ static void strv_free(char **l) {
 DEFINE_POINTER_CLEANUP(Http, http_free)
 
 int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, const Config *cfg, Http **ret) {
+        int r = http_mhd_load();
+        if (r < 0)
+                return r;
         _cleanup_(http_freep) Http *h = calloc(1, sizeof(*h));
-        int r;
         if (!h)
                 return log_error_errno(-ENOMEM, "cannot set up the HTTP transport: %m");
         *h = (Http) {

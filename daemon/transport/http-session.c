@@ -292,6 +292,7 @@ enum MHD_Result http_session_handle_mcp_post(HttpRequest *req) {
         }
         case MCP_ACTION_NONE:
         case MCP_ACTION_CANCEL:
+        case MCP_ACTION_HOLD: /* never: the HTTP transport starts after the probe (daemon.c) */
                 return http_respond(req, MHD_HTTP_ACCEPTED, NULL, NULL, NULL, NULL);
         case MCP_ACTION_CALL:
                 if (req->is_stream)

@@ -25,6 +25,10 @@ struct Stdio {
         RingOp op_read;
         bool reading;     /* a read may be submitted */
         bool input_done;  /* EOF or stopped */
+        bool eof;         /* the end of input was read (its lines may still wait behind a held one) */
+        char *held;       /* a message the session holds (MCP_ACTION_HOLD) until stdio_release(): no
+                           * line after it is handled and no read is submitted until then */
+        size_t held_len;
         char rbuf[STDIO_READ_BUF_BYTES];
 
         RingOp op_write;
@@ -119,6 +123,17 @@ static void handle_message(Stdio *t, const char *line, size_t len) {
         if (mcp_server_handle(t->mcp, line, len, &a) < 0) {
                 log_error("out of memory handling a message");
                 stdio_queue_reply(t, mcp_error_reply_new(MCP_ERROR_INTERNAL, "Internal error: out of memory"));
+        } else if (a.kind == MCP_ACTION_HOLD) {
+                /* Kept whole, and everything after it waits in the line reader and the pipe: the
+                 * messages are still handled in the order they came. */
+                t->held = malloc(len ?: 1); /* the line's bytes as they are (NULs too) */
+                t->held_len = len;
+                if (t->held)
+                        memcpy(t->held, line, len);
+                else {
+                        log_error("out of memory handling a message");
+                        stdio_queue_reply(t, mcp_error_reply_new(MCP_ERROR_INTERNAL, "Internal error: out of memory"));
+                }
         } else
                 dispatch_action(&t->dispatch, &a, NULL);
         mcp_action_done(&a);
@@ -148,42 +163,61 @@ static void oversize(Stdio *t) {
         stdio_queue_reply(t, mcp_error_reply_new(MCP_ERROR_INVALID_REQUEST, msg));
 }
 
-static void on_read(RingOp *op, int res) {
-        Stdio *t = container_of(op, Stdio, op_read);
+/* Handles the lines read so far, in order, until one is held; at the end of input, the last
+ * unterminated line too, and then the input is done. Then reads on, unless a line is held. */
+static void stdio_take_lines(Stdio *t) {
         const char *line;
         size_t len;
         McpLineStatus st;
+
+        while (!t->held && (st = mcp_line_reader_next(&t->lines, &line, &len)) != MCP_LINE_NONE) {
+                if (st == MCP_LINE_OVERSIZE)
+                        oversize(t);
+                else
+                        handle_message(t, line, len);
+        }
+        if (t->eof)
+                /* EOF: answer a last unterminated line, then finish what is in flight. */
+                while (!t->held && (st = mcp_line_reader_finish(&t->lines, &line, &len)) != MCP_LINE_NONE) {
+                        if (st == MCP_LINE_OVERSIZE)
+                                oversize(t);
+                        else
+                                handle_message(t, line, len);
+                }
+        if (t->held || !t->reading)
+                return;
+        if (t->eof) {
+                t->reading = false;
+                t->input_done = true;
+        } else
+                stdio_read(t);
+}
+
+static void on_read(RingOp *op, int res) {
+        Stdio *t = container_of(op, Stdio, op_read);
 
         if (!t->reading)
                 return;
         if (res > 0) {
                 if (mcp_line_reader_feed(&t->lines, t->rbuf, (size_t) res) < 0)
                         log_error("out of memory reading stdin");
-                while ((st = mcp_line_reader_next(&t->lines, &line, &len)) != MCP_LINE_NONE) {
-                        if (st == MCP_LINE_OVERSIZE)
-                                oversize(t);
-                        else
-                                handle_message(t, line, len);
-                }
-                if (t->reading)
-                        stdio_read(t);
-                return;
-        }
-        if (res < 0 && res != -EINTR && res != -EAGAIN)
-                log_warning("reading stdin failed: %s; treating it as end of input", strerror(-res));
-        else if (res < 0) {
+        } else if (res == -EINTR || res == -EAGAIN) {
                 stdio_read(t);
                 return;
+        } else {
+                if (res < 0)
+                        log_warning("reading stdin failed: %s; treating it as end of input", strerror(-res));
+                t->eof = true;
         }
-        /* EOF: answer a last unterminated line, then finish what is in flight. */
-        while ((st = mcp_line_reader_finish(&t->lines, &line, &len)) != MCP_LINE_NONE) {
-                if (st == MCP_LINE_OVERSIZE)
-                        oversize(t);
-                else
-                        handle_message(t, line, len);
-        }
-        t->reading = false;
-        t->input_done = true;
+        stdio_take_lines(t);
+}
+
+void stdio_release(Stdio *t) {
+        _cleanup_free_ char *held = TAKE_PTR(t->held);
+        if (!held || !t->reading)
+                return; /* stopped meanwhile: what was held goes unanswered, like input not yet read */
+        handle_message(t, held, t->held_len);
+        stdio_take_lines(t);
 }
 
 int stdio_start(Ring *ring, Scheduler *scheduler, McpServer *mcp, size_t max_message_bytes, Stdio **ret) {
@@ -242,6 +276,7 @@ void stdio_free(Stdio *t) {
         if (stdio_io_busy(t))
                 return; /* leak rather than let the kernel write into freed memory; we exit next */
         dispatch_detach(&t->dispatch); /* answers that come after this are dropped */
+        free(t->held);
         mcp_line_reader_done(&t->lines);
         buf_done(&t->pending);
         buf_done(&t->inflight);

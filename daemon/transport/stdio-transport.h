@@ -12,7 +12,11 @@ typedef struct Stdio Stdio;
 /* Starts reading fd 0. mcp is the session's protocol state (owned by the caller). */
 int stdio_start(Ring *ring, Scheduler *scheduler, McpServer *mcp, size_t max_message_bytes, Stdio **ret);
 
-/* Stops reading (shutdown). */
+/* The session (mcp) no longer holds messages (mcp_server_release()): the one the transport kept is
+ * handled, then those read after it, and reading goes on. */
+void stdio_release(Stdio *t);
+
+/* Stops reading (shutdown). A message held then is dropped unanswered, like input not yet read. */
 void stdio_stop_reading(Stdio *t);
 
 /* True once the transport has nothing more to do: input ended (EOF, stop, or the client went

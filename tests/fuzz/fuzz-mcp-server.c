@@ -516,6 +516,9 @@ static void handle_line(McpServer *s, const char *line, size_t len) {
         case MCP_ACTION_CANCEL:
                 FUZZ_CHECK(a.cancel_key);
                 break;
+        case MCP_ACTION_HOLD:
+                FUZZ_CHECK(false); /* a server never held (mcp_server_hold()) holds nothing */
+                break;
         case MCP_ACTION_CALL: {
                 FUZZ_CHECK(mcp_server_protocol_version(s));
                 check_call_args(a.call, line, len);

@@ -317,6 +317,63 @@ static void test_cancel_action(void **state) {
         mcp_server_free(s);
 }
 
+/* A held session (mcp_server_hold(), issue 16.6) answers initialize, ping, errors and
+ * notifications at once and holds tools/list and tools/call without doing anything; released with
+ * what the probe found, it answers them as a session made with it does. */
+static void test_hold_release(void **state) {
+        McpLimits unknown = limits;
+        unknown.python_version = NULL;
+        unknown.packages = NULL;
+        McpServer *s = mcp_server_new(&unknown, "9.9.9");
+        assert_non_null(s);
+        mcp_server_hold(s);
+        const char *list = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}";
+        const char *run = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\","
+                          "\"arguments\":{\"code\":\"print(1)\"}}}";
+        McpAction a;
+        /* Held before initialize too (handed in again after release, it gets the "not initialized"
+         * error it would have got). The transport hands in nothing after a held message until the
+         * release; here the session alone is tested, so the messages below come anyway. */
+        assert_int_equal(mcp_server_handle(s, list, strlen(list), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_HOLD);
+        assert_null(a.reply);
+        mcp_action_done(&a);
+
+        json_t *r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+                                 "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                                 "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
+        assert_non_null(json_object_get(r, "result"));
+        json_decref(r);
+        r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}");
+        assert_non_null(json_object_get(r, "result"));
+        json_decref(r);
+        r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"nope\"}");
+        assert_int_equal(error_code(r), -32601);
+        json_decref(r);
+        const char *cancel = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":2}}";
+        assert_int_equal(mcp_server_handle(s, cancel, strlen(cancel), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_CANCEL);
+        mcp_action_done(&a);
+        for (const char *const *m = (const char *const[]) { list, run, NULL }; *m; m++) {
+                assert_int_equal(mcp_server_handle(s, *m, strlen(*m), &a), 0);
+                assert_int_equal(a.kind, MCP_ACTION_HOLD);
+                assert_null(a.call);
+                mcp_action_done(&a);
+        }
+
+        assert_int_equal(mcp_server_release(s, limits.python_version, limits.packages), 0);
+        McpServer *ref = server_new(true);
+        json_t *got = roundtrip(s, list), *want = roundtrip(ref, list);
+        assert_true(json_equal(got, want));
+        json_decref(got);
+        json_decref(want);
+        assert_int_equal(mcp_server_handle(s, run, strlen(run), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_CALL);
+        mcp_action_done(&a);
+        mcp_server_free(ref);
+        mcp_server_free(s);
+}
+
 static void test_result_encoding(void **state) {
         McpServer *s = server_new(true);
         McpCall *c = call(s, "{\"code\":\"print(1)\"}", NULL);
@@ -370,6 +427,7 @@ int main(void) {
                 cmocka_unit_test(test_names_with_nul),
                 cmocka_unit_test(test_timeout_clamping_and_args),
                 cmocka_unit_test(test_cancel_action),
+                cmocka_unit_test(test_hold_release),
                 cmocka_unit_test(test_result_encoding),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,174 @@
+// The start (issue 16, point 6): over stdio the daemon answers initialize before its checks (the
+// sandbox's self-test, the interpreter probe), and what depends on them waits for them. These
+// tests prove the behaviour, never the timing (bench/start.py measures that): messages written
+// all at once, right after the spawn (so they reach a daemon that has not finished starting), get
+// the answers a daemon that has finished starting gives; a held call can still be cancelled; a
+// client that leaves at once still gets the checks made; a failing check still exits 1 with the
+// same message.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { RawDaemon, binaryPath, test } from './lib/index.mjs';
+
+const INIT = {
+    protocolVersion: '2025-11-25',
+    capabilities: {},
+    clientInfo: { name: 'mcp-execd-blackbox-start', version: '0' },
+};
+const STARTED = /serving MCP over stdio/;
+
+// What may differ between two runs of the same code: timings, ids, the accounting.
+function runFacts(res) {
+    assert.ok(res.result, JSON.stringify(res).slice(0, 800));
+    const sc = res.result.structuredContent;
+    assert.ok(sc, JSON.stringify(res).slice(0, 800));
+    const { stdout, stderr, exit_code, timed_out, truncated, signal, limits, python, python_version } = sc;
+    return { isError: res.result.isError ?? false, stdout, stderr, exit_code, timed_out, truncated, signal, limits, python, python_version };
+}
+
+// The same requests, sent in one write before the daemon has started (early) or one by one once it
+// has logged that it serves (late). Returns the answers by name.
+async function session(t, early) {
+    const d = RawDaemon.spawn(t);
+    const calls = {
+        list: ['tools/list', {}],
+        exec: ['tools/call', { name: 'exec', arguments: { code: 'import sys\nprint(sys.version_info[:2], 6 * 7)' } }],
+        script: ['tools/call', { name: 'execute_python', arguments: { script: 'print("script", 1 + 1)' } }],
+        validate: ['tools/call', { name: 'validate_script', arguments: { script: 'def f(:\n    pass\n' } }],
+        env: ['tools/call', { name: 'check_environment', arguments: {} }],
+    };
+    const ids = {};
+    if (early) {
+        // One write: initialize, and everything else right behind it.
+        const lines = [{ jsonrpc: '2.0', id: 'init', method: 'initialize', params: INIT },
+            { jsonrpc: '2.0', method: 'notifications/initialized' }];
+        for (const [name, [method, params]] of Object.entries(calls)) {
+            ids[name] = `early-${name}`;
+            lines.push({ jsonrpc: '2.0', id: ids[name], method, params });
+        }
+        d.proc.stdin.write(lines.map((l) => JSON.stringify(l) + '\n').join(''));
+        const init = await d.response('init', 10000);
+        assert.ok(init.result, JSON.stringify(init));
+    } else {
+        await d.initialize('2025-11-25', 10000);
+        await waitStderr(d, STARTED, 30000);
+        for (const [name, [method, params]] of Object.entries(calls)) ids[name] = d.send(method, params);
+    }
+    const out = {};
+    for (const [name, id] of Object.entries(ids)) out[name] = await d.response(id, 60000);
+    return out;
+}
+
+async function waitStderr(d, re, ms) {
+    const t0 = Date.now();
+    while (!re.test(d.stderrText)) {
+        if (d.exit || Date.now() - t0 > ms) throw new Error(`no ${re} on stderr: ${d.stderrText.slice(-1500)}`);
+        await new Promise((r) => setTimeout(r, 20));
+    }
+}
+
+test('calls sent with initialize, before the start is over, get the answers of a started daemon', async (t) => {
+    const early = await session(t, true);
+    const late = await session(t, false);
+    assert.deepEqual(early.list.result, late.list.result, 'tools/list (the descriptions name the probe\'s findings)');
+    assert.match(JSON.stringify(early.list.result), /Python \d+\.\d+/, 'the description names the probed version');
+    assert.deepEqual(runFacts(early.exec), runFacts(late.exec));
+    assert.equal(early.exec.result.structuredContent.exit_code, 0, JSON.stringify(early.exec).slice(0, 800));
+    assert.deepEqual(runFacts(early.script), runFacts(late.script));
+    assert.equal(early.script.result.structuredContent.stdout, 'script 2\n', JSON.stringify(early.script).slice(0, 800));
+    assert.deepEqual(early.validate.result, late.validate.result);
+    assert.equal(early.validate.result.structuredContent?.valid, false, JSON.stringify(early.validate).slice(0, 800));
+    const envOf = (r) => {
+        const sc = r.result?.structuredContent;
+        assert.ok(sc, JSON.stringify(r).slice(0, 800));
+        return { interpreters: sc.interpreters, sandbox: sc.sandbox, limits: sc.limits, sources: sc.sources };
+    };
+    assert.deepEqual(envOf(early.env), envOf(late.env));
+});
+
+test('initialize and ping are answered while a tools/list waits; the answers keep their ids', async (t) => {
+    const d = RawDaemon.spawn(t);
+    d.proc.stdin.write([
+        { jsonrpc: '2.0', id: 1, method: 'ping' },
+        { jsonrpc: '2.0', id: 2, method: 'initialize', params: INIT },
+        { jsonrpc: '2.0', id: 3, method: 'tools/list' },
+        { jsonrpc: '2.0', id: 4, method: 'ping' },
+    ].map((l) => JSON.stringify(l) + '\n').join(''));
+    for (const id of [1, 2, 3, 4]) assert.ok((await d.response(id, 30000)).result, `id ${id}`);
+    // The ping before initialize, initialize, then the list: in the order they were sent.
+    const order = d.messages.map((m) => m.id);
+    assert.ok(order.indexOf(1) < order.indexOf(2) && order.indexOf(2) < order.indexOf(3), JSON.stringify(order));
+});
+
+test('a call held during the start can be cancelled; the daemon then exits at EOF at once', async (t) => {
+    const d = RawDaemon.spawn(t);
+    d.proc.stdin.write([
+        { jsonrpc: '2.0', id: 'init', method: 'initialize', params: INIT },
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        { jsonrpc: '2.0', id: 'sleep', method: 'tools/call', params: { name: 'exec', arguments: { code: 'import time; time.sleep(30)', timeout_s: 60 } } },
+        { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'sleep' } },
+        { jsonrpc: '2.0', id: 'after', method: 'tools/list' },
+    ].map((l) => JSON.stringify(l) + '\n').join(''));
+    assert.ok((await d.response('after', 30000)).result);
+    assert.equal(await d.expectNone((m) => m.id === 'sleep', 1000), null, 'a cancelled call was answered');
+    d.endStdin();
+    const { code } = await d.waitExit(10000);
+    assert.equal(code, 0);
+});
+
+test('a client that closes stdin right after initialize: answered, and the start still completes', async (t) => {
+    const d = RawDaemon.spawn(t);
+    d.proc.stdin.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: INIT }) + '\n');
+    assert.ok((await d.response(1, 10000)).result);
+    const { code } = await d.waitExit(30000);
+    assert.equal(code, 0, d.stderrText);
+    assert.match(d.stderrText, STARTED, 'the checks ran and the start was recorded');
+    assert.match(d.stderrText, /stopping \(end-of-input\)/);
+});
+
+test('SIGTERM right after the initialize answer (the probe likely still running): exit 0, no probe failure logged', async (t) => {
+    const d = RawDaemon.spawn(t);
+    d.proc.stdin.write([
+        { jsonrpc: '2.0', id: 'init', method: 'initialize', params: INIT },
+        { jsonrpc: '2.0', id: 'list', method: 'tools/list' },
+    ].map((l) => JSON.stringify(l) + '\n').join(''));
+    assert.ok((await d.response('init', 10000)).result);
+    d.kill('SIGTERM');
+    const { code } = await d.waitExit(10000);
+    assert.equal(code, 0, d.stderrText);
+    assert.doesNotMatch(d.stderrText, /probe failed|lacks tomllib/, 'a stopped probe was reported as a failure');
+});
+
+// A user namespace where no further user namespace may be made: the sandbox check fails, as it
+// does on a host that refuses them.
+const unshareOk = spawnSync('unshare', ['--user', '--map-root-user', 'true']).status === 0;
+function spawnRefused(t) {
+    return RawDaemon.spawn(t, {
+        binary: 'unshare',
+        args: ['--user', '--map-root-user', 'sh', '-c', 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0"', binaryPath()],
+    });
+}
+const REFUSED = /refusing to start: the sandbox is not available: the kernel refused to create a user namespace/;
+
+test('a failing sandbox check: initialize answered, held calls unanswered, exit 1 with the same message', { skip: !unshareOk && 'unshare --user is refused here' }, async (t) => {
+    const d = spawnRefused(t);
+    d.proc.stdin.write([
+        { jsonrpc: '2.0', id: 'init', method: 'initialize', params: INIT },
+        { jsonrpc: '2.0', id: 'list', method: 'tools/list' },
+        { jsonrpc: '2.0', id: 'run', method: 'tools/call', params: { name: 'exec', arguments: { code: 'print(1)' } } },
+    ].map((l) => JSON.stringify(l) + '\n').join(''));
+    // stdin stays open: the daemon exits on its own.
+    const { code } = await d.waitExit(30000);
+    assert.equal(code, 1, d.stderrText);
+    assert.match(d.stderrText, REFUSED);
+    assert.doesNotMatch(d.stderrText, STARTED);
+    assert.ok(d.messages.find((m) => m.id === 'init')?.result, JSON.stringify(d.lines));
+    assert.ok(!d.messages.some((m) => m.id === 'list' || m.id === 'run'), JSON.stringify(d.lines));
+});
+
+test('a failing sandbox check with stdin closed at once: still exit 1, not 0', { skip: !unshareOk && 'unshare --user is refused here' }, async (t) => {
+    const d = spawnRefused(t);
+    d.endStdin();
+    const { code } = await d.waitExit(30000);
+    assert.equal(code, 1, d.stderrText);
+    assert.match(d.stderrText, REFUSED);
+});
