@@ -17,6 +17,7 @@
 #include "mcp.h"
 #include "metrics.h"
 #include "notify.h"
+#include "pool.h"
 #include "project-config.h"
 #include "pyexec.h"
 #include "ring.h"
@@ -35,6 +36,9 @@
 #define TEARDOWN_DEADLINE_USEC (2u * 1000u * 1000u)
 /* systemd ends a scope this long after its run's deadline even if we are gone (RuntimeMaxUSec). */
 #define CGROUP_BACKSTOP_GRACE_S 10
+/* A ready sandbox older than this is replaced rather than used: an upgraded /usr (a new Python, new
+ * packages) reaches the calls within this bound (issue 16.4). */
+#define DAEMON_POOL_MAX_AGE_USEC (10ull * 60u * 1000u * 1000u)
 
 struct Daemon {
         const Config *config;
@@ -46,6 +50,7 @@ struct Daemon {
         char *python;    /* MCP_EXEC_PYTHON resolved in SANDBOX_PATH, or NULL */
         BusEvents bus;
         RunEnv env;
+        RunPool *pool;   /* ready sandboxes (issue 16), or NULL */
         PyExec *pyexec;
         McpServer *mcp;  /* stdio: the one session; HTTP: the template of each session's */
         Scheduler scheduler;
@@ -161,6 +166,39 @@ static int daemon_loop_setup(Daemon *d, const sigset_t *mask) {
         return 0;
 }
 
+/* Ready sandboxes (issue 16): rlimit mode only so far (a scope or cgroup per ready sandbox is the
+ * next step; the other backends take the cold path). A preload that does not import refuses the
+ * start; the pool is filled once the loop runs. */
+static int daemon_pool_setup(Daemon *d) {
+        const Config *cfg = d->config;
+        if (cfg->warm_pool == 0 || !d->python)
+                return 0;
+        if (cgroup_backend(d->cgroup) != CGROUP_BACKEND_NONE) {
+                log_info("MCP_EXEC_WARM_POOL=%u: ready sandboxes are made only with MCP_EXEC_CGROUP=none so far; "
+                         "runs take the cold path", cfg->warm_pool);
+                return 0;
+        }
+        RunPoolConfig pcfg = {
+                .ring = d->ring,
+                .sandbox = d->sandbox,
+                .state_dir = d->state_dir,
+                .python = d->python,
+                .size = cfg->warm_pool,
+                .preload = cfg->preload,
+                .max_age_usec = DAEMON_POOL_MAX_AGE_USEC,
+        };
+        _cleanup_free_ char *why = NULL;
+        int r = run_pool_new(&pcfg, &d->pool, &why);
+        if (r == -ENOPKG) {
+                log_error("refusing to start: %s", why ? why : "MCP_EXEC_PRELOAD cannot be imported");
+                return r;
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the warm pool: %m");
+        d->env.pool = d->pool;
+        return 0;
+}
+
 /* The MCP session: the tool descriptions state the limits and what the interpreters' probe found. */
 static int daemon_session_setup(Daemon *d) {
         const Config *cfg = d->config;
@@ -253,6 +291,9 @@ int daemon_new(const Config *cfg, Daemon **ret) {
                 .max_output_bytes = cfg->max_output_bytes,
                 .max_return_bytes = cfg->max_return_bytes,
         };
+        r = daemon_pool_setup(d);
+        if (r < 0)
+                return r;
         /* Interpreters, dependencies, the Python tools; the one probe of each interpreter. */
         r = pyexec_new(&d->env, cfg, d->cgroup, PROJECT_VERSION, &d->pyexec);
         if (r < 0)
@@ -298,6 +339,7 @@ static void daemon_on_signal(Daemon *d) {
                 daemon_stopping(d, sigwhy);
         }
         scheduler_shutdown(&d->scheduler, why);
+        run_pool_stop(d->pool);
         d->shutdown_deadline = now_usec() + SHUTDOWN_DEADLINE_USEC;
 }
 
@@ -315,6 +357,9 @@ int daemon_run(Daemon *d) {
                                                              .queue_max = cfg->queue_max });
         notify_init(&d->notify, d->ring);
         notify_ready(&d->notify, 0, 0, 0);
+        /* After the loop is up: the first sandboxes are made on its first turn, behind whatever
+         * the transport has queued (initialize's answer is not delayed by them). */
+        run_pool_refill_later(d->pool);
 
         int r = 0;
         while (!daemon_finished(d)) {
@@ -400,6 +445,8 @@ Daemon *daemon_free(Daemon *d) {
         stdio_free(d->stdio);
         http_free(d->http);
         mcp_server_free(d->mcp);
+        /* No ready sandbox outlives the daemon (their inits also die with it: PR_SET_PDEATHSIG). */
+        run_pool_stop(d->pool);
 
         /* 2. The loop's own operations are cancelled; every operation still in flight completes
          *    while its owner is alive. A drain that gave up leaves them to the kernel: the ring is
@@ -415,6 +462,7 @@ Daemon *daemon_free(Daemon *d) {
         metrics_free(d->metrics);
         scheduler_done(&d->scheduler);
         pyexec_free(d->pyexec);
+        run_pool_free(d->pool);
         signals_free(d->signals);
         ring_free(d->ring);
         free(d->python);

@@ -89,7 +89,8 @@ int main(int argc, char **argv) {
         _cleanup_(daemon_freep) Daemon *d = NULL;
         r = daemon_new(&cfg, &d);
         if (r < 0)
-                return 1;
+                /* MCP_EXEC_PRELOAD naming a module that does not import: a bad value, as above. */
+                return r == -ENOPKG ? 2 : 1;
         /* A loop that failed is logged and ends like a stop; the exit status stays 0, as it always was. */
         (void) daemon_run(d);
         return 0;

@@ -157,6 +157,8 @@ static void on_run_done(Run *run, void *userdata) {
                 r.extra = j->extra;
                 j->reply(j->owner, job_reply_or_oom(j, mcp_call_reply_result(j->call, &r)));
         }
+        /* The answer's write is on the ring: a ready sandbox is made behind it (issue 16.4). */
+        run_pool_refill_later(s->env.pool);
 
         s->run_ops->release(run);
         running_remove(s, j);
