@@ -119,6 +119,8 @@ static void job_record(Job *j, Run *run, const McpExecResult *r) {
                 .code_bytes = a->code_len,
                 .stdin_bytes = a->stdin_len,
                 .scope_start_usec = s->run_ops->place_usec(run),
+                .warm = r->warm,
+                .memory_at_start_bytes = r->memory_at_start_bytes,
                 .limits = r->limits,
                 .exit_code = r->exit_code,
                 .signal = r->signal,
@@ -363,5 +365,6 @@ int scheduler_metrics_render(Scheduler *s, char **ret, size_t *ret_len) {
         if (!s->metrics)
                 return -ENODATA;
         metrics_set_runs(s->metrics, s->n_running, s->n_queued);
+        metrics_set_pool(s->metrics, run_pool_ready(s->env.pool), run_pool_memory_bytes(s->env.pool));
         return metrics_render(s->metrics, ret, ret_len);
 }
