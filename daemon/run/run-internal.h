@@ -18,6 +18,8 @@ typedef struct RunEndFacts {
         /* A ready sandbox's launcher's own CPU when it became ready (the preload): not the call's,
          * subtracted from the init's figures. 0 for a cold run. */
         uint64_t preload_utime_usec, preload_stime_usec;
+        /* What a ready sandbox's launcher had resident when the call was released; 0 for a cold run. */
+        uint64_t memory_at_start_bytes;
 } RunEndFacts;
 
 /* How the run ended, as its result says it. */

@@ -397,6 +397,7 @@ static void run_finish(Run *run) {
                 .maxrss_bytes = run->report.maxrss_bytes,
                 .preload_utime_usec = run->preload_utime_usec,
                 .preload_stime_usec = run->preload_stime_usec,
+                .memory_at_start_bytes = run->memory_at_start_bytes,
         };
         run_end_decide(&f, &run->end);
         /* Nothing is added once the phase leaves RUN_RUNNING (on_stream). On ENOMEM the reply
@@ -817,6 +818,11 @@ void run_end_decide(const RunEndFacts *f, RunEnd *ret) {
                 e.cpu_system_usec = f->stime_usec > f->preload_stime_usec ? f->stime_usec - f->preload_stime_usec : 0;
                 e.memory_peak_bytes = f->maxrss_bytes;
         }
+        /* The peak is at least what was there at the start. The kernel's RSS counters are
+         * approximate (per-CPU batches) and its high-water mark is updated lazily: a maxrss read at
+         * exit was seen a few pages below the RSS the launcher read when it became ready. */
+        if (e.memory_peak_bytes < f->memory_at_start_bytes)
+                e.memory_peak_bytes = f->memory_at_start_bytes;
         *ret = e;
 }
 

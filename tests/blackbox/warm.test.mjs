@@ -4,10 +4,15 @@
 // interpreter take the cold path, and a preload module that does not import refuses the start.
 // Behaviour only: no timed assertion (bench/rtt.py measures the speed).
 import assert from 'node:assert/strict';
-import { startDaemon, callExec, assertResultShape, runOnce, test } from './lib/index.mjs';
+import fs from 'node:fs';
+import { startDaemon, callExec, assertResultShape, runOnce, RawDaemon, descendants, procStat, test } from './lib/index.mjs';
+import { startHttpDaemon, rawRequest, connectSdk } from './lib/http-daemon.mjs';
 import { callTool, makeSources, pep723, tempDir } from './lib/pydeps.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const comm = (pid) => { try { return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim(); } catch { return null; } };
+// Alive: in /proc and not a zombie (a zombie holds no namespace, memory or file).
+const alive = (pid) => { const st = procStat(pid); return st !== null && st.state !== 'Z'; };
 
 // The pool is filled once the daemon's loop runs and again after each answer: a call made right
 // away may find none ready and take the cold path. Calls until one is served warm (at most ~10 s).
@@ -205,3 +210,44 @@ test('a preload module that does not import refuses the start (exit 2, naming it
     assert.equal(over.code, 2, `exit status ${over.code}; stderr: ${over.stderr}`);
     assert.match(over.stderr, /MCP_EXEC_WARM_POOL/);
 });
+
+test('/metrics shows the ready count, the pool\'s memory and the warm runs', async (t) => {
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_MAX_CONCURRENT: '2', MCP_EXEC_WARM_POOL: '2' } });
+    const client = await connectSdk(t, d, 'http');
+    await callWarm(client, { code: 'print(1)' });
+    let m;
+    const get = (name) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(m.body)?.[1]);
+    for (let i = 0; i < 50; i++) {
+        m = await rawRequest(d, { method: 'GET', path: '/metrics' });
+        if (get('mcp_execd_pool_ready') === 2) break;
+        await sleep(200);
+    }
+    assert.equal(get('mcp_execd_pool_ready'), 2, m.body);
+    assert.ok(get('mcp_execd_pool_memory_bytes') > 2 * 1024 * 1024, m.body);
+    assert.ok(get('mcp_execd_runs_warm_total') >= 1, m.body);
+});
+
+for (const sig of ['SIGTERM', 'SIGKILL']) {
+    test(`${sig} of the daemon leaves no ready sandbox behind`, async (t) => {
+        const d = RawDaemon.spawn(t, { env: { MCP_EXEC_MAX_CONCURRENT: '2', MCP_EXEC_WARM_POOL: '2' } });
+        await d.initialize();
+        // Two inits and two Pythons below the daemon once the pool is full.
+        let kids = [];
+        for (let i = 0; i < 50; i++) {
+            kids = descendants(d.pid);
+            if (kids.filter((p) => comm(p) === 'python3').length === 2) break;
+            await sleep(200);
+        }
+        const names = kids.map(comm);
+        assert.equal(names.filter((n) => n === 'python3').length, 2, JSON.stringify(names));
+        assert.equal(names.filter((n) => n === 'sandbox-init').length, 2, JSON.stringify(names));
+        d.kill(sig);
+        await d.waitExit(5000);
+        let left = kids;
+        for (let i = 0; i < 50 && left.length; i++) {
+            left = kids.filter(alive);
+            if (left.length) await sleep(100);
+        }
+        assert.deepEqual(left.map((p) => [p, comm(p)]), [], `left after ${sig}`);
+    });
+}
