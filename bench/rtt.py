@@ -3,6 +3,11 @@
 measured in the same run. Prints the medians and their ratio.
 
     bench/rtt.py [--n 50] [--env K=V ...] <path to mcp-execd>
+
+With --warm-vs-cold (issue 16): two daemons from the same binary and --env, the second with
+MCP_EXEC_WARM_POOL=0 added (or --cold-env K=V ...), calls interleaved with the bare baseline: the
+pooled, the cold and the bare medians and their ratios, and how many calls the pool served.
+--code runs other code instead of print(1) (its output is not checked, its exit status is).
 """
 import argparse
 import json
@@ -27,7 +32,7 @@ class Client:
                       "params": {"name": "exec", "arguments": {"code": code}}})
         dt = time.perf_counter() - t
         sc = r["result"].get("structuredContent")
-        assert sc and sc["stdout"] == "1\n" and sc["exit_code"] == 0, r
+        assert sc and sc["exit_code"] == 0 and (code != "print(1)" or sc["stdout"] == "1\n"), r
         return dt, sc
 
     def initialize(self):
@@ -82,13 +87,51 @@ def bare(python):
     return time.perf_counter() - t
 
 
+def warm_vs_cold(a):
+    env = dict(kv.split("=", 1) for kv in a.env)
+    cold_env = dict(env)
+    cold_env.update(dict(kv.split("=", 1) for kv in a.cold_env) if a.cold_env else {"MCP_EXEC_WARM_POOL": "0"})
+    w, c = Daemon(a.binary, env), Daemon(a.binary, cold_env)
+    time.sleep(1)  # the pool fills once the loop runs (a preload takes longer: see --settle)
+    time.sleep(a.settle)
+    for _ in range(5):
+        w.call(a.code)
+        c.call(a.code)
+        bare(a.python)
+    warm, cold, base = [], [], []
+    served = cpu_w = cpu_c = 0
+    for _ in range(a.n):
+        dt, sc = w.call(a.code)
+        warm.append(dt)
+        served += bool(sc.get("warm"))
+        cpu_w += sc["cpu_user_us"] + sc["cpu_system_us"]
+        dt, sc = c.call(a.code)
+        cold.append(dt)
+        cpu_c += sc["cpu_user_us"] + sc["cpu_system_us"]
+        base.append(bare(a.python))
+    w.close()
+    c.close()
+    print(f"code: {a.code!r}; pooled daemon env {env}; cold daemon env {cold_env}")
+    medians("pooled exec round trip", warm, f"bare {a.python} -I -c pass", base, "pooled/bare")
+    medians("cold exec round trip", cold, f"bare {a.python} -I -c pass", base, "cold/bare")
+    medians("pooled exec round trip", warm, "cold exec round trip", cold, "pooled/cold")
+    print(f"served by a ready sandbox: {served} of {a.n}; charged CPU per call: pooled "
+          f"{cpu_w / a.n / 1000:.2f} ms, cold {cpu_c / a.n / 1000:.2f} ms")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
     ap.add_argument("--n", type=int, default=50)
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--warm-vs-cold", action="store_true")
+    ap.add_argument("--cold-env", action="append", default=[])
+    ap.add_argument("--code", default="print(1)")
+    ap.add_argument("--settle", type=float, default=0.0, help="extra seconds before measuring")
     a = ap.parse_args()
+    if a.warm_vs_cold:
+        return warm_vs_cold(a)
 
     d = Daemon(a.binary, dict(kv.split("=", 1) for kv in a.env))
     for _ in range(5):  # warm-up: page cache, first mounts
