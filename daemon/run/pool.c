@@ -31,8 +31,10 @@
  * path), and in rlimit mode the refill runs at the runs' CPU weight (there is no cgroup to weigh,
  * and a nice value raised for the refill could not be lowered again for the call).
  *
- * A pool that fails to make sandboxes POOL_FAILURES_MAX times in a row stops trying (warning once):
- * every call then takes the cold path, which reports its own errors. */
+ * A pool that fails to make sandboxes POOL_FAILURES_MAX times in a row pauses (warning once): calls
+ * take the cold path, which reports its own errors, and the pool tries one sandbox again after an
+ * answer once POOL_RETRY_USEC have passed (a process limit of the daemon's user, a full disk or an
+ * upgrade in progress may pass). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -58,6 +60,7 @@
 #define POOL_READY_PREFIX "MCPEXECD-READY "
 #define POOL_FAILED_PREFIX "MCPEXECD-FAILED "
 #define POOL_FAILURES_MAX 3
+#define POOL_RETRY_USEC (60u * 1000u * 1000u)
 /* The preload check at start: importing a large stack (pandas, matplotlib) on a loaded machine. */
 #define POOL_START_TIMEOUT_USEC (120u * 1000u * 1000u)
 
@@ -83,6 +86,7 @@ struct RunPool {
         PoolEntry *entries; /* filling and ready, oldest first */
         unsigned n_entries, n_ready;
         unsigned failures; /* in a row */
+        uint64_t t_failed;  /* of the last one */
         uint64_t serial;
         bool stopped;
         RingOp op_refill;
@@ -154,9 +158,10 @@ static void entry_destroy(PoolEntry *e) {
 
 static void pool_failed(RunPool *p, const char *what) {
         p->failures++;
+        p->t_failed = now_usec();
         if (p->failures == POOL_FAILURES_MAX)
-                log_warning("warm pool: %s; %u failures in a row, no more sandboxes are made ready "
-                            "(every call takes the cold path)", what, p->failures);
+                log_warning("warm pool: %s; %u failures in a row, no sandbox is made ready for %u s "
+                            "(calls take the cold path meanwhile)", what, p->failures, POOL_RETRY_USEC / 1000000u);
         else if (p->failures < POOL_FAILURES_MAX)
                 log_debug("warm pool: %s", what);
 }
@@ -295,10 +300,15 @@ static void entry_read_line(PoolEntry *e) {
         io_uring_prep_read(sqe, e->stdout_fd, e->line, POOL_READY_BYTES, (uint64_t) -1);
 }
 
+/* Paused after a streak of failures; one more attempt is allowed once POOL_RETRY_USEC passed. */
+static bool pool_paused(const RunPool *p) {
+        return p->failures >= POOL_FAILURES_MAX && now_usec() - p->t_failed < POOL_RETRY_USEC;
+}
+
 void run_pool_fill(RunPool *p) {
         if (!p)
                 return;
-        while (!p->stopped && p->failures < POOL_FAILURES_MAX && p->n_entries < p->config.size) {
+        while (!p->stopped && !pool_paused(p) && p->n_entries < p->config.size) {
                 PoolEntry *e = NULL;
                 int r = entry_spawn(p, &e);
                 if (r < 0) {
@@ -317,7 +327,7 @@ static void on_refill(RingOp *op, int res) {
 }
 
 void run_pool_refill_later(RunPool *p) {
-        if (!p || p->stopped || p->op_refill.busy || p->n_entries >= p->config.size)
+        if (!p || p->stopped || p->op_refill.busy || p->n_entries >= p->config.size || pool_paused(p))
                 return;
         struct io_uring_sqe *sqe = ring_get_sqe(p->config.ring, &p->op_refill);
         io_uring_prep_nop(sqe);
