@@ -159,16 +159,21 @@ def _warm():
         # Names were validated by the daemon (relative, no . or .., no empty segment).
         path = os.path.join(cwd, name)
         parent = os.path.dirname(path)
-        if parent != cwd:
-            os.makedirs(parent, mode=0o755, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW,
-                     0o600 if name == _SCRIPT else 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
+            if parent != cwd:
+                os.makedirs(parent, mode=0o755, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW,
+                         0o600 if name == _SCRIPT else 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+        except OSError as e:  # /tmp full: what a cold run's copy reports, as a result (exit 1)
+            os.write(2, ("mcp-execd: the sandbox could not start the run: cannot write %s into %s: %s\n"
+                         % (name, cwd, e.strerror)).encode("utf-8", "replace"))
+            os._exit(1)
 
 
 if _WARM is not None:
