@@ -90,6 +90,8 @@ struct RunPool {
         uint64_t serial;
         bool stopped;
         RingOp op_refill;
+        RingOp op_age; /* replaces ready sandboxes older than max_age, every max_age / 2 */
+        struct __kernel_timespec age_ts;
 };
 
 /* The preload list as a Python tuple literal. Module names are checked by the configuration
@@ -300,6 +302,8 @@ static void entry_read_line(PoolEntry *e) {
         io_uring_prep_read(sqe, e->stdout_fd, e->line, POOL_READY_BYTES, (uint64_t) -1);
 }
 
+static void age_arm(RunPool *p);
+
 /* Paused after a streak of failures; one more attempt is allowed once POOL_RETRY_USEC passed. */
 static bool pool_paused(const RunPool *p) {
         return p->failures >= POOL_FAILURES_MAX && now_usec() - p->t_failed < POOL_RETRY_USEC;
@@ -319,6 +323,32 @@ void run_pool_fill(RunPool *p) {
                 }
                 entry_read_line(e);
         }
+        age_arm(p);
+}
+
+static void age_arm(RunPool *p) {
+        if (p->stopped || p->op_age.busy || p->config.max_age_usec == UINT64_MAX)
+                return;
+        uint64_t usec = MAX(p->config.max_age_usec / 2, (uint64_t) 1000000);
+        p->age_ts = (struct __kernel_timespec) { .tv_sec = (long long) (usec / 1000000),
+                                                 .tv_nsec = (long long) (usec % 1000000) * 1000 };
+        struct io_uring_sqe *sqe = ring_get_sqe(p->config.ring, &p->op_age);
+        io_uring_prep_timeout(sqe, &p->age_ts, 0, 0);
+}
+
+/* A ready sandbox is not kept past max_age even when no call comes: an upgraded /usr reaches the
+ * next call (issue 16.4). The replacement is made at once: the daemon is idle, or the sandbox would
+ * have been taken. */
+static void on_age(RingOp *op, int res) {
+        RunPool *p = container_of(op, RunPool, op_age);
+        if (p->stopped || res != -ETIME)
+                return;
+        uint64_t now = now_usec();
+        LIST_FOREACH_SAFE(entries, e, n, p->entries)
+                if (e->ready && now - e->t_ready > p->config.max_age_usec)
+                        entry_destroy(e);
+        run_pool_fill(p);
+        age_arm(p);
 }
 
 static void on_refill(RingOp *op, int res) {
@@ -445,6 +475,7 @@ int run_pool_new(const RunPoolConfig *config, RunPool **ret, char **reterr_messa
         p->config = *config;
         p->config.preload = NULL; /* ours, below */
         p->op_refill.callback = on_refill;
+        p->op_age.callback = on_age;
         if (!(p->state_dir = strdup(config->state_dir)) || !(p->python = strdup(config->python)) ||
             (config->preload && !(p->config.preload = strdup(config->preload))))
                 return -ENOMEM;
@@ -474,12 +505,14 @@ void run_pool_stop(RunPool *p) {
         }
         if (p->op_refill.busy)
                 ring_cancel(p->config.ring, &p->op_refill);
+        if (p->op_age.busy)
+                ring_cancel(p->config.ring, &p->op_age);
 }
 
 bool run_pool_busy(const RunPool *p) {
         if (!p)
                 return false;
-        if (p->op_refill.busy)
+        if (p->op_refill.busy || p->op_age.busy)
                 return true;
         LIST_FOREACH(entries, e, p->entries)
                 if (e->op.busy)

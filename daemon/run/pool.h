@@ -16,7 +16,8 @@ typedef struct RunPoolConfig {
         const char *python;    /* the default interpreter, resolved; NULL: no pool */
         unsigned size;         /* MCP_EXEC_WARM_POOL: sandboxes kept ready; 0: no pool */
         const char *preload;   /* MCP_EXEC_PRELOAD: comma-separated modules, or NULL */
-        uint64_t max_age_usec; /* a ready sandbox older than this is replaced, not used */
+        uint64_t max_age_usec; /* a ready sandbox older than this is replaced, not used (a timer every
+                                * max_age / 2 replaces them when no call comes); UINT64_MAX: never */
 } RunPoolConfig;
 
 /* A ready sandbox handed to a run: the init (holding its PID namespace), the run's ends of its

@@ -383,7 +383,8 @@ static RunPool *pool_make(unsigned size, const char *preload, char **reterr) {
         RunPool *p = NULL;
         int r = run_pool_new(&(RunPoolConfig) { .ring = ring, .sandbox = sandbox, .state_dir = state_dir,
                                                 .python = PYTHON, .size = size, .preload = preload,
-                                                .max_age_usec = 60000000 },
+                                                /* no age timer: wait_done() waits for an empty ring */
+                                                .max_age_usec = UINT64_MAX },
                              &p, reterr);
         assert_int_equal(r, 0);
         assert_non_null(p);
@@ -487,7 +488,7 @@ static void test_warm_preload(void **state) {
         RunPool *p = NULL;
         int r = run_pool_new(&(RunPoolConfig) { .ring = ring, .sandbox = sandbox, .state_dir = state_dir,
                                                 .python = PYTHON, .size = 1, .preload = "json,no_such_module_xyz",
-                                                .max_age_usec = 60000000 },
+                                                .max_age_usec = UINT64_MAX },
                              &p, &why);
         assert_int_equal(r, -ENOPKG);
         assert_null(p);
