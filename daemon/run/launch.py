@@ -141,6 +141,8 @@ def _warm():
     import resource
 
     ru = resource.getrusage(resource.RUSAGE_SELF)
+    if "resource" not in _WARM:  # the call finds sys.modules as a cold run leaves it, plus the preload
+        del sys.modules["resource"]
     with open("/proc/self/statm", "rb") as f:
         rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     _warm_line("MCPEXECD-READY %d %d %d" % (round(ru.ru_utime * 1e6), round(ru.ru_stime * 1e6), rss))
