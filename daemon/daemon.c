@@ -357,9 +357,6 @@ int daemon_run(Daemon *d) {
                                                              .queue_max = cfg->queue_max });
         notify_init(&d->notify, d->ring);
         notify_ready(&d->notify, 0, 0, 0);
-        /* After the loop is up: the first sandboxes are made on its first turn, behind whatever
-         * the transport has queued (initialize's answer is not delayed by them). */
-        run_pool_refill_later(d->pool);
 
         int r = 0;
         while (!daemon_finished(d)) {

@@ -24,8 +24,9 @@
  * memory_at_start_bytes says how much was resident when the code was released.
  *
  * Refills. Never on the answer's path: run_pool_take() does not spawn; the scheduler calls
- * run_pool_refill_later() after it has handed the answer to the transport, which queues a no-op on
- * the ring behind the answer's write, and spawns only when it completes. Limits of this first
+ * run_pool_refill_later() after it has handed an answer to the transport (a run's, or one that is
+ * no run's: the first fill comes after initialize's answer), which queues a no-op on the ring
+ * behind the answer's write, and spawns only when it completes. Limits of this first
  * version: only MCP_EXEC_CGROUP=none (rlimit mode) has a pool (a systemd scope or a cgroup per
  * ready sandbox, at a lower cpu.weight until taken, is the next step; those backends take the cold
  * path), and in rlimit mode the refill runs at the runs' CPU weight (there is no cgroup to weigh,

@@ -361,6 +361,11 @@ void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reas
         metrics_run_rejected(s->metrics, &rej);
 }
 
+void scheduler_answered(Scheduler *s) {
+        if (!s->shutting_down)
+                run_pool_refill_later(s->env.pool);
+}
+
 int scheduler_metrics_render(Scheduler *s, char **ret, size_t *ret_len) {
         if (!s->metrics)
                 return -ENODATA;
