@@ -444,9 +444,12 @@ static int pool_check_preload(RunPool *p, char **reterr_message) {
                 entry_became_ready(e);
                 return 0;
         }
-        /* Python's own complaint, if it wrote one (a missing interpreter, a crash). */
+        /* Python's own complaint, if it wrote one (a missing interpreter, a crash); the sandbox is
+         * ended first, and the read does not wait, so a hung import cannot hang the start. */
         char why[512] = "";
         if (q != 0) {
+                (void) sandbox_child_kill(&e->child);
+                (void) fd_set_nonblock(e->stderr_fd, true);
                 ssize_t n = read(e->stderr_fd, why, sizeof(why) - 1);
                 why[MAX(n, (ssize_t) 0)] = 0;
                 for (char *c = why; *c; c++)
