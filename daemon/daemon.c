@@ -174,8 +174,8 @@ static int daemon_pool_setup(Daemon *d) {
         if (cfg->warm_pool == 0 || !d->python)
                 return 0;
         if (cgroup_backend(d->cgroup) != CGROUP_BACKEND_NONE) {
-                log_info("MCP_EXEC_WARM_POOL=%u: ready sandboxes are made only with MCP_EXEC_CGROUP=none so far; "
-                         "runs take the cold path", cfg->warm_pool);
+                log_info("MCP_EXEC_WARM_POOL=%u: ready sandboxes are made only with MCP_EXEC_CGROUP=none "
+                         "so far; runs take the cold path", cfg->warm_pool);
                 return 0;
         }
         RunPoolConfig pcfg = {

@@ -164,7 +164,8 @@ static void pool_failed(RunPool *p, const char *what) {
         p->t_failed = now_usec();
         if (p->failures == POOL_FAILURES_MAX)
                 log_warning("warm pool: %s; %u failures in a row, no sandbox is made ready for %u s "
-                            "(calls take the cold path meanwhile)", what, p->failures, POOL_RETRY_USEC / 1000000u);
+                            "(calls take the cold path meanwhile)",
+                            what, p->failures, POOL_RETRY_USEC / 1000000u);
         else if (p->failures < POOL_FAILURES_MAX)
                 log_debug("warm pool: %s", what);
 }
@@ -258,7 +259,8 @@ static int entry_spawn(RunPool *p, PoolEntry **ret) {
         }
         {
                 _cleanup_close_ int dfd = open(e->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                r = dfd < 0 ? -errno : fd_write_file_at(dfd, MCP_RUN_LAUNCHER, p->launcher, p->launcher_len, 0600);
+                r = dfd < 0 ? -errno
+                            : fd_write_file_at(dfd, MCP_RUN_LAUNCHER, p->launcher, p->launcher_len, 0600);
                 if (r < 0)
                         goto fail;
         }
@@ -457,11 +459,13 @@ static int pool_check_preload(RunPool *p, char **reterr_message) {
                                 *c = ' ';
         }
         if (q == 0)
-                r = asprintf(reterr_message, "MCP_EXEC_PRELOAD=%s: a module cannot be imported in the sandbox: %s",
+                r = asprintf(reterr_message,
+                             "MCP_EXEC_PRELOAD=%s: a module cannot be imported in the sandbox: %s",
                              p->config.preload, failed);
         else
-                r = asprintf(reterr_message, "MCP_EXEC_PRELOAD=%s: the sandbox's Python did not become ready "
-                             "(%s)%s%s", p->config.preload, strerror(r == -ETIMEDOUT ? ETIMEDOUT : EPROTO),
+                r = asprintf(reterr_message,
+                             "MCP_EXEC_PRELOAD=%s: the sandbox's Python did not become ready (%s)%s%s",
+                             p->config.preload, strerror(r == -ETIMEDOUT ? ETIMEDOUT : EPROTO),
                              why[0] ? ": " : "", why);
         if (r < 0)
                 *reterr_message = NULL;

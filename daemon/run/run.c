@@ -814,8 +814,10 @@ void run_end_decide(const RunEndFacts *f, RunEnd *ret) {
         } else if (f->exit_reported) {
                 /* Without counters (rlimits): what the init measured of the processes it reaped,
                  * less what a ready sandbox's launcher had spent before the call's release. */
-                e.cpu_user_usec = f->utime_usec > f->preload_utime_usec ? f->utime_usec - f->preload_utime_usec : 0;
-                e.cpu_system_usec = f->stime_usec > f->preload_stime_usec ? f->stime_usec - f->preload_stime_usec : 0;
+                e.cpu_user_usec = f->utime_usec > f->preload_utime_usec
+                                          ? f->utime_usec - f->preload_utime_usec : 0;
+                e.cpu_system_usec = f->stime_usec > f->preload_stime_usec
+                                            ? f->stime_usec - f->preload_stime_usec : 0;
                 e.memory_peak_bytes = f->maxrss_bytes;
         }
         /* The peak is at least what was there at the start. The kernel's RSS counters are

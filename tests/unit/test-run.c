@@ -85,12 +85,14 @@ static const EndCase end_cases[] = {
           { .exit_reported = true, .wait_status = EXITED(1), .stats = &stats_pids },
           { .exit_code = 1, .pids_limit_hit = true, .memory_peak_bytes = 9 } },
         { "a ready sandbox, rlimits: the preload's CPU is not the call's",
-          { .exit_reported = true, .wait_status = EXITED(0), .utime_usec = 1000, .stime_usec = 500, .maxrss_bytes = 8000,
-            .preload_utime_usec = 900, .preload_stime_usec = 100, .memory_at_start_bytes = 6000 },
+          { .exit_reported = true, .wait_status = EXITED(0), .utime_usec = 1000, .stime_usec = 500,
+            .maxrss_bytes = 8000, .preload_utime_usec = 900, .preload_stime_usec = 100,
+            .memory_at_start_bytes = 6000 },
           { .exit_code = 0, .cpu_user_usec = 100, .cpu_system_usec = 400, .memory_peak_bytes = 8000 } },
         { "a ready sandbox: never below zero, the peak never below what was there at the start",
-          { .exit_reported = true, .wait_status = EXITED(0), .utime_usec = 10, .stime_usec = 20, .maxrss_bytes = 5990,
-            .preload_utime_usec = 900, .preload_stime_usec = 100, .memory_at_start_bytes = 6000 },
+          { .exit_reported = true, .wait_status = EXITED(0), .utime_usec = 10, .stime_usec = 20,
+            .maxrss_bytes = 5990, .preload_utime_usec = 900, .preload_stime_usec = 100,
+            .memory_at_start_bytes = 6000 },
           { .exit_code = 0, .memory_peak_bytes = 6000 } },
         { "counters without an exit report",
           { .stats = &stats_plain },
@@ -487,7 +489,8 @@ static void test_warm_preload(void **state) {
         _cleanup_free_ char *why = NULL;
         RunPool *p = NULL;
         int r = run_pool_new(&(RunPoolConfig) { .ring = ring, .sandbox = sandbox, .state_dir = state_dir,
-                                                .python = PYTHON, .size = 1, .preload = "json,no_such_module_xyz",
+                                                .python = PYTHON, .size = 1,
+                                                .preload = "json,no_such_module_xyz",
                                                 .max_age_usec = UINT64_MAX },
                              &p, &why);
         assert_int_equal(r, -ENOPKG);
