@@ -185,6 +185,8 @@ static int daemon_pool_setup(Daemon *d) {
                 .python = d->python,
                 .size = cfg->warm_pool,
                 .preload = cfg->preload,
+                /* Only root may give the refill's lowered weight back (CAP_SYS_NICE). */
+                .background = geteuid() == 0,
                 .max_age_usec = DAEMON_POOL_MAX_AGE_USEC,
         };
         _cleanup_free_ char *why = NULL;

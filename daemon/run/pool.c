@@ -29,8 +29,11 @@
  * behind the answer's write, and spawns only when it completes. Limits of this first
  * version: only MCP_EXEC_CGROUP=none (rlimit mode) has a pool (a systemd scope or a cgroup per
  * ready sandbox, at a lower cpu.weight until taken, is the next step; those backends take the cold
- * path), and in rlimit mode the refill runs at the runs' CPU weight (there is no cgroup to weigh,
- * and a nice value raised for the refill could not be lowered again for the call).
+ * path). The lower weight in rlimit mode: a root daemon's ready sandboxes start at nice 19 and
+ * their session's autogroup at nice 19 (SandboxRunSpec.background, launch.py), and
+ * sandbox_child_foreground() gives both back when a call takes one (or it is not used). Without
+ * CAP_SYS_NICE a nice value raised for the refill could not be lowered again for the call: an
+ * unprivileged daemon refills at the runs' weight.
  *
  * A pool that fails to make sandboxes POOL_FAILURES_MAX times in a row pauses (warning once): calls
  * take the cold path, which reports its own errors, and the pool tries one sandbox again after an
@@ -71,6 +74,7 @@ struct PoolEntry {
         RunPool *pool;
         LIST_FIELDS(PoolEntry, entries);
         bool ready;
+        bool background; /* made at the lower weight: given the runs' back when taken */
         char *staging;
         SandboxChild child;
         int stdin_fd, stdout_fd, stderr_fd;
@@ -229,8 +233,9 @@ static void pipe_closep(int (*q)[2]) {
         (*q)[1] = safe_close((*q)[1]);
 }
 
-/* Spawns one sandbox and releases it; its Python starts the launcher in warm mode. */
-static int entry_spawn(RunPool *p, PoolEntry **ret) {
+/* Spawns one sandbox and releases it; its Python starts the launcher in warm mode, at a lower CPU
+ * weight if background. */
+static int entry_spawn(RunPool *p, bool background, PoolEntry **ret) {
         _cleanup_(pipe_closep) int in[2] = { -EBADF, -EBADF };
         _cleanup_(pipe_closep) int out[2] = { -EBADF, -EBADF };
         _cleanup_(pipe_closep) int err[2] = { -EBADF, -EBADF };
@@ -244,6 +249,7 @@ static int entry_spawn(RunPool *p, PoolEntry **ret) {
                 .stdin_fd = -EBADF,
                 .stdout_fd = -EBADF,
                 .stderr_fd = -EBADF,
+                .background = background,
         };
         int r;
         if (asprintf(&e->staging, "%s/ready-%" PRIu64, p->state_dir, ++p->serial) < 0) {
@@ -278,6 +284,7 @@ static int entry_spawn(RunPool *p, PoolEntry **ret) {
                 .supervisor_cgroup_fd = -EBADF,
                 .payload_cgroup_fd = -EBADF,
                 .rlimits = true,
+                .background = background,
         };
         r = sandbox_spawn(p->config.sandbox, &spec, &e->child);
         if (r < 0)
@@ -317,7 +324,7 @@ void run_pool_fill(RunPool *p) {
                 return;
         while (!p->stopped && !pool_paused(p) && p->n_entries < p->config.size) {
                 PoolEntry *e = NULL;
-                int r = entry_spawn(p, &e);
+                int r = entry_spawn(p, p->config.background, &e);
                 if (r < 0) {
                         char what[128];
                         snprintf(what, sizeof(what), "cannot spawn a sandbox: %s", strerror(-r));
@@ -389,6 +396,20 @@ int run_pool_take(RunPool *p, RunReady *ret) {
                         entry_destroy(e);
                         continue;
                 }
+                /* The runs' CPU weight back, or the sandbox is not used: a call never runs at the
+                 * refill's weight. Refused (no CAP_SYS_NICE after all): later ones are made at the
+                 * runs' weight. */
+                if (e->background) {
+                        int r = sandbox_child_foreground(&e->child);
+                        if (r < 0) {
+                                log_warning_errno(r, "warm pool: cannot give a ready sandbox the runs' CPU weight "
+                                                  "back: %m; ready sandboxes are made at the runs' weight from now on");
+                                if (r == -EPERM || r == -EACCES)
+                                        p->config.background = false;
+                                entry_destroy(e);
+                                continue;
+                        }
+                }
                 *ret = (RunReady) {
                         .child = e->child,
                         .stdin_fd = TAKE_FD(e->stdin_fd),
@@ -407,8 +428,9 @@ int run_pool_take(RunPool *p, RunReady *ret) {
 
 /* The start's check of MCP_EXEC_PRELOAD: one sandbox made and waited for here. */
 static int pool_check_preload(RunPool *p, char **reterr_message) {
+        /* At the runs' weight: the daemon's start waits for it. */
         PoolEntry *e = NULL;
-        int r = entry_spawn(p, &e);
+        int r = entry_spawn(p, false, &e);
         if (r < 0) {
                 if (asprintf(reterr_message, "cannot start a sandbox to check MCP_EXEC_PRELOAD=%s: %s",
                              p->config.preload, strerror(-r)) < 0)

@@ -16,6 +16,7 @@ typedef struct RunPoolConfig {
         const char *python;    /* the default interpreter, resolved; NULL: no pool */
         unsigned size;         /* MCP_EXEC_WARM_POOL: sandboxes kept ready; 0: no pool */
         const char *preload;   /* MCP_EXEC_PRELOAD: comma-separated modules, or NULL */
+        bool background;       /* made at a lower CPU weight, restored when taken: needs CAP_SYS_NICE */
         uint64_t max_age_usec; /* a ready sandbox older than this is replaced, not used (a timer every
                                 * max_age / 2 replaces them when no call comes); UINT64_MAX: never */
 } RunPoolConfig;

@@ -15,10 +15,11 @@ const comm = (pid) => { try { return fs.readFileSync(`/proc/${pid}/comm`, 'utf8'
 const alive = (pid) => { const st = procStat(pid); return st !== null && st.state !== 'Z'; };
 
 // The pool is filled once the daemon's loop runs and again after each answer: a call made right
-// away may find none ready and take the cold path. Calls until one is served warm (at most ~10 s).
+// away may find none ready and take the cold path, and ready sandboxes are made at a low CPU weight
+// (slow on a loaded machine). Calls until one is served warm (at most ~30 s).
 async function callWarm(client, args) {
     let r;
-    for (let i = 0; i < 50; i++) {
+    for (let i = 0; i < 150; i++) {
         r = await callExec(client, args);
         assertResultShape(r);
         if (r.sc.warm) return r;
@@ -60,8 +61,14 @@ function probe(r) {
 
 test('the pooled path serves calls: warm true, the same result contract, memory_at_start_bytes within the peak', async (t) => {
     const d = await startDaemon(t, { listTools: true });
-    const r = await callWarm(d.client, { code: 'import sys\nprint(1, sys.argv, __name__, __file__)', stdin: 'x' });
-    assert.equal(r.sc.stdout, "1 ['main.py'] __main__ /tmp/main.py\n");
+    const r = await callWarm(d.client, {
+        code: 'import os, sys\nprint(1, sys.argv, __name__, __file__)\n' +
+              'ag = open("/proc/self/autogroup").read().split()[-1] if os.path.exists("/proc/self/autogroup") else "0"\n' +
+              'print("nice", os.nice(0), ag)',
+        stdin: 'x',
+    });
+    // The refill's lower CPU weight (nice, autogroup) is given back before the call runs.
+    assert.equal(r.sc.stdout, "1 ['main.py'] __main__ /tmp/main.py\nnice 0 0\n");
     assert.equal(r.sc.stderr, '');
     assert.equal(r.sc.warm, true);
     assert.equal(r.sc.limits, 'rlimit');
@@ -251,3 +258,25 @@ for (const sig of ['SIGTERM', 'SIGKILL']) {
         assert.deepEqual(left.map((p) => [p, comm(p)]), [], `left after ${sig}`);
     });
 }
+
+test('ready sandboxes wait at a lower CPU weight (root: nice 19 and their autogroup at 19), runs at the normal one', async (t) => {
+    const d = RawDaemon.spawn(t, { env: { MCP_EXEC_MAX_CONCURRENT: '2', MCP_EXEC_WARM_POOL: '2' } });
+    await d.initialize();
+    let ready = [];
+    for (let i = 0; i < 150 && ready.length < 2; i++) {
+        // Ready: the launcher is blocked reading stdin (its autogroup was written before that).
+        ready = descendants(d.pid).filter((p) => comm(p) === 'python3' &&
+            fs.readFileSync(`/proc/${p}/wchan`, 'utf8').includes('pipe'));
+        if (ready.length < 2) await sleep(200);
+    }
+    assert.equal(ready.length, 2, 'two ready sandboxes');
+    const root = process.getuid() === 0;
+    for (const p of ready) {
+        const nice = Number(fs.readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ')[16]);
+        assert.equal(nice, root ? 19 : 0, `nice of a ready sandbox's Python (${root ? 'root' : 'not root'})`);
+        if (root && fs.existsSync(`/proc/${p}/autogroup`))
+            assert.match(fs.readFileSync(`/proc/${p}/autogroup`, 'utf8'), /nice 19/);
+    }
+    const r = await d.response(d.callExec({ code: 'import os\nprint(os.nice(0))' }), 10000);
+    assert.equal(r.result.structuredContent.stdout, '0\n', JSON.stringify(r.result.structuredContent));
+});
