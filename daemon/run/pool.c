@@ -401,11 +401,14 @@ int run_pool_take(RunPool *p, RunReady *ret) {
                  * runs' weight. */
                 if (e->background) {
                         int r = sandbox_child_foreground(&e->child);
-                        if (r < 0) {
+                        if (r == -EPERM || r == -EACCES) {
                                 log_warning_errno(r, "warm pool: cannot give a ready sandbox the runs' CPU weight "
                                                   "back: %m; ready sandboxes are made at the runs' weight from now on");
-                                if (r == -EPERM || r == -EACCES)
-                                        p->config.background = false;
+                                p->config.background = false;
+                        } else if (r < 0)
+                                log_debug("warm pool: a ready sandbox could not be given the runs' CPU weight "
+                                          "back (%s), not used", strerror(-r));
+                        if (r < 0) {
                                 entry_destroy(e);
                                 continue;
                         }
