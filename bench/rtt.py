@@ -3,6 +3,14 @@
 measured in the same run. Prints the medians and their ratio.
 
     bench/rtt.py [--n 50] [--env K=V ...] <path to mcp-execd>
+
+With --warm-vs-cold (issue 16): two daemons from the same binary and --env, the second with
+MCP_EXEC_WARM_POOL=0 added (or --cold-env K=V ...), calls interleaved with the bare baseline: the
+pooled, the cold and the bare medians and their ratios, and how many calls the pool served.
+--code runs other code instead of print(1) (its output is not checked, its exit status is).
+With --warm-vs-cold --saturate N: instead, N calls kept --inflight at a time on each daemon (pooled,
+cold, pooled, cold), the throughput of each and the pooled/cold ratio (every call still pays an
+interpreter start somewhere: the pool must not cost throughput).
 """
 import argparse
 import json
@@ -27,7 +35,7 @@ class Client:
                       "params": {"name": "exec", "arguments": {"code": code}}})
         dt = time.perf_counter() - t
         sc = r["result"].get("structuredContent")
-        assert sc and sc["stdout"] == "1\n" and sc["exit_code"] == 0, r
+        assert sc and sc["exit_code"] == 0 and (code != "print(1)" or sc["stdout"] == "1\n"), r
         return dt, sc
 
     def initialize(self):
@@ -82,13 +90,96 @@ def bare(python):
     return time.perf_counter() - t
 
 
+def saturate(d, code, n, inflight):
+    """n calls of code, at most inflight unanswered at a time; returns (seconds, calls served warm)."""
+    sent = done = warm = 0
+    pending = set()
+    t = time.perf_counter()
+    while done < n:
+        while sent < n and len(pending) < inflight:
+            i = d.id()
+            msg = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                   "params": {"name": "exec", "arguments": {"code": code}}}
+            d.proc.stdin.write((json.dumps(msg) + "\n").encode())
+            pending.add(i)
+            sent += 1
+        d.proc.stdin.flush()
+        line = d.proc.stdout.readline()
+        if not line:
+            raise SystemExit("mcp-execd closed stdout")
+        reply = json.loads(line)
+        if reply.get("id") in pending:
+            pending.discard(reply["id"])
+            sc = reply["result"].get("structuredContent")
+            assert sc and sc["exit_code"] == 0, reply
+            warm += bool(sc.get("warm"))
+            done += 1
+    return time.perf_counter() - t, warm
+
+
+def warm_vs_cold(a):
+    env = dict(kv.split("=", 1) for kv in a.env)
+    cold_env = dict(env)
+    cold_env.update(dict(kv.split("=", 1) for kv in a.cold_env) if a.cold_env else {"MCP_EXEC_WARM_POOL": "0"})
+    w, c = Daemon(a.binary, env), Daemon(a.binary, cold_env)
+    if a.saturate:
+        time.sleep(1 + a.settle)
+        tw, tc, nw = [], [], 0
+        for _ in range(2):
+            s, k = saturate(w, a.code, a.saturate, a.inflight)
+            tw.append(s)
+            nw += k
+            tc.append(saturate(c, a.code, a.saturate, a.inflight)[0])
+        w.close()
+        c.close()
+        rw, rc = a.saturate / statistics.median(tw), a.saturate / statistics.median(tc)
+        print(f"code: {a.code!r}; {a.saturate} calls, {a.inflight} in flight; pooled env {env}; cold env {cold_env}")
+        print(f"pooled: {', '.join(f'{x:.2f} s' for x in tw)}: {rw:.1f} calls/s; served warm {nw} of {2 * a.saturate}")
+        print(f"cold:   {', '.join(f'{x:.2f} s' for x in tc)}: {rc:.1f} calls/s")
+        print(f"throughput pooled/cold: {rw / rc:.3f}")
+        return
+    time.sleep(1)  # the pool fills once the loop runs (a preload takes longer: see --settle)
+    time.sleep(a.settle)
+    for _ in range(5):
+        w.call(a.code)
+        c.call(a.code)
+        bare(a.python)
+    warm, cold, base = [], [], []
+    served = cpu_w = cpu_c = 0
+    for _ in range(a.n):
+        dt, sc = w.call(a.code)
+        warm.append(dt)
+        served += bool(sc.get("warm"))
+        cpu_w += sc["cpu_user_us"] + sc["cpu_system_us"]
+        dt, sc = c.call(a.code)
+        cold.append(dt)
+        cpu_c += sc["cpu_user_us"] + sc["cpu_system_us"]
+        base.append(bare(a.python))
+    w.close()
+    c.close()
+    print(f"code: {a.code!r}; pooled daemon env {env}; cold daemon env {cold_env}")
+    medians("pooled exec round trip", warm, f"bare {a.python} -I -c pass", base, "pooled/bare")
+    medians("cold exec round trip", cold, f"bare {a.python} -I -c pass", base, "cold/bare")
+    medians("pooled exec round trip", warm, "cold exec round trip", cold, "pooled/cold")
+    print(f"served by a ready sandbox: {served} of {a.n}; charged CPU per call: pooled "
+          f"{cpu_w / a.n / 1000:.2f} ms, cold {cpu_c / a.n / 1000:.2f} ms")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
     ap.add_argument("--n", type=int, default=50)
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--warm-vs-cold", action="store_true")
+    ap.add_argument("--cold-env", action="append", default=[])
+    ap.add_argument("--code", default="print(1)")
+    ap.add_argument("--settle", type=float, default=0.0, help="extra seconds before measuring")
+    ap.add_argument("--saturate", type=int, default=0)
+    ap.add_argument("--inflight", type=int, default=16)
     a = ap.parse_args()
+    if a.warm_vs_cold:
+        return warm_vs_cold(a)
 
     d = Daemon(a.binary, dict(kv.split("=", 1) for kv in a.env))
     for _ in range(5):  # warm-up: page cache, first mounts

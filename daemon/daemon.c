@@ -18,6 +18,7 @@
 #include "mcp.h"
 #include "metrics.h"
 #include "notify.h"
+#include "pool.h"
 #include "project-config.h"
 #include "pyexec.h"
 #include "ring.h"
@@ -36,6 +37,9 @@
 #define TEARDOWN_DEADLINE_USEC (2u * 1000u * 1000u)
 /* systemd ends a scope this long after its run's deadline even if we are gone (RuntimeMaxUSec). */
 #define CGROUP_BACKSTOP_GRACE_S 10
+/* A ready sandbox older than this is replaced rather than used: an upgraded /usr (a new Python, new
+ * packages) reaches the calls within this bound (issue 16.4). */
+#define DAEMON_POOL_MAX_AGE_USEC (10ull * 60u * 1000u * 1000u)
 
 struct Daemon {
         const Config *config;
@@ -47,6 +51,7 @@ struct Daemon {
         char *python;    /* MCP_EXEC_PYTHON resolved in SANDBOX_PATH, or NULL */
         BusEvents bus;
         RunEnv env;
+        RunPool *pool;   /* ready sandboxes (issue 16), or NULL */
         PyExec *pyexec;
         McpServer *mcp;  /* stdio: the one session; HTTP: the template of each session's */
         Scheduler scheduler;
@@ -59,6 +64,7 @@ struct Daemon {
         bool checking;              /* the start's checks are under way */
         bool ready;                 /* they passed: calls are served */
         bool refused;               /* they failed: we exit with status 1 */
+        bool refused_config;        /* a setting failed its check (MCP_EXEC_PRELOAD): status 2 */
         bool running;               /* daemon_run() has begun */
         bool announced;             /* READY=1 said, the start recorded */
         bool stopping;              /* STOPPING=1 said, the stop recorded */
@@ -174,6 +180,37 @@ static int daemon_loop_setup(Daemon *d, const sigset_t *mask) {
         return 0;
 }
 
+/* Ready sandboxes (issue 16): rlimit mode only so far (a scope or cgroup per ready sandbox is the
+ * next step; the other backends take the cold path). Made inert here: the start's checks check
+ * the preload once the sandbox has passed its own, and the first answer after that fills it. */
+static int daemon_pool_setup(Daemon *d) {
+        const Config *cfg = d->config;
+        if (cfg->warm_pool == 0 || !d->python)
+                return 0;
+        if (cgroup_backend(d->cgroup) != CGROUP_BACKEND_NONE) {
+                log_info("MCP_EXEC_WARM_POOL=%u: ready sandboxes are made only with MCP_EXEC_CGROUP=none "
+                         "so far; runs take the cold path", cfg->warm_pool);
+                return 0;
+        }
+        RunPoolConfig pcfg = {
+                .ring = d->ring,
+                .sandbox = d->sandbox,
+                .state_dir = d->state_dir,
+                .python = d->python,
+                .size = cfg->warm_pool,
+                .preload = cfg->preload,
+                /* Only root may give the refill's lowered weight back (CAP_SYS_NICE). */
+                .background = geteuid() == 0,
+                .max_age_usec = DAEMON_POOL_MAX_AGE_USEC,
+        };
+        _cleanup_free_ char *why = NULL;
+        int r = run_pool_new(&pcfg, &d->pool, &why);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the warm pool: %m");
+        d->env.pool = d->pool;
+        return 0;
+}
+
 /* The MCP session: the tool descriptions state the limits and what the interpreters' probe found.
  * Made before the probe has answered (stdio), it holds what depends on it until then. */
 static int daemon_session_setup(Daemon *d) {
@@ -252,8 +289,12 @@ static void daemon_on_probed(void *userdata, int r) {
          * libseccomp) goes back to the kernel: an idle daemon's RSS (issue 16.6). */
         (void) malloc_trim(0);
         daemon_announce(d);
-        if (d->stdio)
+        if (d->stdio) {
                 stdio_release(d->stdio);
+                /* Over stdio initialize was answered before the checks: fill now, after what was
+                 * held; over HTTP the first answer fills the pool. */
+                run_pool_refill_later(d->pool);
+        }
 }
 
 /* The start's checks, after the transport has answered what it could (issue 16.6): the sandbox
@@ -266,6 +307,18 @@ static int daemon_checks_start(Daemon *d) {
         int r = sandbox_check(d->sandbox, &reason);
         if (r < 0) {
                 log_error("refusing to start: the sandbox is not available: %s", reason ? reason : strerror(-r));
+                daemon_refuse(d);
+                return r;
+        }
+        /* MCP_EXEC_PRELOAD is checked in a sandbox, so after the sandbox's own check; a module that
+         * does not import is a bad value, refused like one (status 2). */
+        r = run_pool_check(d->pool, &reason);
+        if (r < 0) {
+                if (r == -ENOPKG)
+                        log_error("refusing to start: %s", reason ? reason : "MCP_EXEC_PRELOAD cannot be imported");
+                else
+                        log_error_errno(r, "refusing to start: cannot check MCP_EXEC_PRELOAD: %m");
+                d->refused_config = true;
                 daemon_refuse(d);
                 return r;
         }
@@ -344,6 +397,9 @@ int daemon_new(const Config *cfg, Daemon **ret) {
                 .max_output_bytes = cfg->max_output_bytes,
                 .max_return_bytes = cfg->max_return_bytes,
         };
+        r = daemon_pool_setup(d);
+        if (r < 0)
+                return r;
         /* Interpreters, dependencies, the Python tools. */
         r = pyexec_new(&d->env, cfg, d->cgroup, PROJECT_VERSION, &d->pyexec);
         if (r < 0)
@@ -355,8 +411,10 @@ int daemon_new(const Config *cfg, Daemon **ret) {
                 r = daemon_checks_start(d);
                 while (r >= 0 && d->checking)
                         r = ring_run_once(d->ring, 0);
-                if (r < 0 || d->refused)
-                        return r < 0 ? r : -ENOTRECOVERABLE;
+                if (d->refused)
+                        return d->refused_config ? -ENOPKG : -ENOTRECOVERABLE;
+                if (r < 0)
+                        return r;
         }
         r = daemon_session_setup(d);
         if (r < 0)
@@ -401,6 +459,7 @@ static void daemon_on_signal(Daemon *d) {
                 daemon_stopping(d, sigwhy);
         }
         scheduler_shutdown(&d->scheduler, why);
+        run_pool_stop(d->pool);
         d->shutdown_deadline = now_usec() + SHUTDOWN_DEADLINE_USEC;
 }
 
@@ -453,7 +512,7 @@ int daemon_run(Daemon *d) {
                 d->gave_up = true;
         }
         if (d->refused)
-                return -ENOTRECOVERABLE;
+                return d->refused_config ? -ENOPKG : -ENOTRECOVERABLE;
         if (d->announced)
                 daemon_stopping(d, r < 0                                      ? "loop-failed"
                                    : d->stdio && stdio_client_gone(d->stdio) ? "client-gone"
@@ -523,6 +582,8 @@ Daemon *daemon_free(Daemon *d) {
         stdio_free(d->stdio);
         http_free(d->http);
         mcp_server_free(d->mcp);
+        /* No ready sandbox outlives the daemon (their inits also die with it: PR_SET_PDEATHSIG). */
+        run_pool_stop(d->pool);
 
         /* 2. The loop's own operations are cancelled; every operation still in flight completes
          *    while its owner is alive. A drain that gave up leaves them to the kernel: the ring is
@@ -538,6 +599,7 @@ Daemon *daemon_free(Daemon *d) {
         metrics_free(d->metrics);
         scheduler_done(&d->scheduler);
         pyexec_free(d->pyexec);
+        run_pool_free(d->pool);
         signals_free(d->signals);
         ring_free(d->ring);
         free(d->python);

@@ -89,10 +89,11 @@ int main(int argc, char **argv) {
         _cleanup_(daemon_freep) Daemon *d = NULL;
         r = daemon_new(&cfg, &d);
         if (r < 0)
-                return 1;
+                /* MCP_EXEC_PRELOAD naming a module that does not import: a bad value, as above. */
+                return r == -ENOPKG ? 2 : 1;
         /* A loop that failed is logged and ends like a stop; the exit status stays 0, as it always was.
          * A start whose checks failed (the sandbox, the probe) exits 1, as it did when they ran
-         * before anything was served. */
+         * before anything was served; a preload that does not import, 2. */
         r = daemon_run(d);
-        return r == -ENOTRECOVERABLE ? 1 : 0;
+        return r == -ENOPKG ? 2 : r == -ENOTRECOVERABLE ? 1 : 0;
 }

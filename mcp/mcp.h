@@ -194,6 +194,9 @@ typedef struct McpExecResult {
         size_t n_files;
         uint64_t files_unlisted;    /* entries beyond the listing limit */
         const char *run_id;         /* names embedded resources (mcp-execd://run/<id>/outputs/…) */
+        bool warm;                  /* served by a ready sandbox (issue 16) */
+        uint64_t memory_at_start_bytes; /* resident when the code was released (a ready sandbox's
+                                         * interpreter and preload); 0 for a cold run */
 } McpExecResult;
 
 /* The reply to a call: a result, or a tool error (isError: true) with a message. malloc'd. A

@@ -56,7 +56,7 @@ static char *reply_result(const McpCall *c, const McpExecResult *r, const char *
                 return NULL;
         }
         _cleanup_(json_decrefp) json_t *sc = json_pack(
-                "{s:o, s:o, s:I, s:I, s:b, s:b, s:o, s:b, s:b, s:I, s:I, s:I, s:s, s:I}",
+                "{s:o, s:o, s:I, s:I, s:b, s:b, s:o, s:b, s:b, s:I, s:I, s:I, s:s, s:I, s:b, s:I}",
                 "stdout", out,
                 "stderr", err,
                 "exit_code", (json_int_t) r->exit_code,
@@ -70,7 +70,9 @@ static char *reply_result(const McpCall *c, const McpExecResult *r, const char *
                 "cpu_user_us", (json_int_t) r->cpu_user_us,
                 "cpu_system_us", (json_int_t) r->cpu_system_us,
                 "limits", r->limits ? r->limits : "rlimit",
-                "queue_ms", (json_int_t) r->queue_ms);
+                "queue_ms", (json_int_t) r->queue_ms,
+                "warm", r->warm,
+                "memory_at_start_bytes", (json_int_t) r->memory_at_start_bytes);
         *ret_what = "structuredContent";
         if (!sc)
                 return NULL;

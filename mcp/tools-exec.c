@@ -90,6 +90,11 @@ json_t *mcp_exec_output_schema_new(void) {
                 { "cpu_system_us", "integer", "system CPU time of the run" },
                 { "limits", "string", "what enforced the limits: cgroup or rlimit" },
                 { "queue_ms", "integer", "time spent waiting for a free slot" },
+                { "warm", "boolean",
+                  "true when a ready sandbox served the call (its interpreter already started)" },
+                { "memory_at_start_bytes", "integer",
+                  "memory already resident when the code started (a ready sandbox's interpreter and "
+                  "preloaded modules; 0 for a cold run); included in memory_peak_bytes" },
                 { "unbounded", "array",
                   "what the limits could not bound in this mode: empty with cgroup; with rlimit "
                   "memory_total, memfd, kernel_memory, cpu_quota" },

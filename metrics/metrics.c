@@ -73,6 +73,9 @@ struct Metrics {
         uint64_t truncated;
         uint64_t cpu_user_us, cpu_system_us;
         uint32_t running, queued;
+        uint64_t warm;             /* runs served by a ready sandbox */
+        uint32_t pool_ready;
+        uint64_t pool_memory_bytes;
         Histogram hist[_HIST_MAX];
 };
 
@@ -292,6 +295,8 @@ void metrics_run_finished(Metrics *m, const MetricsRun *run) {
                 m->truncated++;
         m->cpu_user_us += run->cpu_user_us;
         m->cpu_system_us += run->cpu_system_us;
+        if (run->warm)
+                m->warm++;
         histogram_observe(&m->hist[HIST_QUEUE], run->queue_ms);
         if (run->scope_start_usec > 0)
                 histogram_observe(&m->hist[HIST_SCOPE], run->scope_start_usec);
@@ -366,6 +371,8 @@ void metrics_run_finished(Metrics *m, const MetricsRun *run) {
         record_add(&r, "STDERR_BYTES", "%" PRIu64, run->stderr_bytes);
         if (run->scope_start_usec > 0)
                 record_add(&r, "SCOPE_START_US", "%" PRIu64, run->scope_start_usec);
+        record_add(&r, "WARM", "%s", yes_no(run->warm));
+        record_add(&r, "MEMORY_AT_START_BYTES", "%" PRIu64, run->memory_at_start_bytes);
         if (run->error)
                 record_add(&r, "ERROR", "%s", run->error);
         record_emit(m, &r);
@@ -430,6 +437,11 @@ void metrics_daemon_stopping(Metrics *m, const char *reason) {
 void metrics_set_runs(Metrics *m, uint32_t running, uint32_t queued) {
         m->running = running;
         m->queued = queued;
+}
+
+void metrics_set_pool(Metrics *m, uint32_t ready, uint64_t memory_bytes) {
+        m->pool_ready = ready;
+        m->pool_memory_bytes = memory_bytes;
 }
 
 uint64_t metrics_runs_total(const Metrics *m, MetricsOutcome o) {
@@ -522,6 +534,14 @@ int metrics_render(const Metrics *m, char **ret, size_t *ret_len) {
         put_family(&b, &err, "mcp_execd_runs_queued", "gauge", "Calls waiting for a free run slot now.");
         put(&b, &err, "mcp_execd_runs_queued %" PRIu32 "\n", m->queued);
 
+        put_family(&b, &err, "mcp_execd_runs_warm_total", "counter",
+                   "Runs served by a ready sandbox (issue 16; the others took the cold path).");
+        put(&b, &err, "mcp_execd_runs_warm_total %" PRIu64 "\n", m->warm);
+        put_family(&b, &err, "mcp_execd_pool_ready", "gauge", "Sandboxes ready now (MCP_EXEC_WARM_POOL).");
+        put(&b, &err, "mcp_execd_pool_ready %" PRIu32 "\n", m->pool_ready);
+        put_family(&b, &err, "mcp_execd_pool_memory_bytes", "gauge",
+                   "Resident memory of the ready sandboxes' interpreters when they became ready.");
+        put(&b, &err, "mcp_execd_pool_memory_bytes %" PRIu64 "\n", m->pool_memory_bytes);
         put_family(&b, &err, "mcp_execd_start_time_seconds", "gauge", "Start time of the daemon, seconds since the epoch.");
         put(&b, &err, "mcp_execd_start_time_seconds %" PRIu64 "\n", m->start_time_sec);
 

@@ -57,6 +57,8 @@ typedef struct MetricsRun {
         uint64_t stdout_bytes; /* as kept (after the cap) */
         uint64_t stderr_bytes;
         uint64_t scope_start_usec; /* StartTransientUnit to JobRemoved "done"; 0 = no scope */
+        bool warm;                 /* served by a ready sandbox (issue 16) */
+        uint64_t memory_at_start_bytes; /* resident when the code was released */
 } MetricsRun;
 
 /* Decides how a run ended, from our own flags and the counters, never from the signal alone:
@@ -102,6 +104,8 @@ void metrics_daemon_stopping(Metrics *m, const char *reason);
 
 /* The current queue, for the gauges (the daemon sets them before rendering). */
 void metrics_set_runs(Metrics *m, uint32_t running, uint32_t queued);
+/* The ready sandboxes now and their resident memory (issue 16), for the gauges. */
+void metrics_set_pool(Metrics *m, uint32_t ready, uint64_t memory_bytes);
 uint64_t metrics_runs_total(const Metrics *m, MetricsOutcome o);
 
 /* Prometheus text exposition format 0.0.4 (served as METRICS_CONTENT_TYPE). Returns 0 and a

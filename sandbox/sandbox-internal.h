@@ -58,6 +58,7 @@ typedef struct SpawnPlan {
         const Sandbox *sandbox;
         bool privileged;
         bool rlimits;
+        bool background;       /* SandboxRunSpec.background */
         const char *python;
         const char *staging_dir;
         const char *env_dir;   /* bound read-only at SANDBOX_ENV_DIR, or NULL */

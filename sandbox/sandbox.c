@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -615,6 +616,16 @@ _Noreturn static void child_main(SpawnPlan *plan) {
         /* A new session: no controlling terminal of the daemon's is reachable (TIOCSTI). */
         CHILD_CHECK(setsid(), "setsid", NULL);
 
+        /* A ready sandbox made ahead weighs less than the runs (issue 16.4) until a call takes it
+         * (sandbox_child_foreground()): nice 19, which counts within a cgroup and within the
+         * autogroup the session just made is (sched(7), "The autogroup feature": when no cpu
+         * cgroup applies). That autogroup's own nice, which weighs it against the other sessions,
+         * is raised by the launcher (launch.py): writing /proc/self/autogroup needs a dumpable
+         * process, which this one is not after its setresuid, until its execve. Raising a nice
+         * value needs no privilege; a failure only leaves it at the runs' weight. */
+        if (plan->background)
+                (void) setpriority(PRIO_PROCESS, 0, 19);
+
         /* Our own cgroup namespace, rooted where we were cloned (the payload cgroup): the run sees
          * "0::/". The init cannot do it before cloning us: with nsdelegate (systemd's default)
          * CLONE_INTO_CGROUP outside the caller's cgroup namespace root fails. */
@@ -1012,6 +1023,7 @@ static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, bool self_te
                 .stderr_fd = spec->stderr_fd,
                 .payload_cgroup_fd = spec->payload_cgroup_fd,
                 .rlimits = spec->rlimits,
+                .background = spec->background,
                 .exec_fd = -EBADF,
                 .go_fd = -EBADF,
                 .init_fd = s->init_fd,
@@ -1127,6 +1139,47 @@ int sandbox_child_release_into(SandboxChild *c, int payload_cgroup_fd) {
 
 int sandbox_child_release(SandboxChild *c) {
         return sandbox_child_release_into(c, -EBADF);
+}
+
+int sandbox_child_foreground(const SandboxChild *c) {
+        char path[96], buf[64];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int) c->pid, (int) c->pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return n < 0 ? -errno : -ESRCH;
+        buf[n] = 0;
+        char *end;
+        long python = strtol(buf, &end, 10);
+        if (python <= 0 || end == buf)
+                return -ESRCH;
+
+        snprintf(path, sizeof(path), "/proc/%ld/autogroup", python);
+        _cleanup_close_ int ag = open(path, O_WRONLY | O_CLOEXEC);
+        if (ag < 0 && errno != ENOENT) /* ENOENT: a kernel without autogroup */
+                return -errno;
+        if (ag >= 0 && write(ag, "0", 1) != 1)
+                return -errno;
+
+        snprintf(path, sizeof(path), "/proc/%ld/task", python);
+        _cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        DIR *d = fdopendir(dfd);
+        if (!d)
+                return -errno;
+        TAKE_FD(dfd);
+        int r = 0;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.' && setpriority(PRIO_PROCESS, (id_t) atoi(de->d_name), 0) < 0) {
+                        r = -errno;
+                        break;
+                }
+        closedir(d);
+        return r;
 }
 
 int sandbox_child_kill(SandboxChild *c) {

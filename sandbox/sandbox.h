@@ -56,6 +56,9 @@ typedef struct SandboxRunSpec {
         bool rlimits;             /* apply SandboxConfig's rlimit_* (no cgroup enforces limits) */
         const char *env_dir;      /* host directory bound read-only at SANDBOX_ENV_DIR (a dependency
                                    * venv; python is then usually SANDBOX_ENV_DIR "/bin/python"), or NULL */
+        bool background;          /* a ready sandbox made ahead (issue 16): Python starts at nice 19, in an
+                                   * autogroup at nice 19 (its setsid makes one); see
+                                   * sandbox_child_foreground() */
 } SandboxRunSpec;
 
 /* A spawned run. The init is held (it has not started Python) until sandbox_child_release(). */
@@ -77,6 +80,12 @@ int sandbox_child_release(SandboxChild *c);
  * payload_cgroup_fd), for managers that can only create it after the init exists (a systemd scope
  * placed by PID). The fd is duplicated into the init; the caller keeps its own. */
 int sandbox_child_release_into(SandboxChild *c, int payload_cgroup_fd);
+
+/* Gives a background run's Python (SandboxRunSpec.background) the runs' CPU weight back: nice 0 for
+ * each of its threads and for its autogroup. Lowering a nice value needs CAP_SYS_NICE (a root
+ * daemon): -EPERM otherwise, and the run must then not be used for a call. Python must be the
+ * init's only child (a ready sandbox's launcher, blocked on stdin). Returns 0 or -errno. */
+int sandbox_child_foreground(const SandboxChild *c);
 
 /* SIGKILLs the init, which ends every process of the run (the kernel kills a PID namespace
  * whose init dies). Used at a deadline or cancellation when no cgroup.kill is available.

@@ -163,6 +163,27 @@ int config_parse_http_list(const char *s, bool origins) {
         return 0;
 }
 
+int config_parse_preload(const char *s) {
+        size_t len = strlen(s);
+        if (len == 0 || len > CONFIG_PRELOAD_MAX_BYTES)
+                return -EINVAL;
+        bool start = true; /* at the start of a name part */
+        for (const char *p = s; *p; p++) {
+                char ch = *p;
+                bool letter = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
+                bool digit = ch >= '0' && ch <= '9';
+                if (start) {
+                        if (!letter)
+                                return -EINVAL;
+                        start = false;
+                } else if (ch == '.' || ch == ',')
+                        start = true;
+                else if (!letter && !digit)
+                        return -EINVAL;
+        }
+        return start ? -EINVAL : 0; /* not ending with '.' or ',' */
+}
+
 static bool python_name_valid(const char *s, size_t n) {
         if (n == 0 || n > 32)
                 return false;
@@ -465,6 +486,14 @@ const ConfigVariable config_table[] = {
         { "MCP_EXEC_MAX_CONCURRENT", UINT32(max_concurrent), .min = 1, .max = 1024,
           .accepted = "a number of runs from 1 to 1024",
           .help = "runs at once (default: the number of CPUs)" },
+        /* Issue 16. At most MCP_EXEC_MAX_CONCURRENT: more could never be used at once. */
+        { "MCP_EXEC_WARM_POOL", UINT32(warm_pool), .min = 0, .max = 1024, .fallback = "2",
+          .at_most = "MCP_EXEC_MAX_CONCURRENT",
+          .accepted = "a number of ready sandboxes from 0 (none) to 1024",
+          .help = "sandboxes kept ready for the default interpreter, 0: none" },
+        { "MCP_EXEC_PRELOAD", STRING(preload), .valid = config_parse_preload, .flags = CONFIG_EMPTY_IS_UNSET,
+          .accepted = "a comma-separated list of module names such as numpy,pandas,matplotlib.pyplot",
+          .help = "modules imported in ready sandboxes, comma-separated" },
         { "MCP_EXEC_QUEUE_MAX", UINT32(queue_max), .min = 0, .max = 100000, .fallback = "64",
           .accepted = "a number of waiting runs from 0 to 100000",
           .help = "calls waiting for a slot, all sessions together" },

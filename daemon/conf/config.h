@@ -53,6 +53,8 @@ typedef struct Config {
         char *env_cache_dir;        /* where dependency environments are kept, or NULL: the default */
         uint64_t env_cache_max_bytes; /* total size of the environments kept (LRU eviction beyond) */
         uint32_t install_timeout_s; /* one installation of an environment */
+        uint32_t warm_pool;         /* ready sandboxes kept (issue 16); 0: none */
+        char *preload;              /* modules imported in ready sandboxes, comma-separated; NULL: none */
 } Config;
 
 /* Reads the configuration from getenv-like lookup (env(name) returns the value or NULL).
@@ -83,5 +85,9 @@ int config_parse_http_list(const char *s, bool origins);
  * modified copy of s) when they are non-NULL. */
 #define CONFIG_PYTHONS_MAX 8
 int config_parse_pythons(const char *s, char *buf, size_t size, const char **names, const char **paths);
+/* MCP_EXEC_PRELOAD: comma-separated dotted module names ([A-Za-z_][A-Za-z0-9_]* parts), at most
+ * CONFIG_PRELOAD_MAX_BYTES. */
+#define CONFIG_PRELOAD_MAX_BYTES 1024
+int config_parse_preload(const char *s);
 /* An index URL: http:// or https:// (or file://) with a host or path, no spaces or credentials shown. */
 int config_parse_index_url(const char *s);

@@ -675,7 +675,7 @@ static void check_environment_reply(PyJob *j) {
         _cleanup_(json_decrefp) json_t *o = json_pack(
                 "{s:{s:s, s:s, s:s},"
                 " s:O,"
-                " s:{s:b, s:[s,s,s,s,s,s,s], s:b, s:b, s:b, s:I, s:b, s:I, s:s, s:s},"
+                " s:{s:b, s:[s,s,s,s,s,s,s], s:b, s:b, s:b, s:I, s:b, s:I, s:s, s:s, s:I, s:I, s:s?},"
                 " s:{s:s, s:s, s:s},"
                 " s:{s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I},"
                 " s:{s:b, s:o, s:s?, s:s, s:s},"
@@ -688,6 +688,9 @@ static void check_environment_reply(PyJob *j) {
                 1, "no_new_privs", 1, "read_only_root", 1, "uid", (json_int_t) SANDBOX_UID, "capabilities", 0,
                 "tmp_size_bytes", (json_int_t) c->tmp_size_bytes, "workdir", SANDBOX_WORK_DIR, "dependency_mount",
                 SANDBOX_ENV_DIR,
+                /* issue 16: 0 when there is no pool (MCP_EXEC_WARM_POOL=0, or not rlimit mode) */
+                "warm_pool", (json_int_t) (px->env.pool ? c->warm_pool : 0), "warm_ready",
+                (json_int_t) run_pool_ready(px->env.pool), "preload", px->env.pool ? c->preload : NULL,
                 "cgroup", "backend", cgroup_backend_name(px->cgroup), "description",
                 cg ? cgroup_describe(px->cgroup) : "none: rlimits only", "limits_by", cg ? "cgroup" : "rlimit",
                 "limits", "default_timeout_s", (json_int_t) c->default_timeout_s, "max_timeout_s",

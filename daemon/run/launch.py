@@ -5,20 +5,33 @@
 # ceremony: matplotlib gets the Agg backend; plt.show() saves every open figure to
 # outputs/figure-N.png and closes it; figures still open at exit are saved the same way. Nothing
 # of matplotlib is imported unless the code imports it.
+#
+# Warm mode (issue 16, a ready sandbox): the daemon stages this file with a first line
+# `_WARM = ("module", ...)` (MCP_EXEC_PRELOAD, maybe empty). Then, before any caller code exists,
+# the launcher imports those modules (their output discarded), writes one fixed-size ready line on
+# fd 1 ("MCPEXECD-READY <user us> <system us> <rss bytes>": what was spent and held so far, which
+# the daemon keeps out of the call's accounting; or "MCPEXECD-FAILED <module>: <error>") and blocks
+# reading fd 0. The call's first bytes on fd 0 are one message: an 8-byte little-endian length, then
+# records (4-byte name length, 8-byte data length, name, data), main.py first, then the input files;
+# the launcher writes them into the working directory itself (as the run's user, charged to the
+# run) and goes on exactly as a cold run. What follows the message on fd 0 is the caller's stdin:
+# os.read() takes exactly the message, sys.stdin has buffered nothing yet.
 import atexit
 import os
 import sys
 
+try:
+    _WARM
+except NameError:
+    _WARM = None
+
 _SCRIPT = "main.py"
 _OUT = os.path.join(os.getcwd(), "outputs")  # absolute: the code may chdir
 _saved = [0]
+_READY_BYTES = 256  # the ready line, one write (atomic on a pipe: at most PIPE_BUF)
 
 try:
     os.unlink(__file__)
-except OSError:
-    pass
-try:
-    os.mkdir(_OUT)
 except OSError:
     pass
 os.environ.setdefault("MPLBACKEND", "agg")
@@ -80,6 +93,110 @@ class _PyplotHook:
 
 
 sys.meta_path.insert(0, _PyplotHook)
+
+
+def _warm_line(text):
+    b = text.encode("utf-8", "replace")[: _READY_BYTES - 1] + b"\n"
+    os.write(1, b.ljust(_READY_BYTES, b" "))
+
+
+def _warm_read(n):
+    parts = []
+    while n > 0:
+        b = os.read(0, min(n, 1 << 20))
+        if not b:  # the daemon dropped this ready sandbox
+            os._exit(0)
+        parts.append(b)
+        n -= len(b)
+    return b"".join(parts)
+
+
+def _warm():
+    """Preloads, says ready, waits for the call's message and writes its files (issue 16)."""
+    # A ready sandbox made in the background weighs less than the runs until a call takes it (the
+    # daemon gives the weight back): the sandbox started this process at nice 19, and its session's
+    # autogroup is lowered alike here (the kernel allows an unprivileged write once per 100 ms
+    # system-wide: retried).
+    for _ in range(30 if os.nice(0) > 0 else 0):
+        try:
+            with open("/proc/self/autogroup", "w") as f:
+                f.write("19")
+            break
+        except BlockingIOError:
+            sys.modules["time"].sleep(0.01)
+        except OSError:  # no autogroup in this kernel, or not allowed: the runs' weight
+            break
+    # The preload's output is not the call's: fds 1 and 2 point at /dev/null meanwhile.
+    saved = os.dup(1), os.dup(2)
+    nul = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(nul, 1)
+    os.dup2(nul, 2)
+    os.close(nul)
+    failed = None
+    for name in _WARM:
+        try:
+            __import__(name)
+        except BaseException as e:
+            failed = "%s: %s: %s" % (name, type(e).__name__, e)
+            break
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    os.dup2(saved[0], 1)
+    os.dup2(saved[1], 2)
+    os.close(saved[0])
+    os.close(saved[1])
+    if failed is not None:
+        _warm_line("MCPEXECD-FAILED " + failed.replace("\n", " "))
+        os._exit(3)
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    if "resource" not in _WARM:  # the call finds sys.modules as a cold run leaves it, plus the preload
+        del sys.modules["resource"]
+    with open("/proc/self/statm", "rb") as f:
+        rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    _warm_line("MCPEXECD-READY %d %d %d" % (round(ru.ru_utime * 1e6), round(ru.ru_stime * 1e6), rss))
+
+    body = _warm_read(int.from_bytes(_warm_read(8), "little"))
+    cwd = os.getcwd()
+    off = 0
+    while off < len(body):
+        nlen = int.from_bytes(body[off : off + 4], "little")
+        dlen = int.from_bytes(body[off + 4 : off + 12], "little")
+        off += 12
+        name = body[off : off + nlen].decode("utf-8", "surrogateescape")
+        off += nlen
+        data = body[off : off + dlen]
+        off += dlen
+        # Names were validated by the daemon (relative, no . or .., no empty segment).
+        path = os.path.join(cwd, name)
+        parent = os.path.dirname(path)
+        try:
+            if parent != cwd:
+                os.makedirs(parent, mode=0o755, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW,
+                         0o600 if name == _SCRIPT else 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+        except OSError as e:  # /tmp full: what a cold run's copy reports, as a result (exit 1)
+            os.write(2, ("mcp-execd: the sandbox could not start the run: cannot write %s into %s: %s\n"
+                         % (name, cwd, e.strerror)).encode("utf-8", "replace"))
+            os._exit(1)
+
+
+if _WARM is not None:
+    _warm()
+try:
+    os.mkdir(_OUT)
+except OSError:
+    pass
 
 
 def _main():

@@ -15,6 +15,11 @@ typedef struct RunEndFacts {
         const CgroupStats *stats; /* the run cgroup's counters, or NULL: none read (rlimits, a failed read) */
         /* The init's getrusage(RUSAGE_CHILDREN) from the same report (used without counters). */
         uint64_t utime_usec, stime_usec, maxrss_bytes;
+        /* A ready sandbox's launcher's own CPU when it became ready (the preload): not the call's,
+         * subtracted from the init's figures. 0 for a cold run. */
+        uint64_t preload_utime_usec, preload_stime_usec;
+        /* What a ready sandbox's launcher had resident when the call was released; 0 for a cold run. */
+        uint64_t memory_at_start_bytes;
 } RunEndFacts;
 
 /* How the run ended, as its result says it. */

@@ -72,6 +72,11 @@ struct Run {
         bool user_code; /* RunParams.user_code: the launcher runs main.py; outputs/ is read back */
         Outputs outputs;
 
+        /* Served by a ready sandbox (pool.c): released when its message is written on stdin. */
+        bool warm;
+        uint64_t preload_utime_usec, preload_stime_usec; /* the launcher's CPU when it became ready */
+        uint64_t memory_at_start_bytes;                  /* its resident memory then */
+
         SandboxChild child;
         CgroupRun *cgroup;
         bool child_spawned;
@@ -390,6 +395,9 @@ static void run_finish(Run *run) {
                 .utime_usec = run->report.utime_usec,
                 .stime_usec = run->report.stime_usec,
                 .maxrss_bytes = run->report.maxrss_bytes,
+                .preload_utime_usec = run->preload_utime_usec,
+                .preload_stime_usec = run->preload_stime_usec,
+                .memory_at_start_bytes = run->memory_at_start_bytes,
         };
         run_end_decide(&f, &run->end);
         /* Nothing is added once the phase leaves RUN_RUNNING (on_stream). On ENOMEM the reply
@@ -482,10 +490,75 @@ static int run_stage(Run *run, const RunParams *p) {
         return fd_write_file_at(dfd, RUN_SCRIPT_NAME, run->code, run->code_len, 0600);
 }
 
+/* One record of the message a ready sandbox's launcher reads (launch.py, _warm()): 4-byte name
+ * length, 8-byte data length (little-endian), the name, the data. */
+static char *warm_record(char *w, const char *name, const void *data, size_t len) {
+        uint32_t nl = (uint32_t) strlen(name);
+        uint64_t dl = len;
+        for (int i = 0; i < 4; i++)
+                *w++ = (char) (nl >> (8 * i));
+        for (int i = 0; i < 8; i++)
+                *w++ = (char) (dl >> (8 * i));
+        memcpy(w, name, nl);
+        w += nl;
+        if (len)
+                memcpy(w, data, len);
+        return w + len;
+}
+
+/* Whether this run may be served by a ready sandbox: the caller's code, with the default
+ * interpreter and no dependency environment, in rlimit mode (the only mode with a pool so far). */
+static bool run_may_be_warm(const Run *run) {
+        return run->env.pool && run->user_code && !run->env_dir &&
+               (!run->python || (run->env.python && strcmp(run->python, run->env.python) == 0)) &&
+               cgroup_backend(run->env.cgroup) == CGROUP_BACKEND_NONE;
+}
+
+/* Takes a ready sandbox, if one is there, and makes the run's stdin the message (main.py and the
+ * input files) followed by the caller's stdin. Returns 1 when taken, 0 when the run is to be cold
+ * (none ready, or no memory for the message: the cold path needs less at once). */
+static int run_take_ready(Run *run, const RunParams *p) {
+        if (!run_may_be_warm(run))
+                return 0;
+        size_t len = 8 + 12 + strlen(RUN_SCRIPT_NAME) + run->code_len + run->stdin_len;
+        for (size_t i = 0; i < p->n_files; i++)
+                len += 12 + strlen(p->files[i].name) + p->files[i].len;
+        _cleanup_free_ char *buf = malloc(len + 1);
+        if (!buf)
+                return 0; /* the cold path copies less at once */
+        RunReady ready;
+        if (run_pool_take(run->env.pool, &ready) < 0)
+                return 0;
+        run->warm = true;
+        run->child = ready.child;
+        run->child_spawned = true;
+        run->stdin_fd = ready.stdin_fd;
+        run->streams[0].fd = ready.stdout_fd;
+        run->streams[1].fd = ready.stderr_fd;
+        run->preload_utime_usec = ready.preload_utime_usec;
+        run->preload_stime_usec = ready.preload_stime_usec;
+        run->memory_at_start_bytes = ready.rss_bytes;
+
+        uint64_t body = len - 8 - run->stdin_len;
+        char *w = buf;
+        for (int i = 0; i < 8; i++)
+                *w++ = (char) (body >> (8 * i));
+        w = warm_record(w, RUN_SCRIPT_NAME, run->code, run->code_len);
+        for (size_t i = 0; i < p->n_files; i++)
+                w = warm_record(w, p->files[i].name, p->files[i].data, p->files[i].len);
+        if (run->stdin_len)
+                memcpy(w, run->stdin_data, run->stdin_len);
+        free(run->stdin_data);
+        run->stdin_data = TAKE_PTR(buf);
+        run->stdin_len = len;
+        return 1;
+}
+
 /* Python may start: release the init (with the payload cgroup), feed stdin, start the clock. */
 static void run_go(Run *run) {
         int payload = run->cgroup ? cgroup_run_payload_fd(run->cgroup) : -EBADF;
-        int r = sandbox_child_release_into(&run->child, payload);
+        /* A ready sandbox's init was released by the pool: its launcher waits for stdin. */
+        int r = run->warm ? 0 : sandbox_child_release_into(&run->child, payload);
         if (r < 0) {
                 run_fail(run, "cannot release the run's init: %s", strerror(-r));
                 run_kill_init(run);
@@ -636,6 +709,8 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         else if (!env->python && !run->python)
                 run_fail(run, "the interpreter '%s' was not found in " SANDBOX_PATH " "
                               "(MCP_EXEC_PYTHON)", env->python_name);
+        else if (run_take_ready(run, p) > 0)
+                ; /* served by a ready sandbox: nothing to stage or spawn */
         else if ((r = run_stage(run, p)) < 0)
                 run_fail(run, "cannot create the run's working directory in %s: %s", env->state_dir, strerror(-r));
         else
@@ -710,6 +785,8 @@ void run_result(const Run *run, McpExecResult *ret) {
                 .memory_peak_bytes = run->end.memory_peak_bytes,
                 .cpu_user_us = run->end.cpu_user_usec,
                 .cpu_system_us = run->end.cpu_system_usec,
+                .warm = run->warm,
+                .memory_at_start_bytes = run->memory_at_start_bytes,
         };
         uint64_t end = run->t_end ? run->t_end : now_usec();
         r.duration_ms = run->t_release && end > run->t_release ? (end - run->t_release) / 1000 : 0;
@@ -735,11 +812,19 @@ void run_end_decide(const RunEndFacts *f, RunEnd *ret) {
                 e.oom_killed = f->stats->oom_killed;
                 e.pids_limit_hit = f->stats->pids_limit_hit;
         } else if (f->exit_reported) {
-                /* Without counters (rlimits): what the init measured of the processes it reaped. */
-                e.cpu_user_usec = f->utime_usec;
-                e.cpu_system_usec = f->stime_usec;
+                /* Without counters (rlimits): what the init measured of the processes it reaped,
+                 * less what a ready sandbox's launcher had spent before the call's release. */
+                e.cpu_user_usec = f->utime_usec > f->preload_utime_usec
+                                          ? f->utime_usec - f->preload_utime_usec : 0;
+                e.cpu_system_usec = f->stime_usec > f->preload_stime_usec
+                                            ? f->stime_usec - f->preload_stime_usec : 0;
                 e.memory_peak_bytes = f->maxrss_bytes;
         }
+        /* The peak is at least what was there at the start. The kernel's RSS counters are
+         * approximate (per-CPU batches) and its high-water mark is updated lazily: a maxrss read at
+         * exit was seen a few pages below the RSS the launcher read when it became ready. */
+        if (e.memory_peak_bytes < f->memory_at_start_bytes)
+                e.memory_peak_bytes = f->memory_at_start_bytes;
         *ret = e;
 }
 

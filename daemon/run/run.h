@@ -7,6 +7,7 @@
 
 #include "cgroup.h"
 #include "mcp.h"
+#include "pool.h"
 #include "ring.h"
 #include "sandbox.h"
 
@@ -25,6 +26,7 @@ typedef struct RunEnv {
         const char *python_name; /* as configured, for error messages */
         uint64_t max_output_bytes;
         uint64_t max_return_bytes; /* outputs/ files returned, in total (MCP_EXEC_MAX_RETURN_BYTES) */
+        RunPool *pool;             /* ready sandboxes (issue 16), or NULL: every run is cold */
 } RunEnv;
 
 typedef struct RunParams {

@@ -119,6 +119,8 @@ static void job_record(Job *j, Run *run, const McpExecResult *r) {
                 .code_bytes = a->code_len,
                 .stdin_bytes = a->stdin_len,
                 .scope_start_usec = s->run_ops->place_usec(run),
+                .warm = r->warm,
+                .memory_at_start_bytes = r->memory_at_start_bytes,
                 .limits = r->limits,
                 .exit_code = r->exit_code,
                 .signal = r->signal,
@@ -157,6 +159,8 @@ static void on_run_done(Run *run, void *userdata) {
                 r.extra = j->extra;
                 j->reply(j->owner, job_reply_or_oom(j, mcp_call_reply_result(j->call, &r)));
         }
+        /* The answer's write is on the ring: a ready sandbox is made behind it (issue 16.4). */
+        run_pool_refill_later(s->env.pool);
 
         s->run_ops->release(run);
         running_remove(s, j);
@@ -357,9 +361,15 @@ void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reas
         metrics_run_rejected(s->metrics, &rej);
 }
 
+void scheduler_answered(Scheduler *s) {
+        if (!s->shutting_down)
+                run_pool_refill_later(s->env.pool);
+}
+
 int scheduler_metrics_render(Scheduler *s, char **ret, size_t *ret_len) {
         if (!s->metrics)
                 return -ENODATA;
         metrics_set_runs(s->metrics, s->n_running, s->n_queued);
+        metrics_set_pool(s->metrics, run_pool_ready(s->env.pool), run_pool_memory_bytes(s->env.pool));
         return metrics_render(s->metrics, ret, ret_len);
 }

@@ -111,5 +111,9 @@ static inline uint32_t scheduler_active(const Scheduler *s) {
  * "run rejected" record and the rejected counter. call may be NULL when it was never parsed. */
 void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason);
 
+/* An answer that is no run's (initialize, tools/list, ping) was handed to the transport: the pool of
+ * ready sandboxes may fill behind it (issue 16: never before an answer). */
+void scheduler_answered(Scheduler *s);
+
 /* The metrics as Prometheus text (GET /metrics), with the queue gauges as they are now. */
 int scheduler_metrics_render(Scheduler *s, char **ret, size_t *ret_len);

@@ -113,6 +113,8 @@ void dispatch_action(Dispatch *d, McpAction *a, void *ctx) {
                 if (a->is_tool_error)
                         scheduler_note_rejected(d->scheduler, NULL, "invalid-arguments");
                 dispatch_answer(d, ctx, TAKE_PTR(a->reply));
+                /* initialize's answer is the first: ready sandboxes are made behind it, not before. */
+                scheduler_answered(d->scheduler);
                 return;
         case MCP_ACTION_CANCEL: {
                 DispatchCall *c = dispatch_find(d, a->cancel_key);

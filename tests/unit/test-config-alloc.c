@@ -181,6 +181,8 @@ static const struct {
         { "MCP_EXEC_CPU_QUOTA", "250%", "50" },
         { "MCP_EXEC_TMP_SIZE", "16M", "infinity" },
         { "MCP_EXEC_MAX_CONCURRENT", "8", "0" },
+        { "MCP_EXEC_WARM_POOL", "1", "-1" },
+        { "MCP_EXEC_PRELOAD", "numpy,matplotlib.pyplot", "numpy,,pandas" },
         { "MCP_EXEC_QUEUE_MAX", "100", "-1" },
         { "MCP_EXEC_SESSION_QUEUE_MAX", "100", "abc" },
         { "MCP_EXEC_MAX_SESSIONS", "5", "0" },

@@ -61,6 +61,9 @@ void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size
         snprintf(buf, size, r == -EDQUOT ? "session queue full" : "queue full");
 }
 
+void scheduler_answered(Scheduler *s) {
+}
+
 void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason) {
         if (strcmp(reason, "invalid-arguments") == 0)
                 fake.rejected_invalid++;

@@ -169,7 +169,8 @@ static void test_tools_list(void **state) {
         assert_true(json_is_false(json_object_get(in, "additionalProperties")));
         assert_string_equal(json_string_value(json_array_get(json_object_get(in, "required"), 0)), "code");
         json_t *out = json_object_get(t, "outputSchema");
-        assert_int_equal(json_array_size(json_object_get(out, "required")), 17); /* + files, files_unlisted (issue 10), unbounded (issue 15 #6) */
+        /* + files, files_unlisted (issue 10), unbounded (issue 15 #6), warm, memory_at_start_bytes (16) */
+        assert_int_equal(json_array_size(json_object_get(out, "required")), 19);
         json_t *ub = json_object_get(json_object_get(out, "properties"), "unbounded");
         assert_string_equal(json_string_value(json_object_get(ub, "type")), "array");
         assert_string_equal(json_string_value(json_object_get(json_object_get(ub, "items"), "type")), "string");
@@ -394,7 +395,8 @@ static void test_result_encoding(void **state) {
         assert_string_equal(json_string_value(json_object_get(sc, "signal")), "SIGKILL");
         assert_true(json_is_true(json_object_get(sc, "truncated")));
         assert_true(json_is_false(json_object_get(res, "isError")));
-        assert_int_equal(json_object_size(sc), 17); /* + files, files_unlisted (issue 10), unbounded (issue 15 #6) */
+        /* + files, files_unlisted (issue 10), unbounded (issue 15 #6), warm, memory_at_start_bytes (16) */
+        assert_int_equal(json_object_size(sc), 19);
         /* With a cgroup nothing is left unbounded (issue 15 #6). */
         assert_true(json_is_array(json_object_get(sc, "unbounded")));
         assert_int_equal(json_array_size(json_object_get(sc, "unbounded")), 0);

@@ -84,6 +84,16 @@ static const EndCase end_cases[] = {
         { "pids.max hit, Python exits 1",
           { .exit_reported = true, .wait_status = EXITED(1), .stats = &stats_pids },
           { .exit_code = 1, .pids_limit_hit = true, .memory_peak_bytes = 9 } },
+        { "a ready sandbox, rlimits: the preload's CPU is not the call's",
+          { .exit_reported = true, .wait_status = EXITED(0), .utime_usec = 1000, .stime_usec = 500,
+            .maxrss_bytes = 8000, .preload_utime_usec = 900, .preload_stime_usec = 100,
+            .memory_at_start_bytes = 6000 },
+          { .exit_code = 0, .cpu_user_usec = 100, .cpu_system_usec = 400, .memory_peak_bytes = 8000 } },
+        { "a ready sandbox: never below zero, the peak never below what was there at the start",
+          { .exit_reported = true, .wait_status = EXITED(0), .utime_usec = 10, .stime_usec = 20,
+            .maxrss_bytes = 5990, .preload_utime_usec = 900, .preload_stime_usec = 100,
+            .memory_at_start_bytes = 6000 },
+          { .exit_code = 0, .memory_peak_bytes = 6000 } },
         { "counters without an exit report",
           { .stats = &stats_plain },
           { .exit_code = -1, .signal = "SIGKILL", .memory_peak_bytes = 5000, .cpu_user_usec = 70,
@@ -369,6 +379,148 @@ static void test_interpreter_fails_in_sandbox(void **state) {
         done_free(&d);
 }
 
+/* ---- ready sandboxes (issue 16) --------------------------------------------------------------- */
+
+static RunPool *pool_make(unsigned size, const char *preload, char **reterr) {
+        RunPool *p = NULL;
+        int r = run_pool_new(&(RunPoolConfig) { .ring = ring, .sandbox = sandbox, .state_dir = state_dir,
+                                                .python = PYTHON, .size = size, .preload = preload,
+                                                /* no age timer: wait_done() waits for an empty ring */
+                                                .max_age_usec = UINT64_MAX },
+                             &p, reterr);
+        assert_int_equal(r, 0);
+        assert_non_null(p);
+        /* Unchecked, it spawns nothing: the daemon checks the sandbox after answering initialize. */
+        run_pool_fill(p);
+        assert_false(run_pool_busy(p));
+        assert_int_equal(run_pool_ready(p), 0);
+        assert_int_equal(run_pool_check(p, reterr), 0);
+        return p;
+}
+
+static void pool_wait_ready(RunPool *p, unsigned n) {
+        uint64_t t0 = now_usec();
+        while (run_pool_ready(p) < n) {
+                assert_int_equal(ring_run_once(ring, 100000), 0);
+                assert_true(now_usec() - t0 < 20000000);
+        }
+}
+
+static void pool_end(RunPool *p) {
+        run_pool_stop(p);
+        uint64_t t0 = now_usec();
+        while (run_pool_busy(p) || ring_inflight(ring) > 0) {
+                assert_int_equal(ring_run_once(ring, 100000), 0);
+                assert_true(now_usec() - t0 < 5000000);
+        }
+        run_pool_free(p);
+}
+
+static void test_warm_run(void **state) {
+        if (no_sandbox)
+                skip();
+        RunPool *p = pool_make(1, NULL, NULL);
+        run_pool_fill(p);
+        pool_wait_ready(p, 1);
+        assert_true(run_pool_memory_bytes(p) > 0);
+        env.pool = p;
+
+        /* Served by the ready sandbox: the code, a file and stdin reach it. */
+        const char *code = "import sys\nprint(open('in/data.txt').read(), sys.stdin.read(), sys.argv)\n";
+        McpInputFile files[] = { { .name = "in/data.txt", .data = "abc", .len = 3 } };
+        RunParams rp = { .code = code, .code_len = strlen(code), .stdin_data = "fed", .stdin_len = 3,
+                         .timeout_s = 10, .user_code = true, .files = files, .n_files = 1 };
+        Run *run;
+        Done d;
+        start(&rp, &run, &d);
+        assert_int_equal(run_pool_ready(p), 0); /* taken, and not refilled by the take */
+        wait_done(&d, 20000000);
+        assert_null(d.error);
+        assert_true(d.r.warm);
+        assert_int_equal(d.r.exit_code, 0);
+        assert_string_equal(d.out, "abc fed ['main.py']\n");
+        assert_true(d.r.memory_at_start_bytes > 0);
+        assert_true(d.r.memory_peak_bytes >= d.r.memory_at_start_bytes);
+        done_free(&d);
+
+        /* None ready now: the next run is cold, at once. */
+        run_code("print(2)\n", NULL, 10, &d);
+        assert_null(d.error);
+        assert_false(d.r.warm);
+        assert_int_equal(d.r.memory_at_start_bytes, 0);
+        assert_string_equal(d.out, "2\n");
+        done_free(&d);
+
+        /* A helper (not the caller's code) and another interpreter are never warm. */
+        run_pool_refill_later(p);
+        pool_wait_ready(p, 1);
+        RunParams other = { .code = "print(3)\n", .code_len = 9, .timeout_s = 10, .user_code = true,
+                            .python = "/usr/bin/python3.11" };
+        start(&other, &run, &d);
+        wait_done(&d, 20000000);
+        assert_null(d.error);
+        assert_false(d.r.warm);
+        done_free(&d);
+        assert_int_equal(run_pool_ready(p), 1);
+
+        /* A ready sandbox killed behind the pool's back is not handed out. */
+        RunReady ready;
+        assert_int_equal(run_pool_take(p, &ready), 0);
+        (void) sandbox_child_kill(&ready.child);
+        siginfo_t si;
+        (void) waitid((idtype_t) P_PIDFD, (id_t) ready.child.pidfd, &si, WEXITED);
+        sandbox_child_done(&ready.child);
+        safe_close(ready.stdin_fd);
+        safe_close(ready.stdout_fd);
+        safe_close(ready.stderr_fd);
+        assert_int_equal(run_pool_take(p, &ready), -EAGAIN);
+
+        env.pool = NULL;
+        pool_end(p);
+}
+
+static void test_warm_stop_while_filling(void **state) {
+        if (no_sandbox)
+                skip();
+        RunPool *p = pool_make(2, NULL, NULL);
+        run_pool_fill(p);
+        (void) ring_run_once(ring, 1000);
+        pool_end(p); /* the reads come back, the sandboxes are killed and reaped, nothing leaks */
+}
+
+static void test_warm_preload(void **state) {
+        if (no_sandbox)
+                skip();
+        _cleanup_free_ char *why = NULL;
+        RunPool *p = NULL;
+        int r = run_pool_new(&(RunPoolConfig) { .ring = ring, .sandbox = sandbox, .state_dir = state_dir,
+                                                .python = PYTHON, .size = 1,
+                                                .preload = "json,no_such_module_xyz",
+                                                .max_age_usec = UINT64_MAX },
+                             &p, &why);
+        assert_int_equal(r, 0);
+        assert_non_null(p);
+        assert_int_equal(run_pool_check(p, &why), -ENOPKG);
+        run_pool_free(p);
+        p = NULL;
+        assert_non_null(why);
+        assert_non_null(strstr(why, "no_such_module_xyz"));
+        assert_non_null(strstr(why, "MCP_EXEC_PRELOAD"));
+
+        /* A good preload: checked at once, so one sandbox is ready without the loop, json imported. */
+        p = pool_make(1, "json", NULL);
+        assert_int_equal(run_pool_ready(p), 1);
+        env.pool = p;
+        Done d;
+        run_code("import sys\nprint('json' in sys.modules)\n", NULL, 10, &d);
+        assert_null(d.error);
+        assert_true(d.r.warm);
+        assert_string_equal(d.out, "True\n");
+        done_free(&d);
+        env.pool = NULL;
+        pool_end(p);
+}
+
 static int runs_setup(void **state) {
         /* No cgroup: the runs get rlimits (0: left unset) and the init's rusage. */
         _cleanup_free_ char *reason = NULL;
@@ -424,6 +576,9 @@ int main(void) {
                 cmocka_unit_test(test_files_and_outputs),
                 cmocka_unit_test(test_no_interpreter),
                 cmocka_unit_test(test_interpreter_fails_in_sandbox),
+                cmocka_unit_test(test_warm_run),
+                cmocka_unit_test(test_warm_stop_while_filling),
+                cmocka_unit_test(test_warm_preload),
         };
         int failed = cmocka_run_group_tests_name("decisions", decisions, NULL, NULL);
         failed += cmocka_run_group_tests_name("runs", runs, runs_setup, runs_teardown);

@@ -104,7 +104,7 @@ export const RESULT_FIELDS = {
     stdout: 'string', stderr: 'string', exit_code: 'number', duration_ms: 'number',
     truncated: 'boolean', timed_out: 'boolean', oom_killed: 'boolean', pids_limit_hit: 'boolean',
     memory_peak_bytes: 'number', cpu_user_us: 'number', cpu_system_us: 'number',
-    limits: 'string', queue_ms: 'number', unbounded: 'object',
+    limits: 'string', queue_ms: 'number', unbounded: 'object', warm: 'boolean', memory_at_start_bytes: 'number',
 };
 
 // What rlimit mode cannot bound (issue 15 #6): the result's `unbounded`, empty with a cgroup.

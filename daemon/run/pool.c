@@ -1,0 +1,590 @@
+/* pool.c: ready sandboxes (issue 16): made ahead of the calls, each used by one call, then gone.
+ *
+ * How a ready sandbox is made. It is a run like any other (sandbox_spawn(): fresh user, PID, net,
+ * mount, IPC and UTS namespaces, the mounts, uid 65532, seccomp; PID 1 becomes the init program
+ * before Python is exec'd, issue 15.4), released at once, whose script is the launcher in warm mode
+ * (launch.py, staged with a first line `_WARM = (<MCP_EXEC_PRELOAD>)`). No call's data exists yet:
+ * the staging directory holds only the launcher. The launcher imports the preload (its output
+ * discarded), writes one fixed-size ready line on stdout ("MCPEXECD-READY <user µs> <system µs>
+ * <rss bytes>") and blocks reading stdin. The pool reads exactly that line from the ring (so the
+ * stdout the call sees starts clean), then the sandbox is ready: no operation of ours is in flight
+ * on it, it is three fds, a pidfd and the control socket.
+ *
+ * How a call takes one (run.c): the oldest ready one that is alive (nothing readable on its stdout,
+ * its init not exited) and younger than max_age; it becomes the run's. The run writes one message
+ * on its stdin (8-byte length, then main.py and the input files as records), followed by the
+ * caller's stdin; the launcher reads exactly the message, writes the files into /tmp itself (as the
+ * run's user, so charged to the run, as a cold run's copy is), and runs main.py as a cold run does.
+ * The moment that write starts is the run's release: duration and the deadline count from it.
+ *
+ * Accounting. The launcher's ready line is written before any caller code exists in that process
+ * (it is ours and the operator's preload), so its CPU figures are the preload's own CPU: run.c
+ * subtracts them from what the init reports at Python's exit (getrusage of the reaped Python).
+ * memory_peak_bytes stays the peak (the largest RSS in rlimit mode, which includes the preload);
+ * memory_at_start_bytes says how much was resident when the code was released.
+ *
+ * Refills. Never on the answer's path: run_pool_take() does not spawn; the scheduler calls
+ * run_pool_refill_later() after it has handed an answer to the transport (a run's, or one that is
+ * no run's: the first fill comes after initialize's answer), which queues a no-op on the ring
+ * behind the answer's write, and spawns only when it completes. Limits of this first
+ * version: only MCP_EXEC_CGROUP=none (rlimit mode) has a pool (a systemd scope or a cgroup per
+ * ready sandbox, at a lower cpu.weight until taken, is the next step; those backends take the cold
+ * path). The lower weight in rlimit mode: a root daemon's ready sandboxes start at nice 19 and
+ * their session's autogroup at nice 19 (SandboxRunSpec.background, launch.py), and
+ * sandbox_child_foreground() gives both back when a call takes one (or it is not used). Without
+ * CAP_SYS_NICE a nice value raised for the refill could not be lowered again for the call: an
+ * unprivileged daemon refills at the runs' weight.
+ *
+ * A pool that fails to make sandboxes POOL_FAILURES_MAX times in a row pauses (warning once): calls
+ * take the cold path, which reports its own errors, and the pool tries one sandbox again after an
+ * answer once POOL_RETRY_USEC have passed (a process limit of the daemon's user, a full disk or an
+ * upgrade in progress may pass). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fd-util.h"
+#include "list.h"
+#include "log.h"
+#include "mcp.h"
+#include "pool.h"
+#include "py-launch.h"
+#include "str-util.h"
+
+#define POOL_READY_BYTES 256 /* launch.py's _READY_BYTES */
+#define POOL_READY_PREFIX "MCPEXECD-READY "
+#define POOL_FAILED_PREFIX "MCPEXECD-FAILED "
+#define POOL_FAILURES_MAX 3
+#define POOL_RETRY_USEC (60u * 1000u * 1000u)
+/* The preload check at start: importing a large stack (pandas, matplotlib) on a loaded machine. */
+#define POOL_START_TIMEOUT_USEC (120u * 1000u * 1000u)
+
+typedef struct PoolEntry PoolEntry;
+struct PoolEntry {
+        RingOp op; /* the read of the ready line */
+        RunPool *pool;
+        LIST_FIELDS(PoolEntry, entries);
+        bool ready;
+        bool background; /* made at the lower weight: given the runs' back when taken */
+        char *staging;
+        SandboxChild child;
+        int stdin_fd, stdout_fd, stderr_fd;
+        uint64_t t_spawn, t_ready;
+        uint64_t utime_usec, stime_usec, rss_bytes;
+        char line[POOL_READY_BYTES + 1];
+};
+
+struct RunPool {
+        RunPoolConfig config;
+        char *state_dir, *python;
+        char *launcher; /* "_WARM = (…)\n" + launch.py */
+        size_t launcher_len;
+        PoolEntry *entries; /* filling and ready, oldest first */
+        unsigned n_entries, n_ready;
+        unsigned failures; /* in a row */
+        uint64_t t_failed;  /* of the last one */
+        uint64_t serial;
+        bool stopped;
+        bool checked; /* run_pool_check() passed: the sandbox is checked, the preload imports */
+        RingOp op_refill;
+        RingOp op_age; /* replaces ready sandboxes older than max_age, every max_age / 2 */
+        struct __kernel_timespec age_ts;
+};
+
+/* The preload list as a Python tuple literal. Module names are checked by the configuration
+ * ([A-Za-z0-9_.], comma-separated), so quoting them needs no escaping. */
+static int launcher_build(RunPool *p) {
+        const char *list = p->config.preload ?: "";
+        size_t n = strlen(list);
+        _cleanup_free_ char *head = malloc(16 + 4 * n + 8);
+        if (!head)
+                return -ENOMEM;
+        char *w = stpcpy(head, "_WARM = (");
+        for (const char *s = list; *s;) {
+                size_t k = strcspn(s, ",");
+                if (k > 0) {
+                        *w++ = '"';
+                        memcpy(w, s, k);
+                        w += k;
+                        w = stpcpy(w, "\", ");
+                }
+                s += k;
+                if (*s == ',')
+                        s++;
+        }
+        w = stpcpy(w, ")\n");
+        size_t hl = (size_t) (w - head);
+        size_t ll = strlen(py_launch);
+        p->launcher = malloc(hl + ll + 1);
+        if (!p->launcher)
+                return -ENOMEM;
+        memcpy(p->launcher, head, hl);
+        memcpy(p->launcher + hl, py_launch, ll + 1);
+        p->launcher_len = hl + ll;
+        return 0;
+}
+
+static void entry_staging_remove(PoolEntry *e) {
+        if (!e->staging)
+                return;
+        (void) rm_rf(e->staging);
+        free(e->staging);
+        e->staging = NULL;
+}
+
+/* Kills the sandbox (its init, hence its PID namespace) and reaps it. */
+static void entry_destroy(PoolEntry *e) {
+        RunPool *p = e->pool;
+        if (LIST_IS_LINKED(entries, p->entries, e)) {
+                LIST_REMOVE(entries, p->entries, e);
+                p->n_entries--;
+                if (e->ready)
+                        p->n_ready--;
+        }
+        e->stdin_fd = safe_close(e->stdin_fd);
+        e->stdout_fd = safe_close(e->stdout_fd);
+        e->stderr_fd = safe_close(e->stderr_fd);
+        if (e->child.pidfd >= 0) {
+                (void) sandbox_child_kill(&e->child);
+                siginfo_t si;
+                while (waitid((idtype_t) P_PIDFD, (id_t) e->child.pidfd, &si, WEXITED) < 0 && errno == EINTR)
+                        ;
+        }
+        sandbox_child_done(&e->child);
+        entry_staging_remove(e);
+        free(e);
+}
+
+static void pool_failed(RunPool *p, const char *what) {
+        p->failures++;
+        p->t_failed = now_usec();
+        if (p->failures == POOL_FAILURES_MAX)
+                log_warning("warm pool: %s; %u failures in a row, no sandbox is made ready for %u s "
+                            "(calls take the cold path meanwhile)",
+                            what, p->failures, POOL_RETRY_USEC / 1000000u);
+        else if (p->failures < POOL_FAILURES_MAX)
+                log_debug("warm pool: %s", what);
+}
+
+/* Parses the ready line. 1: ready; 0: the launcher failed (ret_failed points at its text); -EPROTO. */
+static int entry_parse_line(PoolEntry *e, size_t n, const char **ret_failed) {
+        e->line[MIN(n, (size_t) POOL_READY_BYTES)] = 0;
+        char *nl = strchr(e->line, '\n');
+        if (nl)
+                *nl = 0;
+        if (n == POOL_READY_BYTES && strncmp(e->line, POOL_READY_PREFIX, strlen(POOL_READY_PREFIX)) == 0) {
+                unsigned long long u, s, rss;
+                if (sscanf(e->line + strlen(POOL_READY_PREFIX), "%llu %llu %llu", &u, &s, &rss) != 3)
+                        return -EPROTO;
+                e->utime_usec = u;
+                e->stime_usec = s;
+                e->rss_bytes = rss;
+                return 1;
+        }
+        if (strncmp(e->line, POOL_FAILED_PREFIX, strlen(POOL_FAILED_PREFIX)) == 0) {
+                *ret_failed = e->line + strlen(POOL_FAILED_PREFIX);
+                return 0;
+        }
+        return -EPROTO;
+}
+
+static void entry_became_ready(PoolEntry *e) {
+        e->ready = true;
+        e->t_ready = now_usec();
+        e->pool->n_ready++;
+        e->pool->failures = 0;
+        /* Python runs the launcher: the init has copied it into the sandbox's /tmp. */
+        entry_staging_remove(e);
+}
+
+static void on_ready_line(RingOp *op, int res) {
+        PoolEntry *e = container_of(op, PoolEntry, op);
+        RunPool *p = e->pool;
+
+        if (p->stopped || res <= 0) {
+                if (!p->stopped)
+                        pool_failed(p, res == 0 ? "a sandbox's Python exited before it was ready"
+                                                : "cannot read a sandbox's ready line");
+                entry_destroy(e);
+                return;
+        }
+        const char *failed = NULL;
+        int r = entry_parse_line(e, (size_t) res, &failed);
+        if (r > 0) {
+                entry_became_ready(e);
+                return;
+        }
+        if (r == 0)
+                log_warning("warm pool: a module of MCP_EXEC_PRELOAD no longer imports: %s", failed);
+        pool_failed(p, r == 0 ? "the preload failed" : "a sandbox wrote an unexpected ready line");
+        entry_destroy(e);
+}
+
+static void pipe_closep(int (*q)[2]) {
+        (*q)[0] = safe_close((*q)[0]);
+        (*q)[1] = safe_close((*q)[1]);
+}
+
+/* Spawns one sandbox and releases it; its Python starts the launcher in warm mode, at a lower CPU
+ * weight if background. */
+static int entry_spawn(RunPool *p, bool background, PoolEntry **ret) {
+        _cleanup_(pipe_closep) int in[2] = { -EBADF, -EBADF };
+        _cleanup_(pipe_closep) int out[2] = { -EBADF, -EBADF };
+        _cleanup_(pipe_closep) int err[2] = { -EBADF, -EBADF };
+        PoolEntry *e = calloc(1, sizeof(*e));
+        if (!e)
+                return -ENOMEM;
+        *e = (PoolEntry) {
+                .op.callback = on_ready_line,
+                .pool = p,
+                .child = { .pidfd = -EBADF, .control_fd = -EBADF },
+                .stdin_fd = -EBADF,
+                .stdout_fd = -EBADF,
+                .stderr_fd = -EBADF,
+                .background = background,
+        };
+        int r;
+        if (asprintf(&e->staging, "%s/ready-%" PRIu64, p->state_dir, ++p->serial) < 0) {
+                e->staging = NULL;
+                r = -ENOMEM;
+                goto fail;
+        }
+        if (mkdir(e->staging, 0700) < 0) {
+                r = -errno;
+                free(e->staging);
+                e->staging = NULL;
+                goto fail;
+        }
+        {
+                _cleanup_close_ int dfd = open(e->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                r = dfd < 0 ? -errno
+                            : fd_write_file_at(dfd, MCP_RUN_LAUNCHER, p->launcher, p->launcher_len, 0600);
+                if (r < 0)
+                        goto fail;
+        }
+        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        SandboxRunSpec spec = {
+                .python = p->python,
+                .staging_dir = e->staging,
+                .script = MCP_RUN_LAUNCHER,
+                .stdin_fd = in[0],
+                .stdout_fd = out[1],
+                .stderr_fd = err[1],
+                .supervisor_cgroup_fd = -EBADF,
+                .payload_cgroup_fd = -EBADF,
+                .rlimits = true,
+                .background = background,
+        };
+        r = sandbox_spawn(p->config.sandbox, &spec, &e->child);
+        if (r < 0)
+                goto fail;
+        e->t_spawn = now_usec();
+        e->stdin_fd = TAKE_FD(in[1]);
+        e->stdout_fd = TAKE_FD(out[0]);
+        e->stderr_fd = TAKE_FD(err[0]);
+        LIST_APPEND(entries, p->entries, e);
+        p->n_entries++;
+        r = sandbox_child_release(&e->child);
+        if (r < 0) {
+                entry_destroy(e);
+                return r;
+        }
+        *ret = e;
+        return 0;
+fail:
+        entry_destroy(e);
+        return r;
+}
+
+static void entry_read_line(PoolEntry *e) {
+        struct io_uring_sqe *sqe = ring_get_sqe(e->pool->config.ring, &e->op);
+        io_uring_prep_read(sqe, e->stdout_fd, e->line, POOL_READY_BYTES, (uint64_t) -1);
+}
+
+static void age_arm(RunPool *p);
+
+/* Paused after a streak of failures; one more attempt is allowed once POOL_RETRY_USEC passed. */
+static bool pool_paused(const RunPool *p) {
+        return p->failures >= POOL_FAILURES_MAX && now_usec() - p->t_failed < POOL_RETRY_USEC;
+}
+
+void run_pool_fill(RunPool *p) {
+        if (!p || !p->checked)
+                return;
+        while (!p->stopped && !pool_paused(p) && p->n_entries < p->config.size) {
+                PoolEntry *e = NULL;
+                int r = entry_spawn(p, p->config.background, &e);
+                if (r < 0) {
+                        char what[128];
+                        snprintf(what, sizeof(what), "cannot spawn a sandbox: %s", strerror(-r));
+                        pool_failed(p, what);
+                        continue;
+                }
+                entry_read_line(e);
+        }
+        age_arm(p);
+}
+
+static void age_arm(RunPool *p) {
+        if (p->stopped || p->op_age.busy || p->config.max_age_usec == UINT64_MAX)
+                return;
+        uint64_t usec = MAX(p->config.max_age_usec / 2, (uint64_t) 1000000);
+        p->age_ts = (struct __kernel_timespec) { .tv_sec = (long long) (usec / 1000000),
+                                                 .tv_nsec = (long long) (usec % 1000000) * 1000 };
+        struct io_uring_sqe *sqe = ring_get_sqe(p->config.ring, &p->op_age);
+        io_uring_prep_timeout(sqe, &p->age_ts, 0, 0);
+}
+
+/* A ready sandbox is not kept past max_age even when no call comes: an upgraded /usr reaches the
+ * next call (issue 16.4). The replacement is made at once: the daemon is idle, or the sandbox would
+ * have been taken. */
+static void on_age(RingOp *op, int res) {
+        RunPool *p = container_of(op, RunPool, op_age);
+        if (p->stopped || res != -ETIME)
+                return;
+        uint64_t now = now_usec();
+        LIST_FOREACH_SAFE(entries, e, n, p->entries)
+                if (e->ready && now - e->t_ready > p->config.max_age_usec)
+                        entry_destroy(e);
+        run_pool_fill(p);
+        age_arm(p);
+}
+
+static void on_refill(RingOp *op, int res) {
+        RunPool *p = container_of(op, RunPool, op_refill);
+        run_pool_fill(p);
+}
+
+void run_pool_refill_later(RunPool *p) {
+        if (!p || !p->checked || p->stopped || p->op_refill.busy || p->n_entries >= p->config.size || pool_paused(p))
+                return;
+        struct io_uring_sqe *sqe = ring_get_sqe(p->config.ring, &p->op_refill);
+        io_uring_prep_nop(sqe);
+}
+
+/* Alive and untouched: its init has not exited and nothing was written on its stdout since the
+ * ready line (the launcher is blocked reading stdin). */
+static bool entry_usable(const PoolEntry *e, uint64_t now) {
+        if (now - e->t_ready > e->pool->config.max_age_usec)
+                return false;
+        struct pollfd pfd[2] = {
+                { .fd = e->stdout_fd, .events = POLLIN },
+                { .fd = e->child.pidfd, .events = POLLIN },
+        };
+        return poll(pfd, 2, 0) == 0;
+}
+
+int run_pool_take(RunPool *p, RunReady *ret) {
+        if (!p || p->stopped)
+                return -EAGAIN;
+        uint64_t now = now_usec();
+        LIST_FOREACH_SAFE(entries, e, n, p->entries) {
+                if (!e->ready)
+                        continue;
+                if (!entry_usable(e, now)) {
+                        entry_destroy(e);
+                        continue;
+                }
+                /* The runs' CPU weight back, or the sandbox is not used: a call never runs at the
+                 * refill's weight. Refused (no CAP_SYS_NICE after all): later ones are made at the
+                 * runs' weight. */
+                if (e->background) {
+                        int r = sandbox_child_foreground(&e->child);
+                        if (r == -EPERM || r == -EACCES) {
+                                log_warning_errno(r, "warm pool: cannot give a ready sandbox the runs' CPU weight "
+                                                  "back: %m; ready sandboxes are made at the runs' weight from now on");
+                                p->config.background = false;
+                        } else if (r < 0)
+                                log_debug("warm pool: a ready sandbox could not be given the runs' CPU weight "
+                                          "back (%s), not used", strerror(-r));
+                        if (r < 0) {
+                                entry_destroy(e);
+                                continue;
+                        }
+                }
+                *ret = (RunReady) {
+                        .child = e->child,
+                        .stdin_fd = TAKE_FD(e->stdin_fd),
+                        .stdout_fd = TAKE_FD(e->stdout_fd),
+                        .stderr_fd = TAKE_FD(e->stderr_fd),
+                        .preload_utime_usec = e->utime_usec,
+                        .preload_stime_usec = e->stime_usec,
+                        .rss_bytes = e->rss_bytes,
+                };
+                e->child = (SandboxChild) { .pidfd = -EBADF, .control_fd = -EBADF };
+                entry_destroy(e);
+                return 0;
+        }
+        return -EAGAIN;
+}
+
+/* The start's check of MCP_EXEC_PRELOAD: one sandbox made and waited for here. */
+static int pool_check_preload(RunPool *p, char **reterr_message) {
+        /* At the runs' weight: the daemon's start waits for it. */
+        PoolEntry *e = NULL;
+        int r = entry_spawn(p, false, &e);
+        if (r < 0) {
+                if (asprintf(reterr_message, "cannot start a sandbox to check MCP_EXEC_PRELOAD=%s: %s",
+                             p->config.preload, strerror(-r)) < 0)
+                        *reterr_message = NULL;
+                return r;
+        }
+        uint64_t deadline = now_usec() + POOL_START_TIMEOUT_USEC;
+        size_t got = 0;
+        while (got < POOL_READY_BYTES) {
+                uint64_t now = now_usec();
+                if (now >= deadline) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+                struct pollfd pfd = { .fd = e->stdout_fd, .events = POLLIN };
+                int k = poll(&pfd, 1, (int) ((deadline - now) / 1000) + 1);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0) {
+                        r = k < 0 ? -errno : -ETIMEDOUT;
+                        break;
+                }
+                ssize_t n = read(e->stdout_fd, e->line + got, POOL_READY_BYTES - got);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        r = n < 0 ? -errno : -EPIPE;
+                        break;
+                }
+                got += (size_t) n;
+        }
+        const char *failed = NULL;
+        int q = r < 0 && got == 0 ? r : entry_parse_line(e, got, &failed);
+        if (q > 0) {
+                entry_became_ready(e);
+                return 0;
+        }
+        /* Python's own complaint, if it wrote one (a missing interpreter, a crash); the sandbox is
+         * ended first, and the read does not wait, so a hung import cannot hang the start. */
+        char why[512] = "";
+        if (q != 0) {
+                (void) sandbox_child_kill(&e->child);
+                (void) fd_set_nonblock(e->stderr_fd, true);
+                ssize_t n = read(e->stderr_fd, why, sizeof(why) - 1);
+                why[MAX(n, (ssize_t) 0)] = 0;
+                for (char *c = why; *c; c++)
+                        if (*c == '\n')
+                                *c = ' ';
+        }
+        if (q == 0)
+                r = asprintf(reterr_message,
+                             "MCP_EXEC_PRELOAD=%s: a module cannot be imported in the sandbox: %s",
+                             p->config.preload, failed);
+        else
+                r = asprintf(reterr_message,
+                             "MCP_EXEC_PRELOAD=%s: the sandbox's Python did not become ready (%s)%s%s",
+                             p->config.preload, strerror(r == -ETIMEDOUT ? ETIMEDOUT : EPROTO),
+                             why[0] ? ": " : "", why);
+        if (r < 0)
+                *reterr_message = NULL;
+        entry_destroy(e);
+        return -ENOPKG;
+}
+
+int run_pool_new(const RunPoolConfig *config, RunPool **ret, char **reterr_message) {
+        *ret = NULL;
+        if (config->size == 0 || !config->python)
+                return 0;
+        _cleanup_(run_pool_freep) RunPool *p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->config = *config;
+        p->config.preload = NULL; /* ours, below */
+        p->op_refill.callback = on_refill;
+        p->op_age.callback = on_age;
+        if (!(p->state_dir = strdup(config->state_dir)) || !(p->python = strdup(config->python)) ||
+            (config->preload && !(p->config.preload = strdup(config->preload))))
+                return -ENOMEM;
+        int r = launcher_build(p);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+int run_pool_check(RunPool *p, char **reterr_message) {
+        if (!p)
+                return 0;
+        if (p->config.preload && *p->config.preload) {
+                int r = pool_check_preload(p, reterr_message);
+                if (r < 0)
+                        return r;
+        }
+        p->checked = true;
+        return 0;
+}
+
+void run_pool_stop(RunPool *p) {
+        if (!p || p->stopped)
+                return;
+        p->stopped = true;
+        LIST_FOREACH_SAFE(entries, e, n, p->entries) {
+                if (e->op.busy) {
+                        /* Its read completes (EOF once the sandbox is dead) and destroys it. */
+                        (void) sandbox_child_kill(&e->child);
+                        ring_cancel(p->config.ring, &e->op);
+                } else
+                        entry_destroy(e);
+        }
+        if (p->op_refill.busy)
+                ring_cancel(p->config.ring, &p->op_refill);
+        if (p->op_age.busy)
+                ring_cancel(p->config.ring, &p->op_age);
+}
+
+bool run_pool_busy(const RunPool *p) {
+        if (!p)
+                return false;
+        if (p->op_refill.busy || p->op_age.busy)
+                return true;
+        LIST_FOREACH(entries, e, p->entries)
+                if (e->op.busy)
+                        return true;
+        return false;
+}
+
+RunPool *run_pool_free(RunPool *p) {
+        if (!p)
+                return NULL;
+        /* Whatever is left (a teardown that gave up on the ring): kill and reap, leak nothing. */
+        LIST_FOREACH_SAFE(entries, e, n, p->entries)
+                if (!e->op.busy)
+                        entry_destroy(e);
+        free((char *) p->config.preload);
+        free(p->state_dir);
+        free(p->python);
+        free(p->launcher);
+        free(p);
+        return NULL;
+}
+
+unsigned run_pool_ready(const RunPool *p) {
+        return p ? p->n_ready : 0;
+}
+
+uint64_t run_pool_memory_bytes(const RunPool *p) {
+        uint64_t sum = 0;
+        if (p)
+                LIST_FOREACH(entries, e, p->entries)
+                        if (e->ready)
+                                sum += e->rss_bytes;
+        return sum;
+}
