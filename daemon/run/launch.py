@@ -17,6 +17,7 @@
 # run) and goes on exactly as a cold run. What follows the message on fd 0 is the caller's stdin:
 # os.read() takes exactly the message, sys.stdin has buffered nothing yet.
 import atexit
+import gc
 import os
 import sys
 
@@ -200,6 +201,7 @@ except OSError:
 
 
 def _main():
+    """Runs main.py as __main__; returns the exit status, or raises what ends the run the slow way."""
     path = os.path.join(os.getcwd(), _SCRIPT)
     with open(path, "rb") as f:
         source = f.read()
@@ -214,10 +216,16 @@ def _main():
     try:
         code = compile(source, path, "exec", dont_inherit=True)
         exec(code, main.__dict__)
-    except SystemExit:
+    except SystemExit as e:
+        # None and ints end as Python ends them (status & 0xff); a message or another object is
+        # printed by Python's own exit path.
+        if e.code is None:
+            return 0
+        if type(e.code) in (int, bool) and -(1 << 31) <= e.code < (1 << 31):
+            return int(e.code)
         raise
     except KeyboardInterrupt:
-        raise
+        raise  # Python's exit by SIGINT, as for a script
     except BaseException as e:
         # Print what Python would print for the script itself: the frames from main.py on.
         tb = e.__traceback__
@@ -225,7 +233,70 @@ def _main():
             tb = tb.tb_next
         e.__traceback__ = tb
         sys.excepthook(type(e), e, tb)
-        sys.exit(1)
+        return 1
+    return 0
 
 
-_main()
+def _clear_module(d):
+    # What Python's finalization does to a module's namespace (_PyModule_ClearDict): names with one
+    # leading underscore become None first, then the others but __builtins__; a __del__ that uses a
+    # global sees None, as it would at the interpreter's exit.
+    for k in list(d):
+        if isinstance(k, str) and k[:1] == "_" and k[:2] != "__":
+            d[k] = None
+    for k in list(d):
+        if k != "__builtins__":
+            d[k] = None
+
+
+def _flush_std():
+    for f in (sys.stdout, sys.stderr):
+        if f is not None and not getattr(f, "closed", False):  # as Python's flush_std_files
+            f.flush()
+
+
+def _finish(status):
+    """Ends the run as Python's exit would, without tearing the interpreter down (issue 16).
+
+    Py_FinalizeEx's teardown of every module costs 80-100 ms once numpy and pandas are imported,
+    nearly all of a ready sandbox's call; nothing of it reaches the caller except what is done here
+    first, in Python's order: non-daemon threads are joined, atexit callbacks run (figures saved,
+    logging flushed), the namespaces of __main__ and of the caller's own modules are cleared as
+    finalization clears them (their objects' __del__ run, their files are flushed and closed) with
+    the cycles among them collected (gc.freeze() at the start keeps this collection to the call's
+    objects), the std streams and, when a C extension outside the standard library or ctypes is
+    loaded, C stdio are flushed; then os._exit(). Anything that fails on the way (a flush that
+    raises, a KeyboardInterrupt while joining) falls back to Python's own exit with the same status,
+    which reports it as Python does. Left out, by design: __del__ of objects that only third-party
+    modules still hold at exit, which Python would run while tearing those modules down."""
+    try:
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            threading._shutdown()
+        atexit._run_exitfuncs()
+        for name, m in list(sys.modules.items()):
+            f = getattr(m, "__file__", None)
+            if m is sys.modules.get("__main__") or (isinstance(f, str) and f.startswith(_CWD + "/")):
+                d = getattr(m, "__dict__", None)
+                if isinstance(d, dict):
+                    _clear_module(d)
+        gc.collect()
+        _flush_std()
+        if "_ctypes" in sys.modules or "_cffi_backend" in sys.modules or any(
+            isinstance(getattr(m, "__file__", None), str) and m.__file__.endswith(".so")
+            and not m.__file__.startswith(_STDLIB) for m in list(sys.modules.values())
+        ):
+            import ctypes
+
+            ctypes.CDLL(None).fflush(None)
+    except BaseException:
+        sys.exit(status)
+    os._exit(status & 0xFF)
+
+
+_CWD = os.getcwd()
+_STDLIB = os.path.dirname(os.__file__) + "/"
+# What exists now (the launcher, the standard library's start, a ready sandbox's preload) is never
+# garbage: the collections of the call, and the last one in _finish(), look only at the call's.
+gc.freeze()
+_finish(_main())

@@ -49,6 +49,10 @@ async function runOk(d, code = 'print(6*7)', want = '42\n') {
     assert.equal(r.result?.structuredContent?.stdout, want, JSON.stringify(r).slice(0, 500));
 }
 
+// These faults are of the cold path's start (staging, clone, fds): no ready sandbox (issue 16), which
+// a call would take instead, made before the fault. warm.test.mjs covers the pool's own failures.
+const COLD = { MCP_EXEC_WARM_POOL: '0' };
+
 test('TMPDIR on a full filesystem: a tool error saying so, the daemon serves on, no staging leftovers; runs work once space is back', { skip: !isRoot && 'needs root (mount)' }, async (t) => {
     const dir = fs.mkdtempSync('/tmp/mcp-execd-fullfs.');
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'mcp-execd-fullfs', dir]);
@@ -82,7 +86,7 @@ test('TMPDIR on a full filesystem: a tool error saying so, the daemon serves on,
 
 test('a run that fills its own working directory gets ENOSPC inside the run, a normal result, nothing left', async (t) => {
     const tmp = privateTmp(t);
-    const d = RawDaemon.spawn(t, { env: { TMPDIR: tmp, MCP_EXEC_TMP_SIZE: '8M' } });
+    const d = RawDaemon.spawn(t, { env: { TMPDIR: tmp, MCP_EXEC_TMP_SIZE: '8M', ...COLD } });
     await d.initialize();
     const before = listTree(tmp);
     const code = [
@@ -105,7 +109,7 @@ test('a run that fills its own working directory gets ENOSPC inside the run, a n
 });
 
 test('RLIMIT_NOFILE of the daemon exhausted: calls are tool errors naming it, nothing leaks, runs work again once raised', { skip: !isRoot && 'needs root (prlimit of another process)' }, async (t) => {
-    const d = RawDaemon.spawn(t, { env: { TMPDIR: privateTmp(t) } });
+    const d = RawDaemon.spawn(t, { env: { TMPDIR: privateTmp(t), ...COLD } });
     await d.initialize();
     await runOk(d);
     // A finished run gives its last fds back just after its answer (once its cancelled ring
@@ -164,7 +168,7 @@ test('RLIMIT_NPROC of an unprivileged daemon exhausted by its user\'s other proc
         fs.rmSync(dir, { recursive: true, force: true });
     });
     const d = RawDaemon.spawn(t, { binary: '/usr/bin/prlimit', args: [`--nproc=${limit}:`, '--', binary],
-                                   uid, gid: uid, env: { TMPDIR: tmp, HOME: tmp, MCP_EXEC_CGROUP: 'none' } });
+                                   uid, gid: uid, env: { TMPDIR: tmp, HOME: tmp, MCP_EXEC_CGROUP: 'none', ...COLD } });
     await d.initialize();
     await runOk(d);
     await sleep(200);
@@ -196,7 +200,7 @@ test('RLIMIT_NPROC of an unprivileged daemon exhausted by its user\'s other proc
 
 test('clone failing (the daemon\'s pids cgroup at its limit): a tool error, no process or fd left, runs work again', { skip: (!isRoot || !fs.existsSync('/sys/fs/cgroup/pids/cgroup.procs')) && 'needs root and the pids cgroup v1 hierarchy' }, async (t) => {
     const tmp = privateTmp(t);
-    const d = RawDaemon.spawn(t, { env: { TMPDIR: tmp } });
+    const d = RawDaemon.spawn(t, { env: { TMPDIR: tmp, ...COLD } });
     await d.initialize();
     await runOk(d);
     const cg = `/sys/fs/cgroup/pids/mcp-execd-fault-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
