@@ -16,8 +16,17 @@ import { RawDaemon, uniqueMarker, pySleeperExec, waitMarkerPresent, waitMarkerGo
 
 const isRoot = process.getuid?.() === 0;
 
-function fdCount(pid) {
-    return fs.readdirSync(`/proc/${pid}/fd`).length;
+/** The daemon's fds once a finished run has given its last ones back (after its answer, when its
+ * cancelled ring operations complete: later on a loaded machine): the list once unchanged for
+ * 500 ms, at most 15 s. A leak stays a leak: it never goes away. */
+async function settledFds(pid) {
+    let last = null;
+    let since = Date.now();
+    for (const t0 = Date.now(); Date.now() - t0 < 15000; await sleep(50)) {
+        const now = fs.readdirSync(`/proc/${pid}/fd`).map(Number).sort((a, b) => a - b).join(',');
+        if (now !== last) { last = now; since = Date.now(); } else if (Date.now() - since >= 500) break;
+    }
+    return last.split(',').filter((x) => x !== '').map(Number);
 }
 
 /** Everything under dir, as relative paths (the daemon's staging area must empty out). */
@@ -112,10 +121,7 @@ test('RLIMIT_NOFILE of the daemon exhausted: calls are tool errors naming it, no
     const d = RawDaemon.spawn(t, { env: { TMPDIR: privateTmp(t), ...COLD } });
     await d.initialize();
     await runOk(d);
-    // A finished run gives its last fds back just after its answer (once its cancelled ring
-    // operations complete): take the baseline when they are gone.
-    await sleep(200);
-    const fds = fs.readdirSync(`/proc/${d.pid}/fd`).map(Number);
+    const fds = await settledFds(d.pid);
     // Not one more fd: the lowest free number becomes the soft limit, so pipe2() itself fails
     // (EMFILE). Only the soft limit: raising a hard limit again needs CAP_SYS_RESOURCE, which a
     // container's root may lack (and with a lowered hard limit the sandbox cannot give the run its
@@ -133,11 +139,10 @@ test('RLIMIT_NOFILE of the daemon exhausted: calls are tool errors naming it, no
         t.diagnostic(r.result.content[0].text);
     }
     await ping(d);
-    assert.equal(fdCount(d.pid), fds.length, 'fds leaked by the failed starts');
+    assert.equal((await settledFds(d.pid)).length, fds.length, 'fds leaked by the failed starts');
     execFileSync('prlimit', [`--pid=${d.pid}`, `--nofile=${soft}:`]);
     await runOk(d);
-    await sleep(200);
-    assert.equal(fdCount(d.pid), fds.length, 'fds leaked after the fault');
+    assert.equal((await settledFds(d.pid)).length, fds.length, 'fds leaked after the fault');
     assert.deepEqual(descendants(d.pid), []);
 });
 
@@ -171,9 +176,8 @@ test('RLIMIT_NPROC of an unprivileged daemon exhausted by its user\'s other proc
                                    uid, gid: uid, env: { TMPDIR: tmp, HOME: tmp, MCP_EXEC_CGROUP: 'none', ...COLD } });
     await d.initialize();
     await runOk(d);
-    await sleep(200);
     assert.match(fs.readFileSync(`/proc/${d.pid}/limits`, 'utf8'), new RegExp(`^Max processes\\s+${limit}\\s`, 'm'));
-    const fds = fdCount(d.pid);
+    const fds = (await settledFds(d.pid)).length;
     const before = listTree(tmp);
     const daemonTasks = tasksOfUid(uid);
     for (let i = daemonTasks; i < limit; i++)
@@ -188,14 +192,13 @@ test('RLIMIT_NPROC of an unprivileged daemon exhausted by its user\'s other proc
         t.diagnostic(`daemon ${daemonTasks} tasks + ${holders.length} other processes of uid ${uid} = RLIMIT_NPROC ${limit}: ${r.result.content[0].text}`);
     }
     await ping(d);
-    assert.equal(fdCount(d.pid), fds, 'fds leaked by the failed starts');
+    assert.equal((await settledFds(d.pid)).length, fds, 'fds leaked by the failed starts');
     assert.deepEqual(descendants(d.pid), [], 'a half-started run survived');
     assert.deepEqual(listTree(tmp), before, 'a failed run left its staging directory');
     for (const h of holders) h.kill('SIGKILL');
     for (let i = 0; i < 100 && tasksOfUid(uid) > daemonTasks; i++) await sleep(50);
     await runOk(d);
-    await sleep(200);
-    assert.equal(fdCount(d.pid), fds, 'fds leaked after the fault');
+    assert.equal((await settledFds(d.pid)).length, fds, 'fds leaked after the fault');
 });
 
 test('clone failing (the daemon\'s pids cgroup at its limit): a tool error, no process or fd left, runs work again', { skip: (!isRoot || !fs.existsSync('/sys/fs/cgroup/pids/cgroup.procs')) && 'needs root and the pids cgroup v1 hierarchy' }, async (t) => {
@@ -214,7 +217,7 @@ test('clone failing (the daemon\'s pids cgroup at its limit): a tool error, no p
         }
     });
     fs.writeFileSync(`${cg}/cgroup.procs`, String(d.pid));
-    const fds = fdCount(d.pid);
+    const fds = (await settledFds(d.pid)).length;
     const before = listTree(tmp);
     fs.writeFileSync(`${cg}/pids.max`, fs.readFileSync(`${cg}/pids.current`, 'utf8').trim());
     for (let i = 0; i < 3; i++) {
@@ -224,7 +227,7 @@ test('clone failing (the daemon\'s pids cgroup at its limit): a tool error, no p
         t.diagnostic(r.result.content[0].text);
     }
     await ping(d);
-    assert.equal(fdCount(d.pid), fds, 'fds leaked by the failed clones');
+    assert.equal((await settledFds(d.pid)).length, fds, 'fds leaked by the failed clones');
     assert.deepEqual(descendants(d.pid), [], 'a half-started run survived');
     assert.deepEqual(listTree(tmp), before, 'a failed run left its staging directory');
     fs.writeFileSync(`${cg}/pids.max`, 'max');

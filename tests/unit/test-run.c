@@ -4,6 +4,7 @@
  * status, signal, stdin, the output cap, the deadline, a kill, staging and outputs/, a start that
  * fails. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -488,6 +490,45 @@ static void test_warm_stop_while_filling(void **state) {
         pool_end(p); /* the reads come back, the sandboxes are killed and reaped, nothing leaks */
 }
 
+/* Our children (each ready sandbox's init is one), as a space-separated list. */
+static void children(char *buf, size_t size) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int) getpid());
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        ssize_t n = read(fd, buf, size - 1);
+        assert_true(n >= 0);
+        buf[n] = 0;
+}
+
+/* A ready sandbox older than max_age is replaced even when no call comes (issue 16.4: an upgraded
+ * /usr reaches the next call): with max_age 1 s (the timer's shortest period), the first one's init
+ * is gone within a few seconds and another is ready in its place. */
+static void test_warm_age(void **state) {
+        if (no_sandbox)
+                skip();
+        RunPool *p = NULL;
+        assert_int_equal(run_pool_new(&(RunPoolConfig) { .ring = ring, .sandbox = sandbox, .state_dir = state_dir,
+                                                          .python = PYTHON, .size = 1, .max_age_usec = 1000000 },
+                                      &p, NULL),
+                         0);
+        assert_int_equal(run_pool_check(p, NULL), 0);
+        run_pool_fill(p);
+        pool_wait_ready(p, 1);
+        char first[256], now[256];
+        children(first, sizeof(first));
+        assert_int_equal(strspn(first, "0123456789"), strlen(first) - 1); /* one child: "pid " */
+        uint64_t t0 = now_usec();
+        for (;;) {
+                assert_int_equal(ring_run_once(ring, 100000), 0);
+                children(now, sizeof(now));
+                if (run_pool_ready(p) == 1 && strcmp(now, first) != 0 && !strstr(now, first))
+                        break;
+                assert_true(now_usec() - t0 < 30000000);
+        }
+        pool_end(p);
+}
+
 static void test_warm_preload(void **state) {
         if (no_sandbox)
                 skip();
@@ -579,6 +620,7 @@ int main(void) {
                 cmocka_unit_test(test_warm_run),
                 cmocka_unit_test(test_warm_stop_while_filling),
                 cmocka_unit_test(test_warm_preload),
+                cmocka_unit_test(test_warm_age),
         };
         int failed = cmocka_run_group_tests_name("decisions", decisions, NULL, NULL);
         failed += cmocka_run_group_tests_name("runs", runs, runs_setup, runs_teardown);
