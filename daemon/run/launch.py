@@ -268,7 +268,12 @@ def _finish(status):
     loaded, C stdio are flushed; then os._exit(). Anything that fails on the way (a flush that
     raises, a KeyboardInterrupt while joining) falls back to Python's own exit with the same status,
     which reports it as Python does. Left out, by design: __del__ of objects that only third-party
-    modules still hold at exit, which Python would run while tearing those modules down."""
+    modules still hold at exit, which Python would run while tearing those modules down.
+
+    Only CPython: PyPy's objects are not freed when their last reference goes (a file left open is
+    flushed by its own exit, not by clearing a namespace), and its exit has no teardown to save."""
+    if sys.implementation.name != "cpython":
+        sys.exit(status)
     try:
         threading = sys.modules.get("threading")
         if threading is not None:
@@ -298,5 +303,6 @@ _CWD = os.getcwd()
 _STDLIB = os.path.dirname(os.__file__) + "/"
 # What exists now (the launcher, the standard library's start, a ready sandbox's preload) is never
 # garbage: the collections of the call, and the last one in _finish(), look only at the call's.
-gc.freeze()
+if hasattr(gc, "freeze"):  # CPython 3.7+
+    gc.freeze()
 _finish(_main())
