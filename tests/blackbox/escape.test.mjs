@@ -15,6 +15,13 @@ import { RawDaemon } from './lib/raw.mjs';
 // One daemon for the attempts that need nothing of their own (a daemon per test made this file
 // outlive the runner's per-file timeout on a loaded machine). Its environment carries a token and
 // a marker that no run may see, a small /tmp cap and room for two concurrent runs.
+//
+// The suite runs twice (issue 16: a ready sandbox is exactly as isolated as a cold run): here
+// every daemon of this file has no pool, so each attempt is a cold run; escape-warm.test.mjs sets
+// BLACKBOX_ESCAPE_PATH=warm, and then each attempt made through run() waits for a ready sandbox
+// and must be served by it (warm: true).
+const WARM = process.env.BLACKBOX_ESCAPE_PATH === 'warm';
+if (!WARM) process.env.BLACKBOX_POOL = 'off';
 const MARKER = uniqueMarker('bb-env');
 const TOKEN = uniqueMarker('bb-token');
 let shared;
@@ -28,9 +35,24 @@ after(async () => { await shared?.close(); });
 /** Runs code, expects a normal result (no tool error) and returns it. */
 async function run(d, code, args = {}) {
     const a = { code, timeout_s: 20, ...args };
+    const pooled = WARM && !a.python;
+    if (pooled) await waitReady(d);
     const r = await callExec(d.client, a, { timeoutMs: (a.timeout_s + 30) * 1000 });
     assert.equal(r.isError, false, summarize(r));
+    assert.equal(r.sc.warm, pooled, `served ${r.sc.warm ? 'warm' : 'cold'}, expected the other: ${summarize(r)}`);
     return r;
+}
+
+/** Until the daemon's pool is full (check_environment's sandbox.warm_ready = warm_pool; refills
+ * are made at a low CPU weight after each answer, slow on a loaded machine), at most 60 s: the
+ * attempts made together (Promise.all) all see it full before any of them takes one. */
+async function waitReady(d) {
+    let sb;
+    for (const t0 = Date.now(); Date.now() - t0 < 60000; await sleep(100)) {
+        sb = (await d.client.callTool({ name: 'check_environment', arguments: {} })).structuredContent?.sandbox;
+        if (sb?.warm_pool > 0 && sb.warm_ready >= sb.warm_pool) return;
+    }
+    assert.fail(`the pool did not fill within 60 s: ${JSON.stringify(sb)}`);
 }
 
 /** Runs code whose last stdout line is JSON; returns it parsed. */

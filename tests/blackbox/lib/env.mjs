@@ -32,6 +32,9 @@ export function daemonEnv(extra = {}) {
     for (const k of (process.env.BLACKBOX_PASS_ENV ?? '').split(/\s+/).filter(Boolean)) {
         if (process.env[k] !== undefined) env[k] = process.env[k];
     }
+    // BLACKBOX_POOL=off: no ready sandboxes unless a test asks for them (a test file that proves
+    // something of the cold path sets it).
+    if (process.env.BLACKBOX_POOL === 'off') env.MCP_EXEC_WARM_POOL = '0';
     for (const [k, v] of Object.entries(extra)) {
         if (v === undefined) delete env[k];
         else env[k] = String(v);
