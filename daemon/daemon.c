@@ -3,6 +3,7 @@
  * the interpreters' probe), and an orderly shutdown whose teardown follows ownership. */
 #include <errno.h>
 #include <malloc.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,14 +257,33 @@ static void daemon_announce(Daemon *d) {
         notify_ready(&d->notify, 0, 0, 0);
 }
 
-/* A check failed (logged): nothing more is read, what was held goes unanswered, and once the
- * answers already given are written the daemon exits with status 1, as it always did when the
- * sandbox or the probe failed at start. */
-static void daemon_refuse(Daemon *d) {
+/* Over stdio, what the session held (and what was read after it) is answered: a call with a tool
+ * error saying why it did not run, a tools/list with an error; what is not read yet, nothing. */
+static void daemon_refuse_held(Daemon *d, const char *why) {
+        if (!d->stdio || !d->mcp || d->ready)
+                return;
+        if (mcp_server_refuse(d->mcp, why) < 0) {
+                log_error("out of memory: the calls held during the start go unanswered");
+                return;
+        }
+        stdio_refuse_held(d->stdio);
+}
+
+/* A check failed (logged, and why is the client's account of it): nothing more is read, what was
+ * held is answered with why, and once the answers are written the daemon exits with status 1
+ * (2 for a setting), as it always did when the sandbox or the probe failed at start. */
+static void daemon_refuse(Daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void daemon_refuse(Daemon *d, const char *fmt, ...) {
         d->checking = false;
         d->refused = true;
         if (d->stdio)
                 stdio_stop_reading(d->stdio);
+        char why[512];
+        va_list ap;
+        va_start(ap, fmt);
+        (void) vsnprintf(why, sizeof(why), fmt, ap);
+        va_end(ap);
+        daemon_refuse_held(d, why);
 }
 
 static void daemon_on_probed(void *userdata, int r) {
@@ -273,14 +293,15 @@ static void daemon_on_probed(void *userdata, int r) {
                 return; /* stopped during the start (its probes killed): nothing is served any more */
         if (r < 0) {
                 log_error_errno(r, "cannot probe the interpreter: %m");
-                daemon_refuse(d);
+                daemon_refuse(d, "mcp-execd could not start: cannot probe the interpreter: %s", strerror(-r));
                 return;
         }
         if (d->mcp) { /* stdio: the session was made before, and holds the calls that came */
                 r = mcp_server_release(d->mcp, pyexec_version(d->pyexec), pyexec_packages(d->pyexec));
                 if (r < 0) {
                         log_error_errno(r, "cannot set up the MCP session: %m");
-                        daemon_refuse(d);
+                        daemon_refuse(d, "mcp-execd could not start: cannot set up the MCP session: %s",
+                                      strerror(-r));
                         return;
                 }
         }
@@ -307,7 +328,8 @@ static int daemon_checks_start(Daemon *d) {
         int r = sandbox_check(d->sandbox, &reason);
         if (r < 0) {
                 log_error("refusing to start: the sandbox is not available: %s", reason ? reason : strerror(-r));
-                daemon_refuse(d);
+                daemon_refuse(d, "mcp-execd could not start: the sandbox is not available: %s",
+                              reason ? reason : strerror(-r));
                 return r;
         }
         /* MCP_EXEC_PRELOAD is checked in a sandbox, so after the sandbox's own check; a module that
@@ -319,14 +341,15 @@ static int daemon_checks_start(Daemon *d) {
                 else
                         log_error_errno(r, "refusing to start: cannot check MCP_EXEC_PRELOAD: %m");
                 d->refused_config = true;
-                daemon_refuse(d);
+                daemon_refuse(d, "mcp-execd could not start: %s",
+                              r == -ENOPKG && reason ? reason : "MCP_EXEC_PRELOAD cannot be checked");
                 return r;
         }
         daemon_cgroup_stop_stale(d);
         r = pyexec_probe_start(d->pyexec, daemon_on_probed, d);
         if (r < 0) {
                 log_error_errno(r, "cannot probe the interpreter: %m");
-                daemon_refuse(d);
+                daemon_refuse(d, "mcp-execd could not start: cannot probe the interpreter: %s", strerror(-r));
                 return r;
         }
         return 0;
@@ -452,6 +475,9 @@ static void daemon_on_signal(Daemon *d) {
         else
                 http_stop(d->http);
         char why[128];
+        snprintf(why, sizeof(why), "the call did not run: mcp-execd is shutting down (SIG%s) during its start",
+                 name ?: "?");
+        daemon_refuse_held(d, why); /* stdio, stopped during the start's checks */
         snprintf(why, sizeof(why), "the run was stopped because mcp-execd is shutting down (SIG%s)", name ?: "?");
         if (!d->shutdown_deadline && d->announced) {
                 char sigwhy[32];

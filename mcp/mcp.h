@@ -51,6 +51,10 @@ DEFINE_POINTER_CLEANUP(McpServer, mcp_server_free)
  * have been. initialize, ping, notifications and every error that depends on no probe are handled
  * at once. */
 void mcp_server_hold(McpServer *s);
+/* The start will not complete (a check failed, or the daemon was stopped during it): held
+ * tools/list and tools/call are answered from now on, a call with a tool error whose text is why,
+ * a list with a JSON-RPC internal error naming why. Returns 0 or -ENOMEM. */
+int mcp_server_refuse(McpServer *s, const char *why);
 /* What the probe found (McpLimits.python_version and .packages, NULL when unknown): the tool
  * descriptions are built again with it and nothing is held any more. Returns 0 or -ENOMEM (s is
  * then unchanged, still held). */

@@ -28,6 +28,7 @@ struct McpServer {
         char *protocol_version;
         json_t *tools_list;
         bool held; /* mcp_server_hold() */
+        char *refused; /* mcp_server_refuse(): held requests are answered with this, not held */
 };
 
 /* tools_list: a catalogue to share (never modified: tools/list answers a deep copy), or NULL to build
@@ -66,6 +67,7 @@ McpServer *mcp_server_free(McpServer *s) {
         free(s->sources);
         free(s->server_version);
         free(s->protocol_version);
+        free(s->refused);
         json_decref(s->tools_list);
         free(s);
         return NULL;
@@ -83,6 +85,15 @@ McpServer *mcp_server_new_like(const McpServer *s) {
 
 void mcp_server_hold(McpServer *s) {
         s->held = true;
+}
+
+int mcp_server_refuse(McpServer *s, const char *why) {
+        char *w = strdup(why);
+        if (!w)
+                return -ENOMEM;
+        free(s->refused);
+        s->refused = w;
+        return 0;
 }
 
 int mcp_server_release(McpServer *s, const char *python_version, const char *packages) {
@@ -294,6 +305,16 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
                 /* Also the 2026-07-28 `server/discover` probe: an immediate -32601 makes dual-era
                  * clients fall back to initialize (mcp.md §1.11). */
                 ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s", method);
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        if (s->held && s->refused) {
+                /* The start failed or was stopped: every request gets an answer, the call a tool
+                 * error (it did not run), the list an error. */
+                if (strcmp(method, "tools/call") == 0) {
+                        ret->is_tool_error = true;
+                        ret->reply = mcp_reply_tool_error(id, s->refused);
+                } else
+                        ret->reply = reply_errorf(id, MCP_ERROR_INTERNAL, "%s: %s", method, s->refused);
                 return ret->reply ? 0 : -ENOMEM;
         }
         if (s->held) {

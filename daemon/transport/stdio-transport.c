@@ -240,6 +240,17 @@ int stdio_start(Ring *ring, Scheduler *scheduler, McpServer *mcp, size_t max_mes
         return 0;
 }
 
+void stdio_refuse_held(Stdio *t) {
+        _cleanup_free_ char *held = TAKE_PTR(t->held);
+        if (held)
+                handle_message(t, held, t->held_len);
+        /* What was read after it is answered too (refused alike); nothing more is read. */
+        bool reading = t->reading;
+        t->reading = false;
+        stdio_take_lines(t);
+        t->reading = reading;
+}
+
 void stdio_stop_reading(Stdio *t) {
         if (!t->reading)
                 return;

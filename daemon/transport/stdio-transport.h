@@ -16,7 +16,12 @@ int stdio_start(Ring *ring, Scheduler *scheduler, McpServer *mcp, size_t max_mes
  * handled, then those read after it, and reading goes on. */
 void stdio_release(Stdio *t);
 
-/* Stops reading (shutdown). A message held then is dropped unanswered, like input not yet read. */
+/* The session refuses what it held (mcp_server_refuse()): the message the transport kept, and
+ * those read after it, are handed in and answered; reading does not go on from here. */
+void stdio_refuse_held(Stdio *t);
+
+/* Stops reading (shutdown). Input not read yet gets no answer; call stdio_refuse_held() for a
+ * message held by a session that will never be released. */
 void stdio_stop_reading(Stdio *t);
 
 /* True once the transport has nothing more to do: input ended (EOF, stop, or the client went

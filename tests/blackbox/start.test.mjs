@@ -4,7 +4,7 @@
 // all at once, right after the spawn (so they reach a daemon that has not finished starting), get
 // the answers a daemon that has finished starting gives; a held call can still be cancelled; a
 // client that leaves at once still gets the checks made; a failing check still exits 1 with the
-// same message.
+// same message, and what was held is answered with it (so is a stop during the start).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { RawDaemon, binaryPath, test } from './lib/index.mjs';
@@ -125,17 +125,25 @@ test('a client that closes stdin right after initialize: answered, and the start
     assert.match(d.stderrText, /stopping \(end-of-input\)/);
 });
 
-test('SIGTERM right after the initialize answer (the probe likely still running): exit 0, no probe failure logged', async (t) => {
+test('SIGTERM right after the initialize answer (the probe likely still running): exit 0, no probe failure logged, every request read is answered', async (t) => {
     const d = RawDaemon.spawn(t);
     d.proc.stdin.write([
         { jsonrpc: '2.0', id: 'init', method: 'initialize', params: INIT },
         { jsonrpc: '2.0', id: 'list', method: 'tools/list' },
+        { jsonrpc: '2.0', id: 'run', method: 'tools/call', params: { name: 'exec', arguments: { code: 'import time; time.sleep(30)' } } },
     ].map((l) => JSON.stringify(l) + '\n').join(''));
     assert.ok((await d.response('init', 10000)).result);
     d.kill('SIGTERM');
     const { code } = await d.waitExit(10000);
     assert.equal(code, 0, d.stderrText);
     assert.doesNotMatch(d.stderrText, /probe failed|lacks tomllib/, 'a stopped probe was reported as a failure');
+    // Held (the start not over) or not (the run killed by the stop): answered either way.
+    const list = d.messages.find((m) => m.id === 'list');
+    const run = d.messages.find((m) => m.id === 'run');
+    assert.ok(list && (list.result || /shutting down/.test(list.error?.message)), JSON.stringify(d.lines));
+    assert.equal(run?.result?.isError, true, JSON.stringify(d.lines));
+    assert.match(run.result.content[0].text, /shutting down \(SIGTERM\)/);
+    t.diagnostic(run.result.content[0].text);
 });
 
 // A user namespace where no further user namespace may be made: the sandbox check fails, as it
@@ -149,7 +157,7 @@ function spawnRefused(t) {
 }
 const REFUSED = /refusing to start: the sandbox is not available: the kernel refused to create a user namespace/;
 
-test('a failing sandbox check: initialize answered, held calls unanswered, exit 1 with the same message', { skip: !unshareOk && 'unshare --user is refused here' }, async (t) => {
+test('a failing sandbox check: initialize answered, held calls answered with the failure, exit 1 with the same message', { skip: !unshareOk && 'unshare --user is refused here' }, async (t) => {
     const d = spawnRefused(t);
     d.proc.stdin.write([
         { jsonrpc: '2.0', id: 'init', method: 'initialize', params: INIT },
@@ -162,7 +170,11 @@ test('a failing sandbox check: initialize answered, held calls unanswered, exit 
     assert.match(d.stderrText, REFUSED);
     assert.doesNotMatch(d.stderrText, STARTED);
     assert.ok(d.messages.find((m) => m.id === 'init')?.result, JSON.stringify(d.lines));
-    assert.ok(!d.messages.some((m) => m.id === 'list' || m.id === 'run'), JSON.stringify(d.lines));
+    const list = d.messages.find((m) => m.id === 'list');
+    const run = d.messages.find((m) => m.id === 'run');
+    assert.match(list?.error?.message ?? '', /tools\/list: mcp-execd could not start: the sandbox is not available: the kernel refused/, JSON.stringify(d.lines));
+    assert.equal(run?.result?.isError, true, JSON.stringify(d.lines));
+    assert.match(run.result.content[0].text, /^mcp-execd could not start: the sandbox is not available: the kernel refused/);
 });
 
 test('a failing sandbox check with stdin closed at once: still exit 1, not 0', { skip: !unshareOk && 'unshare --user is refused here' }, async (t) => {

@@ -375,6 +375,39 @@ static void test_hold_release(void **state) {
         mcp_server_free(s);
 }
 
+/* A held session whose start will not complete (mcp_server_refuse()) answers what it held: the
+ * call with a tool error that is the reason, the list with an internal error naming it. */
+static void test_hold_refuse(void **state) {
+        McpServer *s = server_new(true);
+        mcp_server_hold(s);
+        const char *run = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\","
+                          "\"arguments\":{\"code\":\"print(1)\"}}}";
+        McpAction a;
+        assert_int_equal(mcp_server_handle(s, run, strlen(run), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_HOLD);
+        mcp_action_done(&a);
+        assert_int_equal(mcp_server_refuse(s, "shutting down (SIGTERM)"), 0);
+        assert_int_equal(mcp_server_handle(s, run, strlen(run), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_REPLY);
+        assert_true(a.is_tool_error);
+        json_t *r = json_loads(a.reply, 0, NULL);
+        assert_non_null(r);
+        assert_int_equal(json_integer_value(json_object_get(r, "id")), 2);
+        json_t *result = json_object_get(r, "result");
+        assert_true(json_is_true(json_object_get(result, "isError")));
+        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0),
+                                                              "text")),
+                            "shutting down (SIGTERM)");
+        json_decref(r);
+        mcp_action_done(&a);
+        r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}");
+        assert_int_equal(error_code(r), -32603);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"), "message")),
+                            "tools/list: shutting down (SIGTERM)");
+        json_decref(r);
+        mcp_server_free(s);
+}
+
 static void test_result_encoding(void **state) {
         McpServer *s = server_new(true);
         McpCall *c = call(s, "{\"code\":\"print(1)\"}", NULL);
@@ -430,6 +463,7 @@ int main(void) {
                 cmocka_unit_test(test_timeout_clamping_and_args),
                 cmocka_unit_test(test_cancel_action),
                 cmocka_unit_test(test_hold_release),
+                cmocka_unit_test(test_hold_refuse),
                 cmocka_unit_test(test_result_encoding),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
