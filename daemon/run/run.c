@@ -108,7 +108,7 @@ struct Run {
 
         RunEnd end; /* decided when it is over */
 
-        RingOp op_stdin, op_control, op_pidfd, op_timer, op_grace, op_start, op_place;
+        RingOp op_stdin, op_control, op_pidfd, op_timer, op_grace, op_start, op_place, op_let_go;
         struct __kernel_timespec deadline, grace, place;
 };
 
@@ -131,7 +131,7 @@ static void run_fail(Run *run, const char *fmt, ...) {
 static bool run_ops_busy(const Run *run) {
         return run->streams[0].op.busy || run->streams[1].op.busy || run->op_stdin.busy ||
                run->op_control.busy || run->op_pidfd.busy || run->op_timer.busy || run->op_grace.busy ||
-               run->op_start.busy || run->op_place.busy;
+               run->op_start.busy || run->op_place.busy || run->op_let_go.busy;
 }
 
 static void run_staging_remove(Run *run) {
@@ -256,8 +256,25 @@ static void run_kill_init(Run *run) {
                 log_warning_errno(r, "run %s: cannot kill its init: %m", run->id);
 }
 
-/* Python is gone: the counters are final (up to leftovers, which die now), the init may go. Its
- * outputs/ is read first, through the run's root, which lives as long as the init. */
+/* The init of a run that is over (payload_gone) goes after the answer: the shutdown is queued on
+ * the ring behind the answer's write, so the init's wake-up and exit cannot delay that write. */
+static void on_let_go(RingOp *op, int res) {
+        Run *run = container_of(op, Run, op_let_go);
+        /* Never leave the init waiting: the shutdown again, else the kill. */
+        if (res < 0 && !run->init_exited &&
+            (run->child.control_fd < 0 || shutdown(run->child.control_fd, SHUT_RDWR) < 0))
+                (void) sandbox_child_kill(&run->child);
+        run_maybe_free(run);
+}
+
+static void run_let_init_go_later(Run *run) {
+        struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, &run->op_let_go);
+        io_uring_prep_shutdown(sqe, run->child.control_fd, SHUT_RDWR);
+}
+
+/* Python is gone: the counters are final (up to leftovers, which die now), the init may go (now,
+ * or after the answer when nothing of the run is left). Its outputs/ is read first, through the
+ * run's root, which lives as long as the init. */
 static void run_collect(Run *run) {
         if (run->user_code && run->child_spawned) {
                 int r = outputs_collect(run->child.pid, SANDBOX_WORK_DIR, run->env.max_return_bytes, &run->outputs);
@@ -274,7 +291,8 @@ static void run_collect(Run *run) {
                         run->stats_read = true;
         }
         run->t_collected = now_usec();
-        run_let_init_go(run);
+        if (!run->payload_gone)
+                run_let_init_go(run);
 }
 
 static void on_control(RingOp *op, int res) {
@@ -474,6 +492,8 @@ static void run_maybe_finish(Run *run) {
         if (run->grace_over && !run->init_exited && !run->error)
                 run_fail(run, "the run did not end within %u ms of being killed", 2 * RUN_KILL_GRACE_USEC / 1000);
         run_finish(run);
+        if (run->payload_gone && !run->init_exited)
+                run_let_init_go_later(run); /* behind the answer, queued by done() */
 }
 
 static void on_start_failed(RingOp *op, int res) {
@@ -736,6 +756,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         run->op_grace.callback = on_grace;
         run->op_start.callback = on_start_failed;
         run->op_place.callback = on_place_timeout;
+        run->op_let_go.callback = on_let_go;
         run->code = malloc(p->code_len + 1);
         run->stdin_data = malloc(p->stdin_len + 1);
         if (!run->code || !run->stdin_data)
