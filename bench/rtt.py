@@ -178,12 +178,16 @@ def against(a):
         bare(a.python)
     new, old, base = [], [], []
     for i in range(a.n):
+        # --pause after each: what a build does after its answer (a teardown) is not charged to
+        # the next measurement, which may be the other build's or the baseline's.
         for which in ((d, new), (o, old)) if i % 2 == 0 else ((o, old), (d, new)):
             which[1].append(which[0].call(a.code)[0])
+            time.sleep(a.pause)
         base.append(bare(a.python))
+        time.sleep(a.pause)
     d.close()
     o.close()
-    print(f"code: {a.code!r}; env {env}")
+    print(f"code: {a.code!r}; env {env}; pause {a.pause} s after each measurement")
     medians(f"{a.binary}", new, f"bare {a.python} -I -c pass", base, "ratio")
     medians(f"{a.against}", old, f"bare {a.python} -I -c pass", base, "ratio")
     medians(f"{a.binary}", new, f"{a.against}", old, "new/old")
@@ -202,6 +206,7 @@ def main():
     ap.add_argument("--saturate", type=int, default=0)
     ap.add_argument("--inflight", type=int, default=16)
     ap.add_argument("--against", help="a second build's binary, interleaved with the first")
+    ap.add_argument("--pause", type=float, default=0.02, help="--against: seconds of quiet after each measurement")
     a = ap.parse_args()
     if a.against:
         return against(a)

@@ -28,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from rtt import Daemon  # noqa: E402
+from rtt import Daemon, bare  # noqa: E402
 
 STEPS = ["staged", "spawned", "released", "started", "exited", "collected", "eof", "init-reaped", "now"]
 
@@ -57,10 +57,11 @@ def main():
     time.sleep(0.5)
     for _ in range(5):
         d.call(a.code)
-    rtts = []
+    rtts, base = [], []
     for _ in range(a.n):
         rtts.append(d.call(a.code)[0] * 1000)
         time.sleep(0.02)  # let a teardown that comes after the answer finish outside the next call
+        base.append(bare("/usr/bin/python3") * 1000)  # the same machine, interleaved
     d.close()
     runs = {}
     with open(log.name) as f:
@@ -74,7 +75,8 @@ def main():
             runs[m.group(1)]["init"] = int(re.search(r" init (\d+)", line).group(1))
     ids = list(runs)[-a.n:]  # not the warm-up calls, nor the start's interpreter probe
     print(f"{a.binary}, env {env}, code {a.code!r}: {len(ids)} calls (log {log.name})")
-    print(f"client round trip: median {statistics.median(rtts):.2f} ms")
+    print(f"client round trip: median {statistics.median(rtts):.2f} ms; bare /usr/bin/python3 -I -c pass, "
+          f"interleaved: median {statistics.median(base):.2f} ms; ratio {statistics.median(rtts) / statistics.median(base):.3f}")
     prev = 0.0
     for s in STEPS:
         at = [runs[i]["answer"][s] for i in ids if runs[i]["answer"].get(s, -1) >= 0]
