@@ -3,9 +3,9 @@
  * grace after a kill has passed); only then is it answered. No process is left when the init said
  * so with Python's exit (SANDBOX_REPORT_ALONE), or else once the init has exited (the kernel kills
  * the rest of its PID namespace); in the first case the init's exit and the namespaces' teardown
- * come after the answer, and the run is freed only once its init is reaped. How it ended is decided from our own flags
- * and the cgroup's counters, never from the exit signal alone (an OOM kill and a deadline kill are
- * both SIGKILL). */
+ * come after the answer, and the run is freed only once its init is reaped. How it ended is
+ * decided from our own flags and the cgroup's counters, never from the exit signal alone (an OOM
+ * kill and a deadline kill are both SIGKILL). */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -428,11 +428,12 @@ static double run_step_ms(const Run *run, uint64_t t) {
         return t && run->t_call && t >= run->t_call ? (double) (t - run->t_call) / 1000.0 : -1.0;
 }
 
-/* One debug line per run with the time of each step from run_start() (MCP_EXECD_DEBUG=1; bench/README.md,
- * "The cold path, step by step"). */
+/* One debug line per run with the time of each step from run_start() (MCP_EXECD_DEBUG=1; read by
+ * bench/steps.py, see bench/README.md, "The cold path, step by step"). */
 static void run_steps_log(const Run *run, const char *when) {
-        log_debug("run %s steps %s (ms from the call): staged %.3f spawned %.3f released %.3f started %.3f "
-                  "exited %.3f collected %.3f eof %.3f init-reaped %.3f now %.3f warm %d init %d call-at-usec %" PRIu64,
+        log_debug("run %s steps %s (ms from the call): staged %.3f spawned %.3f released %.3f "
+                  "started %.3f exited %.3f collected %.3f eof %.3f init-reaped %.3f now %.3f warm %d "
+                  "init %d call-at-usec %" PRIu64,
                   run->id, when, run_step_ms(run, run->t_staged), run_step_ms(run, run->t_spawn),
                   run_step_ms(run, run->t_release), run_step_ms(run, run->t_started),
                   run_step_ms(run, run->t_end), run_step_ms(run, run->t_collected),
