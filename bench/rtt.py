@@ -4,6 +4,9 @@ measured in the same run. Prints the medians and their ratio.
 
     bench/rtt.py [--n 50] [--env K=V ...] <path to mcp-execd>
 
+With --against OTHER (issue 16.5): a second daemon from another build, same --env, interleaved with
+the first and the bare baseline (the order of the two daemons alternates): both medians against
+bare, and binary/OTHER.
 With --warm-vs-cold (issue 16): two daemons from the same binary and --env, the second with
 MCP_EXEC_WARM_POOL=0 added (or --cold-env K=V ...), calls interleaved with the bare baseline: the
 pooled, the cold and the bare medians and their ratios, and how many calls the pool served.
@@ -59,11 +62,11 @@ def medians(a_label, a, b_label, b, what="ratio"):
 class Daemon(Client):
     """mcp-execd over stdio, initialized."""
 
-    def __init__(self, binary, env):
+    def __init__(self, binary, env, stderr=subprocess.DEVNULL):
         full = {"PATH": "/usr/bin:/bin"}
         full.update(env)
         self.proc = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=full)
+                                     stderr=stderr, env=full)
         self.initialize()
 
     def rpc(self, msg):
@@ -165,6 +168,31 @@ def warm_vs_cold(a):
           f"{cpu_w / a.n / 1000:.2f} ms, cold {cpu_c / a.n / 1000:.2f} ms")
 
 
+def against(a):
+    env = dict(kv.split("=", 1) for kv in a.env)
+    d, o = Daemon(a.binary, env), Daemon(a.against, env)
+    time.sleep(1)
+    for _ in range(5):
+        d.call(a.code)
+        o.call(a.code)
+        bare(a.python)
+    new, old, base = [], [], []
+    for i in range(a.n):
+        # --pause after each: what a build does after its answer (a teardown) is not charged to
+        # the next measurement, which may be the other build's or the baseline's.
+        for which in ((d, new), (o, old)) if i % 2 == 0 else ((o, old), (d, new)):
+            which[1].append(which[0].call(a.code)[0])
+            time.sleep(a.pause)
+        base.append(bare(a.python))
+        time.sleep(a.pause)
+    d.close()
+    o.close()
+    print(f"code: {a.code!r}; env {env}; pause {a.pause} s after each measurement")
+    medians(f"{a.binary}", new, f"bare {a.python} -I -c pass", base, "ratio")
+    medians(f"{a.against}", old, f"bare {a.python} -I -c pass", base, "ratio")
+    medians(f"{a.binary}", new, f"{a.against}", old, "new/old")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
@@ -177,7 +205,11 @@ def main():
     ap.add_argument("--settle", type=float, default=0.0, help="extra seconds before measuring")
     ap.add_argument("--saturate", type=int, default=0)
     ap.add_argument("--inflight", type=int, default=16)
+    ap.add_argument("--against", help="a second build's binary, interleaved with the first")
+    ap.add_argument("--pause", type=float, default=0.02, help="--against: seconds of quiet after each measurement")
     a = ap.parse_args()
+    if a.against:
+        return against(a)
     if a.warm_vs_cold:
         return warm_vs_cold(a)
 

@@ -123,16 +123,23 @@ int main(int argc, char **argv) {
 
         /* Reap until the daemon closes control_fd. */
         for (;;) {
+                SandboxReport exited = {};
+                bool none_left = false;
                 for (;;) {
                         int status;
                         pid_t pid = waitpid(-1, &status, WNOHANG);
-                        if (pid <= 0)
+                        if (pid < 0 && errno == EINTR)
+                                continue;
+                        if (pid <= 0) {
+                                none_left = pid < 0 && errno == ECHILD;
                                 break;
+                        }
                         if (!running || pid != (pid_t) python)
                                 continue;
+                        /* The run's rusage as Python is reaped (what was reaped before it too). */
                         struct rusage ru = {};
                         (void) getrusage(RUSAGE_CHILDREN, &ru);
-                        SandboxReport rep = {
+                        exited = (SandboxReport) {
                                 .kind = SANDBOX_REPORT_EXITED,
                                 .value = status,
                                 .utime_usec = timeval_usec(&ru.ru_utime) - (uint64_t) base_utime,
@@ -140,7 +147,14 @@ int main(int argc, char **argv) {
                                 .maxrss_bytes = (uint64_t) ru.ru_maxrss * 1024,
                         };
                         running = false;
-                        report_send(&rep);
+                }
+                /* Sent once every child that had exited is reaped: then ECHILD means that no
+                 * process of the run is left (SANDBOX_REPORT_ALONE), and the daemon may answer
+                 * without waiting for the namespaces' teardown. */
+                if (exited.kind == SANDBOX_REPORT_EXITED) {
+                        if (none_left)
+                                exited.flags |= SANDBOX_REPORT_ALONE;
+                        report_send(&exited);
                 }
                 struct pollfd pfd[2] = {
                         { .fd = control_fd, .events = POLLIN },

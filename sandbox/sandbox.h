@@ -104,6 +104,14 @@ typedef enum SandboxReportKind {
 
 #define SANDBOX_REPORT_DETAIL_MAX 200
 
+/* EXITED: when it was sent, the init had no child left (waitpid: ECHILD), so no process of the run
+ * but the init itself existed: every process of a PID namespace descends from its init, and an
+ * orphan is reparented to it before its parent's exit is reported. The run's code has ended for
+ * good; only the init (ours) and the namespaces' teardown are left, which need not delay the
+ * answer. Without it (a background process was still there), the run is over only once the init
+ * has exited and the kernel has killed the rest (pid_namespaces(7)). */
+#define SANDBOX_REPORT_ALONE 1u
+
 /* One message from the init over control_fd. Fixed size; sent with one send() per message. */
 typedef struct SandboxReport {
         int32_t kind;  /* SandboxReportKind */
@@ -115,6 +123,7 @@ typedef struct SandboxReport {
         uint64_t utime_usec;
         uint64_t stime_usec;
         uint64_t maxrss_bytes; /* peak RSS of the largest process, not the sum */
+        uint32_t flags;        /* EXITED only: SANDBOX_REPORT_ALONE */
         char detail[SANDBOX_REPORT_DETAIL_MAX]; /* FAILED only: NUL-terminated, e.g. "execve /usr/bin/python3" */
 } SandboxReport;
 

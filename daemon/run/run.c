@@ -1,8 +1,11 @@
 /* run.c: the run state machine. A run is spawned held, placed in its cgroup, released, fed and
- * collected; it ends when its init has exited and both output pipes are at EOF (or a bounded grace
- * after a kill has passed); only then is it answered. How it ended is decided from our own flags
- * and the cgroup's counters, never from the exit signal alone (an OOM kill and a deadline kill are
- * both SIGKILL). */
+ * collected; it ends when no process of it is left and both output pipes are at EOF (or a bounded
+ * grace after a kill has passed); only then is it answered. No process is left when the init said
+ * so with Python's exit (SANDBOX_REPORT_ALONE), or else once the init has exited (the kernel kills
+ * the rest of its PID namespace); in the first case the init's exit and the namespaces' teardown
+ * come after the answer, and the run is freed only once its init is reaped. How it ended is
+ * decided from our own flags and the cgroup's counters, never from the exit signal alone (an OOM
+ * kill and a deadline kill are both SIGKILL). */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -83,6 +86,7 @@ struct Run {
         bool child_released; /* Python may run */
         bool init_exited;    /* pidfd said so, and it was reaped */
         bool exit_reported;  /* the init sent EXITED */
+        bool payload_gone;   /* ... with SANDBOX_REPORT_ALONE: no process of the run is left */
         int wait_status;
         SandboxReport report;
         CgroupStats stats;
@@ -95,6 +99,8 @@ struct Run {
         bool init_killed;
         bool grace_over;
         uint64_t t_spawn, t_placed, t_release, t_end;
+        /* Only for the debug log of the cold path's steps (issue 16.5), CLOCK_MONOTONIC. */
+        uint64_t t_call, t_staged, t_started, t_collected, t_eof, t_init_exit;
 
         Output output;
         RunStream streams[2];
@@ -102,11 +108,12 @@ struct Run {
 
         RunEnd end; /* decided when it is over */
 
-        RingOp op_stdin, op_control, op_pidfd, op_timer, op_grace, op_start, op_place;
+        RingOp op_stdin, op_control, op_pidfd, op_timer, op_grace, op_start, op_place, op_let_go;
         struct __kernel_timespec deadline, grace, place;
 };
 
 static void run_maybe_finish(Run *run);
+static void run_steps_log(const Run *run, const char *when);
 
 static void run_fail(Run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void run_fail(Run *run, const char *fmt, ...) {
@@ -124,7 +131,7 @@ static void run_fail(Run *run, const char *fmt, ...) {
 static bool run_ops_busy(const Run *run) {
         return run->streams[0].op.busy || run->streams[1].op.busy || run->op_stdin.busy ||
                run->op_control.busy || run->op_pidfd.busy || run->op_timer.busy || run->op_grace.busy ||
-               run->op_start.busy || run->op_place.busy;
+               run->op_start.busy || run->op_place.busy || run->op_let_go.busy;
 }
 
 static void run_staging_remove(Run *run) {
@@ -190,6 +197,8 @@ static void on_stream(RingOp *op, int res) {
         /* EOF, an error, or the run is over (a cancelled read). */
         s->eof = true;
         s->fd = safe_close(s->fd);
+        if (run->streams[0].eof && run->streams[1].eof && !run->t_eof)
+                run->t_eof = now_usec();
         run_maybe_finish(run);
         run_maybe_free(run);
 }
@@ -247,8 +256,25 @@ static void run_kill_init(Run *run) {
                 log_warning_errno(r, "run %s: cannot kill its init: %m", run->id);
 }
 
-/* Python is gone: the counters are final (up to leftovers, which die now), the init may go. Its
- * outputs/ is read first, through the run's root, which lives as long as the init. */
+/* The init of a run that is over (payload_gone) goes after the answer: the shutdown is queued on
+ * the ring behind the answer's write, so the init's wake-up and exit cannot delay that write. */
+static void on_let_go(RingOp *op, int res) {
+        Run *run = container_of(op, Run, op_let_go);
+        /* Never leave the init waiting: the shutdown again, else the kill. */
+        if (res < 0 && !run->init_exited &&
+            (run->child.control_fd < 0 || shutdown(run->child.control_fd, SHUT_RDWR) < 0))
+                (void) sandbox_child_kill(&run->child);
+        run_maybe_free(run);
+}
+
+static void run_let_init_go_later(Run *run) {
+        struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, &run->op_let_go);
+        io_uring_prep_shutdown(sqe, run->child.control_fd, SHUT_RDWR);
+}
+
+/* Python is gone: the counters are final (up to leftovers, which die now), the init may go (now,
+ * or after the answer when nothing of the run is left). Its outputs/ is read first, through the
+ * run's root, which lives as long as the init. */
 static void run_collect(Run *run) {
         if (run->user_code && run->child_spawned) {
                 int r = outputs_collect(run->child.pid, SANDBOX_WORK_DIR, run->env.max_return_bytes, &run->outputs);
@@ -264,7 +290,9 @@ static void run_collect(Run *run) {
                 else
                         run->stats_read = true;
         }
-        run_let_init_go(run);
+        run->t_collected = now_usec();
+        if (!run->payload_gone)
+                run_let_init_go(run);
 }
 
 static void on_control(RingOp *op, int res) {
@@ -276,11 +304,13 @@ static void on_control(RingOp *op, int res) {
                         /* Python runs: the init has copied the staging directory into the run's own
                          * tmpfs, so the host copy of the caller's code and files can go now rather
                          * than at the end. */
+                        run->t_started = now_usec();
                         run_staging_remove(run);
                         control_read(run);
                         return;
                 case SANDBOX_REPORT_EXITED:
                         run->exit_reported = true;
+                        run->payload_gone = (run->report.flags & SANDBOX_REPORT_ALONE) != 0;
                         run->wait_status = run->report.value;
                         if (!run->t_end)
                                 run->t_end = now_usec();
@@ -319,6 +349,14 @@ static void on_pidfd(RingOp *op, int res) {
                 return;
         }
         run->init_exited = true;
+        run->t_init_exit = now_usec();
+        if (run->phase != RUN_RUNNING) {
+                /* Answered already (payload_gone): the init is reaped now, and the run may go. */
+                if (log_max_level >= LOG_DEBUG)
+                        run_steps_log(run, "reaped");
+                run_maybe_free(run);
+                return;
+        }
         if (!run->exit_reported && !run->killed && !run->error)
                 run_fail(run, "the run's init ended unexpectedly (%s %d)",
                          si.si_code == CLD_EXITED ? "exit status" : "signal", si.si_status);
@@ -385,6 +423,25 @@ void run_kill(Run *run) {
                 timer_arm(run, &run->op_grace, &run->grace, RUN_KILL_GRACE_USEC);
 }
 
+/* ms from the call to t, for the step log; -1 when the step did not happen (yet). */
+static double run_step_ms(const Run *run, uint64_t t) {
+        return t && run->t_call && t >= run->t_call ? (double) (t - run->t_call) / 1000.0 : -1.0;
+}
+
+/* One debug line per run with the time of each step from run_start() (MCP_EXECD_DEBUG=1; read by
+ * bench/steps.py, see bench/README.md, "The cold path, step by step"). */
+static void run_steps_log(const Run *run, const char *when) {
+        log_debug("run %s steps %s (ms from the call): staged %.3f spawned %.3f released %.3f "
+                  "started %.3f exited %.3f collected %.3f eof %.3f init-reaped %.3f now %.3f warm %d "
+                  "init %d call-at-usec %" PRIu64,
+                  run->id, when, run_step_ms(run, run->t_staged), run_step_ms(run, run->t_spawn),
+                  run_step_ms(run, run->t_release), run_step_ms(run, run->t_started),
+                  run_step_ms(run, run->t_end), run_step_ms(run, run->t_collected),
+                  run_step_ms(run, run->t_eof), run_step_ms(run, run->t_init_exit),
+                  run_step_ms(run, now_usec()), run->warm, run->child_spawned ? (int) run->child.pid : 0,
+                  run->t_call);
+}
+
 /* The run is over: how it ended is decided now, from what is final, and done() is called. */
 static void run_finish(Run *run) {
         RunEndFacts f = {
@@ -405,6 +462,8 @@ static void run_finish(Run *run) {
         if (output_finish(&run->output) < 0)
                 log_warning("run %s: out of memory holding its output to the cap in UTF-8 bytes", run->id);
         run->phase = RUN_FINISHED;
+        if (log_max_level >= LOG_DEBUG)
+                run_steps_log(run, "answer");
         /* Every caller calls run_maybe_free() next, which frees a run released by done(). */
         run->in_done = true;
         run->done(run, run->userdata);
@@ -415,14 +474,18 @@ static void run_maybe_finish(Run *run) {
         if (run->phase != RUN_RUNNING)
                 return;
         bool streams_done = run->streams[0].eof && run->streams[1].eof;
-        if (!run->grace_over && !(run->init_exited && streams_done))
+        bool payload_over = run->init_exited || (run->payload_gone && !run->placing);
+        if (!run->grace_over && !(payload_over && streams_done))
                 return;
 
-        /* Whatever is still in flight is cancelled; its CQE frees nothing but is awaited. */
+        /* Whatever is still in flight is cancelled; its CQE frees nothing but is awaited. The
+         * pidfd's poll stays while the init is alive (payload_gone): on_pidfd() reaps it after the
+         * answer, and the run is freed only then (run_ops_busy()). */
         ring_cancel(run->env.ring, &run->op_timer);
         ring_cancel(run->env.ring, &run->op_grace);
         ring_cancel(run->env.ring, &run->op_place);
-        ring_cancel(run->env.ring, &run->op_pidfd);
+        if (run->init_exited || run->grace_over)
+                ring_cancel(run->env.ring, &run->op_pidfd);
         ring_cancel(run->env.ring, &run->op_stdin);
         ring_cancel(run->env.ring, &run->op_control);
         ring_cancel(run->env.ring, &run->streams[0].op);
@@ -430,6 +493,8 @@ static void run_maybe_finish(Run *run) {
         if (run->grace_over && !run->init_exited && !run->error)
                 run_fail(run, "the run did not end within %u ms of being killed", 2 * RUN_KILL_GRACE_USEC / 1000);
         run_finish(run);
+        if (run->payload_gone && !run->init_exited)
+                run_let_init_go_later(run); /* behind the answer, queued by done() */
 }
 
 static void on_start_failed(RingOp *op, int res) {
@@ -673,6 +738,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         _cleanup_(run_freep) Run *run = calloc(1, sizeof(*run));
         if (!run)
                 return -ENOMEM;
+        run->t_call = now_usec();
         run->env = *env;
         run->done = done;
         run->userdata = userdata;
@@ -691,6 +757,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         run->op_grace.callback = on_grace;
         run->op_start.callback = on_start_failed;
         run->op_place.callback = on_place_timeout;
+        run->op_let_go.callback = on_let_go;
         run->code = malloc(p->code_len + 1);
         run->stdin_data = malloc(p->stdin_len + 1);
         if (!run->code || !run->stdin_data)
@@ -713,8 +780,10 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
                 ; /* served by a ready sandbox: nothing to stage or spawn */
         else if ((r = run_stage(run, p)) < 0)
                 run_fail(run, "cannot create the run's working directory in %s: %s", env->state_dir, strerror(-r));
-        else
+        else {
+                run->t_staged = now_usec();
                 (void) run_spawn(run);
+        }
 
         if (run->error) {
                 /* Answer from the loop, never from inside run_start. run_free kills and reaps a

@@ -3,7 +3,8 @@
 // called setsid() and keeps the output pipes open.
 import assert from 'node:assert/strict';
 import {
-    startDaemon, callExec, summarize, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent, sleep, test } from './lib/index.mjs';
+    startDaemon, callExec, summarize, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent, sleep, descendants,
+    test } from './lib/index.mjs';
 
 test('while True: pass with timeout_s 1 → timed_out, exit_code -1, answered in < 4 s', async (t) => {
     const d = await startDaemon(t);
@@ -107,6 +108,56 @@ test('a run that ends normally leaves no background process behind', async (t) =
     assert.equal(r.sc.stdout, 'ok\n');
     assert.ok(r.ms < 4000, `answered after ${Math.round(r.ms)} ms`);
     assert.deepEqual(await waitMarkerGone(marker, 2000), [], 'a background process of the run outlived it');
+});
+
+// Issue 16.5: a run whose init reports that no other process is left is answered before the init's
+// exit and the namespaces' teardown. So the answer must never come while a process of the run is
+// alive: not a background process, not a grandchild reparented to the init, not one that a child
+// started just before exiting; and the run's init is still reaped (no zombie, no live init).
+// Seen from the client this is coarse: a daemon that answered at Python's exit regardless would
+// let the init go at the same moment, and the kernel's kill is over within the few ms the client
+// takes to look (this test passed on such a daemon). The exact check is the sandbox unit test
+// test_exited_alone_only_when_nothing_is_left (the init's children, read while it still lives).
+test('no process of the run is alive when its answer arrives; its init is reaped after', async (t) => {
+    const marker = uniqueMarker('left');
+    t.after(() => { for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch {} });
+    const d = await startDaemon(t, { env: { MCP_EXEC_WARM_POOL: 0 } });
+    const sleeper = (tag) => `os.execv(exe, [exe, '-c', 'import time; time.sleep(300)', ${JSON.stringify(marker)} + '-${tag}'])`;
+    const codes = [
+        // Python waits for its child: nothing is left, the answer may come before the teardown
+        ['import os, sys, subprocess', 'exe = sys.executable or "/usr/bin/python3"',
+         `subprocess.run([exe, '-c', 'pass', ${JSON.stringify(marker)}], check=True)`, 'print("ok")'],
+        // a direct background child, detached and with its stdio closed
+        ['import os, sys', 'exe = sys.executable or "/usr/bin/python3"',
+         'if os.fork() == 0:', '    os.setsid()', '    fd = os.open("/dev/null", os.O_RDWR)',
+         '    for i in (0, 1, 2): os.dup2(fd, i)', `    ${sleeper('child')}`, 'print("ok")'],
+        // a grandchild: its parent exits at once and Python reaps it, so it is the init's child
+        ['import os, sys', 'exe = sys.executable or "/usr/bin/python3"',
+         'pid = os.fork()', 'if pid == 0:', '    if os.fork() == 0:',
+         '        fd = os.open("/dev/null", os.O_RDWR)', '        for i in (0, 1, 2): os.dup2(fd, i)',
+         `        ${sleeper('grandchild')}`, '    os._exit(0)', 'os.waitpid(pid, 0)', 'print("ok")'],
+        // a child started as Python exits, without waiting for it
+        ['import os, sys', 'exe = sys.executable or "/usr/bin/python3"',
+         'if os.fork() == 0:', `    ${sleeper('late')}`, 'print("ok")', 'sys.stdout.flush()', 'os._exit(0)'],
+    ];
+    for (let round = 0; round < 3; round++) {
+        for (const code of codes) {
+            const r = await callExec(d.client, { code: code.join('\n'), timeout_s: 10 });
+            assert.equal(r.isError, false, summarize(r));
+            assert.equal(r.sc.stdout, 'ok\n', summarize(r));
+            assert.equal(r.sc.exit_code, 0, summarize(r));
+            // At once, no polling: the answer says the run is over.
+            assert.deepEqual(findByMarker(marker), [], `a process of the run was alive at the answer: ${code.join('; ')}`);
+        }
+    }
+    // Every run's init exits and is reaped (after the answer): the daemon keeps no child.
+    const end = Date.now() + 3000;
+    let left = descendants(d.pid);
+    while (left.length && Date.now() < end) {
+        await sleep(25);
+        left = descendants(d.pid);
+    }
+    assert.deepEqual(left, [], 'a run\'s init (or a zombie of it) outlived its run');
 });
 
 test('deadlines of concurrent runs are independent', async (t) => {

@@ -45,6 +45,7 @@ typedef struct Run {
         uint64_t spawn_usec;   /* sandbox_spawn() */
         uint64_t started_usec; /* from release to STARTED */
         uint64_t exited_usec;  /* from the start of the spawn to EXITED */
+        int children_at_exited; /* the init's children when EXITED came (the init still lives), or -errno */
 } Run;
 
 typedef struct RunOptions {
@@ -78,6 +79,23 @@ static void drain(int *fd, char *buf, size_t *len, size_t cap) {
                         *fd = safe_close(*fd);
                 return;
         }
+}
+
+/* The init's children, from the host: /proc/<init>/task/<init>/children. */
+static int init_children(pid_t init) {
+        char path[96], buf[256];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int) init, (int) init);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return -errno;
+        int count = 0;
+        for (ssize_t i = 0; i < n; i++)
+                if (buf[i] == ' ')
+                        count++; /* "pid pid " */
+        return count;
 }
 
 /* How the daemon gets a run's outputs: through the init's root while it is alive. */
@@ -183,6 +201,7 @@ static int run_code_opts(const char *code, const RunOptions *o, Run *run) {
                         if (rep.kind == SANDBOX_REPORT_EXITED)
                                 run->exited_usec = mono_usec() - t0;
                         if (rep.kind == SANDBOX_REPORT_EXITED) {
+                                run->children_at_exited = init_children(c.pid);
                                 if (o->readback)
                                         readback(c.pid, o->readback, run);
                                 run->status = rep.value;
@@ -255,6 +274,52 @@ static void test_print_42(void **state) {
         assert_true(run.reports[1].utime_usec + run.reports[1].stime_usec > 0);
         assert_true(run.reports[1].maxrss_bytes > 1024 * 1024);
         assert_int_equal(run.init_code, CLD_EXITED);
+        /* Nothing else ran: the report says so, and the init (still alive) has no child. */
+        assert_true(run.reports[1].flags & SANDBOX_REPORT_ALONE);
+        assert_int_equal(run.children_at_exited, 0);
+}
+
+/* SANDBOX_REPORT_ALONE (issue 16.5: the daemon answers at once when it is set, before the init's
+ * exit) is set exactly when no process of the run is left: checked against the init's children
+ * while it still lives, with the kinds of leftovers a run can make. */
+static void test_exited_alone_only_when_nothing_is_left(void **state) {
+        static const struct {
+                const char *code;
+                bool alone;
+        } cases[] = {
+                /* a child Python waits for */
+                { "import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'pass'], check=True)\n", true },
+                /* a child that exited unwaited for: a zombie the init reaps before it reports */
+                { "import os, time\nif os.fork() == 0:\n    os._exit(0)\ntime.sleep(0.2)\n", true },
+                /* a background child with its stdio closed */
+                { "import os, time\nif os.fork() == 0:\n    os.setsid()\n    os.closerange(0, 3)\n"
+                  "    time.sleep(1000)\n", false },
+                /* a grandchild reparented to the init once its parent exited */
+                { "import os, time\npid = os.fork()\nif pid == 0:\n    if os.fork() == 0:\n"
+                  "        os.closerange(0, 3)\n        time.sleep(1000)\n    os._exit(0)\n"
+                  "os.waitpid(pid, 0)\n", false },
+                /* a child forked just before Python exits */
+                { "import os, time\nif os.fork() == 0:\n    os.closerange(0, 3)\n    time.sleep(1000)\nos._exit(0)\n",
+                  false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                static Run run;
+                assert_int_equal(run_code(cases[i].code, &run), 0);
+                if (run.status != 0 || run.n_reports != 2)
+                        print_run(&run);
+                assert_int_equal(run.n_reports, 2);
+                assert_int_equal(run.reports[1].kind, SANDBOX_REPORT_EXITED);
+                assert_int_equal(WEXITSTATUS(run.status), 0);
+                bool alone = run.reports[1].flags & SANDBOX_REPORT_ALONE;
+                if (alone != cases[i].alone)
+                        fprintf(stderr, "case %zu: alone %d, expected %d; the init's children: %d\n", i, alone,
+                                cases[i].alone, run.children_at_exited);
+                assert_int_equal(alone, cases[i].alone);
+                if (alone)
+                        assert_int_equal(run.children_at_exited, 0);
+                else
+                        assert_true(run.children_at_exited > 0);
+        }
 }
 
 static void test_stdin_and_exit_code(void **state) {
@@ -1104,6 +1169,7 @@ int main(void) {
 
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_print_42),
+                cmocka_unit_test(test_exited_alone_only_when_nothing_is_left),
                 cmocka_unit_test(test_stdin_and_exit_code),
                 cmocka_unit_test(test_signal_status),
                 cmocka_unit_test(test_exec_failure),
