@@ -412,6 +412,7 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
 
         json_t *v = json_object_get(meta, META_PROTOCOL_VERSION);
         if (!mcp_json_name(v) || !mcp_protocol_version_is_modern(json_string_value(v))) {
+                ret->rejected = json_is_string(v) ? MCP_ERROR_UNSUPPORTED_PROTOCOL_VERSION : MCP_ERROR_INVALID_PARAMS;
                 ret->reply = json_is_string(v) ? reply_unsupported_version(id, v)
                                                : reply_error(id, MCP_ERROR_INVALID_PARAMS,
                                                              "Invalid params: _meta." META_PROTOCOL_VERSION
@@ -421,6 +422,7 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
         json_t *caps = json_object_get(meta, META_CLIENT_CAPABILITIES);
         json_t *info = json_object_get(meta, META_CLIENT_INFO);
         if (!json_is_object(caps) || (info && !json_is_object(info))) {
+                ret->rejected = MCP_ERROR_INVALID_PARAMS;
                 ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS,
                                          json_is_object(caps) ? "Invalid params: _meta." META_CLIENT_INFO
                                                                 " must be an object"
@@ -435,6 +437,7 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
         if (!discover && !list && !call) {
                 /* initialize, ping and logging/setLevel are gone from 2026-07-28 (changelog.mdx): like any
                  * method the revision does not have, -32601. */
+                ret->rejected = MCP_ERROR_METHOD_NOT_FOUND;
                 bool removed = strcmp(method, "initialize") == 0 || strcmp(method, "ping") == 0 ||
                                strcmp(method, "logging/setLevel") == 0;
                 ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s%s", method,
@@ -625,6 +628,7 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
         bool modern = json_is_object(meta) && json_object_get(meta, META_PROTOCOL_VERSION);
         if (!method_ok) {
                 ret->is_modern = modern;
+                ret->rejected = modern ? MCP_ERROR_METHOD_NOT_FOUND : 0;
                 ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND,
                                           "Method not found: %s (followed by a NUL character)",
                                           json_string_value(method));
