@@ -370,18 +370,27 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
         return handle_tools_call(s, id, params, NULL, ret);
 }
 
+/* Every version we speak, newest era first: server/discover's supportedVersions and -32022's data.
+ * New reference, or NULL. */
+static json_t *supported_versions_new(void) {
+        _cleanup_(json_decrefp) json_t *v = json_array();
+        if (!v)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(protocol_versions_modern); i++)
+                if (json_array_append_new(v, json_string(protocol_versions_modern[i])) < 0)
+                        return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(protocol_versions); i++)
+                if (json_array_append_new(v, json_string(protocol_versions[i])) < 0)
+                        return NULL;
+        return TAKE_PTR(v);
+}
+
 /* -32022 with what the client can retry with (2026-07-28 basic/versioning.mdx): the data's shape
  * is the one the official client reads ({supported, requested}) to pick a version and retry once. */
 static char *reply_unsupported_version(json_t *id, json_t *requested) {
-        _cleanup_(json_decrefp) json_t *supported = json_array();
+        _cleanup_(json_decrefp) json_t *supported = supported_versions_new();
         if (!supported)
                 return NULL;
-        for (size_t i = 0; i < ELEMENTSOF(protocol_versions_modern); i++)
-                if (json_array_append_new(supported, json_string(protocol_versions_modern[i])) < 0)
-                        return NULL;
-        for (size_t i = 0; i < ELEMENTSOF(protocol_versions); i++)
-                if (json_array_append_new(supported, json_string(protocol_versions[i])) < 0)
-                        return NULL;
         _cleanup_free_ char *shown = mcp_json_name(requested) ? NULL : mcp_json_dump(requested);
         _cleanup_free_ char *msg = mcp_problem(
                 "Unsupported protocol version %s: this server speaks 2026-07-28 per request, and 2025-11-25 and "
@@ -447,15 +456,9 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
 
         if (discover) {
                 /* Answered even while the start is held: it says what we speak, not what we run. */
-                _cleanup_(json_decrefp) json_t *versions = json_array();
+                _cleanup_(json_decrefp) json_t *versions = supported_versions_new();
                 if (!versions)
                         return -ENOMEM;
-                for (size_t i = 0; i < ELEMENTSOF(protocol_versions_modern); i++)
-                        if (json_array_append_new(versions, json_string(protocol_versions_modern[i])) < 0)
-                                return -ENOMEM;
-                for (size_t i = 0; i < ELEMENTSOF(protocol_versions); i++)
-                        if (json_array_append_new(versions, json_string(protocol_versions[i])) < 0)
-                                return -ENOMEM;
                 json_t *result = json_pack("{s:O, s:{s:{s:b}}, s:s, s:i, s:s}", "supportedVersions", versions,
                                            "capabilities", "tools", "listChanged", 0, "instructions", instructions,
                                            "ttlMs", LIST_TTL_MSEC, "cacheScope", "public");
