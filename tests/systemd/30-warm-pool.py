@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Ready sandboxes with cgroups (issue 16.1). Under systemd, with the default pool: each ready
+sandbox waits in a scope of its own with the runs' limits at a lower cpu.weight; a call takes one
+(warm: true), in that scope, at the runs' weight; a memory hog is OOM-killed as in a cold run; the
+CPU charged excludes Python's start and the preload (compared with a cold run of the same code);
+memory_at_start_bytes <= memory_peak_bytes; SIGTERM leaves no mcp-execd-run-*.scope. Under
+cgroupfs the same basics, and nothing left once the daemon has stopped."""
+# tier-timeout: 900
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
+from mcpclient import Daemon, TestFailure, run  # noqa: E402
+from scopes import DEADLINE, read, run_units, sc, start_call, wait_reply, wait_until  # noqa: E402
+from scopes import all_scope_dirs as scope_dirs  # noqa: E402
+
+LIMITS = {"MCP_EXEC_MEMORY_MAX": "128M", "MCP_EXEC_PIDS_MAX": "32", "MCP_EXEC_CPU_QUOTA": "50%"}
+WANT = {"memory.max": "134217728", "pids.max": "32", "cpu.max": "50000 100000"}
+REFILL_WEIGHT = "10"  # pool.c POOL_CPU_WEIGHT
+RUN_WEIGHT = "100"
+
+
+def readq(path):
+    try:
+        return read(path)
+    except OSError:
+        return None
+
+
+def ready_dirs(dirs):
+    """Cgroups whose payload/ holds a process (Python started: ready, or about to be)."""
+    return [c for c in dirs if (readq(os.path.join(c, "payload/cgroup.procs")) or "").split()]
+
+
+def warm_call(d, code, tries=8, **arguments):
+    """A call served by a ready sandbox: one that found none ready (refills come after answers, and
+    under emulation Python's start takes seconds) took the cold path; wait and call again."""
+    for _ in range(tries):
+        r = sc(d.exec_code(code, **arguments))
+        if r.get("warm"):
+            return r
+        time.sleep(4)
+    raise TestFailure("no call was served warm in %d tries: %r" % (tries, r))
+
+
+def cpu_us(r):
+    return r["cpu_user_us"] + r["cpu_system_us"]
+
+
+def check_accounting(r):
+    if not 0 < r["memory_at_start_bytes"] <= r["memory_peak_bytes"]:
+        raise TestFailure("memory_at_start_bytes %d, memory_peak_bytes %d" % (r["memory_at_start_bytes"],
+                                                                             r["memory_peak_bytes"]))
+
+
+def systemd_part():
+    env = dict(os.environ, MCP_EXEC_PRELOAD="json", **LIMITS)
+    d = Daemon(env=env, verbose=False, deadline=DEADLINE)
+    with d:
+        d.initialize()
+        # The probe's scope goes, the pool's two come (Python in payload/ of each).
+        dirs = wait_until(lambda: len(ready_dirs(scope_dirs())) == 2 == len(scope_dirs()) and scope_dirs(), 120,
+                          step=0.5)
+        if len(dirs) != 2:
+            raise TestFailure("expected two ready scopes, found %r" % dirs)
+        for s in dirs:
+            got = {k: read(os.path.join(s, k)) for k in WANT}
+            weight = read(os.path.join(s, "cpu.weight"))
+            print("ready scope %s: %r cpu.weight %s" % (os.path.basename(s), got, weight))
+            if got != WANT or weight != REFILL_WEIGHT:
+                raise TestFailure("ready scope %s: limits %r, cpu.weight %s" % (s, got, weight))
+
+        # A call in one of them: during the call one of the two ready scopes is at the runs' weight
+        # (no other scope is made before the answer: refills come after it), with its limits.
+        time.sleep(5)  # both ready lines read
+        rid = start_call(d, "import time, sys\ntime.sleep(6)\nprint('json' in sys.modules)", timeout_s=60)
+        taken = wait_until(lambda: [s for s in scope_dirs() if readq(os.path.join(s, "cpu.weight")) == RUN_WEIGHT],
+                           30, step=0.2)
+        got = {k: readq(os.path.join(taken[0], k)) for k in WANT} if taken else None
+        r = sc(wait_reply(d, rid))
+        print("warm call: %r in %r" % ({k: r.get(k) for k in ("warm", "stdout", "limits")}, taken))
+        if not r["warm"] or r["stdout"] != "True\n" or r["limits"] != "cgroup":
+            raise TestFailure("result %r" % r)
+        if len(taken) != 1 or taken[0] not in dirs:
+            raise TestFailure("scopes at the runs' weight during the call: %r, ready ones before: %r" % (taken, dirs))
+        if got != WANT:
+            raise TestFailure("the taken scope's limits %r" % got)
+        check_accounting(r)
+
+        oom = warm_call(d, "b = b'\\x01' * (1024 * 1024 * 1024)", timeout_s=60)
+        if not oom["oom_killed"] or oom["signal"] != "SIGKILL":
+            raise TestFailure("no OOM kill in a warm run: %r" % oom)
+        print("warm OOM: oom_killed %s, peak %d" % (oom["oom_killed"], oom["memory_peak_bytes"]))
+
+        warm = []
+        for _ in range(3):
+            w = warm_call(d, "pass")
+            check_accounting(w)
+            warm.append(w)
+        warm_cpu = min(cpu_us(w) for w in warm)
+        print("warm 'pass': cpu %r us, memory_at_start %r, peak %r"
+              % ([cpu_us(w) for w in warm], [w["memory_at_start_bytes"] for w in warm],
+                 [w["memory_peak_bytes"] for w in warm]))
+
+        # SIGTERM: ready sandboxes and their scopes go with the daemon.
+        time.sleep(5)
+        if len(scope_dirs()) < 1:
+            raise TestFailure("no ready scope before SIGTERM")
+        d.proc.send_signal(signal.SIGTERM)
+        d.proc.wait(timeout=60)
+        if not wait_until(lambda: not scope_dirs() and not run_units(), 30):
+            raise TestFailure("left after SIGTERM: cgroups %r units %r" % (scope_dirs(), run_units()))
+        print("SIGTERM: no scope, cgroup or unit left")
+
+    # The same code cold: Python's start and the preload are charged there, not in a warm run.
+    env_cold = dict(env, MCP_EXEC_WARM_POOL="0")
+    with Daemon(env=env_cold, verbose=False, deadline=DEADLINE) as c:
+        c.initialize()
+        cold = [sc(c.exec_code("pass")) for _ in range(3)]
+        if any(x["warm"] for x in cold):
+            raise TestFailure("a call was warm with MCP_EXEC_WARM_POOL=0: %r" % cold)
+        cold_cpu = min(cpu_us(x) for x in cold)
+        print("cold 'pass': cpu %r us; warm/cold %.3f" % ([cpu_us(x) for x in cold], warm_cpu / max(cold_cpu, 1)))
+        if not warm_cpu * 2 < cold_cpu:
+            raise TestFailure("a warm run is charged %d us, a cold one %d us: the preload seems charged"
+                              % (warm_cpu, cold_cpu))
+        if c.close_stdin_and_wait() != 0:
+            raise TestFailure("daemon exit status not 0")
+    if not wait_until(lambda: not scope_dirs() and not run_units(), 30):
+        raise TestFailure("left: cgroups %r units %r" % (scope_dirs(), run_units()))
+
+
+def cgroupfs_part():
+    unit = "mcp-execd-cgfs-%s" % uuid.uuid4().hex[:8]
+    base = "/sys/fs/cgroup/system.slice/%s.service" % unit
+    d = Daemon(verbose=False, deadline=DEADLINE)
+    cmd = ["systemd-run", "--quiet", "--pipe", "--wait", "--unit=" + unit, "-p", "Delegate=yes",
+           "-E", "MCP_EXEC_CGROUP=cgroupfs"]
+    for k, v in LIMITS.items():
+        cmd += ["-E", "%s=%s" % (k, v)]
+    d.proc = subprocess.Popen(cmd + [os.environ["MCP_EXECD"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+
+    def run_dirs():
+        return [os.path.join(base, e) for e in os.listdir(base) if e.startswith("run-")] \
+            if os.path.isdir(base) else []
+
+    with d:
+        d.initialize()
+        dirs = wait_until(lambda: len(ready_dirs(run_dirs())) == 2 == len(run_dirs()) and run_dirs(), 120, step=0.5)
+        if len(dirs) != 2:
+            raise TestFailure("expected two ready run cgroups in %s, found %r" % (base, dirs))
+        for rc in dirs:
+            got = {k: read(os.path.join(rc, k)) for k in WANT}
+            weight = readq(os.path.join(rc, "cpu.weight"))
+            print("ready cgroup %s: %r cpu.weight %s" % (os.path.basename(rc), got, weight))
+            if got != WANT or weight not in (REFILL_WEIGHT, None):
+                raise TestFailure("ready cgroup %s: limits %r, cpu.weight %s" % (rc, got, weight))
+        r = warm_call(d, "print('delegated')")
+        if r["stdout"] != "delegated\n" or r["limits"] != "cgroup":
+            raise TestFailure("result %r" % r)
+        check_accounting(r)
+        oom = warm_call(d, "b = b'\\x01' * (1024 * 1024 * 1024)", timeout_s=60)
+        if not oom["oom_killed"]:
+            raise TestFailure("no OOM kill in a warm run: %r" % oom)
+        print("cgroupfs: warm call and warm OOM kill ok")
+        d.proc.stdin.close()
+        d.proc.wait(timeout=60)
+        if not wait_until(lambda: not run_dirs(), 30):
+            raise TestFailure("run cgroups left after the stop: %r" % run_dirs())
+        print("cgroupfs: no run cgroup left after the stop")
+
+
+def main():
+    systemd_part()
+    cgroupfs_part()
+
+
+run(main)
