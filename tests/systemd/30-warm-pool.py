@@ -36,11 +36,18 @@ def ready_dirs(dirs):
     return [c for c in dirs if (readq(os.path.join(c, "payload/cgroup.procs")) or "").split()]
 
 
+def timed_call(d, code, **arguments):
+    t = time.monotonic()
+    r = sc(d.exec_code(code, **arguments))
+    r["_round_trip_ms"] = (time.monotonic() - t) * 1000
+    return r
+
+
 def warm_call(d, code, tries=8, **arguments):
     """A call served by a ready sandbox: one that found none ready (refills come after answers, and
     under emulation Python's start takes seconds) took the cold path; wait and call again."""
     for _ in range(tries):
-        r = sc(d.exec_code(code, **arguments))
+        r = timed_call(d, code, **arguments)
         if r.get("warm"):
             return r
         time.sleep(4)
@@ -98,13 +105,14 @@ def systemd_part():
 
         warm = []
         for _ in range(3):
+            time.sleep(3)  # the refill after the previous answer, so the round trip is the call's alone
             w = warm_call(d, "pass")
             check_accounting(w)
             warm.append(w)
         warm_cpu = min(cpu_us(w) for w in warm)
-        print("warm 'pass': cpu %r us, memory_at_start %r, peak %r"
+        print("warm 'pass': cpu %r us, memory_at_start %r, peak %r, round trip %r ms (no assertion)"
               % ([cpu_us(w) for w in warm], [w["memory_at_start_bytes"] for w in warm],
-                 [w["memory_peak_bytes"] for w in warm]))
+                 [w["memory_peak_bytes"] for w in warm], [round(w["_round_trip_ms"]) for w in warm]))
 
         # SIGTERM: ready sandboxes and their scopes go with the daemon.
         time.sleep(5)
@@ -115,16 +123,25 @@ def systemd_part():
         if not wait_until(lambda: not scope_dirs() and not run_units(), 30):
             raise TestFailure("left after SIGTERM: cgroups %r units %r" % (scope_dirs(), run_units()))
         print("SIGTERM: no scope, cgroup or unit left")
+        # The first call's record (stderr carries the journal fields): warm, in the scope it took.
+        unit = os.path.basename(taken[0])
+        recs = [ln for ln in d.proc.stderr.read().decode(errors="replace").splitlines()
+                if "UNIT=%s " % unit in ln and "MESSAGE_ID=" in ln]
+        if len(recs) != 1 or " WARM=1" not in recs[0] or " LIMITS=cgroup" not in recs[0]:
+            raise TestFailure("the record of the run in %s: %r" % (unit, recs))
+        print("its record: UNIT=%s WARM=1 LIMITS=cgroup" % unit)
 
     # The same code cold: Python's start and the preload are charged there, not in a warm run.
     env_cold = dict(env, MCP_EXEC_WARM_POOL="0")
     with Daemon(env=env_cold, verbose=False, deadline=DEADLINE) as c:
         c.initialize()
-        cold = [sc(c.exec_code("pass")) for _ in range(3)]
+        cold = [timed_call(c, "pass") for _ in range(3)]
         if any(x["warm"] for x in cold):
             raise TestFailure("a call was warm with MCP_EXEC_WARM_POOL=0: %r" % cold)
         cold_cpu = min(cpu_us(x) for x in cold)
-        print("cold 'pass': cpu %r us; warm/cold %.3f" % ([cpu_us(x) for x in cold], warm_cpu / max(cold_cpu, 1)))
+        print("cold 'pass': cpu %r us, round trip %r ms; warm/cold CPU %.3f"
+              % ([cpu_us(x) for x in cold], [round(x["_round_trip_ms"]) for x in cold],
+                 warm_cpu / max(cold_cpu, 1)))
         if not warm_cpu * 2 < cold_cpu:
             raise TestFailure("a warm run is charged %d us, a cold one %d us: the preload seems charged"
                               % (warm_cpu, cold_cpu))
