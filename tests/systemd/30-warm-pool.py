@@ -151,27 +151,51 @@ def systemd_part():
         raise TestFailure("left: cgroups %r units %r" % (scope_dirs(), run_units()))
 
 
-def cgroupfs_part():
-    unit = "mcp-execd-cgfs-%s" % uuid.uuid4().hex[:8]
-    base = "/sys/fs/cgroup/system.slice/%s.service" % unit
+def cgroupfs_daemon(unit, extra=()):
+    """The daemon as the main process of a Delegate=yes service (systemd-run --pipe gives it our
+    stdin/stdout), MCP_EXEC_CGROUP=cgroupfs; the service's cgroup, which holds its run cgroups."""
     d = Daemon(verbose=False, deadline=DEADLINE)
-    cmd = ["systemd-run", "--quiet", "--pipe", "--wait", "--unit=" + unit, "-p", "Delegate=yes",
-           "-E", "MCP_EXEC_CGROUP=cgroupfs"]
+    cmd = ["systemd-run", "--quiet", "--pipe", "--wait", "--unit=" + unit, "-p", "Delegate=yes"] + list(extra)
+    cmd += ["-E", "MCP_EXEC_CGROUP=cgroupfs"]
     for k, v in LIMITS.items():
         cmd += ["-E", "%s=%s" % (k, v)]
     d.proc = subprocess.Popen(cmd + [os.environ["MCP_EXECD"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE)
+    return d, "/sys/fs/cgroup/system.slice/%s.service" % unit
 
-    def run_dirs():
-        return [os.path.join(base, e) for e in os.listdir(base) if e.startswith("run-")] \
-            if os.path.isdir(base) else []
 
+def main_pid(unit):
+    out = subprocess.run(["systemctl", "show", "-p", "MainPID", "--value", unit + ".service"],
+                         capture_output=True, text=True, timeout=30).stdout.strip()
+    return int(out or 0)
+
+
+def run_dirs_of(base):
+    return [os.path.join(base, e) for e in os.listdir(base) if e.startswith("run-")] \
+        if os.path.isdir(base) else []
+
+
+def wait_ready_cgroups(base):
+    dirs = wait_until(lambda: len(ready_dirs(run_dirs_of(base))) == 2 == len(run_dirs_of(base)) and run_dirs_of(base),
+                      120, step=0.5)
+    if len(dirs) != 2:
+        raise TestFailure("expected two ready run cgroups in %s, found %r" % (base, dirs))
+    return dirs
+
+
+def cgroupfs_part():
+    # What the daemon removes itself on SIGTERM can only be seen while the service's cgroup
+    # outlives it (systemd removes the whole tree once the service is over): a sleeper of ours is
+    # moved into a leaf of it, and KillMode=process + RemainAfterExit=yes leave it there.
+    unit = "mcp-execd-cgfs-%s" % uuid.uuid4().hex[:8]
+    d, base = cgroupfs_daemon(unit, ["-p", "RemainAfterExit=yes", "-p", "KillMode=process"])
+    keeper = subprocess.Popen(["sleep", "600"])
     with d:
         d.initialize()
-        dirs = wait_until(lambda: len(ready_dirs(run_dirs())) == 2 == len(run_dirs()) and run_dirs(), 120, step=0.5)
-        if len(dirs) != 2:
-            raise TestFailure("expected two ready run cgroups in %s, found %r" % (base, dirs))
-        for rc in dirs:
+        os.makedirs(os.path.join(base, "keep"), exist_ok=True)
+        with open(os.path.join(base, "keep", "cgroup.procs"), "w") as f:
+            f.write(str(keeper.pid))
+        for rc in wait_ready_cgroups(base):
             got = {k: read(os.path.join(rc, k)) for k in WANT}
             weight = readq(os.path.join(rc, "cpu.weight"))
             print("ready cgroup %s: %r cpu.weight %s" % (os.path.basename(rc), got, weight))
@@ -185,11 +209,35 @@ def cgroupfs_part():
         if not oom["oom_killed"]:
             raise TestFailure("no OOM kill in a warm run: %r" % oom)
         print("cgroupfs: warm call and warm OOM kill ok")
-        d.proc.stdin.close()
+        wait_ready_cgroups(base)
+        pid = main_pid(unit)
+        os.kill(pid, signal.SIGTERM)
+        if not wait_until(lambda: not os.path.exists("/proc/%d" % pid), 60):
+            raise TestFailure("the daemon did not exit on SIGTERM")
+        left = run_dirs_of(base)
+        there = os.path.isdir(base)
+        keeper.kill()
+        keeper.wait()
+        subprocess.run(["systemctl", "stop", unit + ".service"], capture_output=True, timeout=60)
         d.proc.wait(timeout=60)
-        if not wait_until(lambda: not run_dirs(), 30):
-            raise TestFailure("run cgroups left after the stop: %r" % run_dirs())
-        print("cgroupfs: no run cgroup left after the stop")
+        if not there:
+            raise TestFailure("the service's cgroup %s went with the daemon: nothing to check" % base)
+        if left:
+            raise TestFailure("run cgroups left by the daemon after SIGTERM: %r" % left)
+        print("cgroupfs: SIGTERM, no run cgroup left (the service's cgroup still there)")
+
+    # SIGKILL: the ready sandboxes' inits die with the daemon (PR_SET_PDEATHSIG); their emptied
+    # cgroups go with the service's, which systemd removes when its main process is gone.
+    unit = "mcp-execd-cgfs-%s" % uuid.uuid4().hex[:8]
+    d, base = cgroupfs_daemon(unit)
+    with d:
+        d.initialize()
+        dirs = wait_ready_cgroups(base)
+        os.kill(main_pid(unit), signal.SIGKILL)
+        d.proc.wait(timeout=60)
+        if not wait_until(lambda: not os.path.isdir(base), 30):
+            raise TestFailure("after SIGKILL %s is still there: %r" % (base, run_dirs_of(base)))
+        print("cgroupfs: SIGKILL, the ready cgroups %r went with the service's" % [os.path.basename(x) for x in dirs])
 
 
 def main():
