@@ -282,8 +282,8 @@ static int entry_release(PoolEntry *e) {
                         /* No cpu controller for the runs' cgroups (a user manager may not delegate
                          * it): ready sandboxes wait at the runs' weight, as unprivileged rlimit
                          * mode's do. */
-                        log_debug("warm pool: cannot lower a ready sandbox's cpu.weight (%s); ready sandboxes "
-                                  "are made at the runs' weight", strerror(-r));
+                        log_debug("warm pool: cannot lower a ready sandbox's cpu.weight (%s); "
+                                  "ready sandboxes are made at the runs' weight", strerror(-r));
                         e->background = false;
                         p->config.background = false;
                 }
@@ -521,7 +521,8 @@ int run_pool_take(RunPool *p, RunReady *ret) {
                 if (e->cgroup) {
                         /* The runs' weight back, then what payload/ spent and holds now: the
                          * preload's, not the call's (issue 16.3). */
-                        int r = e->background ? cgroup_run_set_cpu_weight(e->cgroup, CGROUP_CPU_WEIGHT_RUN) : 0;
+                        int r = e->background ? cgroup_run_set_cpu_weight(e->cgroup, CGROUP_CPU_WEIGHT_RUN)
+                                              : 0;
                         CgroupUsage u = {};
                         if (r >= 0)
                                 r = cgroup_run_usage(e->cgroup, &u);

@@ -736,9 +736,9 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
 
         _cleanup_free_ char *problem = NULL;
         /* A ready sandbox was placed in its scope or cgroup by the pool. */
-        r = run->cgroup && !run->warm
-                    ? cgroup_run_place(run->cgroup, run->child.pid, run->child.pidfd, on_placed, run, &problem)
-                    : 1;
+        r = run->cgroup && !run->warm ? cgroup_run_place(run->cgroup, run->child.pid, run->child.pidfd,
+                                                         on_placed, run, &problem)
+                                      : 1;
         if (r < 0) {
                 run_fail(run, "%s", problem ? problem : "cannot place the run in its cgroup");
                 run_kill_init(run);
