@@ -1,6 +1,7 @@
 /* cgroup.c: the dispatcher: chooses a backend (falling back along auto's order), owns the Cgroup
  * and CgroupRun objects, and answers every public cgroup_* call through the backend's CgroupOps. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,35 @@ int cgroup_run_kill(CgroupRun *cr) {
 
 int cgroup_run_read(CgroupRun *cr, CgroupStats *ret) {
         return cr->cgroup->ops->run_read ? cr->cgroup->ops->run_read(cr, ret) : -EBADF;
+}
+
+int cgroup_run_usage(CgroupRun *cr, CgroupUsage *ret) {
+        char buf[1024];
+        CgroupUsage u = {};
+        if (cr->payload_fd < 0)
+                return -EBADF;
+        int r = cg_read_at(cr->payload_fd, "cpu.stat", buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        /* cpu.stat's usage lines are there without the cpu controller too (cgroup v2, 5.x). */
+        if (cg_keyed_value(buf, "usage_usec", &u.cpu_usage_usec) < 0 ||
+            cg_keyed_value(buf, "user_usec", &u.cpu_user_usec) < 0 ||
+            cg_keyed_value(buf, "system_usec", &u.cpu_system_usec) < 0)
+                return -EBADMSG;
+        r = cg_read_at(cr->payload_fd, "memory.current", buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        u.memory_current_bytes = strtoull(buf, NULL, 10);
+        *ret = u;
+        return 0;
+}
+
+int cgroup_run_set_cpu_weight(CgroupRun *cr, uint64_t weight) {
+        if (cr->run_fd < 0)
+                return -EBADF;
+        char v[32];
+        snprintf(v, sizeof(v), "%" PRIu64, weight);
+        return cg_write_at(cr->run_fd, "cpu.weight", v);
 }
 
 CgroupRun *cgroup_run_free(CgroupRun *cr) {

@@ -100,6 +100,23 @@ int cgroup_run_kill(CgroupRun *cr);
 /* Reads payload/'s counters (and the scope's OOM and pids events). Returns 0 or -errno. */
 int cgroup_run_read(CgroupRun *cr, CgroupStats *ret);
 
+/* payload/'s CPU and memory at one moment: a ready sandbox's when a call takes it (issue 16.1),
+ * what was spent and held before the call's code was released. */
+typedef struct CgroupUsage {
+        uint64_t cpu_usage_usec;
+        uint64_t cpu_user_usec;
+        uint64_t cpu_system_usec;
+        uint64_t memory_current_bytes;
+} CgroupUsage;
+int cgroup_run_usage(CgroupRun *cr, CgroupUsage *ret);
+
+/* The runs' CPU weight: neither backend sets one, so a run's cgroup has the kernel's default. */
+#define CGROUP_CPU_WEIGHT_RUN 100
+/* Writes cpu.weight of the run's own cgroup (the scope's, or run-<id>/), a sibling of the other
+ * runs' cgroups: a ready sandbox waits at a lower weight (issue 16.4). Once placed. Returns 0, or
+ * -errno (-ENOENT when the cpu controller is not enabled for the runs' cgroups). */
+int cgroup_run_set_cpu_weight(CgroupRun *cr, uint64_t weight);
+
 /* Removes what the daemon created (payload/; for cgroupfs the whole run cgroup), after the init
  * was reaped. Cancels a placement in flight. NULL-safe. */
 CgroupRun *cgroup_run_free(CgroupRun *cr);

@@ -181,18 +181,14 @@ static int daemon_loop_setup(Daemon *d, const sigset_t *mask) {
         return 0;
 }
 
-/* Ready sandboxes (issue 16): rlimit mode only so far (a scope or cgroup per ready sandbox is the
- * next step; the other backends take the cold path). Made inert here: the start's checks check
- * the preload once the sandbox has passed its own, and the first answer after that fills it. */
+/* Ready sandboxes (issue 16), with every backend: a scope (systemd) or a cgroup (cgroupfs) of
+ * their own per ready sandbox, or rlimits (none). Made inert here: the start's checks check the
+ * preload once the sandbox has passed its own, and the first answer after that fills it. */
 static int daemon_pool_setup(Daemon *d) {
         const Config *cfg = d->config;
         if (cfg->warm_pool == 0 || !d->python)
                 return 0;
-        if (cgroup_backend(d->cgroup) != CGROUP_BACKEND_NONE) {
-                log_info("MCP_EXEC_WARM_POOL=%u: ready sandboxes are made only with MCP_EXEC_CGROUP=none "
-                         "so far; runs take the cold path", cfg->warm_pool);
-                return 0;
-        }
+        bool cgroup = cgroup_backend(d->cgroup) != CGROUP_BACKEND_NONE;
         RunPoolConfig pcfg = {
                 .ring = d->ring,
                 .sandbox = d->sandbox,
@@ -200,8 +196,11 @@ static int daemon_pool_setup(Daemon *d) {
                 .python = d->python,
                 .size = cfg->warm_pool,
                 .preload = cfg->preload,
-                /* Only root may give the refill's lowered weight back (CAP_SYS_NICE). */
-                .background = geteuid() == 0,
+                .cgroup = d->cgroup,
+                .max_timeout_s = cfg->max_timeout_s,
+                /* A cgroup's cpu.weight is ours to raise again; in rlimit mode only root may give the
+                 * refill's lowered nice value back (CAP_SYS_NICE). */
+                .background = cgroup || geteuid() == 0,
                 .max_age_usec = DAEMON_POOL_MAX_AGE_USEC,
         };
         _cleanup_free_ char *why = NULL;

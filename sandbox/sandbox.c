@@ -1164,13 +1164,9 @@ int sandbox_child_foreground(const SandboxChild *c) {
                 return -errno;
 
         snprintf(path, sizeof(path), "/proc/%ld/task", python);
-        _cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
-        DIR *d = fdopendir(dfd);
+        DIR *d = opendir(path); /* glibc opens it O_CLOEXEC */
         if (!d)
                 return -errno;
-        TAKE_FD(dfd);
         int r = 0;
         struct dirent *de;
         while ((de = readdir(d)))

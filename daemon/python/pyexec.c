@@ -177,14 +177,20 @@ static void interps_log(const PyExec *px);
 
 /* Every interpreter path has answered: the entries that share a path learn from the first, and
  * what was found is logged and handed to the caller of pyexec_probe_start(). */
-static void probe_finish(PyExec *px) {
-        PyInterp *all[CONFIG_PYTHONS_MAX + 2];
+/* Every interpreter entry the probe covers: the configured ones, the tools interpreter, exec's. */
+static size_t probe_entries(PyExec *px, PyInterp *all[static CONFIG_PYTHONS_MAX + 2]) {
         size_t n = 0;
-        int r = 0;
         for (size_t i = 0; i < px->n_interps; i++)
                 all[n++] = &px->interps[i];
         all[n++] = &px->tools;
         all[n++] = &px->exec;
+        return n;
+}
+
+static void probe_finish(PyExec *px) {
+        PyInterp *all[CONFIG_PYTHONS_MAX + 2];
+        size_t n = probe_entries(px, all);
+        int r = 0;
         for (size_t i = 0; r >= 0 && i < n; i++)
                 for (size_t k = 0; k < i && all[i]->path && !all[i]->packages; k++)
                         if (all[k]->path && strcmp(all[k]->path, all[i]->path) == 0)
@@ -227,12 +233,8 @@ static void on_probe_done(Run *run, void *userdata) {
  * check_environment alike. */
 int pyexec_probe_start(PyExec *px, PyExecProbedFn done, void *userdata) {
         PyInterp *all[CONFIG_PYTHONS_MAX + 2];
-        size_t n = 0;
+        size_t n = probe_entries(px, all);
         int r = 0;
-        for (size_t i = 0; i < px->n_interps; i++)
-                all[n++] = &px->interps[i];
-        all[n++] = &px->tools;
-        all[n++] = &px->exec;
 
         px->probed = done;
         px->probed_userdata = userdata;

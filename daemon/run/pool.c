@@ -26,10 +26,24 @@
  * Refills. Never on the answer's path: run_pool_take() does not spawn; the scheduler calls
  * run_pool_refill_later() after it has handed an answer to the transport (a run's, or one that is
  * no run's: the first fill comes after initialize's answer), which queues a no-op on the ring
- * behind the answer's write, and spawns only when it completes. Limits of this first
- * version: only MCP_EXEC_CGROUP=none (rlimit mode) has a pool (a systemd scope or a cgroup per
- * ready sandbox, at a lower cpu.weight until taken, is the next step; those backends take the cold
- * path). The lower weight in rlimit mode: a root daemon's ready sandboxes start at nice 19 and
+ * behind the answer's write, and spawns only when it completes.
+ *
+ * With a cgroup backend (issue 16.1) each ready sandbox is made with the run's cgroups: a transient
+ * scope (systemd; placed by PID after the spawn, asynchronously, as a cold run's: the init stays
+ * held until systemd's job is done) or run-<id>/ (cgroupfs; the init cloned into supervisor/),
+ * limits and all, and Python is released into payload/. A call takes the CgroupRun with the
+ * sandbox, and the sandbox's id becomes the run's (its unit). The accounting then reads payload/:
+ * its cpu.stat and memory.current when the call takes it are what the preload spent and holds,
+ * subtracted from (CPU) or reported beside (memory_at_start_bytes) the counters at the end.
+ * The lower weight there is the cpu.weight of the scope's (or run-<id>/'s) own cgroup, POOL_CPU_
+ * WEIGHT until taken, CGROUP_CPU_WEIGHT_RUN when a call takes it: not payload/'s, because
+ * cpu.weight only shares CPU among siblings, and the scope's siblings are the other runs' scopes
+ * (payload/'s is the idle supervisor/). A delegated scope's own cpu.weight is formally systemd's:
+ * it may write it again when it re-applies the unit (daemon-reload, a property change), and then
+ * writes the unit's CPUWeight, unset, so the runs' weight. That is why the scope is created at the
+ * runs' weight and lowered by us, not created with CPUWeight=10 and raised by us: the only way
+ * systemd can undo it is a ready sandbox refilling at the runs' weight, never a call at the
+ * refill's. The lower weight in rlimit mode: a root daemon's ready sandboxes start at nice 19 and
  * their session's autogroup at nice 19 (SandboxRunSpec.background, launch.py), and
  * sandbox_child_foreground() gives both back when a call takes one (or it is not used). Without
  * CAP_SYS_NICE a nice value raised for the refill could not be lowered again for the call: an
@@ -64,6 +78,9 @@
 #define POOL_READY_PREFIX "MCPEXECD-READY "
 #define POOL_FAILED_PREFIX "MCPEXECD-FAILED "
 #define POOL_FAILURES_MAX 3
+/* A ready sandbox's cgroup's cpu.weight while it is made and waits (1..10000; the runs have 100):
+ * against a busy run a refill gets 1/11 of a contended CPU, so it does not slow the calls. */
+#define POOL_CPU_WEIGHT 10
 #define POOL_RETRY_USEC (60u * 1000u * 1000u)
 /* The preload check at start: importing a large stack (pandas, matplotlib) on a loaded machine. */
 #define POOL_START_TIMEOUT_USEC (120u * 1000u * 1000u)
@@ -75,8 +92,11 @@ struct PoolEntry {
         LIST_FIELDS(PoolEntry, entries);
         bool ready;
         bool background; /* made at the lower weight: given the runs' back when taken */
+        bool placing;    /* systemd is making its scope: held, not released yet */
+        char id[17];     /* its run id, which a call takes with it: mcp-execd-run-<id>.scope */
         char *staging;
         SandboxChild child;
+        CgroupRun *cgroup; /* its scope or cgroup; NULL in rlimit mode */
         int stdin_fd, stdout_fd, stderr_fd;
         uint64_t t_spawn, t_ready;
         uint64_t utime_usec, stime_usec, rss_bytes;
@@ -160,6 +180,9 @@ static void entry_destroy(PoolEntry *e) {
                         ;
         }
         sandbox_child_done(&e->child);
+        /* After the init is reaped (cgroupfs removes empty cgroups only); a placement in flight is
+         * given up, and the scope systemd may still make is empty and collected. */
+        e->cgroup = cgroup_run_free(e->cgroup);
         entry_staging_remove(e);
         free(e);
 }
@@ -234,9 +257,67 @@ static void pipe_closep(int (*q)[2]) {
         (*q)[1] = safe_close((*q)[1]);
 }
 
-/* Spawns one sandbox and releases it; its Python starts the launcher in warm mode, at a lower CPU
- * weight if background. */
-static int entry_spawn(RunPool *p, bool background, PoolEntry **ret) {
+static void entry_read_line(PoolEntry *e);
+
+/* The backstop of a ready sandbox's scope (systemd's RuntimeMaxUSec, counted from the scope's
+ * start, which follows the spawn): this + the grace every run's scope gets (daemon.c
+ * CGROUP_BACKSTOP_GRACE_S, which covers the kill's grace). A ready sandbox may wait max_age
+ * counted from its spawn (run_pool_take() never hands out an older one), then serve a call of up
+ * to MCP_EXEC_MAX_TIMEOUT_S: 600 + 300 + 10 s with the defaults. Only a daemon that died, and
+ * whose sandboxes outlived it (PR_SET_PDEATHSIG aside), ever meets it. */
+static uint32_t pool_backstop_s(const RunPool *p) {
+        uint64_t s = p->config.max_age_usec == UINT64_MAX ? UINT32_MAX / 2
+                                                         : (p->config.max_age_usec + 999999u) / 1000000u;
+        s += p->config.max_timeout_s;
+        return (uint32_t) MIN(s, (uint64_t) UINT32_MAX / 2);
+}
+
+/* Python may start: the lower weight first (a ready sandbox never runs at the runs' weight before
+ * a call takes it, when it can have a lower one), then the release into payload/. */
+static int entry_release(PoolEntry *e) {
+        RunPool *p = e->pool;
+        if (e->cgroup && e->background) {
+                int r = cgroup_run_set_cpu_weight(e->cgroup, POOL_CPU_WEIGHT);
+                if (r < 0) {
+                        /* No cpu controller for the runs' cgroups (a user manager may not delegate
+                         * it): ready sandboxes wait at the runs' weight, as unprivileged rlimit
+                         * mode's do. */
+                        log_debug("warm pool: cannot lower a ready sandbox's cpu.weight (%s); "
+                                  "ready sandboxes are made at the runs' weight", strerror(-r));
+                        e->background = false;
+                        p->config.background = false;
+                }
+        }
+        return sandbox_child_release_into(&e->child, e->cgroup ? cgroup_run_payload_fd(e->cgroup) : -EBADF);
+}
+
+/* systemd made the scope (or could not): the sandbox goes on like a cgroupfs one, or goes. */
+static void entry_on_placed(CgroupRun *cr, int error, const char *message, void *userdata) {
+        PoolEntry *e = userdata;
+        RunPool *p = e->pool;
+        e->placing = false;
+        if (p->stopped) {
+                entry_destroy(e);
+                return;
+        }
+        if (error < 0) {
+                pool_failed(p, message ? message : "cannot place a ready sandbox in its scope");
+                entry_destroy(e);
+                return;
+        }
+        int r = entry_release(e);
+        if (r < 0) {
+                pool_failed(p, "cannot release a ready sandbox");
+                entry_destroy(e);
+                return;
+        }
+        entry_read_line(e);
+}
+
+/* Spawns one sandbox, in its own scope or cgroup if with_cgroup, and releases it (with a scope, once
+ * systemd has made it: e->placing until then, and entry_on_placed() also starts the read); its
+ * Python starts the launcher in warm mode, at a lower CPU weight if background. */
+static int entry_spawn(RunPool *p, bool background, bool with_cgroup, PoolEntry **ret) {
         _cleanup_(pipe_closep) int in[2] = { -EBADF, -EBADF };
         _cleanup_(pipe_closep) int out[2] = { -EBADF, -EBADF };
         _cleanup_(pipe_closep) int err[2] = { -EBADF, -EBADF };
@@ -252,7 +333,15 @@ static int entry_spawn(RunPool *p, bool background, PoolEntry **ret) {
                 .stderr_fd = -EBADF,
                 .background = background,
         };
-        int r;
+        int r = str_random_hex(e->id, 8);
+        if (r < 0)
+                goto fail;
+        if (with_cgroup) {
+                /* Made now with the runs' limits (cgroupfs: the init is cloned into supervisor/). */
+                r = cgroup_run_new(p->config.cgroup, e->id, pool_backstop_s(p), &e->cgroup);
+                if (r < 0)
+                        goto fail;
+        }
         if (asprintf(&e->staging, "%s/ready-%" PRIu64, p->state_dir, ++p->serial) < 0) {
                 e->staging = NULL;
                 r = -ENOMEM;
@@ -282,10 +371,11 @@ static int entry_spawn(RunPool *p, bool background, PoolEntry **ret) {
                 .stdin_fd = in[0],
                 .stdout_fd = out[1],
                 .stderr_fd = err[1],
-                .supervisor_cgroup_fd = -EBADF,
-                .payload_cgroup_fd = -EBADF,
-                .rlimits = true,
-                .background = background,
+                .supervisor_cgroup_fd = e->cgroup ? cgroup_run_supervisor_fd(e->cgroup) : -EBADF,
+                .payload_cgroup_fd = e->cgroup ? cgroup_run_payload_fd(e->cgroup) : -EBADF,
+                .rlimits = !e->cgroup,
+                /* With a cgroup the lower weight is its cpu.weight (entry_release()), not nice. */
+                .background = background && !e->cgroup,
         };
         r = sandbox_spawn(p->config.sandbox, &spec, &e->child);
         if (r < 0)
@@ -296,7 +386,23 @@ static int entry_spawn(RunPool *p, bool background, PoolEntry **ret) {
         e->stderr_fd = TAKE_FD(err[0]);
         LIST_APPEND(entries, p->entries, e);
         p->n_entries++;
-        r = sandbox_child_release(&e->child);
+        if (e->cgroup) {
+                _cleanup_free_ char *problem = NULL;
+                r = cgroup_run_place(e->cgroup, e->child.pid, e->child.pidfd, entry_on_placed, e, &problem);
+                if (r < 0) {
+                        log_debug("warm pool: %s", problem ? problem : "cannot place a ready sandbox");
+                        entry_destroy(e);
+                        return r;
+                }
+                if (r == 0) {
+                        /* The init lives until systemd's job is done (run.c's placing: an init
+                         * killed meanwhile leaves a scope systemd cannot remove). */
+                        e->placing = true;
+                        *ret = e;
+                        return 0;
+                }
+        }
+        r = entry_release(e);
         if (r < 0) {
                 entry_destroy(e);
                 return r;
@@ -309,6 +415,8 @@ fail:
 }
 
 static void entry_read_line(PoolEntry *e) {
+        if (e->placing)
+                return; /* entry_on_placed() reads */
         struct io_uring_sqe *sqe = ring_get_sqe(e->pool->config.ring, &e->op);
         io_uring_prep_read(sqe, e->stdout_fd, e->line, POOL_READY_BYTES, (uint64_t) -1);
 }
@@ -323,9 +431,10 @@ static bool pool_paused(const RunPool *p) {
 void run_pool_fill(RunPool *p) {
         if (!p || !p->checked)
                 return;
+        bool with_cgroup = p->config.cgroup && cgroup_backend(p->config.cgroup) != CGROUP_BACKEND_NONE;
         while (!p->stopped && !pool_paused(p) && p->n_entries < p->config.size) {
                 PoolEntry *e = NULL;
-                int r = entry_spawn(p, p->config.background, &e);
+                int r = entry_spawn(p, p->config.background, with_cgroup, &e);
                 if (r < 0) {
                         char what[128];
                         snprintf(what, sizeof(what), "cannot spawn a sandbox: %s", strerror(-r));
@@ -355,9 +464,17 @@ static void on_age(RingOp *op, int res) {
         if (p->stopped || res != -ETIME)
                 return;
         uint64_t now = now_usec();
-        LIST_FOREACH_SAFE(entries, e, n, p->entries)
-                if (e->ready && now - e->t_ready > p->config.max_age_usec)
+        LIST_FOREACH_SAFE(entries, e, n, p->entries) {
+                if (now - e->t_spawn <= p->config.max_age_usec)
+                        continue;
+                /* Also one that never became ready (a scope systemd never made, a preload that
+                 * hangs): it would hold its place in the pool for ever. A read in flight completes
+                 * at EOF once its sandbox is dead, and destroys it. */
+                if (e->op.busy)
+                        (void) sandbox_child_kill(&e->child);
+                else
                         entry_destroy(e);
+        }
         run_pool_fill(p);
         age_arm(p);
 }
@@ -375,9 +492,10 @@ void run_pool_refill_later(RunPool *p) {
 }
 
 /* Alive and untouched: its init has not exited and nothing was written on its stdout since the
- * ready line (the launcher is blocked reading stdin). */
+ * ready line (the launcher is blocked reading stdin). Its age counts from its spawn, which its
+ * scope's backstop counts on (pool_backstop_s()). */
 static bool entry_usable(const PoolEntry *e, uint64_t now) {
-        if (now - e->t_ready > e->pool->config.max_age_usec)
+        if (now - e->t_spawn > e->pool->config.max_age_usec)
                 return false;
         struct pollfd pfd[2] = {
                 { .fd = e->stdout_fd, .events = POLLIN },
@@ -400,7 +518,25 @@ int run_pool_take(RunPool *p, RunReady *ret) {
                 /* The runs' CPU weight back, or the sandbox is not used: a call never runs at the
                  * refill's weight. Refused (no CAP_SYS_NICE after all): later ones are made at the
                  * runs' weight. */
-                if (e->background) {
+                if (e->cgroup) {
+                        /* The runs' weight back, then what payload/ spent and holds now: the
+                         * preload's, not the call's (issue 16.3). */
+                        int r = e->background ? cgroup_run_set_cpu_weight(e->cgroup, CGROUP_CPU_WEIGHT_RUN)
+                                              : 0;
+                        CgroupUsage u = {};
+                        if (r >= 0)
+                                r = cgroup_run_usage(e->cgroup, &u);
+                        if (r < 0) {
+                                log_debug("warm pool: a ready sandbox's cgroup cannot be %s (%s), not used",
+                                          e->background ? "given the runs' weight back or read" : "read",
+                                          strerror(-r));
+                                entry_destroy(e);
+                                continue;
+                        }
+                        e->utime_usec = u.cpu_user_usec;
+                        e->stime_usec = u.cpu_system_usec;
+                        e->rss_bytes = u.memory_current_bytes;
+                } else if (e->background) {
                         int r = sandbox_child_foreground(&e->child);
                         if (r == -EPERM || r == -EACCES) {
                                 log_warning_errno(r, "warm pool: cannot give a ready sandbox the runs' CPU weight "
@@ -416,6 +552,7 @@ int run_pool_take(RunPool *p, RunReady *ret) {
                 }
                 *ret = (RunReady) {
                         .child = e->child,
+                        .cgroup = TAKE_PTR(e->cgroup),
                         .stdin_fd = TAKE_FD(e->stdin_fd),
                         .stdout_fd = TAKE_FD(e->stdout_fd),
                         .stderr_fd = TAKE_FD(e->stderr_fd),
@@ -423,6 +560,7 @@ int run_pool_take(RunPool *p, RunReady *ret) {
                         .preload_stime_usec = e->stime_usec,
                         .rss_bytes = e->rss_bytes,
                 };
+                memcpy(ret->id, e->id, sizeof(ret->id));
                 e->child = (SandboxChild) { .pidfd = -EBADF, .control_fd = -EBADF };
                 entry_destroy(e);
                 return 0;
@@ -432,9 +570,12 @@ int run_pool_take(RunPool *p, RunReady *ret) {
 
 /* The start's check of MCP_EXEC_PRELOAD: one sandbox made and waited for here. */
 static int pool_check_preload(RunPool *p, char **reterr_message) {
-        /* At the runs' weight: the daemon's start waits for it. */
+        /* At the runs' weight: the daemon's start waits for it. Without a scope or cgroup even
+         * with those backends: systemd's job would need the loop, which does not run yet. It runs
+         * the operator's imports, no caller's code, under the rlimits of rlimit mode; with a
+         * cgroup it is then not kept for a call (a call always gets the runs' cgroup). */
         PoolEntry *e = NULL;
-        int r = entry_spawn(p, false, &e);
+        int r = entry_spawn(p, false, false, &e);
         if (r < 0) {
                 if (asprintf(reterr_message, "cannot start a sandbox to check MCP_EXEC_PRELOAD=%s: %s",
                              p->config.preload, strerror(-r)) < 0)
@@ -469,7 +610,10 @@ static int pool_check_preload(RunPool *p, char **reterr_message) {
         const char *failed = NULL;
         int q = r < 0 && got == 0 ? r : entry_parse_line(e, got, &failed);
         if (q > 0) {
-                entry_became_ready(e);
+                if (p->config.cgroup && cgroup_backend(p->config.cgroup) != CGROUP_BACKEND_NONE)
+                        entry_destroy(e);
+                else
+                        entry_became_ready(e);
                 return 0;
         }
         /* Python's own complaint, if it wrote one (a missing interpreter, a crash); the sandbox is

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cgroup.h"
 #include "ring.h"
 #include "sandbox.h"
 
@@ -16,7 +17,11 @@ typedef struct RunPoolConfig {
         const char *python;    /* the default interpreter, resolved; NULL: no pool */
         unsigned size;         /* MCP_EXEC_WARM_POOL: sandboxes kept ready; 0: no pool */
         const char *preload;   /* MCP_EXEC_PRELOAD: comma-separated modules, or NULL */
-        bool background;       /* made at a lower CPU weight, restored when taken: needs CAP_SYS_NICE */
+        Cgroup *cgroup;        /* the runs' backend: each ready sandbox has its scope or cgroup; none:
+                                * rlimits */
+        uint32_t max_timeout_s; /* MCP_EXEC_MAX_TIMEOUT_S: with max_age, the scope's backstop */
+        bool background;       /* made at a lower CPU weight, restored when taken: in rlimit mode by
+                                * nice, which needs CAP_SYS_NICE; with a cgroup by its cpu.weight */
         uint64_t max_age_usec; /* a ready sandbox older than this is replaced, not used (a timer every
                                 * max_age / 2 replaces them when no call comes); UINT64_MAX: never */
 } RunPoolConfig;
@@ -24,13 +29,17 @@ typedef struct RunPoolConfig {
 /* A ready sandbox handed to a run: the init (holding its PID namespace), the run's ends of its
  * three pipes, and what the launcher reported when it became ready. The run owns all of it. */
 typedef struct RunReady {
+        char id[17];        /* its run id: its scope is mcp-execd-run-<id>.scope */
         SandboxChild child;
+        CgroupRun *cgroup;  /* its scope or cgroup, placed, payload/ holding Python; NULL: rlimits */
         int stdin_fd;  /* the launcher reads the call's message here first, then the caller's stdin */
         int stdout_fd; /* the ready line already consumed: what comes now is the call's */
         int stderr_fd;
-        uint64_t preload_utime_usec; /* CPU the launcher had used when ready: not the call's */
+        uint64_t preload_utime_usec; /* CPU used before the call: the launcher's when ready (rlimits),
+                                      * payload/'s when taken (cgroup): not the call's */
         uint64_t preload_stime_usec;
-        uint64_t rss_bytes;          /* its resident memory when ready */
+        uint64_t rss_bytes;          /* its memory at the start: resident when ready (rlimits),
+                                      * payload/'s memory.current when taken (cgroup) */
 } RunReady;
 
 /* Makes the pool, inert: nothing is spawned before run_pool_check() has passed, because the

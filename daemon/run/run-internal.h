@@ -15,10 +15,12 @@ typedef struct RunEndFacts {
         const CgroupStats *stats; /* the run cgroup's counters, or NULL: none read (rlimits, a failed read) */
         /* The init's getrusage(RUSAGE_CHILDREN) from the same report (used without counters). */
         uint64_t utime_usec, stime_usec, maxrss_bytes;
-        /* A ready sandbox's launcher's own CPU when it became ready (the preload): not the call's,
-         * subtracted from the init's figures. 0 for a cold run. */
+        /* CPU a ready sandbox had spent before the call (the preload): not the call's, subtracted
+         * from the init's figures (rlimits: its launcher's own, when it became ready) or from the
+         * counters (payload/'s cpu.stat when the call took it). 0 for a cold run. */
         uint64_t preload_utime_usec, preload_stime_usec;
-        /* What a ready sandbox's launcher had resident when the call was released; 0 for a cold run. */
+        /* What a ready sandbox had when the call was released (rlimits: the launcher's resident
+         * memory when ready; cgroup: payload/'s memory.current when taken); 0 for a cold run. */
         uint64_t memory_at_start_bytes;
 } RunEndFacts;
 

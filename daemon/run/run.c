@@ -572,11 +572,11 @@ static char *warm_record(char *w, const char *name, const void *data, size_t len
 }
 
 /* Whether this run may be served by a ready sandbox: the caller's code, with the default
- * interpreter and no dependency environment, in rlimit mode (the only mode with a pool so far). */
+ * interpreter and no dependency environment (every backend: the pool makes each ready sandbox's
+ * scope or cgroup with the runs' limits). */
 static bool run_may_be_warm(const Run *run) {
         return run->env.pool && run->user_code && !run->env_dir &&
-               (!run->python || (run->env.python && strcmp(run->python, run->env.python) == 0)) &&
-               cgroup_backend(run->env.cgroup) == CGROUP_BACKEND_NONE;
+               (!run->python || (run->env.python && strcmp(run->python, run->env.python) == 0));
 }
 
 /* Takes a ready sandbox, if one is there, and makes the run's stdin the message (main.py and the
@@ -595,6 +595,9 @@ static int run_take_ready(Run *run, const RunParams *p) {
         if (run_pool_take(run->env.pool, &ready) < 0)
                 return 0;
         run->warm = true;
+        /* The run is the ready sandbox's: its id names its scope (the journal record's unit). */
+        memcpy(run->id, ready.id, sizeof(run->id));
+        run->cgroup = ready.cgroup;
         run->child = ready.child;
         run->child_spawned = true;
         run->stdin_fd = ready.stdin_fd;
@@ -801,8 +804,10 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         pidfd_poll(run);
 
         _cleanup_free_ char *problem = NULL;
-        r = run->cgroup ? cgroup_run_place(run->cgroup, run->child.pid, run->child.pidfd, on_placed, run, &problem)
-                        : 1;
+        /* A ready sandbox was placed in its scope or cgroup by the pool. */
+        r = run->cgroup && !run->warm ? cgroup_run_place(run->cgroup, run->child.pid, run->child.pidfd,
+                                                         on_placed, run, &problem)
+                                      : 1;
         if (r < 0) {
                 run_fail(run, "%s", problem ? problem : "cannot place the run in its cgroup");
                 run_kill_init(run);
@@ -875,9 +880,13 @@ void run_end_decide(const RunEndFacts *f, RunEnd *ret) {
                 snprintf(e.signal, sizeof(e.signal), "SIG%s", sigabbrev_np(WTERMSIG(f->wait_status)) ?: "UNKNOWN");
         }
         if (f->stats) {
+                /* A ready sandbox's payload/ counted its preload too: less what it had spent when
+                 * the call took it (pool.c). The peak stays the cgroup's, preload included. */
                 e.memory_peak_bytes = f->stats->memory_peak_bytes;
-                e.cpu_user_usec = f->stats->cpu_user_usec;
-                e.cpu_system_usec = f->stats->cpu_system_usec;
+                e.cpu_user_usec = f->stats->cpu_user_usec > f->preload_utime_usec
+                                          ? f->stats->cpu_user_usec - f->preload_utime_usec : 0;
+                e.cpu_system_usec = f->stats->cpu_system_usec > f->preload_stime_usec
+                                            ? f->stats->cpu_system_usec - f->preload_stime_usec : 0;
                 e.oom_killed = f->stats->oom_killed;
                 e.pids_limit_hit = f->stats->pids_limit_hit;
         } else if (f->exit_reported) {

@@ -36,16 +36,25 @@ after(async () => { await shared?.close(); });
 async function run(d, code, args = {}) {
     const a = { code, timeout_s: 20, ...args };
     const pooled = WARM && !a.python;
-    if (pooled) await waitReady(d);
+    if (pooled) await readyTogether(d);
     const r = await callExec(d.client, a, { timeoutMs: (a.timeout_s + 30) * 1000 });
     assert.equal(r.isError, false, summarize(r));
     assert.equal(r.sc.warm, pooled, `served ${r.sc.warm ? 'warm' : 'cold'}, expected the other: ${summarize(r)}`);
     return r;
 }
 
+/** Attempts started in the same turn (Promise.all) share one wait and then all call at once, so
+ * each finds a ready sandbox: waiting each on its own, the first took one before the second saw
+ * the pool full, and the second waited for the first's answer (a run that was to overlap it ran
+ * after it). The pool (2) is as large as the shared daemon's concurrency. */
+const readyWaits = new Map();
+function readyTogether(d) {
+    if (!readyWaits.has(d)) readyWaits.set(d, waitReady(d).finally(() => readyWaits.delete(d)));
+    return readyWaits.get(d);
+}
+
 /** Until the daemon's pool is full (check_environment's sandbox.warm_ready = warm_pool; refills
- * are made at a low CPU weight after each answer, slow on a loaded machine), at most 60 s: the
- * attempts made together (Promise.all) all see it full before any of them takes one. */
+ * are made at a low CPU weight after each answer, slow on a loaded machine), at most 60 s. */
 async function waitReady(d) {
     let sb;
     for (const t0 = Date.now(); Date.now() - t0 < 60000; await sleep(100)) {

@@ -398,8 +398,11 @@ test('the daemon\'s staging directory removed under it: a tool error saying what
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bb-tmpdir-'));
     fs.chmodSync(tmp, 0o755);
     t.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
-    const d = RawDaemon.spawn(t, { env: { TMPDIR: tmp } });
+    // No ready sandbox (it would serve the call without staging), and the start's checks over
+    // before the directory goes (over stdio they follow initialize's answer; tools/list waits).
+    const d = RawDaemon.spawn(t, { env: { TMPDIR: tmp, MCP_EXEC_WARM_POOL: '0' } });
     await d.initialize();
+    assert.ok((await d.request('tools/list', {}, { timeoutMs: 30000 })).result?.tools);
     const created = fs.readdirSync(tmp);
     if (created.length === 0) { t.skip('the daemon does not stage runs under $TMPDIR'); return; }
     for (const e of created) fs.rmSync(path.join(tmp, e), { recursive: true, force: true });

@@ -53,6 +53,14 @@ async function ping(d) {
     assert.deepEqual(p.result, {});
 }
 
+/** Until the start's checks are over: over stdio initialize is answered before them (issue 16.6),
+ * and the interpreter probe's run stages a directory in TMPDIR meanwhile; tools/list waits for
+ * them. A listing of TMPDIR taken before that may hold the probe's directory. */
+async function started(d) {
+    const r = await d.request('tools/list', {}, { timeoutMs: 30000 });
+    assert.ok(r.result?.tools, JSON.stringify(r).slice(0, 300));
+}
+
 async function runOk(d, code = 'print(6*7)', want = '42\n') {
     const r = await d.response(d.callExec({ code }), 30000);
     assert.equal(r.result?.structuredContent?.stdout, want, JSON.stringify(r).slice(0, 500));
@@ -72,8 +80,9 @@ test('TMPDIR on a full filesystem: a tool error saying so, the daemon serves on,
         try { execFileSync('umount', ['-l', dir]); } catch { /* already */ }
         fs.rmSync(dir, { recursive: true, force: true });
     });
-    d = RawDaemon.spawn(t, { env: { TMPDIR: dir } });
+    d = RawDaemon.spawn(t, { env: { TMPDIR: dir, ...COLD } });
     await d.initialize();
+    await started(d);
     const before = listTree(dir);
     // Fill it to the last page.
     try { fs.writeFileSync(path.join(dir, 'filler'), Buffer.alloc(4 << 20)); } catch (e) { assert.equal(e.code, 'ENOSPC'); }
@@ -97,6 +106,7 @@ test('a run that fills its own working directory gets ENOSPC inside the run, a n
     const tmp = privateTmp(t);
     const d = RawDaemon.spawn(t, { env: { TMPDIR: tmp, MCP_EXEC_TMP_SIZE: '8M', ...COLD } });
     await d.initialize();
+    await started(d);
     const before = listTree(tmp);
     const code = [
         'import os, errno',

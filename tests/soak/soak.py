@@ -54,6 +54,9 @@ class Daemon:
             "MCP_EXEC_CGROUP": os.environ.get("SOAK_CGROUP", "none"),
             "MCP_EXEC_MAX_OUTPUT_BYTES": str(OUTPUT_CAP),
             "MCP_EXEC_MAX_CONCURRENT": "4",
+            # Cold runs unless asked: the idle samples want no process, scope or cgroup under the
+            # daemon, and the warm pool keeps its ready sandboxes there (issue 16).
+            "MCP_EXEC_WARM_POOL": os.environ.get("MCP_EXEC_WARM_POOL", "0"),
         }
         for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
             if k in os.environ:

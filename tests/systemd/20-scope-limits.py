@@ -9,7 +9,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
-from scopes import DEADLINE, read, run_units, sc, scope_dirs, start_call, wait_reply, wait_until  # noqa: E402
+from scopes import (DEADLINE, all_scope_dirs, read, ready_scope_dirs, run_units, sc, scope_dirs, start_call,  # noqa: E402
+                    wait_reply, wait_until)
 
 
 def main():
@@ -17,9 +18,12 @@ def main():
     with Daemon(env=env, verbose=False, deadline=DEADLINE) as d:
         d.initialize()
         # The interpreter probe ran in a scope of its own before the daemon served: wait for it to
-        # go, so the scope seen below is the call's.
-        if not wait_until(lambda: not scope_dirs(), 30):
-            raise TestFailure("the probe's scope is still there: %s" % scope_dirs())
+        # go, so the scope seen below is the call's; and for the warm pool's two ready sandboxes
+        # (scopes of their own, at a lower cpu.weight, which scope_dirs() leaves out), so none is
+        # being made during the call.
+        if not wait_until(lambda: not scope_dirs() and len(ready_scope_dirs()) == 2, 60):
+            raise TestFailure("the probe's scope is still there, or the pool is not full: runs %s, ready %s"
+                              % (scope_dirs(), ready_scope_dirs()))
         rid = start_call(d, "import time\ntime.sleep(4)\nprint('done')", timeout_s=30)
         dirs = wait_until(scope_dirs, 20)
         if len(dirs) != 1:
@@ -51,12 +55,18 @@ def main():
             if r["stdout"] != "%d\n" % i or r["exit_code"] != 0 or r["limits"] != "cgroup":
                 raise TestFailure("run %d: %r" % (i, r))
         print("50 runs in %.1f s" % (time.monotonic() - t))
-        left = wait_until(lambda: not scope_dirs() and not run_units(), 10)
+        # What stays is the pool: at most its two ready sandboxes, a scope and a unit each.
+        left = wait_until(lambda: not scope_dirs() and len(ready_scope_dirs()) <= 2
+                          and len(run_units()) == len(all_scope_dirs()), 10)
         if not left:
-            raise TestFailure("leftovers after 50 runs: cgroups %r units %r" % (scope_dirs(), run_units()))
-        print("no scope, cgroup or unit left after 50 runs")
+            raise TestFailure("leftovers after 50 runs: cgroups %r ready %r units %r"
+                              % (scope_dirs(), ready_scope_dirs(), run_units()))
+        print("no scope, cgroup or unit left after 50 runs but the pool's %d" % len(ready_scope_dirs()))
         if d.close_stdin_and_wait() != 0:
             raise TestFailure("daemon exit status not 0")
+    if not wait_until(lambda: not all_scope_dirs() and not run_units(), 30):
+        raise TestFailure("left after the daemon stopped: cgroups %r units %r" % (all_scope_dirs(), run_units()))
+    print("nothing left once the daemon stopped")
 
 
 run(main)

@@ -4,6 +4,7 @@ that touches 100 MiB reports memory_peak_bytes within 5% of 100 MiB above a warm
 # tier-timeout: 420
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
@@ -30,10 +31,18 @@ def main():
 
         # Page cache is charged to the cgroup that first reads a file: warm up, then take the
         # baseline of a plain run, then the 100 MiB run, both in the same conditions.
+        # Both on the same path: a ready sandbox's peak counts what its launcher held, a cold run's
+        # what its Python's start held (a call that finds no ready sandbox takes the cold path).
         for _ in range(2):
             sc(d.exec_code("print(1)"))
-        base = sc(d.exec_code("print(1)"))["memory_peak_bytes"]
-        big = sc(d.exec_code("b = b'\\x01' * (100 * 1024 * 1024)\nprint(len(b))"))
+        for _ in range(4):
+            baser = sc(d.exec_code("print(1)"))
+            big = sc(d.exec_code("b = b'\\x01' * (100 * 1024 * 1024)\nprint(len(b))"))
+            if baser["warm"] == big["warm"]:
+                break
+            time.sleep(5)
+        base = baser["memory_peak_bytes"]
+        print("peaks compared on the %s path" % ("warm" if baser["warm"] else "cold"))
         if big["exit_code"] != 0 or big["oom_killed"]:
             raise TestFailure("100 MiB run failed: %r" % big)
         delta = big["memory_peak_bytes"] - base

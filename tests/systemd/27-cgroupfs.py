@@ -10,7 +10,7 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
-from scopes import DEADLINE, read, sc, start_call, wait_reply, wait_until  # noqa: E402
+from scopes import DEADLINE, is_ready_sandbox, read, sc, start_call, wait_reply, wait_until  # noqa: E402
 
 
 def main():
@@ -25,11 +25,19 @@ def main():
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     with d:
         d.initialize()
-        # The interpreter probe's run cgroup must be gone, so the one seen below is the call's.
-        def run_dirs():
+        # The interpreter probe's run cgroup must be gone, so the one seen below is the call's; the
+        # warm pool's two ready sandboxes (run cgroups at a lower cpu.weight) made, and left out.
+        def all_run_dirs():
             return [e for e in os.listdir(base) if e.startswith("run-")] if os.path.isdir(base) else []
-        if not wait_until(lambda: not run_dirs(), 20):
-            raise TestFailure("the probe's run cgroup is still there: %s" % run_dirs())
+
+        def ready_dirs():
+            return [e for e in all_run_dirs() if is_ready_sandbox(os.path.join(base, e))]
+
+        def run_dirs():
+            return [e for e in all_run_dirs() if not is_ready_sandbox(os.path.join(base, e))]
+        if not wait_until(lambda: not run_dirs() and len(ready_dirs()) == 2, 60):
+            raise TestFailure("the probe's run cgroup is still there, or the pool is not full: runs %s, ready %s"
+                              % (run_dirs(), ready_dirs()))
         rid = start_call(d, "import time\ntime.sleep(3)\nprint('delegated')", timeout_s=30)
         runs = wait_until(run_dirs, 20)
         if len(runs) != 1:
@@ -56,17 +64,26 @@ def main():
             raise TestFailure("pids_limit_hit false: %r" % bomb)
         for _ in range(2):
             sc(d.exec_code("print(1)"))
-        base_peak = sc(d.exec_code("print(1)"))["memory_peak_bytes"]
-        big = sc(d.exec_code("b = b'\\x01' * (64 * 1024 * 1024)"))["memory_peak_bytes"]
+        # Both on the same path: a ready sandbox's peak counts what its launcher held, a cold run's
+        # what its Python's start held (a call that finds no ready sandbox takes the cold path).
+        for _ in range(4):
+            baser = sc(d.exec_code("print(1)"))
+            bigr = sc(d.exec_code("b = b'\\x01' * (64 * 1024 * 1024)"))
+            if baser["warm"] == bigr["warm"]:
+                break
+            time.sleep(5)
+        base_peak, big = baser["memory_peak_bytes"], bigr["memory_peak_bytes"]
+        print("peaks compared on the %s path" % ("warm" if baser["warm"] else "cold"))
         delta = (big - base_peak) / 1048576
         print("oom_killed ok, pids_limit_hit ok, 64 MiB run peak difference %.2f MiB" % delta)
         if abs(delta - 64) > 3.2:
             raise TestFailure("peak difference %.2f MiB not within 5%% of 64 MiB" % delta)
-        left = [e for e in os.listdir(base) if e.startswith("run-")]
-        if not wait_until(lambda: not [e for e in os.listdir(base) if e.startswith("run-")], 5):
-            raise TestFailure("run cgroups left: %r" % left)
+        if not wait_until(lambda: not run_dirs() and len(ready_dirs()) <= 2, 5):
+            raise TestFailure("run cgroups left: %r (ready: %r)" % (run_dirs(), ready_dirs()))
         d.proc.stdin.close()
         d.proc.wait(timeout=30)
+        if not wait_until(lambda: not all_run_dirs(), 30):
+            raise TestFailure("run cgroups left after the daemon stopped: %r" % all_run_dirs())
 
 
 run(main)

@@ -17,7 +17,9 @@ RUNS = int(os.environ.get("MCP_EXECD_SOAK_RUNS", "1000"))
 
 def main():
     soak = os.path.join(os.environ["MCP_EXECD_SRC"], "tests/soak/soak.py")
-    env = dict(os.environ, SOAK_CGROUP="systemd")
+    # Cold runs only: while idle the soak wants no process, scope or cgroup under the daemon, and
+    # the warm pool keeps two of each (30-warm-pool.py tests the pool under systemd).
+    env = dict(os.environ, SOAK_CGROUP="systemd", MCP_EXEC_WARM_POOL="0")
     every = max(RUNS // 4, 1)
     # --reply-timeout: a run under software emulation on a busy host can take many seconds.
     rc = subprocess.run([sys.executable, soak, "--runs", str(RUNS), "--every", str(every),

@@ -13,10 +13,33 @@ CGROUP = "/sys/fs/cgroup"
 DEADLINE = 120
 
 
-def scope_dirs(root=CGROUP):
-    """Run scope cgroups anywhere below root ("mcp-execd.slice" lives in "mcp.slice": a dash in a
-    slice name is a level of the hierarchy)."""
+# A ready sandbox's scope waits at this cpu.weight (daemon/run/pool.c POOL_CPU_WEIGHT); a call that
+# takes it gives it the runs' weight (100) back.
+READY_CPU_WEIGHT = "10"
+
+
+def all_scope_dirs(root=CGROUP):
+    """Every mcp-execd-run-*.scope cgroup anywhere below root, ready sandboxes' included
+    ("mcp-execd.slice" lives in "mcp.slice": a dash in a slice name is a level of the hierarchy)."""
     return sorted(glob.glob(os.path.join(root, "**", "mcp-execd-run-*.scope"), recursive=True))
+
+
+def is_ready_sandbox(path):
+    try:
+        with open(os.path.join(path, "cpu.weight")) as f:
+            return f.read().strip() == READY_CPU_WEIGHT
+    except OSError:
+        return False
+
+
+def scope_dirs(root=CGROUP):
+    """The scopes of runs: every run scope but those of ready sandboxes waiting for a call (the
+    warm pool, on by default, keeps MCP_EXEC_WARM_POOL of them while the daemon lives)."""
+    return [p for p in all_scope_dirs(root) if not is_ready_sandbox(p)]
+
+
+def ready_scope_dirs(root=CGROUP):
+    return [p for p in all_scope_dirs(root) if is_ready_sandbox(p)]
 
 
 def run_units():
