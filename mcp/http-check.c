@@ -15,7 +15,7 @@
  * 2025-06-18; 2025-03-26 is what its absence means; 2024-11-05 clients use the legacy transport
  * but a proxy may still forward the header). */
 static const char *const http_versions[] = {
-        "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
+        "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
 };
 
 static bool ascii_ieq(const char *a, size_t alen, const char *b) {
@@ -290,18 +290,27 @@ static bool method_check(const char *m, const char *method, McpHttpVerdict *v) {
         return false;
 }
 
-static bool version_check(const McpHttpHead *h, McpHttpVerdict *v) {
+void mcp_http_refuse_version(const char *header, McpHttpVerdict *v) {
+        /* The value is the client's; quote it only if it is short and printable. */
+        bool printable = strlen(header) <= 32;
+        for (const char *c = header; printable && *c; c++)
+                printable = *c >= 0x20 && *c < 0x7f && *c != '"';
+        reject(v, 400, MCP_HTTP_ERROR_SERVER,
+               "Bad Request: Unsupported protocol version: %s (supported versions: 2026-07-28, 2025-11-25, "
+               "2025-06-18, 2025-03-26, 2024-11-05)",
+               printable ? header : "(unprintable)");
+}
+
+/* defer: a POST, whose body may be of the 2026 era, which names its version there too. */
+static bool version_check(const McpHttpHead *h, McpHttpVerdict *v, bool defer) {
         v->protocol_version = mcp_http_protocol_version(h->protocol_version);
         if (v->protocol_version)
                 return true;
-        /* The value is the client's; quote it only if it is short and printable. */
-        bool printable = strlen(h->protocol_version) <= 32;
-        for (const char *c = h->protocol_version; printable && *c; c++)
-                printable = *c >= 0x20 && *c < 0x7f && *c != '"';
-        reject(v, 400, MCP_HTTP_ERROR_SERVER,
-               "Bad Request: Unsupported protocol version: %s (supported versions: 2025-11-25, 2025-06-18, "
-               "2025-03-26, 2024-11-05)",
-               printable ? h->protocol_version : "(unprintable)");
+        if (defer) {
+                v->version_deferred = true;
+                return true;
+        }
+        mcp_http_refuse_version(h->protocol_version, v);
         return false;
 }
 
@@ -419,13 +428,13 @@ void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVe
                                 REJECT(v, 406, MCP_HTTP_ERROR_SERVER,
                                               "Not Acceptable: Client must accept both application/json and "
                                               "text/event-stream");
-                        if (!version_check(h, v) || !session_syntax(p, h, v))
+                        if (!version_check(h, v, true) || !session_syntax(p, h, v))
                                 return;
                         v->next = MCP_HTTP_MCP_POST;
                         return;
                 }
                 if (strcmp(m, "DELETE") == 0) {
-                        if (!version_check(h, v))
+                        if (!version_check(h, v, false))
                                 return;
                         if (!h->session_id)
                                 REJECT(v, 400, MCP_HTTP_ERROR_SERVER,

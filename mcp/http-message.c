@@ -1,6 +1,7 @@
 /* http-message.c: message-level pieces of the HTTP transports: classifying a body, error bodies,
  * SSE framing and progress notifications. */
 #include <errno.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -38,6 +39,123 @@ int mcp_http_message_classify(const char *body, size_t len, McpHttpMessageInfo *
         if (!method && id && (json_object_get(m, "result") || json_object_get(m, "error")))
                 ret->kind = MCP_HTTP_MSG_RESPONSE;
         return 0;
+}
+
+/* An error answer with the request's id (read as a real, like everything in classify). */
+static char *era_error(json_t *id, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static char *era_error(json_t *id, int code, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        _cleanup_free_ char *msg = mcp_problemv(fmt, ap);
+        va_end(ap);
+        json_t *rid = json_is_real(id) ? json_integer((json_int_t) json_real_value(id)) : json_incref(id);
+        _cleanup_(json_decrefp) json_t *m = msg && rid ? json_pack("{s:s, s:o, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
+                                                                   rid, "error", "code", code, "message", msg)
+                                                       : (json_decref(rid), NULL);
+        return m ? mcp_json_dump(m) : NULL;
+}
+
+/* A header's value as the client sent it, quoted only if it is short and printable. */
+static const char *shown(const char *v) {
+        if (!v)
+                return "(absent)";
+        bool ok = strlen(v) <= 64;
+        for (const char *c = v; ok && *c; c++)
+                ok = *c >= 0x20 && *c < 0x7f && *c != '"';
+        return ok ? v : "(unprintable)";
+}
+
+/* Whether a header's value is v: surrounding spaces and tabs are no part of a field value (RFC 9110
+ * §5.5), and the conformance suite sends "exec  " for "exec". */
+static bool header_is(const char *h, const char *v) {
+        if (!h)
+                return false;
+        h += strspn(h, " \t");
+        size_t n = strlen(h);
+        while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+                n--;
+        return n == strlen(v) && memcmp(h, v, n) == 0;
+}
+
+/* Which body field Mcp-Name mirrors, per method (SEP-2243 "Standard Request Headers"; the methods
+ * we serve and those we answer -32601 alike, so a mismatch is always a header error). */
+static const struct {
+        const char *method;
+        const char *field;
+} name_sources[] = {
+        { "tools/call", "name" },
+        { "prompts/get", "name" },
+        { "resources/read", "uri" },
+        { "tasks/get", "taskId" },
+        { "tasks/update", "taskId" },
+        { "tasks/cancel", "taskId" },
+};
+
+int mcp_http_era_check(const char *body, size_t len, const char *version, const char *method_h, const char *name_h,
+                       McpHttpEra *ret) {
+        *ret = (McpHttpEra) {};
+        json_error_t err;
+        _cleanup_(json_decrefp) json_t *m = json_loadb(body, len, JSON_ALLOW_NUL | JSON_DECODE_ANY |
+                                                                  JSON_DECODE_INT_AS_REAL, &err);
+        json_t *method = json_is_object(m) ? json_object_get(m, "method") : NULL;
+        if (!mcp_json_name(method))
+                return 0; /* no message of any era: mcp_server_handle() says what is wrong */
+        json_t *params = json_object_get(m, "params");
+        json_t *meta = json_is_object(params) ? json_object_get(params, "_meta") : NULL;
+        json_t *pv = json_is_object(meta) ? json_object_get(meta, "io.modelcontextprotocol/protocolVersion") : NULL;
+        ret->modern = pv || (version && mcp_protocol_version_is_modern(version));
+        json_t *id = json_object_get(m, "id");
+        /* Notifications are exempt from the header checks (the SDK's ladder): they are answered 202
+         * whatever they say. */
+        double idv = json_is_real(id) ? json_real_value(id) : 0.5;
+        bool integral = idv >= -9007199254740992.0 && idv <= 9007199254740992.0 && idv == (double) (long long) idv;
+        if (!ret->modern || !(json_is_string(id) || integral))
+                return 0; /* a notification, or an id mcp_server_handle() refuses */
+
+        /* In the SDK ladder's order: version header against body, the envelope, then the standard
+         * headers' presence and agreement. */
+        const char *name = json_string_value(method);
+        bool tried = true; /* a refusal was made (NULL then: out of memory) */
+        if (version && mcp_json_name(pv) && !header_is(version, json_string_value(pv)))
+                ret->reject = era_error(id, MCP_ERROR_HEADER_MISMATCH,
+                                        "Header mismatch: MCP-Protocol-Version %s, but the body's _meta says %s",
+                                        shown(version), shown(json_string_value(pv)));
+        else if (!pv)
+                ret->reject = era_error(id, MCP_ERROR_INVALID_PARAMS,
+                                        "Invalid params: a %s request needs "
+                                        "_meta.io.modelcontextprotocol/protocolVersion (and clientCapabilities)",
+                                        shown(version));
+        else if (!version)
+                ret->reject = era_error(id, MCP_ERROR_HEADER_MISMATCH,
+                                        "Header mismatch: the MCP-Protocol-Version header is required");
+        else if (!header_is(method_h, name))
+                ret->reject = era_error(id, MCP_ERROR_HEADER_MISMATCH,
+                                        "Header mismatch: Mcp-Method %s, but the body's method is %s", shown(method_h),
+                                        shown(name));
+        else {
+                tried = false;
+                for (size_t i = 0; i < ELEMENTSOF(name_sources); i++) {
+                        if (strcmp(name, name_sources[i].method) != 0)
+                                continue;
+                        json_t *v = json_is_object(params) ? json_object_get(params, name_sources[i].field) : NULL;
+                        /* A body without the field is the method's params error, in band. */
+                        if (mcp_json_name(v) && !header_is(name_h, json_string_value(v))) {
+                                tried = true;
+                                ret->reject = era_error(id, MCP_ERROR_HEADER_MISMATCH,
+                                                        "Header mismatch: Mcp-Name %s, but the body's params.%s is %s",
+                                                        shown(name_h), name_sources[i].field,
+                                                        shown(json_string_value(v)));
+                        }
+                        break;
+                }
+        }
+        return ret->reject || !tried ? 0 : -ENOMEM;
+}
+
+unsigned mcp_http_modern_reply_status(const McpHttpMessageInfo *info, int rejected) {
+        if (rejected)
+                return rejected == MCP_ERROR_METHOD_NOT_FOUND ? 404 : 400;
+        return info->kind == MCP_HTTP_MSG_REQUEST ? 200 : 400;
 }
 
 McpHttpSessionless mcp_http_sessionless_post(const McpHttpMessageInfo *info) {

@@ -95,6 +95,9 @@ typedef struct McpHttpVerdict {
         bool close;                 /* add `Connection: close`: the body is never read */
         const char *retry_after;    /* 503: the Retry-After header (seconds), or NULL */
         const char *protocol_version; /* effective version (static string) */
+        bool version_deferred;      /* MCP_POST with an MCP-Protocol-Version we do not know: the body
+                                     * decides (a 2026-era body gets -32022 with the versions we speak,
+                                     * any other mcp_http_refuse_version()) */
 } McpHttpVerdict;
 
 /* Decides what to do with a request from its head alone, in this order: framing (400 and close:
@@ -114,6 +117,9 @@ typedef enum McpHttpRefusal {
 } McpHttpRefusal;
 
 void mcp_http_refuse(const McpHttpPolicy *p, McpHttpRefusal what, McpHttpVerdict *ret);
+
+/* 400 for an MCP-Protocol-Version we do not speak, on a request of the 2025 era. */
+void mcp_http_refuse_version(const char *header, McpHttpVerdict *ret);
 
 /* Every one of max sessions has a call in flight or an open stream (open of them are open): 503
  * with Retry-After (RFC 9110 §10.2.3), since sessions free up as their calls end. */
@@ -158,6 +164,22 @@ typedef struct McpHttpMessageInfo {
 /* Classifies one message body (the decision between 200, 202 and 400, and whether a session-less
  * POST may create a session). Returns 0 or -ENOMEM. */
 int mcp_http_message_classify(const char *body, size_t len, McpHttpMessageInfo *ret);
+
+/* The era of a POST to /mcp (2026-07-28 basic/transports/streamable-http.mdx). A request whose
+ * body's _meta names a protocol version, or whose MCP-Protocol-Version header names a 2026 one,
+ * stands alone: no session, and its headers must agree with its body. */
+typedef struct McpHttpEra {
+        bool modern;
+        char *reject; /* modern: a 400 answer (JSON-RPC error with the request's id), or NULL; malloc'd */
+} McpHttpEra;
+
+/* The headers, NULL when absent: MCP-Protocol-Version, Mcp-Method, Mcp-Name. Returns 0 or -ENOMEM. */
+int mcp_http_era_check(const char *body, size_t len, const char *version, const char *method, const char *name,
+                       McpHttpEra *ret);
+
+/* The status of a 2026-era POST answered at once (SDK ladder: a refusal before any method ran is
+ * 400, no such method 404; anything a method answered, error or not, is 200; no request 400). */
+unsigned mcp_http_modern_reply_status(const McpHttpMessageInfo *info, int rejected);
 
 /* What a POST to /mcp without Mcp-Session-Id may do, by its message. */
 typedef enum McpHttpSessionless {

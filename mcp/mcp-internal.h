@@ -13,6 +13,7 @@ struct McpCall {
         json_t *arguments;   /* owns the strings args points into */
         char *progress_token; /* params._meta.progressToken as compact JSON, or NULL */
         char *reply_oom;     /* mcp_call_reply_oom()'s answer, made at parse time */
+        json_t *stamp;       /* 2026-07-28 request: merged into every result (resultType, _meta), or NULL */
         McpExecArgs args;
 };
 
@@ -39,9 +40,11 @@ char *mcp_problemv(const char *fmt, va_list ap) __attribute__((format(printf, 1,
 int mcp_refuse(char **ret, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *mcp_json_type_name(const json_t *v);
 
-/* reply.c: a JSON-RPC result reply (takes result; NULL on ENOMEM), and a tool error (isError: true). */
-char *mcp_reply_result(json_t *id, json_t *result);
-char *mcp_reply_tool_error(json_t *id, const char *message);
+/* reply.c: a JSON-RPC result reply (takes result; NULL on ENOMEM), and a tool error (isError: true).
+ * stamp: NULL for a 2025-era request; for a 2026-07-28 one the members every result carries
+ * (resultType, _meta with serverInfo), merged into the result. */
+char *mcp_reply_result(json_t *id, json_t *result, json_t *stamp);
+char *mcp_reply_tool_error(json_t *id, const char *message, json_t *stamp);
 
 /* files.c: the result's files (structuredContent.files and the content items). */
 int mcp_files_output_schema_add(json_t *schema);

@@ -134,6 +134,9 @@ typedef struct McpAction {
         char *cancel_key; /* CANCEL: malloc'd */
         bool is_initialize; /* REPLY to a successful initialize (HTTP issues a session then) */
         bool is_tool_error; /* REPLY refusing a tools/call's arguments (isError: true): a rejected run */
+        bool is_modern;     /* the request named its protocol version in _meta (2026-07-28 era) */
+        int rejected;       /* a 2026-07-28 REPLY refusing the request before any method ran (version,
+                             * envelope, no such method): its JSON-RPC code, for HTTP's status; else 0 */
 } McpAction;
 
 void mcp_action_done(McpAction *a);
@@ -141,6 +144,9 @@ void mcp_action_done(McpAction *a);
 /* Handles one incoming message (the bytes of one stdio line or one HTTP body). Never fails on
  * bad input: a protocol error becomes a REPLY with a JSON-RPC error. Returns 0, or -ENOMEM. */
 int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret);
+
+/* Whether v is a protocol version whose requests stand alone (2026-07-28 and later) that we speak. */
+bool mcp_protocol_version_is_modern(const char *v);
 
 /* A JSON-RPC error reply that does not come from a message (e.g. an oversize line): id omitted. */
 char *mcp_error_reply_new(int code, const char *message);
@@ -152,6 +158,9 @@ enum {
         MCP_ERROR_METHOD_NOT_FOUND = -32601,
         MCP_ERROR_INVALID_PARAMS = -32602,
         MCP_ERROR_INTERNAL = -32603,
+        /* 2026-07-28 (schema.mdx; renumbered from -32000.. in the final text). */
+        MCP_ERROR_HEADER_MISMATCH = -32020,
+        MCP_ERROR_UNSUPPORTED_PROTOCOL_VERSION = -32022,
 };
 
 /* A file the run left in outputs/ (files.c encodes it). */

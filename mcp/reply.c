@@ -9,20 +9,23 @@
 #include "cleanup.h"
 #include "mcp-internal.h"
 
-char *mcp_reply_result(json_t *id, json_t *result) {
+char *mcp_reply_result(json_t *id, json_t *result, json_t *stamp) {
         _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
                                                       "result", result);
-        return m ? mcp_json_dump(m) : NULL;
+        /* json_object_update() copies references: stamp stays the caller's. */
+        if (!m || (stamp && json_object_update(json_object_get(m, "result"), stamp) < 0))
+                return NULL;
+        return mcp_json_dump(m);
 }
 
-char *mcp_reply_tool_error(json_t *id, const char *message) {
+char *mcp_reply_tool_error(json_t *id, const char *message, json_t *stamp) {
         /* A message may quote what the run made (a name, an error): jansson refuses invalid UTF-8. */
         size_t n;
         _cleanup_free_ char *fixed = mcp_utf8_repair(message ? message : "", message ? strlen(message) : 0, &n);
         json_t *text = fixed ? json_stringn(fixed, n) : NULL;
         json_t *result = text ? json_pack("{s:[{s:s, s:o}], s:b}", "content", "type", "text", "text", text, "isError", 1)
                               : NULL;
-        return result ? mcp_reply_result(id, result) : NULL;
+        return result ? mcp_reply_result(id, result, stamp) : NULL;
 }
 
 /* The backstop (issue 15): a reply that could not be built becomes a tool error that says which
@@ -107,7 +110,8 @@ static char *reply_result(const McpCall *c, const McpExecResult *r, const char *
                 return NULL;
         *ret_what = "the reply";
         char *reply = mcp_reply_result(c->id, json_pack("{s:O, s:O, s:b}", "content", content,
-                                                        "structuredContent", sc, "isError", 0));
+                                                        "structuredContent", sc, "isError", 0),
+                                        c->stamp);
         *ret_what = "the outputs/ files' bytes";
         return reply && r->n_files > 0 ? mcp_files_splice(reply, r, nonce) : reply;
 }
@@ -119,7 +123,7 @@ char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r) {
 }
 
 char *mcp_call_reply_tool_error(const McpCall *c, const char *message) {
-        return mcp_reply_tool_error(c->id, message) ?: reply_failed(c, "a tool error");
+        return mcp_reply_tool_error(c->id, message, c->stamp) ?: reply_failed(c, "a tool error");
 }
 
 char *mcp_call_reply_structured(const McpCall *c, json_t *sc) {
@@ -128,7 +132,8 @@ char *mcp_call_reply_structured(const McpCall *c, json_t *sc) {
         _cleanup_free_ char *text = json_dumps(sc, JSON_COMPACT);
         char *reply = text ? mcp_reply_result(c->id, json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type",
                                                                "text", "text", text, "structuredContent", sc,
-                                                               "isError", 0))
+                                                               "isError", 0),
+                                                c->stamp)
                            : NULL;
         return reply ?: reply_failed(c, "structuredContent");
 }

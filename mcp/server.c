@@ -11,11 +11,34 @@
 #include "cleanup.h"
 #include "mcp-internal.h"
 
-/* Versions we speak (2025-11-25 … 2024-11-05); a request for any other gets the newest, as the
- * lifecycle's version negotiation says (the client then decides whether it can continue). */
+/* Versions we speak through initialize (2025-11-25 … 2024-11-05); a request for any other gets the
+ * newest, as the lifecycle's version negotiation says (the client then decides whether it can
+ * continue). */
 static const char *const protocol_versions[] = {
         "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
 };
+
+/* Versions whose requests stand alone, each naming its version in _meta (2026-07-28
+ * basic/versioning.mdx: no handshake). server/discover lists these first, then the ones above. */
+static const char *const protocol_versions_modern[] = {
+        "2026-07-28",
+};
+
+/* The reserved _meta keys of a 2026-07-28 request and result (schema.mdx). */
+#define META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
+#define META_CLIENT_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
+#define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+
+/* How long a 2026 client may keep tools/list and server/discover (ttlMs, SEP-2549). The catalogue
+ * changes only with the daemon's configuration (a restart), and a restarted daemon is a new
+ * process whose clients re-discover; five minutes bounds how long a redeploy with other packages
+ * goes unseen behind a load balancer. "public": the answer is the same for every client. */
+#define LIST_TTL_MSEC 300000
+
+static const char instructions[] =
+        "Use the exec tool to run Python code in a fresh, network-less sandbox. Each call starts "
+        "from nothing: no files or state survive between calls.";
 
 struct McpServer {
         McpLimits limits;
@@ -27,6 +50,7 @@ struct McpServer {
         char *server_version;
         char *protocol_version;
         json_t *tools_list;
+        json_t *stamp; /* what every 2026-07-28 result carries: resultType and _meta.serverInfo */
         bool held; /* mcp_server_hold() */
         char *refused; /* mcp_server_refuse(): held requests are answered with this, not held */
 };
@@ -50,7 +74,12 @@ static McpServer *server_new(const McpLimits *limits, const char *server_version
         s->limits.packages = s->packages;
         s->limits.limits_by = s->limits_by;
         s->tools_list = tools_list ? json_incref(tools_list) : mcp_tools_list_new(&s->limits);
-        if (!s->server_version || !s->limits_by || !s->tools_list ||
+        s->stamp = s->server_version ? json_pack("{s:s, s:{s:{s:s, s:s, s:s}}}", "resultType", "complete", "_meta",
+                                                 META_SERVER_INFO, "name", "mcp-execd", "title",
+                                                 "mcp-execd: sandboxed Python execution", "version",
+                                                 s->server_version)
+                                     : NULL;
+        if (!s->server_version || !s->limits_by || !s->tools_list || !s->stamp ||
             (limits->python_version && !s->python_version) || (limits->packages && !s->packages) ||
             (limits->pythons && !s->pythons) || (limits->sources && !s->sources))
                 return NULL;
@@ -69,6 +98,7 @@ McpServer *mcp_server_free(McpServer *s) {
         free(s->protocol_version);
         free(s->refused);
         json_decref(s->tools_list);
+        json_decref(s->stamp);
         free(s);
         return NULL;
 }
@@ -185,6 +215,7 @@ McpCall *mcp_call_free(McpCall *c) {
         free(c->id_key);
         free(c->progress_token);
         free(c->reply_oom);
+        json_decref(c->stamp);
         mcp_exec_args_done(&c->args);
         free(c);
         return NULL;
@@ -217,12 +248,10 @@ static int handle_initialize(McpServer *s, json_t *id, json_t *params, McpAction
                 "capabilities", "tools", "listChanged", 0,
                 "serverInfo", "name", "mcp-execd", "title", "mcp-execd: sandboxed Python execution",
                 "version", s->server_version,
-                "instructions",
-                "Use the exec tool to run Python code in a fresh, network-less sandbox. Each call starts "
-                "from nothing: no files or state survive between calls.");
+                "instructions", instructions);
         if (!result)
                 return -ENOMEM;
-        ret->reply = mcp_reply_result(id, result);
+        ret->reply = mcp_reply_result(id, result, NULL);
         if (!ret->reply)
                 return -ENOMEM;
         s->protocol_version = strdup(version);
@@ -232,7 +261,8 @@ static int handle_initialize(McpServer *s, json_t *id, json_t *params, McpAction
         return 0;
 }
 
-static int handle_tools_call(McpServer *s, json_t *id, json_t *params, McpAction *ret) {
+/* stamp: NULL for a 2025-era call, else what each of its results carries. */
+static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *stamp, McpAction *ret) {
         json_t *name = params ? json_object_get(params, "name") : NULL;
         if (!json_is_string(name)) {
                 ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "tools/call: params.name must be a string");
@@ -256,6 +286,7 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, McpAction
         if (!c)
                 return -ENOMEM;
         c->id = json_incref(id);
+        c->stamp = json_incref(stamp);
         c->arguments = arguments ? json_incref(arguments) : json_object();
         c->id_key = mcp_json_dump(id);
         if (!c->arguments || !c->id_key)
@@ -280,7 +311,7 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, McpAction
         int r = mcp_tool_args_validate(&s->limits, tool, c->arguments, &c->args, &problem);
         if (r == -EINVAL) {
                 ret->is_tool_error = true;
-                ret->reply = mcp_reply_tool_error(id, problem);
+                ret->reply = mcp_reply_tool_error(id, problem, stamp);
                 return ret->reply ? 0 : -ENOMEM;
         }
         if (r < 0)
@@ -296,7 +327,7 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
         if (strcmp(method, "initialize") == 0)
                 return handle_initialize(s, id, params, ret);
         if (strcmp(method, "ping") == 0) {
-                ret->reply = mcp_reply_result(id, json_object());
+                ret->reply = mcp_reply_result(id, json_object(), NULL);
                 return ret->reply ? 0 : -ENOMEM;
         }
 
@@ -312,7 +343,7 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
                  * error (it did not run), the list an error. */
                 if (strcmp(method, "tools/call") == 0) {
                         ret->is_tool_error = true;
-                        ret->reply = mcp_reply_tool_error(id, s->refused);
+                        ret->reply = mcp_reply_tool_error(id, s->refused, NULL);
                 } else
                         ret->reply = reply_errorf(id, MCP_ERROR_INTERNAL, "%s: %s", method, s->refused);
                 return ret->reply ? 0 : -ENOMEM;
@@ -333,10 +364,134 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
                         ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "tools/list: invalid cursor");
                         return ret->reply ? 0 : -ENOMEM;
                 }
-                ret->reply = mcp_reply_result(id, json_deep_copy(s->tools_list));
+                ret->reply = mcp_reply_result(id, json_deep_copy(s->tools_list), NULL);
                 return ret->reply ? 0 : -ENOMEM;
         }
-        return handle_tools_call(s, id, params, ret);
+        return handle_tools_call(s, id, params, NULL, ret);
+}
+
+/* Every version we speak, newest era first: server/discover's supportedVersions and -32022's data.
+ * New reference, or NULL. */
+static json_t *supported_versions_new(void) {
+        _cleanup_(json_decrefp) json_t *v = json_array();
+        if (!v)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(protocol_versions_modern); i++)
+                if (json_array_append_new(v, json_string(protocol_versions_modern[i])) < 0)
+                        return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(protocol_versions); i++)
+                if (json_array_append_new(v, json_string(protocol_versions[i])) < 0)
+                        return NULL;
+        return TAKE_PTR(v);
+}
+
+/* -32022 with what the client can retry with (2026-07-28 basic/versioning.mdx): the data's shape
+ * is the one the official client reads ({supported, requested}) to pick a version and retry once. */
+static char *reply_unsupported_version(json_t *id, json_t *requested) {
+        _cleanup_(json_decrefp) json_t *supported = supported_versions_new();
+        if (!supported)
+                return NULL;
+        _cleanup_free_ char *shown = mcp_json_name(requested) ? NULL : mcp_json_dump(requested);
+        _cleanup_free_ char *msg = mcp_problem(
+                "Unsupported protocol version %s: this server speaks 2026-07-28 per request, and 2025-11-25 and "
+                "older through initialize",
+                mcp_json_name(requested) ?: (shown ?: "?"));
+        _cleanup_(json_decrefp) json_t *m = msg ? json_pack("{s:s, s:O, s:{s:i, s:s, s:{s:O, s:O}}}", "jsonrpc",
+                                                            "2.0", "id", id, "error", "code",
+                                                            MCP_ERROR_UNSUPPORTED_PROTOCOL_VERSION, "message", msg,
+                                                            "data", "supported", supported, "requested", requested)
+                                                : NULL;
+        return m ? mcp_json_dump(m) : NULL;
+}
+
+bool mcp_protocol_version_is_modern(const char *v) {
+        for (size_t i = 0; i < ELEMENTSOF(protocol_versions_modern); i++)
+                if (strcmp(v, protocol_versions_modern[i]) == 0)
+                        return true;
+        return false;
+}
+
+/* A 2026-07-28 request: everything it needs is in itself, nothing of the session is read or kept.
+ * The checks come in the order of the official SDK's inbound ladder (version, envelope, method,
+ * params), so a request that fails several gets the error a 2026 client expects first. */
+static int handle_modern_request(McpServer *s, const char *method, json_t *id, json_t *params, json_t *meta,
+                                 McpAction *ret) {
+        ret->kind = MCP_ACTION_REPLY;
+        ret->is_modern = true;
+
+        json_t *v = json_object_get(meta, META_PROTOCOL_VERSION);
+        if (!mcp_json_name(v) || !mcp_protocol_version_is_modern(json_string_value(v))) {
+                ret->rejected = json_is_string(v) ? MCP_ERROR_UNSUPPORTED_PROTOCOL_VERSION : MCP_ERROR_INVALID_PARAMS;
+                ret->reply = json_is_string(v) ? reply_unsupported_version(id, v)
+                                               : reply_error(id, MCP_ERROR_INVALID_PARAMS,
+                                                             "Invalid params: _meta." META_PROTOCOL_VERSION
+                                                             " must be a string");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        json_t *caps = json_object_get(meta, META_CLIENT_CAPABILITIES);
+        json_t *info = json_object_get(meta, META_CLIENT_INFO);
+        if (!json_is_object(caps) || (info && !json_is_object(info))) {
+                ret->rejected = MCP_ERROR_INVALID_PARAMS;
+                ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS,
+                                         json_is_object(caps) ? "Invalid params: _meta." META_CLIENT_INFO
+                                                                " must be an object"
+                                                              : "Invalid params: _meta." META_CLIENT_CAPABILITIES
+                                                                " must be an object (it is required in every "
+                                                                "2026-07-28 request)");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+
+        bool discover = strcmp(method, "server/discover") == 0, list = strcmp(method, "tools/list") == 0,
+             call = strcmp(method, "tools/call") == 0;
+        if (!discover && !list && !call) {
+                /* initialize, ping and logging/setLevel are gone from 2026-07-28 (changelog.mdx): like any
+                 * method the revision does not have, -32601. */
+                ret->rejected = MCP_ERROR_METHOD_NOT_FOUND;
+                bool removed = strcmp(method, "initialize") == 0 || strcmp(method, "ping") == 0 ||
+                               strcmp(method, "logging/setLevel") == 0;
+                ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s%s", method,
+                                          removed ? " (removed in protocol version 2026-07-28)" : "");
+                return ret->reply ? 0 : -ENOMEM;
+        }
+
+        if (discover) {
+                /* Answered even while the start is held: it says what we speak, not what we run. */
+                _cleanup_(json_decrefp) json_t *versions = supported_versions_new();
+                if (!versions)
+                        return -ENOMEM;
+                json_t *result = json_pack("{s:O, s:{s:{s:b}}, s:s, s:i, s:s}", "supportedVersions", versions,
+                                           "capabilities", "tools", "listChanged", 0, "instructions", instructions,
+                                           "ttlMs", LIST_TTL_MSEC, "cacheScope", "public");
+                ret->reply = result ? mcp_reply_result(id, result, s->stamp) : NULL;
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        if (s->held && s->refused) {
+                if (call) {
+                        ret->is_tool_error = true;
+                        ret->reply = mcp_reply_tool_error(id, s->refused, s->stamp);
+                } else
+                        ret->reply = reply_errorf(id, MCP_ERROR_INTERNAL, "%s: %s", method, s->refused);
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        if (s->held) {
+                ret->kind = MCP_ACTION_HOLD;
+                return 0;
+        }
+        if (list) {
+                if (json_object_get(params, "cursor")) {
+                        ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "tools/list: invalid cursor");
+                        return ret->reply ? 0 : -ENOMEM;
+                }
+                json_t *result = json_deep_copy(s->tools_list);
+                if (!result || json_object_set_new(result, "ttlMs", json_integer(LIST_TTL_MSEC)) < 0 ||
+                    json_object_set_new(result, "cacheScope", json_string("public")) < 0) {
+                        json_decref(result);
+                        return -ENOMEM;
+                }
+                ret->reply = mcp_reply_result(id, result, s->stamp);
+                return ret->reply ? 0 : -ENOMEM;
+        }
+        return handle_tools_call(s, id, params, s->stamp, ret);
 }
 
 static int handle_notification(McpServer *s, const char *method, json_t *params, McpAction *ret) {
@@ -470,11 +625,19 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
                 ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "Invalid params: \"params\" must be an object");
                 return ret->reply ? 0 : -ENOMEM;
         }
+        /* The era is the request's own (2026-07-28 basic/versioning.mdx): one that names a protocol
+         * version in _meta is of 2026-07-28 or later, whatever came before on this connection. */
+        json_t *meta = params ? json_object_get(params, "_meta") : NULL;
+        bool modern = json_is_object(meta) && json_object_get(meta, META_PROTOCOL_VERSION);
         if (!method_ok) {
+                ret->is_modern = modern;
+                ret->rejected = modern ? MCP_ERROR_METHOD_NOT_FOUND : 0;
                 ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND,
                                           "Method not found: %s (followed by a NUL character)",
                                           json_string_value(method));
                 return ret->reply ? 0 : -ENOMEM;
         }
+        if (modern)
+                return handle_modern_request(s, json_string_value(method), id, params, meta, ret);
         return handle_request(s, json_string_value(method), id, params, ret);
 }

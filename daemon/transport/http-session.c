@@ -228,12 +228,81 @@ enum MHD_Result http_respond_sessions_full(HttpRequest *req) {
         return http_respond_verdict(req, &v);
 }
 
+/* Answers a message handled for a request: a call waits or streams, everything else at once. */
+static enum MHD_Result answer_action(HttpRequest *req, HttpSession *s, McpAction *a, unsigned reply_status) {
+        McpActionKind kind = a->kind;
+        enum MHD_Result r = MHD_YES;
+        if (kind == MCP_ACTION_CALL && mcp_call_progress_token(a->call))
+                r = http_respond_stream(req);
+        dispatch_action(&s->dispatch, a, req);
+        switch (kind) {
+        case MCP_ACTION_REPLY:
+                req->reply_ready = false;
+                return http_respond_json(req, reply_status, TAKE_PTR(req->reply));
+        case MCP_ACTION_NONE:
+        case MCP_ACTION_CANCEL:
+        case MCP_ACTION_HOLD:
+                return http_respond(req, MHD_HTTP_ACCEPTED, NULL, NULL, NULL, NULL);
+        case MCP_ACTION_CALL:
+                if (req->is_stream)
+                        return r;
+                if (req->reply_ready)
+                        return http_respond_json(req, MHD_HTTP_OK, TAKE_PTR(req->reply));
+                req->waiting = true;
+                http_request_suspend(req);
+                return MHD_YES;
+        }
+        return MHD_NO;
+}
+
+/* A 2026-07-28 POST stands alone (streamable-http.mdx of that revision): it gets a session object
+ * of its own that is never put on the table, so no Mcp-Session-Id is issued, nothing is found by
+ * a later request, and it is gone with the request (and its call). Any instance behind a load
+ * balancer can answer any such request. */
+static enum MHD_Result handle_modern_post(HttpRequest *req, const McpHttpMessageInfo *info, char *reject) {
+        if (reject)
+                return http_respond_json(req, MHD_HTTP_BAD_REQUEST, reject);
+        if (req->session)
+                /* A 2025 session's id on a 2026 request: the eras do not mix, and answering on the
+                 * session would make its state matter to a request that must not depend on it. */
+                return http_respond_json(req, MHD_HTTP_BAD_REQUEST,
+                                         mcp_http_error_body(MCP_ERROR_INVALID_REQUEST,
+                                                             "Invalid Request: Mcp-Session-Id belongs to the "
+                                                             "2025 era; a 2026-07-28 request stands alone (send "
+                                                             "it without the header)"));
+        HttpSession *s = http_session_new(req->http, false);
+        if (!s)
+                return MHD_NO;
+        req->session = s; /* the request's reference, and the only one but its call's */
+        _cleanup_(mcp_action_done) McpAction a = {};
+        if (mcp_server_handle(s->mcp, req->body.data ?: "", req->body.len, &a) < 0)
+                return http_respond_refusal(req, MCP_HTTP_REFUSE_OUT_OF_MEMORY);
+        return answer_action(req, s, &a, mcp_http_modern_reply_status(info, a.rejected));
+}
+
+static const char *request_header(HttpRequest *req, const char *name) {
+        return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
 /* A POST to /mcp, its body read. */
 enum MHD_Result http_session_handle_mcp_post(HttpRequest *req) {
         Http *h = req->http;
         McpHttpMessageInfo info;
         if (mcp_http_message_classify(req->body.data ?: "", req->body.len, &info) < 0)
                 return MHD_NO;
+
+        const char *version = request_header(req, "MCP-Protocol-Version");
+        McpHttpEra era;
+        if (mcp_http_era_check(req->body.data ?: "", req->body.len, version, request_header(req, "Mcp-Method"),
+                               request_header(req, "Mcp-Name"), &era) < 0)
+                return MHD_NO;
+        if (era.modern)
+                return handle_modern_post(req, &info, era.reject);
+        if (req->verdict.version_deferred) {
+                McpHttpVerdict v = req->verdict;
+                mcp_http_refuse_version(version, &v);
+                return http_respond_verdict(req, &v);
+        }
 
         HttpSession *s = req->session;
         bool new_session = false;

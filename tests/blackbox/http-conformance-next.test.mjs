@@ -2,8 +2,7 @@
 // with --spec-version 2025-11-25: besides the 0.1.16 scenarios (http-conformance.test.mjs) it checks
 // the session lifecycle (initialized accepted, DELETE accepted, the old id then 404), that session
 // ids are visible ASCII, and every wire message against the official JSON schema. The same
-// baseline applies (http-conformance-baseline.yml). The 2026-07-28 stateless scenarios do not apply:
-// mcp-execd speaks the handshake protocol and makes dual-era clients fall back (mcp.md §1.11).
+// baseline applies (http-conformance-baseline.yml). The 2026-07-28 run is http-conformance-2026.test.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

@@ -84,7 +84,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         check_json_line(body, false);
                 free(body);
         } else {
-                FUZZ_CHECK(v.protocol_version);
+                /* A version we do not know is let through only to a POST to /mcp, whose body decides. */
+                FUZZ_CHECK(v.protocol_version || (v.version_deferred && v.next == MCP_HTTP_MCP_POST));
+                if (v.version_deferred) {
+                        McpHttpVerdict refused = v;
+                        mcp_http_refuse_version(h.protocol_version, &refused);
+                        FUZZ_CHECK(refused.next == MCP_HTTP_REJECT && refused.status == 400);
+                }
                 FUZZ_CHECK(v.endpoint != MCP_HTTP_EP_NONE);
                 /* Anything let through passed the Host, Origin and token checks. */
                 FUZZ_CHECK(mcp_http_host_allowed(&pol, h.host));
@@ -125,6 +131,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 McpHttpMessageInfo info;
                 FUZZ_CHECK(mcp_http_message_classify(body, flen[F_BODY], &info) == 0);
                 FUZZ_CHECK(!info.is_initialize || info.kind == MCP_HTTP_MSG_REQUEST);
+
+                /* The 2026 era's header checks, with the head's fields as the headers: a refusal is
+                 * one JSON line, and only ever for a request of that era. */
+                McpHttpEra era;
+                if (mcp_http_era_check(body, flen[F_BODY], f[F_PROTOCOL_VERSION], f[F_SESSION_ID], f[F_QUERY_SESSION_ID],
+                                       &era) == 0 && era.reject) {
+                        FUZZ_CHECK(era.modern && info.kind == MCP_HTTP_MSG_REQUEST);
+                        check_json_line(era.reject, false);
+                }
+                free(era.reject);
 
                 /* SSE: the payload never ends the event early, nor starts a field of its own. */
                 Buf b = {};

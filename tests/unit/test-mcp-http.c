@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "mcp-http.h"
 
@@ -143,7 +144,8 @@ static void test_protocol_version(void **state) {
         assert_string_equal(mcp_http_protocol_version(NULL), "2025-03-26");
         assert_string_equal(mcp_http_protocol_version("2025-11-25"), "2025-11-25");
         assert_string_equal(mcp_http_protocol_version("2025-06-18"), "2025-06-18");
-        assert_null(mcp_http_protocol_version("2026-07-28"));
+        assert_string_equal(mcp_http_protocol_version("2026-07-28"), "2026-07-28");
+        assert_null(mcp_http_protocol_version("2099-01-01"));
         assert_null(mcp_http_protocol_version(""));
         assert_null(mcp_http_protocol_version("2025-11-25 "));
 }
@@ -262,12 +264,21 @@ static void test_head_statuses(void **state) {
         h.accept = "text/event-stream";
         assert_int_equal(check(&p, &h).status, 406);
 
+        /* A version we do not know: the body decides (a 2026-era one names its version there and
+         * gets -32022), any other body the 400 of mcp_http_refuse_version(). */
         h = post_head();
-        h.protocol_version = "2026-07-28";
+        h.protocol_version = "2099-01-01";
         v = check(&p, &h);
+        assert_int_equal(v.next, MCP_HTTP_MCP_POST);
+        assert_true(v.version_deferred);
+        mcp_http_refuse_version(h.protocol_version, &v);
         assert_int_equal(v.status, 400);
         assert_int_equal(v.rpc_code, -32000);
-        assert_non_null(strstr(v.message, "2026-07-28"));
+        assert_non_null(strstr(v.message, "2099-01-01"));
+        h.protocol_version = "2026-07-28";
+        v = check(&p, &h);
+        assert_int_equal(v.next, MCP_HTTP_MCP_POST);
+        assert_false(v.version_deferred);
         h.protocol_version = "2025-06-18";
         v = check(&p, &h);
         assert_int_equal(v.next, MCP_HTTP_MCP_POST);
@@ -550,6 +561,63 @@ static void test_session_eviction(void **state) {
         }
 }
 
+/* The 2026 era of a POST to /mcp: which bodies and headers make one, and what a disagreement gets. */
+#define ENVELOPE "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"," \
+                 "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+static const char call_body[] = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\","
+                                "\"arguments\":{}," ENVELOPE "}}";
+
+static int era_code(const char *body, const char *version, const char *method, const char *name, bool *modern) {
+        McpHttpEra e;
+        assert_int_equal(mcp_http_era_check(body, strlen(body), version, method, name, &e), 0);
+        *modern = e.modern;
+        if (!e.reject)
+                return 0;
+        json_error_t err;
+        json_t *j = json_loads(e.reject, 0, &err);
+        assert_non_null(j);
+        assert_int_equal(json_integer_value(json_object_get(j, "id")), 7); /* the request's id, echoed */
+        int code = (int) json_integer_value(json_object_get(json_object_get(j, "error"), "code"));
+        json_decref(j);
+        free(e.reject);
+        return code;
+}
+
+static void test_era_check(void **state) {
+        bool modern;
+        assert_int_equal(era_code(call_body, "2026-07-28", "tools/call", "exec", &modern), 0);
+        assert_true(modern);
+        assert_int_equal(era_code(call_body, "2026-07-28", " tools/call\t", "exec  ", &modern), 0); /* OWS */
+        assert_int_equal(era_code(call_body, "2026-07-28", "tools/call", NULL, &modern), -32020);
+        assert_int_equal(era_code(call_body, "2026-07-28", "tools/call", "exe", &modern), -32020);
+        assert_int_equal(era_code(call_body, "2026-07-28", "tools/call", "execute_python", &modern), -32020);
+        assert_int_equal(era_code(call_body, "2026-07-28", "tools/list", "exec", &modern), -32020);
+        assert_int_equal(era_code(call_body, "2026-07-28", NULL, "exec", &modern), -32020);
+        assert_int_equal(era_code(call_body, NULL, "tools/call", "exec", &modern), -32020);
+        assert_int_equal(era_code(call_body, "2025-11-25", "tools/call", "exec", &modern), -32020);
+        /* The header alone makes a request of the 2026 era: without the envelope it is -32602. */
+        const char *bare = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"server/discover\",\"params\":{}}";
+        assert_int_equal(era_code(bare, "2026-07-28", "server/discover", NULL, &modern), -32602);
+        assert_true(modern);
+        /* A 2025-era message is not looked at; nor a notification's headers. */
+        assert_int_equal(era_code(bare, "2025-11-25", NULL, NULL, &modern), 0);
+        assert_false(modern);
+        assert_int_equal(era_code(bare, NULL, NULL, NULL, &modern), 0);
+        assert_false(modern);
+        const char *note = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{" ENVELOPE "}}";
+        assert_int_equal(era_code(note, NULL, NULL, NULL, &modern), 0);
+        assert_true(modern);
+        assert_int_equal(era_code("not json", "2026-07-28", NULL, NULL, &modern), 0);
+        assert_false(modern);
+
+        McpHttpMessageInfo req = { .kind = MCP_HTTP_MSG_REQUEST }, bad = { .kind = MCP_HTTP_MSG_INVALID };
+        assert_int_equal(mcp_http_modern_reply_status(&req, 0), 200);
+        assert_int_equal(mcp_http_modern_reply_status(&req, -32601), 404);
+        assert_int_equal(mcp_http_modern_reply_status(&req, -32022), 400);
+        assert_int_equal(mcp_http_modern_reply_status(&req, -32602), 400);
+        assert_int_equal(mcp_http_modern_reply_status(&bad, 0), 400);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_host_allow_list),
@@ -557,6 +625,7 @@ int main(void) {
                 cmocka_unit_test(test_token),
                 cmocka_unit_test(test_media_types),
                 cmocka_unit_test(test_protocol_version),
+                cmocka_unit_test(test_era_check),
                 cmocka_unit_test(test_session_ids),
                 cmocka_unit_test(test_head_order),
                 cmocka_unit_test(test_head_statuses),

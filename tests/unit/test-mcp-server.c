@@ -452,6 +452,113 @@ static void test_result_encoding(void **state) {
         mcp_server_free(s);
 }
 
+/* The envelope of a 2026-07-28 request, as the start of params ("_meta":{…}). */
+#define MODERN_META "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"," \
+                    "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+
+static void assert_stamped(json_t *result) {
+        assert_string_equal(json_string_value(json_object_get(result, "resultType")), "complete");
+        json_t *info = json_object_get(json_object_get(result, "_meta"), "io.modelcontextprotocol/serverInfo");
+        assert_string_equal(json_string_value(json_object_get(info, "name")), "mcp-execd");
+        assert_string_equal(json_string_value(json_object_get(info, "version")), "9.9.9");
+}
+
+static void test_modern_requests(void **state) {
+        McpServer *s = server_new(false); /* no initialize: a 2026 request stands alone */
+        json_t *r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{" MODERN_META "}}");
+        json_t *res = json_object_get(r, "result");
+        json_t *v = json_object_get(res, "supportedVersions");
+        assert_int_equal(json_array_size(v), 5);
+        assert_string_equal(json_string_value(json_array_get(v, 0)), "2026-07-28");
+        assert_string_equal(json_string_value(json_array_get(v, 1)), "2025-11-25");
+        assert_true(json_is_object(json_object_get(json_object_get(res, "capabilities"), "tools")));
+        assert_stamped(res);
+        json_decref(r);
+
+        r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{" MODERN_META "}}");
+        res = json_object_get(r, "result");
+        assert_true(json_array_size(json_object_get(res, "tools")) >= 2);
+        assert_true(json_integer_value(json_object_get(res, "ttlMs")) > 0);
+        assert_string_equal(json_string_value(json_object_get(res, "cacheScope")), "public");
+        assert_stamped(res);
+        json_decref(r);
+
+        /* An argument error is a stamped tool error. */
+        r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\","
+                         "\"arguments\":{\"code\":7}," MODERN_META "}}");
+        res = json_object_get(r, "result");
+        assert_true(json_is_true(json_object_get(res, "isError")));
+        assert_stamped(res);
+        json_decref(r);
+
+        /* A call is a CALL whose every reply is stamped. */
+        const char *call = "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\","
+                           "\"arguments\":{\"code\":\"print(1)\"}," MODERN_META "}}";
+        McpAction a;
+        assert_int_equal(mcp_server_handle(s, call, strlen(call), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_CALL);
+        assert_true(a.is_modern);
+        McpExecResult er = { .stdout_data = "1\n", .stdout_len = 2, .limits = "rlimit" };
+        char *reply = mcp_call_reply_result(a.call, &er);
+        json_error_t err;
+        r = json_loads(reply, 0, &err);
+        assert_stamped(json_object_get(r, "result"));
+        json_decref(r);
+        free(reply);
+        reply = mcp_call_reply_tool_error(a.call, "no");
+        r = json_loads(reply, 0, &err);
+        assert_stamped(json_object_get(r, "result"));
+        json_decref(r);
+        free(reply);
+        mcp_action_done(&a);
+
+        /* None of it initialized the session: a 2025-era request is still gated. */
+        assert_null(mcp_server_protocol_version(s));
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\"}", MCP_ERROR_INVALID_REQUEST, true);
+        mcp_server_free(s);
+}
+
+static void test_modern_errors(void **state) {
+        McpServer *s = server_new(true); /* a 2025 session beside: it changes nothing for 2026 requests */
+        /* -32022 names what we speak and what was asked. */
+        json_t *r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{"
+                                 "\"io.modelcontextprotocol/protocolVersion\":\"2030-01-01\","
+                                 "\"io.modelcontextprotocol/clientCapabilities\":{}}}}");
+        assert_int_equal(error_code(r), MCP_ERROR_UNSUPPORTED_PROTOCOL_VERSION);
+        json_t *data = json_object_get(json_object_get(r, "error"), "data");
+        assert_string_equal(json_string_value(json_object_get(data, "requested")), "2030-01-01");
+        assert_string_equal(json_string_value(json_array_get(json_object_get(data, "supported"), 0)), "2026-07-28");
+        json_decref(r);
+        /* The version check comes before the envelope's (the SDK's ladder). */
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{\"_meta\":{"
+                        "\"io.modelcontextprotocol/protocolVersion\":\"1\"}}}",
+                     MCP_ERROR_UNSUPPORTED_PROTOCOL_VERSION, true);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"_meta\":{"
+                        "\"io.modelcontextprotocol/protocolVersion\":7}}}",
+                     MCP_ERROR_INVALID_PARAMS, true);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\",\"params\":{\"_meta\":{"
+                        "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}",
+                     MCP_ERROR_INVALID_PARAMS, true);
+        expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{\"_meta\":{"
+                        "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                        "\"io.modelcontextprotocol/clientCapabilities\":{},\"io.modelcontextprotocol/clientInfo\":1}}}",
+                     MCP_ERROR_INVALID_PARAMS, true);
+        /* Gone from the revision: -32601, whatever the 2025 session would have answered. */
+        static const char *const removed[] = { "ping", "initialize", "logging/setLevel", "resources/list" };
+        for (size_t i = 0; i < sizeof(removed) / sizeof(removed[0]); i++) {
+                char msg[256];
+                snprintf(msg, sizeof(msg), "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"%s\",\"params\":{" MODERN_META "}}",
+                         removed[i]);
+                expect_error(s, msg, MCP_ERROR_METHOD_NOT_FOUND, true);
+        }
+        /* The 2025 session answers as before. */
+        r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}");
+        assert_null(json_object_get(json_object_get(r, "result"), "resultType"));
+        assert_null(json_object_get(json_object_get(r, "result"), "ttlMs"));
+        json_decref(r);
+        mcp_server_free(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_errors),
@@ -465,6 +572,8 @@ int main(void) {
                 cmocka_unit_test(test_hold_release),
                 cmocka_unit_test(test_hold_refuse),
                 cmocka_unit_test(test_result_encoding),
+                cmocka_unit_test(test_modern_requests),
+                cmocka_unit_test(test_modern_errors),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
