@@ -121,6 +121,7 @@ static void job_record(Job *j, Run *run, const McpExecResult *r) {
                 .scope_start_usec = s->run_ops->place_usec(run),
                 .warm = r->warm,
                 .memory_at_start_bytes = r->memory_at_start_bytes,
+                .traceparent = mcp_call_traceparent(j->call),
                 .limits = r->limits,
                 .exit_code = r->exit_code,
                 .signal = r->signal,
@@ -283,6 +284,13 @@ static Job *find(Job *list, const void *owner, const char *id_key) {
         return NULL;
 }
 
+const Output *scheduler_output(const Scheduler *s, const void *owner, const char *id_key) {
+        Job *j = find(s->running, owner, id_key);
+        if (!j || !j->run || !s->run_ops->output)
+                return NULL;
+        return s->run_ops->output(j->run);
+}
+
 bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key) {
         return find(s->running, owner, id_key) || find(s->queue, owner, id_key) ||
                (s->hook && s->hook->has(s->hook->userdata, owner, id_key));
@@ -356,6 +364,7 @@ void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reas
                 .code_bytes = a ? a->code_len : 0,
                 .stdin_bytes = a ? a->stdin_len : 0,
                 .timeout_s = a ? a->timeout_s : 0,
+                .traceparent = call ? mcp_call_traceparent(call) : NULL,
         };
         metrics_set_runs(s->metrics, s->n_running, s->n_queued);
         metrics_run_rejected(s->metrics, &rej);

@@ -93,6 +93,11 @@ void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size
 /* Whether owner has a call with this id key queued or running. */
 bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key);
 
+/* The output so far of owner's call with this id key while it runs (for its progress
+ * notifications), or NULL: queued, being prepared, or not known. Valid until the next turn of the
+ * loop. */
+const Output *scheduler_output(const Scheduler *s, const void *owner, const char *id_key);
+
 /* Cancels owner's call with this id key: dropped if queued, killed if running; never answered.
  * Returns true if such a call existed. */
 bool scheduler_cancel(Scheduler *s, const void *owner, const char *id_key);
