@@ -161,6 +161,7 @@ typedef struct McpAction {
         char *cancel_key; /* CANCEL: malloc'd */
         bool is_initialize; /* REPLY to a successful initialize (HTTP issues a session then) */
         bool is_tool_error; /* REPLY refusing a tools/call's arguments (isError: true): a rejected run */
+        char traceparent[MCP_TRACEPARENT_LEN + 1]; /* that refused call's valid traceparent, or "" */
         bool is_modern;     /* the request named its protocol version in _meta (2026-07-28 era) */
         int rejected;       /* a 2026-07-28 REPLY refusing the request before any method ran (version,
                              * envelope, no such method): its JSON-RPC code, for HTTP's status; else 0 */

@@ -40,8 +40,9 @@ char *mcp_progress_new(const char *token_json, uint64_t progress, uint64_t total
         if (message && json_object_set_new(params, "message", json_string(message)) < 0)
                 return NULL;
         if (out && (out->stdout_len > 0 || out->stderr_len > 0 || out->truncated)) {
-                json_t *o = json_object();
-                if (!o || json_object_set_new(params, "_meta", json_pack("{s:o}", MCP_PROGRESS_OUTPUT_KEY, o)) < 0)
+                json_t *o = json_object(); /* params' once set: borrowed below */
+                json_t *meta = o ? json_pack("{s:o}", MCP_PROGRESS_OUTPUT_KEY, o) : NULL;
+                if (!meta || json_object_set_new(params, "_meta", meta) < 0)
                         return NULL;
                 if (set_text(o, "stdout", out->stdout_data, out->stdout_len) < 0 ||
                     set_text(o, "stderr", out->stderr_data, out->stderr_len) < 0)

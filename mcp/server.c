@@ -312,6 +312,7 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *s
         int r = mcp_tool_args_validate(&s->limits, tool, c->arguments, &c->args, &problem);
         if (r == -EINVAL) {
                 ret->is_tool_error = true;
+                memcpy(ret->traceparent, c->traceparent, sizeof(ret->traceparent));
                 ret->reply = mcp_reply_tool_error(id, problem, stamp);
                 return ret->reply ? 0 : -ENOMEM;
         }

@@ -82,7 +82,7 @@ int output_finish(Output *o) {
 
 int output_stream_next(const Output *o, OutputCursor *cur, char *ret[static 2], size_t ret_len[static 2],
                        bool *ret_truncated) {
-        _cleanup_free_ char *piece[2] = {};
+        _cleanup_(output_pieces_freep) char *piece[2] = {};
         size_t len[2] = {}, end[2] = {};
         uint64_t sent = cur->sent;
         bool cut = false;
@@ -120,7 +120,8 @@ int output_stream_next(const Output *o, OutputCursor *cur, char *ret[static 2], 
         bool all = true;
         for (int s = 0; s < 2; s++) {
                 size_t left = o->stream[s].len - end[s]; /* at most an unfinished character, if all */
-                all = all && (left == 0 || mcp_utf8_incomplete_tail(o->stream[s].data + end[s], left) == left);
+                all = all &&
+                      (left == 0 || mcp_utf8_incomplete_tail(o->stream[s].data + end[s], left) == left);
         }
         if (cut || (o->truncated && all)) {
                 cur->done = true;

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "str-util.h"
 
@@ -49,3 +50,10 @@ typedef struct OutputCursor {
  * all). Advances cur only on success. Returns 0 or -ENOMEM. */
 int output_stream_next(const Output *o, OutputCursor *cur, char *ret[static 2], size_t ret_len[static 2],
                        bool *ret_truncated);
+
+/* Frees both pieces: _cleanup_(output_pieces_freep) char *piece[2] = {}; (_cleanup_free_ on an
+ * array would free only its first element). */
+static inline void output_pieces_freep(char *(*p)[2]) {
+        free((*p)[0]);
+        free((*p)[1]);
+}

@@ -236,7 +236,7 @@ int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReply
                 refused = -EDQUOT;
         if (refused < 0) {
                 scheduler_note_rejected(s, call, s->shutting_down ? "shutting-down"
-                                                 : refused == -EDQUOT ? "session-queue-full" : "queue-full");
+                                                 : refused == -EDQUOT ? "session-queue-full" : "queue-full", NULL);
                 return prep_refuse(prep, refused);
         }
 
@@ -355,7 +355,7 @@ void scheduler_shutdown(Scheduler *s, const char *reason) {
                         job_kill(s, j, false);
 }
 
-void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason) {
+void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason, const char *traceparent) {
         if (!s->metrics)
                 return;
         const McpExecArgs *a = call ? mcp_call_args(call) : NULL;
@@ -364,7 +364,7 @@ void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reas
                 .code_bytes = a ? a->code_len : 0,
                 .stdin_bytes = a ? a->stdin_len : 0,
                 .timeout_s = a ? a->timeout_s : 0,
-                .traceparent = call ? mcp_call_traceparent(call) : NULL,
+                .traceparent = call ? mcp_call_traceparent(call) : traceparent,
         };
         metrics_set_runs(s->metrics, s->n_running, s->n_queued);
         metrics_run_rejected(s->metrics, &rej);

@@ -113,8 +113,9 @@ static inline uint32_t scheduler_active(const Scheduler *s) {
 }
 
 /* A call refused before reaching the queue (invalid arguments, a duplicate request id): one
- * "run rejected" record and the rejected counter. call may be NULL when it was never parsed. */
-void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason);
+ * "run rejected" record and the rejected counter. call may be NULL when it was never parsed; then
+ * traceparent is its validated one (McpAction.traceparent) for the record, or NULL. */
+void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason, const char *traceparent);
 
 /* An answer that is no run's (initialize, tools/list, ping) was handed to the transport: the pool of
  * ready sandboxes may fill behind it (issue 16: never before an answer). */

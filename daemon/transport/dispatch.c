@@ -78,7 +78,7 @@ static void dispatch_send_progress(Dispatch *d, DispatchCall *c, uint64_t progre
                 snprintf(msg, sizeof(msg), "%" PRIu64 " s elapsed of the %" PRIu32 " s deadline", progress,
                          c->timeout_s);
 
-        _cleanup_free_ char *piece[2] = {};
+        _cleanup_(output_pieces_freep) char *piece[2] = {};
         size_t len[2] = {};
         McpProgressOutput out = {};
         OutputCursor cur = c->streamed;
@@ -122,7 +122,7 @@ static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx) {
         _cleanup_(mcp_call_freep) McpCall *call = call_in;
 
         if (dispatch_find(d, mcp_call_id_key(call))) {
-                scheduler_note_rejected(d->scheduler, call, "duplicate-id");
+                scheduler_note_rejected(d->scheduler, call, "duplicate-id", NULL);
                 dispatch_answer(d, ctx, reply_or_oom(call, mcp_call_reply_tool_error(
                         call, "a call with this request id is still running; request ids must be unique")));
                 return;
@@ -171,7 +171,8 @@ void dispatch_action(Dispatch *d, McpAction *a, void *ctx) {
                 return;
         case MCP_ACTION_REPLY:
                 if (a->is_tool_error)
-                        scheduler_note_rejected(d->scheduler, NULL, "invalid-arguments");
+                        scheduler_note_rejected(d->scheduler, NULL, "invalid-arguments",
+                                                a->traceparent[0] ? a->traceparent : NULL);
                 dispatch_answer(d, ctx, TAKE_PTR(a->reply));
                 /* initialize's answer is the first: ready sandboxes are made behind it, not before. */
                 scheduler_answered(d->scheduler);

@@ -227,8 +227,11 @@ static const char *request_header(HttpRequest *req, const char *name) {
 /* The W3C Trace Context header is the HTTP carrier of the trace _meta.traceparent carries
  * (SEP-414): a call's record takes it when _meta gives none, and only if it is well-formed. */
 static void call_take_trace_header(HttpRequest *req, McpAction *a) {
+        const char *v = request_header(req, "traceparent");
         if (a->kind == MCP_ACTION_CALL)
-                mcp_call_set_traceparent(a->call, request_header(req, "traceparent"));
+                mcp_call_set_traceparent(a->call, v);
+        else if (a->is_tool_error && !a->traceparent[0] && v && mcp_traceparent_valid(v, strlen(v)))
+                memcpy(a->traceparent, v, sizeof(a->traceparent)); /* its rejection record's */
 }
 
 /* Answers a message handled for a request: a call waits or streams, everything else at once. */

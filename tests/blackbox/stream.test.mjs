@@ -161,7 +161,12 @@ test('traceparent from _meta goes into the run\'s record; text in its place neve
     const zero = d.send('tools/call', { name: 'exec', arguments: { code: 'print(3)' },
         _meta: { traceparent: '00-00000000000000000000000000000000-00f067aa0ba902b7-01' } });
     for (const id of [good, bad, zero]) assert.equal((await d.response(id, 30000)).result.isError, false);
+    const refused = d.send('tools/call', { name: 'exec', arguments: {}, _meta: { traceparent: TP2 } });
+    assert.equal((await d.response(refused, 30000)).result.isError, true);
     await d.stop();
+    const rejected = d.stderrText.split('\n').filter((l) => l.includes('MESSAGE_ID=017048d888fb4eca8b36e2339da3a750'));
+    assert.equal(rejected.length, 1, d.stderrText);
+    assert.ok(rejected[0].includes(` TRACEPARENT=${TP2}`), rejected[0]);
     const records = d.stderrText.split('\n').filter((l) => l.includes('MESSAGE_ID=0a6bda1f24cf4b5188307da770817b6b'));
     assert.equal(records.length, 3, d.stderrText);
     assert.equal(records.filter((l) => l.includes(` TRACEPARENT=${TP}`)).length, 1, records.join('\n'));

@@ -69,7 +69,7 @@ void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size
 void scheduler_answered(Scheduler *s) {
 }
 
-void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason) {
+void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason, const char *traceparent) {
         if (strcmp(reason, "invalid-arguments") == 0)
                 fake.rejected_invalid++;
         else if (strcmp(reason, "duplicate-id") == 0)
@@ -305,7 +305,8 @@ static void test_progress_streams_output(void **state) {
         dispatch_progress_tick(&s->dispatch, t0 + 1000000);
         assert_int_equal(s->n_notes, 2);
         assert_non_null(strstr(s->notes[1], "\"progress\":1,\"total\":7,"));
-        assert_non_null(strstr(s->notes[1], "{\"io.github.mcp-execd/output\":{\"stdout\":\"ab\",\"stderr\":\"E\"}}"));
+        assert_non_null(strstr(s->notes[1], "{\"io.github.mcp-execd/output\":"
+                                            "{\"stdout\":\"ab\",\"stderr\":\"E\"}}"));
         dispatch_progress_tick(&s->dispatch, t0 + 1900000); /* the same second: nothing */
         assert_int_equal(s->n_notes, 2);
 

@@ -49,7 +49,8 @@ static void test_validator(void **state) {
                 if (valid(bad[i]))
                         fail_msg("accepted \"%s\"", bad[i]);
         /* A NUL inside: the length says 55, the bytes are not all there. */
-        assert_false(mcp_traceparent_valid("00-4bf92f3577b34da6a3ce929d0e0e4736\0" "00f067aa0ba902b7-01", 55));
+        assert_false(mcp_traceparent_valid("00-4bf92f3577b34da6a3ce929d0e0e4736\0"
+                                           "00f067aa0ba902b7-01", 55));
         assert_false(mcp_traceparent_valid(NULL, 0));
 }
 
@@ -119,6 +120,16 @@ static void test_call_trace(void **state) {
                         fail_msg("kept %s", dropped[i]);
                 mcp_call_free(c);
         }
+
+        /* A call refused for its arguments keeps its traceparent for the rejection record. */
+        const char *refused = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                              "\"params\":{\"name\":\"exec\",\"arguments\":{},\"_meta\":{\"traceparent\":\"" GOOD "\"}}}";
+        McpAction a;
+        assert_int_equal(mcp_server_handle(s, refused, strlen(refused), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_REPLY);
+        assert_true(a.is_tool_error);
+        assert_string_equal(a.traceparent, GOOD);
+        mcp_action_done(&a);
         mcp_server_free(s);
 }
 
