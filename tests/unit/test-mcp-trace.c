@@ -123,7 +123,8 @@ static void test_call_trace(void **state) {
 
         /* A call refused for its arguments keeps its traceparent for the rejection record. */
         const char *refused = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
-                              "\"params\":{\"name\":\"exec\",\"arguments\":{},\"_meta\":{\"traceparent\":\"" GOOD "\"}}}";
+                              "\"params\":{\"name\":\"exec\",\"arguments\":{},"
+                              "\"_meta\":{\"traceparent\":\"" GOOD "\"}}}";
         McpAction a;
         assert_int_equal(mcp_server_handle(s, refused, strlen(refused), &a), 0);
         assert_int_equal(a.kind, MCP_ACTION_REPLY);
