@@ -1,5 +1,5 @@
 /* http-message.c: message-level pieces of the HTTP transports: classifying a body, error bodies,
- * SSE framing and progress notifications. */
+ * and SSE framing. */
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
@@ -217,22 +217,4 @@ int mcp_http_sse_comment(Buf *b, const char *text) {
         if (buf_append(b, ": ", 2) < 0 || buf_append(b, text, strlen(text)) < 0 || buf_append(b, "\n\n", 2) < 0)
                 return -ENOMEM;
         return 0;
-}
-
-char *mcp_http_progress_new(const char *token_json, uint64_t progress, uint64_t total, const char *message) {
-        json_error_t err;
-        json_t *token = json_loads(token_json, JSON_DECODE_ANY, &err);
-        if (!token)
-                return NULL;
-        _cleanup_(json_decrefp) json_t *params = json_pack("{s:o, s:I}", "progressToken", token, "progress",
-                                                           (json_int_t) progress);
-        if (!params)
-                return NULL;
-        if (total > 0 && json_object_set_new(params, "total", json_integer((json_int_t) total)) < 0)
-                return NULL;
-        if (message && json_object_set_new(params, "message", json_string(message)) < 0)
-                return NULL;
-        _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:s, s:O}", "jsonrpc", "2.0", "method",
-                                                      "notifications/progress", "params", params);
-        return m ? mcp_json_dump(m) : NULL;
 }

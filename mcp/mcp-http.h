@@ -1,7 +1,7 @@
 /* mcp-http.h: the protocol side of the HTTP transports (Streamable HTTP at /mcp, legacy HTTP+SSE at
  * /sse + /messages), pure and I/O-free: request-head checks and the status each failure gets,
  * the Host/Origin allow-list, the token compare, session ids, message classification, error
- * bodies, SSE framing and progress notifications. The daemon's glue (libmicrohttpd, the ring)
+ * bodies and SSE framing. The daemon's glue (libmicrohttpd, the ring)
  * asks these functions what to answer and only moves bytes. */
 #pragma once
 
@@ -222,8 +222,3 @@ char *mcp_http_error_body(int code, const char *message);
 int mcp_http_sse_event(Buf *b, const char *event, const char *data, size_t len);
 /* A comment line (keep-alive): ": text\n\n". text must hold no newline. */
 int mcp_http_sse_comment(Buf *b, const char *text);
-
-/* A notifications/progress message for a call's progress token (token_json: the token as compact
- * JSON, from mcp_call_progress_token()); progress strictly increases by the caller's contract;
- * total 0 = omitted. malloc'd or NULL. */
-char *mcp_http_progress_new(const char *token_json, uint64_t progress, uint64_t total, const char *message);

@@ -14,8 +14,12 @@ struct McpCall {
         char *progress_token; /* params._meta.progressToken as compact JSON, or NULL */
         char *reply_oom;     /* mcp_call_reply_oom()'s answer, made at parse time */
         json_t *stamp;       /* 2026-07-28 request: merged into every result (resultType, _meta), or NULL */
+        char traceparent[MCP_TRACEPARENT_LEN + 1]; /* validated (trace.c), or "" */
         McpExecArgs args;
 };
+
+/* trace.c: takes _meta.traceparent if it is a valid one (the call's first valid value wins). */
+void mcp_call_trace_from_meta(McpCall *c, json_t *meta);
 
 /* The tool registry (tools.c), as the server reads it: a table of definitions, looked up by name. */
 typedef struct McpToolDef McpToolDef;

@@ -116,6 +116,33 @@ const char *mcp_call_id_key(const McpCall *c);
 /* The call's _meta.progressToken as compact JSON (a string or an integer), or NULL if it asked for
  * no progress. */
 const char *mcp_call_progress_token(const McpCall *c);
+/* New output of a running call for its progress notification: valid UTF-8 (or NULL, 0). */
+typedef struct McpProgressOutput {
+        const char *stdout_data;
+        size_t stdout_len;
+        const char *stderr_data;
+        size_t stderr_len;
+        bool truncated; /* the cap stopped the streaming: nothing more will follow */
+} McpProgressOutput;
+
+/* A notifications/progress message for a call's progress token (token_json: the token as compact
+ * JSON, from mcp_call_progress_token()); progress strictly increases by the caller's contract;
+ * total 0 = omitted; out (or NULL) goes to params._meta["io.github.mcp-execd/output"] (progress.c
+ * says why there). malloc'd, or NULL (no memory, a bad token, output not UTF-8). */
+char *mcp_progress_new(const char *token_json, uint64_t progress, uint64_t total, const char *message,
+                       const McpProgressOutput *out);
+
+/* W3C trace context (SEP-414; trace.c): a version-00 traceparent is exactly this long. */
+#define MCP_TRACEPARENT_LEN 55
+/* Whether s (n bytes) is a valid version-00 traceparent: 00-<32 hex>-<16 hex>-<2 hex>, lowercase,
+ * neither id all zeros. Anything else is to be dropped, never passed on. */
+bool mcp_traceparent_valid(const char *s, size_t n);
+/* The call's traceparent (from _meta, else what the transport set), or NULL: for its journal
+ * record, so operators can join a run to the agent's trace. Nothing else of the caller's is kept. */
+const char *mcp_call_traceparent(const McpCall *c);
+/* The transport's copy (HTTP: the W3C `traceparent` header): used if value (NUL-terminated, or
+ * NULL) is valid and _meta gave none. */
+void mcp_call_set_traceparent(McpCall *c, const char *value);
 McpCall *mcp_call_free(McpCall *c);
 DEFINE_POINTER_CLEANUP(McpCall, mcp_call_free)
 
@@ -134,6 +161,7 @@ typedef struct McpAction {
         char *cancel_key; /* CANCEL: malloc'd */
         bool is_initialize; /* REPLY to a successful initialize (HTTP issues a session then) */
         bool is_tool_error; /* REPLY refusing a tools/call's arguments (isError: true): a rejected run */
+        char traceparent[MCP_TRACEPARENT_LEN + 1]; /* that refused call's valid traceparent, or "" */
         bool is_modern;     /* the request named its protocol version in _meta (2026-07-28 era) */
         int rejected;       /* a 2026-07-28 REPLY refusing the request before any method ran (version,
                              * envelope, no such method): its JSON-RPC code, for HTTP's status; else 0 */

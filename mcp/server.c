@@ -304,6 +304,7 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *s
         json_t *token = json_is_object(meta) ? json_object_get(meta, "progressToken") : NULL;
         if ((json_is_string(token) || json_is_integer(token)) && !(c->progress_token = mcp_json_dump(token)))
                 return -ENOMEM;
+        mcp_call_trace_from_meta(c, meta);
 
         /* Invalid arguments are tool execution errors (isError), so the model can correct itself
          * (SEP-1303, 2025-11-25 "Error Handling"). */
@@ -311,6 +312,7 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *s
         int r = mcp_tool_args_validate(&s->limits, tool, c->arguments, &c->args, &problem);
         if (r == -EINVAL) {
                 ret->is_tool_error = true;
+                memcpy(ret->traceparent, c->traceparent, sizeof(ret->traceparent));
                 ret->reply = mcp_reply_tool_error(id, problem, stamp);
                 return ret->reply ? 0 : -ENOMEM;
         }

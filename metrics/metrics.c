@@ -373,6 +373,9 @@ void metrics_run_finished(Metrics *m, const MetricsRun *run) {
                 record_add(&r, "SCOPE_START_US", "%" PRIu64, run->scope_start_usec);
         record_add(&r, "WARM", "%s", yes_no(run->warm));
         record_add(&r, "MEMORY_AT_START_BYTES", "%" PRIu64, run->memory_at_start_bytes);
+        /* The agent's trace (issue 17.5): joins this run to it (journalctl TRACEPARENT=…). */
+        if (run->traceparent)
+                record_add(&r, "TRACEPARENT", "%s", run->traceparent);
         if (run->error)
                 record_add(&r, "ERROR", "%s", run->error);
         record_emit(m, &r);
@@ -396,6 +399,8 @@ void metrics_run_rejected(Metrics *m, const MetricsRejection *rej) {
         record_add(&r, "CODE_BYTES", "%" PRIu64, rej->code_bytes);
         record_add(&r, "STDIN_BYTES", "%" PRIu64, rej->stdin_bytes);
         record_add(&r, "TIMEOUT_S", "%" PRIu32, rej->timeout_s);
+        if (rej->traceparent)
+                record_add(&r, "TRACEPARENT", "%s", rej->traceparent);
         record_add(&r, "RUNS_RUNNING", "%" PRIu32, m->running);
         record_add(&r, "RUNS_QUEUED", "%" PRIu32, m->queued);
         record_emit(m, &r);

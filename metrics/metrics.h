@@ -1,6 +1,8 @@
 /* metrics.h: what operators see of the daemon: one record per run (the journal, or one line on
  * stderr without one), counters and histograms, and their Prometheus text exposition.
- * Metadata only: nothing here ever receives code, stdin or output, only their sizes. */
+ * Metadata only: nothing here ever receives code, stdin or output, only their sizes; of the
+ * caller's request only a validated W3C traceparent (hex digits and dashes), to join a run to the
+ * agent's trace. */
 #pragma once
 
 #include <stdbool.h>
@@ -59,6 +61,7 @@ typedef struct MetricsRun {
         uint64_t scope_start_usec; /* StartTransientUnit to JobRemoved "done"; 0 = no scope */
         bool warm;                 /* served by a ready sandbox (issue 16) */
         uint64_t memory_at_start_bytes; /* resident when the code was released */
+        const char *traceparent;   /* W3C, validated at the edge (mcp_traceparent_valid()), or NULL */
 } MetricsRun;
 
 /* Decides how a run ended, from our own flags and the counters, never from the signal alone:
@@ -71,6 +74,7 @@ typedef struct MetricsRejection {
         uint64_t code_bytes; /* 0 when the arguments were not valid */
         uint64_t stdin_bytes;
         uint32_t timeout_s;
+        const char *traceparent; /* as MetricsRun's */
 } MetricsRejection;
 
 /* What the daemon announces at start. */

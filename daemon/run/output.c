@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "cleanup.h"
 #include "mcp.h"
 #include "output.h"
 
@@ -55,6 +56,7 @@ static void stream_trim(Buf *b, size_t n) {
 }
 
 int output_finish(Output *o) {
+        o->finished = true; /* first: a failure below leaves the streams part repaired */
         for (int s = 0; s < 2; s++) {
                 size_t before = o->stream[s].len;
                 /* The cap dropped bytes of this stream: an unfinished character at its end is the cut. */
@@ -75,5 +77,61 @@ int output_finish(Output *o) {
                         stream_trim(other, (size_t) (o->cap - first->len));
         }
         o->kept = (uint64_t) o->stream[0].len + o->stream[1].len;
+        return 0;
+}
+
+int output_stream_next(const Output *o, OutputCursor *cur, char *ret[static 2], size_t ret_len[static 2],
+                       bool *ret_truncated) {
+        _cleanup_(output_pieces_freep) char *piece[2] = {};
+        size_t len[2] = {}, end[2] = {};
+        uint64_t sent = cur->sent;
+        bool cut = false;
+
+        ret[0] = ret[1] = NULL;
+        ret_len[0] = ret_len[1] = 0;
+        *ret_truncated = false;
+        if (cur->done || o->finished)
+                return 0;
+        for (int s = 0; s < 2; s++) {
+                const Buf *b = &o->stream[s];
+                end[s] = cur->off[s];
+                if (b->len <= cur->off[s] || cut)
+                        continue;
+                size_t n = b->len - cur->off[s];
+                n -= mcp_utf8_incomplete_tail(b->data + cur->off[s], n);
+                if (n == 0)
+                        continue;
+                piece[s] = mcp_utf8_repair(b->data + cur->off[s], n, &len[s]);
+                if (!piece[s])
+                        return -ENOMEM;
+                end[s] = cur->off[s] + n;
+                /* Repairs can make text longer than the bytes read: the budget is counted in
+                 * what the client receives, as output_finish() counts the result. */
+                uint64_t room = o->cap > sent ? o->cap - sent : 0;
+                if (len[s] > room) {
+                        Buf t = { .data = piece[s], .len = len[s], .cap = len[s] + 1 };
+                        stream_trim(&t, (size_t) room);
+                        len[s] = t.len;
+                        cut = true;
+                }
+                sent += len[s];
+        }
+        /* Everything kept is streamed and the cap dropped the rest: say so once, then stop. */
+        bool all = true;
+        for (int s = 0; s < 2; s++) {
+                size_t left = o->stream[s].len - end[s]; /* at most an unfinished character, if all */
+                all = all &&
+                      (left == 0 || mcp_utf8_incomplete_tail(o->stream[s].data + end[s], left) == left);
+        }
+        if (cut || (o->truncated && all)) {
+                cur->done = true;
+                *ret_truncated = true;
+        }
+        for (int s = 0; s < 2; s++) {
+                cur->off[s] = end[s];
+                ret_len[s] = len[s];
+                ret[s] = len[s] > 0 ? TAKE_PTR(piece[s]) : NULL;
+        }
+        cur->sent = sent;
         return 0;
 }

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "str-util.h"
 
@@ -12,6 +13,7 @@ typedef struct Output {
         uint64_t kept;     /* bytes kept so far, both streams */
         uint64_t seen[2];  /* bytes read per stream, kept or not */
         bool truncated;
+        bool finished;     /* output_finish() has run: the streams are repaired, no longer as read */
         int last;          /* the stream that got the last bytes kept: where the cap cut */
         Buf stream[2];     /* 0 = stdout, 1 = stderr */
 } Output;
@@ -30,3 +32,28 @@ int output_add(Output *o, int stream, const char *p, size_t n);
  * made the streams longer, whole characters are dropped from the end of the stream cut last, then
  * the other; anything dropped sets truncated. Returns 0 or -ENOMEM (the streams are then as read). */
 int output_finish(Output *o);
+
+/* How far a running call's progress notifications have streamed its output (issue 17.4). */
+typedef struct OutputCursor {
+        size_t off[2];  /* bytes of each stream (as read) already streamed */
+        uint64_t sent;  /* UTF-8 bytes streamed, both streams: never more than the cap */
+        bool done;      /* nothing more will be streamed (the cap, or it said truncated) */
+} OutputCursor;
+
+/* The output of a run still going that cur has not streamed yet, per stream (ret[0] stdout,
+ * ret[1] stderr; malloc'd valid UTF-8, or NULL with length 0 when nothing is new), and whether the
+ * cap ends the streaming here (*ret_truncated; then cur is done). Each piece ends at a whole
+ * character (an unfinished one waits for its next bytes) and is repaired exactly as
+ * output_finish() repairs the whole stream, so the pieces of a stream put together are a prefix
+ * of the final result's text (unless repairs grew it past the cap and output_finish() cut it);
+ * at most cap bytes are streamed in total. Nothing once output_finish() has run (the result has it
+ * all). Advances cur only on success. Returns 0 or -ENOMEM. */
+int output_stream_next(const Output *o, OutputCursor *cur, char *ret[static 2], size_t ret_len[static 2],
+                       bool *ret_truncated);
+
+/* Frees both pieces: _cleanup_(output_pieces_freep) char *piece[2] = {}; (_cleanup_free_ on an
+ * array would free only its first element). */
+static inline void output_pieces_freep(char *(*p)[2]) {
+        free((*p)[0]);
+        free((*p)[1]);
+}

@@ -826,6 +826,10 @@ const char *run_error(const Run *run) {
         return run->error;
 }
 
+const Output *run_output(const Run *run) {
+        return &run->output;
+}
+
 const char *run_id(const Run *run) {
         return run->id;
 }
@@ -922,4 +926,5 @@ const RunOps run_ops_sandbox = {
         .unit = run_unit,
         .place_usec = run_place_usec,
         .release = run_release,
+        .output = run_output,
 };

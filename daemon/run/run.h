@@ -7,6 +7,7 @@
 
 #include "cgroup.h"
 #include "mcp.h"
+#include "output.h"
 #include "pool.h"
 #include "ring.h"
 #include "sandbox.h"
@@ -58,6 +59,9 @@ const char *run_error(const Run *run);
 void run_result(const Run *run, McpExecResult *ret);
 const char *run_id(const Run *run);
 
+/* The output collected so far, for streaming it while the run goes on (output_stream_next()). */
+const Output *run_output(const Run *run);
+
 /* The run's systemd scope, or NULL (other backends, or not placed). */
 const char *run_unit(const Run *run);
 
@@ -79,6 +83,7 @@ typedef struct RunOps {
         const char *(*unit)(const Run *run);
         uint64_t (*place_usec)(const Run *run);
         void (*release)(Run *run);
+        const Output *(*output)(const Run *run); /* NULL: a fake without output to stream */
 } RunOps;
 
 /* Runs in the sandbox: run_start(), run_kill(), … */

@@ -121,6 +121,7 @@ static void job_record(Job *j, Run *run, const McpExecResult *r) {
                 .scope_start_usec = s->run_ops->place_usec(run),
                 .warm = r->warm,
                 .memory_at_start_bytes = r->memory_at_start_bytes,
+                .traceparent = mcp_call_traceparent(j->call),
                 .limits = r->limits,
                 .exit_code = r->exit_code,
                 .signal = r->signal,
@@ -235,7 +236,7 @@ int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReply
                 refused = -EDQUOT;
         if (refused < 0) {
                 scheduler_note_rejected(s, call, s->shutting_down ? "shutting-down"
-                                                 : refused == -EDQUOT ? "session-queue-full" : "queue-full");
+                                                 : refused == -EDQUOT ? "session-queue-full" : "queue-full", NULL);
                 return prep_refuse(prep, refused);
         }
 
@@ -281,6 +282,13 @@ static Job *find(Job *list, const void *owner, const char *id_key) {
                 if (j->owner == owner && !j->cancelled && strcmp(mcp_call_id_key(j->call), id_key) == 0)
                         return j;
         return NULL;
+}
+
+const Output *scheduler_output(const Scheduler *s, const void *owner, const char *id_key) {
+        Job *j = find(s->running, owner, id_key);
+        if (!j || !j->run || !s->run_ops->output)
+                return NULL;
+        return s->run_ops->output(j->run);
 }
 
 bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key) {
@@ -347,7 +355,7 @@ void scheduler_shutdown(Scheduler *s, const char *reason) {
                         job_kill(s, j, false);
 }
 
-void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason) {
+void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason, const char *traceparent) {
         if (!s->metrics)
                 return;
         const McpExecArgs *a = call ? mcp_call_args(call) : NULL;
@@ -356,6 +364,7 @@ void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reas
                 .code_bytes = a ? a->code_len : 0,
                 .stdin_bytes = a ? a->stdin_len : 0,
                 .timeout_s = a ? a->timeout_s : 0,
+                .traceparent = call ? mcp_call_traceparent(call) : traceparent,
         };
         metrics_set_runs(s->metrics, s->n_running, s->n_queued);
         metrics_run_rejected(s->metrics, &rej);

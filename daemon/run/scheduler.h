@@ -93,6 +93,11 @@ void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size
 /* Whether owner has a call with this id key queued or running. */
 bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key);
 
+/* The output so far of owner's call with this id key while it runs (for its progress
+ * notifications), or NULL: queued, being prepared, or not known. Valid until the next turn of the
+ * loop. */
+const Output *scheduler_output(const Scheduler *s, const void *owner, const char *id_key);
+
 /* Cancels owner's call with this id key: dropped if queued, killed if running; never answered.
  * Returns true if such a call existed. */
 bool scheduler_cancel(Scheduler *s, const void *owner, const char *id_key);
@@ -108,8 +113,9 @@ static inline uint32_t scheduler_active(const Scheduler *s) {
 }
 
 /* A call refused before reaching the queue (invalid arguments, a duplicate request id): one
- * "run rejected" record and the rejected counter. call may be NULL when it was never parsed. */
-void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason);
+ * "run rejected" record and the rejected counter. call may be NULL when it was never parsed; then
+ * traceparent is its validated one (McpAction.traceparent) for the record, or NULL. */
+void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason, const char *traceparent);
 
 /* An answer that is no run's (initialize, tools/list, ping) was handed to the transport: the pool of
  * ready sandboxes may fill behind it (issue 16: never before an answer). */

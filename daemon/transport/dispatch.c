@@ -1,6 +1,8 @@
 /* dispatch.c: the one path from a parsed MCP action to the scheduler (dispatch.h); owns the
  * DispatchCall records between submit and answer. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +10,10 @@
 #include "dispatch.h"
 #include "log.h"
 #include "str-util.h"
+
+/* Progress at most once a second (and each second a call runs): a client sees its output while it
+ * comes, and a chatty run costs one notification a second, whatever it prints. */
+#define DISPATCH_PROGRESS_USEC (1000u * 1000u)
 
 static DispatchCall *dispatch_call_free(DispatchCall *c) {
         if (!c)
@@ -60,11 +66,63 @@ static char *reply_or_oom(McpCall *call, char *reply) {
         return mcp_call_reply_oom(call);
 }
 
+/* One progress notification for c; progress 0 is "accepted". The output cursor moves on only if
+ * the transport took the notification, so nothing is lost while c has no stream. */
+static void dispatch_send_progress(Dispatch *d, DispatchCall *c, uint64_t progress) {
+        if (!d->ops->call_notify)
+                return;
+        char msg[96];
+        if (progress == 0)
+                snprintf(msg, sizeof(msg), "accepted");
+        else
+                snprintf(msg, sizeof(msg), "%" PRIu64 " s elapsed of the %" PRIu32 " s deadline", progress,
+                         c->timeout_s);
+
+        _cleanup_(output_pieces_freep) char *piece[2] = {};
+        size_t len[2] = {};
+        McpProgressOutput out = {};
+        OutputCursor cur = c->streamed;
+        const Output *o = progress > 0 ? scheduler_output(d->scheduler, c, c->id_key) : NULL;
+        if (o && output_stream_next(o, &cur, piece, len, &out.truncated) < 0) {
+                log_warning("out of memory streaming a run's output; progress goes without it");
+                cur = c->streamed;
+        }
+        out.stdout_data = piece[0];
+        out.stdout_len = len[0];
+        out.stderr_data = piece[1];
+        out.stderr_len = len[1];
+
+        _cleanup_free_ char *n = mcp_progress_new(c->progress_token, progress, c->timeout_s, msg, &out);
+        if (!n) {
+                log_warning("out of memory building a progress notification; skipped");
+                return;
+        }
+        if (!d->ops->call_notify(d, c, n))
+                return;
+        c->streamed = cur;
+        c->progress_sent = progress;
+}
+
+void dispatch_progress_tick(Dispatch *d, uint64_t now) {
+        LIST_FOREACH(calls, c, d->calls) {
+                uint64_t elapsed = (now - c->t0_usec) / DISPATCH_PROGRESS_USEC;
+                if (c->progress_token && elapsed > c->progress_sent)
+                        dispatch_send_progress(d, c, elapsed);
+        }
+}
+
+bool dispatch_wants_progress(const Dispatch *d) {
+        LIST_FOREACH(calls, c, d->calls)
+                if (c->progress_token)
+                        return true;
+        return false;
+}
+
 static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx) {
         _cleanup_(mcp_call_freep) McpCall *call = call_in;
 
         if (dispatch_find(d, mcp_call_id_key(call))) {
-                scheduler_note_rejected(d->scheduler, call, "duplicate-id");
+                scheduler_note_rejected(d->scheduler, call, "duplicate-id", NULL);
                 dispatch_answer(d, ctx, reply_or_oom(call, mcp_call_reply_tool_error(
                         call, "a call with this request id is still running; request ids must be unique")));
                 return;
@@ -89,6 +147,8 @@ static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx) {
         d->n_calls++;
         if (d->ops->call_new)
                 d->ops->call_new(d, owner, ctx);
+        if (owner->progress_token)
+                dispatch_send_progress(d, owner, 0);
 
         int r = scheduler_submit(d->scheduler, call, owner, dispatch_on_reply);
         if (r >= 0) {
@@ -111,7 +171,8 @@ void dispatch_action(Dispatch *d, McpAction *a, void *ctx) {
                 return;
         case MCP_ACTION_REPLY:
                 if (a->is_tool_error)
-                        scheduler_note_rejected(d->scheduler, NULL, "invalid-arguments");
+                        scheduler_note_rejected(d->scheduler, NULL, "invalid-arguments",
+                                                a->traceparent[0] ? a->traceparent : NULL);
                 dispatch_answer(d, ctx, TAKE_PTR(a->reply));
                 /* initialize's answer is the first: ready sandboxes are made behind it, not before. */
                 scheduler_answered(d->scheduler);

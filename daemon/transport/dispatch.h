@@ -11,6 +11,7 @@
 
 #include "list.h"
 #include "mcp.h"
+#include "output.h"
 #include "scheduler.h"
 
 typedef struct Dispatch Dispatch;
@@ -24,6 +25,8 @@ struct DispatchCall {
         char *progress_token;   /* mcp_call_progress_token(), or NULL */
         uint32_t timeout_s;
         uint64_t t0_usec;       /* accepted */
+        uint64_t progress_sent; /* the last progress notification's value (whole seconds) */
+        OutputCursor streamed;  /* how much of the run's output its progress notifications carried */
         LIST_FIELDS(DispatchCall, calls);
 };
 
@@ -38,6 +41,10 @@ typedef struct DispatchOps {
         /* A call's answer, or NULL: cancelled, send nothing. c is off the list already and is freed
          * when this returns; d may be freed by it (nothing touches d afterwards). */
         void (*call_reply)(Dispatch *d, DispatchCall *c, char *reply);
+        /* A notification for call c (its progress), sent on the call's own stream: true if it was
+         * queued for the client, false if c has no stream to carry it now (msg is borrowed). NULL:
+         * the transport sends no progress. */
+        bool (*call_notify)(Dispatch *d, DispatchCall *c, const char *msg);
 } DispatchOps;
 
 /* One session's dispatch (stdio has one; each HTTP session one). Embedded in the transport's
@@ -75,6 +82,16 @@ void dispatch_cancel_all(Dispatch *d);
  * call leaves the list and gets call_reply(NULL) now (which must not free d here); the scheduler's
  * answer, when it comes, is dropped. */
 void dispatch_detach(Dispatch *d);
+
+/* Progress (issue 17.4), for calls that asked (a progressToken, either era): "accepted" (0) when
+ * a call is accepted, then once per whole second it has run (the transport calls this a few times
+ * a second, at its own pace), each carrying the run's output that is new since the last one
+ * (output_stream_next(): whole characters, at most MCP_EXEC_MAX_OUTPUT_BYTES in all, the result
+ * unchanged). Nothing of the output is logged. */
+void dispatch_progress_tick(Dispatch *d, uint64_t now_usec);
+
+/* Whether a call of the session asked for progress: the transport keeps ticking while it does. */
+bool dispatch_wants_progress(const Dispatch *d);
 
 /* For scheduler_set_sessions(): the session (its Dispatch) a call belongs to, for per-session limits. */
 const void *dispatch_session_of(const void *owner);

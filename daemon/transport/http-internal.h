@@ -63,7 +63,6 @@ struct HttpSession {
 struct HttpCall {
         DispatchCall call;   /* first: dispatch.c allocates and frees HttpCall (DispatchOps.call_size) */
         HttpRequest *req;    /* Streamable HTTP: where the answer goes; NULL: legacy, or the request is gone */
-        uint64_t progress_sent;
 };
 
 struct HttpRequest {
@@ -155,7 +154,6 @@ void http_session_register(HttpSession *s);
 HttpSession *http_session_find(Http *h, const char *id, bool legacy);
 bool http_session_make_room(Http *h);
 void http_session_close(HttpSession *s, const char *why);
-void http_session_send_progress(HttpCall *c, uint64_t progress);
 enum MHD_Result http_session_handle_mcp_post(HttpRequest *req);
 enum MHD_Result http_session_handle_messages_post(HttpRequest *req);
 

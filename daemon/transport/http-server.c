@@ -313,7 +313,8 @@ static void arm_tick(Http *h) {
         io_uring_prep_timeout(sqe, &h->tick_ts, 0, 0);
 }
 
-/* Four times a second: progress at each whole second of a call that asked for it, keep-alive
+/* Four times a second: progress at each whole second of a call that asked for it (with its new
+ * output: dispatch_progress_tick()), keep-alive
  * comments on quiet streams, idle sessions expired, and MHD's own timeouts (whole seconds). */
 static void on_tick(RingOp *op, int res) {
         Http *h = container_of(op, Http, op_tick);
@@ -322,12 +323,12 @@ static void on_tick(RingOp *op, int res) {
         uint64_t now = now_usec();
 
         LIST_FOREACH(sessions, s, h->sessions)
-                LIST_FOREACH(calls, dc, s->dispatch.calls) {
-                        HttpCall *c = container_of(dc, HttpCall, call);
-                        uint64_t elapsed = (now - dc->t0_usec) / USEC_PER_SEC;
-                        if (dc->progress_token && elapsed > c->progress_sent)
-                                http_session_send_progress(c, elapsed);
-                }
+                dispatch_progress_tick(&s->dispatch, now);
+        /* A 2026-07-28 call's session is on no table (it stands alone with its request): reach it
+         * through the request. Ticking a 2025 one twice is harmless (one notification a second). */
+        LIST_FOREACH(requests, req, h->requests)
+                if (req->call && req->session && !req->completed)
+                        dispatch_progress_tick(&req->session->dispatch, now);
         LIST_FOREACH(requests, req, h->requests)
                 if (req->is_stream && !req->completed &&
                     now - req->last_write_usec >= (uint64_t) h->keepalive_s * USEC_PER_SEC &&

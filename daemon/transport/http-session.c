@@ -170,20 +170,13 @@ static HttpRequest *call_stream(HttpCall *c) {
         return c->req && c->req->is_stream ? c->req : NULL;
 }
 
-void http_session_send_progress(HttpCall *c, uint64_t progress) {
-        HttpRequest *stream = call_stream(c);
-        if (!stream || !c->call.progress_token)
-                return;
-        char msg[96];
-        if (progress == 0)
-                snprintf(msg, sizeof(msg), "accepted");
-        else
-                snprintf(msg, sizeof(msg), "%" PRIu64 " s elapsed of the %" PRIu32 " s deadline", progress,
-                         c->call.timeout_s);
-        _cleanup_free_ char *n = mcp_http_progress_new(c->call.progress_token, progress, c->call.timeout_s, msg);
-        if (n)
-                http_stream_push(stream, "message", n);
-        c->progress_sent = progress;
+/* Progress (dispatch.c) goes on the call's own stream: its POST's, or its legacy session's. */
+static bool on_call_notify(Dispatch *d, DispatchCall *dc, const char *msg) {
+        HttpRequest *stream = call_stream(container_of(dc, HttpCall, call));
+        if (!stream)
+                return false;
+        http_stream_push(stream, "message", msg);
+        return true;
 }
 
 /* A call is accepted: it holds its session, and its request (Streamable) waits for it. */
@@ -194,8 +187,6 @@ static void on_call_new(Dispatch *d, DispatchCall *dc, void *ctx) {
         if (c->req)
                 c->req->call = c;
         s->http->n_calls++;
-        if (dc->progress_token)
-                http_session_send_progress(c, 0);
 }
 
 static void on_call_reply(Dispatch *d, DispatchCall *dc, char *reply) {
@@ -218,6 +209,7 @@ static const DispatchOps http_dispatch_ops = {
         .answer = on_answer,
         .call_new = on_call_new,
         .call_reply = on_call_reply,
+        .call_notify = on_call_notify,
 };
 
 /* ---- messages ----------------------------------------------------------------------------------- */
@@ -228,12 +220,27 @@ enum MHD_Result http_respond_sessions_full(HttpRequest *req) {
         return http_respond_verdict(req, &v);
 }
 
+static const char *request_header(HttpRequest *req, const char *name) {
+        return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+/* The W3C Trace Context header is the HTTP carrier of the trace _meta.traceparent carries
+ * (SEP-414): a call's record takes it when _meta gives none, and only if it is well-formed. */
+static void call_take_trace_header(HttpRequest *req, McpAction *a) {
+        const char *v = request_header(req, "traceparent");
+        if (a->kind == MCP_ACTION_CALL)
+                mcp_call_set_traceparent(a->call, v);
+        else if (a->is_tool_error && !a->traceparent[0] && v && mcp_traceparent_valid(v, strlen(v)))
+                memcpy(a->traceparent, v, sizeof(a->traceparent)); /* its rejection record's */
+}
+
 /* Answers a message handled for a request: a call waits or streams, everything else at once. */
 static enum MHD_Result answer_action(HttpRequest *req, HttpSession *s, McpAction *a, unsigned reply_status) {
         McpActionKind kind = a->kind;
         enum MHD_Result r = MHD_YES;
         if (kind == MCP_ACTION_CALL && mcp_call_progress_token(a->call))
                 r = http_respond_stream(req);
+        call_take_trace_header(req, a);
         dispatch_action(&s->dispatch, a, req);
         switch (kind) {
         case MCP_ACTION_REPLY:
@@ -278,10 +285,6 @@ static enum MHD_Result handle_modern_post(HttpRequest *req, const McpHttpMessage
         if (mcp_server_handle(s->mcp, req->body.data ?: "", req->body.len, &a) < 0)
                 return http_respond_refusal(req, MCP_HTTP_REFUSE_OUT_OF_MEMORY);
         return answer_action(req, s, &a, mcp_http_modern_reply_status(info, a.rejected));
-}
-
-static const char *request_header(HttpRequest *req, const char *name) {
-        return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
 /* A POST to /mcp, its body read. */
@@ -334,6 +337,7 @@ enum MHD_Result http_session_handle_mcp_post(HttpRequest *req) {
         enum MHD_Result r = MHD_YES;
         if (kind == MCP_ACTION_CALL && mcp_call_progress_token(a.call))
                 r = http_respond_stream(req);
+        call_take_trace_header(req, &a);
         dispatch_action(&s->dispatch, &a, req);
 
         switch (kind) {
@@ -388,6 +392,7 @@ enum MHD_Result http_session_handle_messages_post(HttpRequest *req) {
                 return MHD_NO;
         if (info.kind == MCP_HTTP_MSG_INVALID && a.kind == MCP_ACTION_REPLY)
                 return http_respond_json(req, MHD_HTTP_BAD_REQUEST, TAKE_PTR(a.reply));
+        call_take_trace_header(req, &a);
         dispatch_action(&s->dispatch, &a, NULL);
         return http_respond(req, MHD_HTTP_ACCEPTED, "text/plain", strdup("Accepted"), NULL, NULL);
 }

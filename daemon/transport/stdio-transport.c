@@ -14,6 +14,8 @@
 #include "str-util.h"
 
 #define STDIO_READ_BUF_BYTES (64u * 1024u)
+/* Progress is due at each whole second of a call: looked at four times a second, as HTTP does. */
+#define STDIO_TICK_NSEC (250u * 1000u * 1000u)
 
 struct Stdio {
         Ring *ring;
@@ -39,6 +41,9 @@ struct Stdio {
         Dispatch dispatch; /* the session's calls in flight */
 
         RingOp op_hup;    /* POLLERR/POLLHUP on fd 1: the client closed its end of stdout */
+
+        RingOp op_tick;   /* armed while a call asked for progress (dispatch_progress_tick()) */
+        struct __kernel_timespec tick_ts;
 };
 
 static void stdio_flush(Stdio *t);
@@ -66,6 +71,7 @@ static void stdio_output_gone(Stdio *t, const char *why) {
                 t->inflight_off = 0;
         }
         ring_cancel(t->ring, &t->op_hup);
+        ring_cancel(t->ring, &t->op_tick);
         dispatch_cancel_all(&t->dispatch);
         stdio_stop_reading(t);
 }
@@ -106,13 +112,50 @@ static void on_answer(Dispatch *d, void *ctx, char *reply) {
         stdio_queue_reply(d->userdata, reply);
 }
 
+static void stdio_arm_tick(Stdio *t) {
+        if (t->op_tick.busy || t->output_failed)
+                return;
+        t->tick_ts = (struct __kernel_timespec) { .tv_nsec = STDIO_TICK_NSEC };
+        io_uring_prep_timeout(ring_get_sqe(t->ring, &t->op_tick), &t->tick_ts, 0, 0);
+}
+
+/* Progress of the calls that asked for it, interleaved with the replies on stdout (JSON-RPC
+ * lets notifications come between responses); the timer stops when no such call is left. */
+static void on_tick(RingOp *op, int res) {
+        Stdio *t = container_of(op, Stdio, op_tick);
+        if (res == -ECANCELED || t->output_failed)
+                return;
+        dispatch_progress_tick(&t->dispatch, now_usec());
+        if (dispatch_wants_progress(&t->dispatch))
+                stdio_arm_tick(t);
+}
+
+static void on_call_new(Dispatch *d, DispatchCall *c, void *ctx) {
+        if (c->progress_token)
+                stdio_arm_tick(d->userdata);
+}
+
+/* A progress notification: stdout carries every message of the one session. */
+static bool on_call_notify(Dispatch *d, DispatchCall *c, const char *msg) {
+        Stdio *t = d->userdata;
+        if (t->output_failed)
+                return false;
+        char *copy = strdup(msg);
+        if (!copy)
+                return false;
+        stdio_queue_reply(t, copy);
+        return true;
+}
+
 static void on_call_reply(Dispatch *d, DispatchCall *c, char *reply) {
         stdio_queue_reply(d->userdata, reply);
 }
 
 static const DispatchOps stdio_dispatch_ops = {
         .answer = on_answer,
+        .call_new = on_call_new,
         .call_reply = on_call_reply,
+        .call_notify = on_call_notify,
 };
 
 static void handle_message(Stdio *t, const char *line, size_t len) {
@@ -233,6 +276,7 @@ int stdio_start(Ring *ring, Scheduler *scheduler, McpServer *mcp, size_t max_mes
         t->op_read.callback = on_read;
         t->op_write.callback = on_write;
         t->op_hup.callback = on_hup;
+        t->op_tick.callback = on_tick;
         t->reading = true;
         stdio_read(t);
         io_uring_prep_poll_add(ring_get_sqe(ring, &t->op_hup), STDOUT_FILENO, POLLERR | POLLHUP);
@@ -275,10 +319,11 @@ void stdio_cancel_io(Stdio *t) {
         ring_cancel(t->ring, &t->op_read);
         ring_cancel(t->ring, &t->op_write);
         ring_cancel(t->ring, &t->op_hup);
+        ring_cancel(t->ring, &t->op_tick);
 }
 
 bool stdio_io_busy(const Stdio *t) {
-        return t && (t->op_read.busy || t->op_write.busy || t->op_hup.busy);
+        return t && (t->op_read.busy || t->op_write.busy || t->op_hup.busy || t->op_tick.busy);
 }
 
 void stdio_free(Stdio *t) {

@@ -3,8 +3,9 @@
 
 The daemon is started over stdio the way systemd starts a service whose stderr is the journal
 (fd 2 a journald stream, $JOURNAL_STREAM naming it), so its records go to the journal as
-structured entries. Runs: ok (with stdin), nonzero exit, timeout, signal, truncation, and OOM
-when the cgroup backend is in use; plus a refused call (invalid arguments). Each run's record
+structured entries. Runs: ok (with stdin and a traceparent in _meta), nonzero exit, timeout,
+signal, truncation, and OOM when the cgroup backend is in use; plus a refused call (invalid
+arguments, with another traceparent). Each run's record
 (MESSAGE_ID run finished, _PID of the daemon) is compared field by field with its result. Then
 the same daemon without a journal: the record is one line on stderr.
 """
@@ -27,6 +28,10 @@ FIELDS = ["RUN_ID", "UNIT", "TRANSPORT", "EXIT_CODE", "SIGNAL", "TIMED_OUT", "OO
           "CPU_USER_US", "CPU_SYSTEM_US", "CODE_BYTES", "STDIN_BYTES", "STDOUT_BYTES", "STDERR_BYTES",
           "MESSAGE", "PRIORITY", "MESSAGE_ID"]
 OUTPUT_CAP = 2000
+# Issue 17.5: the "ok" run carries a W3C traceparent in _meta, the refused call another; their
+# records must hold them as TRACEPARENT, and no other record any.
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+TRACEPARENT_REJECTED = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
 
 
 class JournalDaemon(Daemon):
@@ -82,7 +87,11 @@ def main():
         d.initialize()
         for i, (name, code, extra) in enumerate(calls):
             code += "#" + "p" * i + "\n"  # a distinct CODE_BYTES per call
-            res = d.exec_code(code, **extra)
+            if name == "ok":
+                res = d.call("tools/call", {"name": "exec", "arguments": dict(extra, code=code),
+                                            "_meta": {"traceparent": TRACEPARENT}})
+            else:
+                res = d.exec_code(code, **extra)
             sc = res.get("structuredContent")
             if res.get("isError") or not sc:
                 raise TestFailure("%s: tool error %r" % (name, res))
@@ -90,7 +99,8 @@ def main():
             print("%s: exit_code=%s signal=%s timed_out=%s oom=%s truncated=%s limits=%s duration_ms=%s"
                   % (name, sc["exit_code"], sc["signal"], sc["timed_out"], sc["oom_killed"],
                      sc["truncated"], sc["limits"], sc["duration_ms"]))
-        bad = d.request("tools/call", {"name": "exec", "arguments": {"code": "   "}})
+        bad = d.request("tools/call", {"name": "exec", "arguments": {"code": "   "},
+                                       "_meta": {"traceparent": TRACEPARENT_REJECTED}})
         if not bad.get("result", {}).get("isError"):
             raise TestFailure("whitespace code was not a tool error: %r" % bad)
         rc = d.close_stdin_and_wait()
@@ -136,6 +146,10 @@ def main():
         expect(rec, "STDIN_BYTES", str(len(extra.get("stdin", "").encode())), what)
         expect(rec, "STDOUT_BYTES", str(len(sc["stdout"].encode())), what)
         expect(rec, "STDERR_BYTES", str(len(sc["stderr"].encode())), what)
+        if name == "ok":
+            expect(rec, "TRACEPARENT", TRACEPARENT, what)
+        elif "TRACEPARENT" in rec:
+            raise TestFailure("%s: TRACEPARENT=%r, but the call carried none" % (what, rec["TRACEPARENT"]))
         if not rec["MESSAGE"] or len(rec["MESSAGE"]) > 200 or rec["RUN_ID"] not in rec["MESSAGE"]:
             raise TestFailure("%s: MESSAGE=%r" % (what, rec["MESSAGE"]))
         print("%s: %s" % (what, rec["MESSAGE"]))
@@ -180,6 +194,7 @@ def main():
     if len(rej) != 1:
         raise TestFailure("%d rejected records for one invalid call" % len(rej))
     expect(rej[0], "REASON", "invalid-arguments", "rejected record")
+    expect(rej[0], "TRACEPARENT", TRACEPARENT_REJECTED, "rejected record")
     for mid, what in [(STARTED, "daemon started"), (STOPPING, "daemon stopping")]:
         got = wait_records(1, "MESSAGE_ID=" + mid, "_PID=%d" % pid)
         if len(got) != 1:

@@ -5,10 +5,13 @@ any of them.
 
 Two daemons over stdio: one whose stderr is a journal stream (as under systemd: records go to
 the journal), one whose stderr is a pipe (records are lines on stderr). Each serves an ok run, a
-failing run with a traceback, a timeout, and a refused call carrying a marker in stdin. The
-output marker is computed by the run (reversed), so it appears nowhere in what was sent.
+failing run with a traceback, a timeout, a run that streams its output in progress notifications
+with a marker as its (invalid) traceparent, tracestate and baggage, and a refused call carrying a
+marker in stdin. The output marker is computed by the run (reversed), so it appears nowhere in
+what was sent.
 """
 # tier-timeout: 360
+import json
 import os
 import secrets
 import sys
@@ -21,7 +24,7 @@ FINISHED = "0a6bda1f24cf4b5188307da770817b6b"
 
 
 def markers():
-    return {k: "%s%s" % (k, secrets.token_hex(12)) for k in ("CODEMARK", "STDINMARK", "OUTMARK")}
+    return {k: "%s%s" % (k, secrets.token_hex(12)) for k in ("CODEMARK", "STDINMARK", "OUTMARK", "TRACEMARK")}
 
 
 def serve(d, m):
@@ -40,7 +43,19 @@ def serve(d, m):
                 stdin=m["STDINMARK"])
     d.exec_code("# %s\nimport time\nprint(%r[::-1], flush=True)\ntime.sleep(60)\n" % (m["CODEMARK"], out_rev),
                 timeout_s=2)
-    bad = d.request("tools/call", {"name": "exec", "arguments": {"code": "", "stdin": m["STDINMARK"]}})
+    # Issue 17.4/17.5: a call that asks for progress streams its output (printed over more than a
+    # second, so notifications carry it), with trace context that is text, not a traceparent: the
+    # output goes to the client only, the "traceparent" is dropped, tracestate and baggage too.
+    r = d.call("tools/call", {"name": "exec", "arguments": {
+        "code": "# %s\nimport time\nfor i in range(4):\n    print(%r[::-1], flush=True)\n    time.sleep(0.5)\n"
+                % (m["CODEMARK"], out_rev)},
+        "_meta": {"progressToken": "p", "traceparent": "00-%s-01" % m["TRACEMARK"],
+                  "tracestate": "k=" + m["TRACEMARK"], "baggage": "k=" + m["TRACEMARK"]}})
+    streamed = [n for n in d.notifications if n.get("method") == "notifications/progress"]
+    if not any(m["OUTMARK"] in json.dumps(n) for n in streamed) or m["OUTMARK"] not in r["structuredContent"]["stdout"]:
+        raise TestFailure("the output was not streamed to the client: %r" % streamed)
+    bad = d.request("tools/call", {"name": "exec", "arguments": {"code": "", "stdin": m["STDINMARK"]},
+                                   "_meta": {"traceparent": m["TRACEMARK"]}})
     if not bad.get("result", {}).get("isError"):
         raise TestFailure("empty code was not refused: %r" % bad)
     return d.close_stdin_and_wait()
@@ -75,11 +90,11 @@ def main():
         serve(d, m2)
         err = d.proc.stderr.read()
 
-    recs = wait_records(3, "MESSAGE_ID=" + FINISHED, "_PID=%d" % pid1)
-    if len(recs) != 3:
-        raise TestFailure("expected 3 run records from the journal daemon, found %d" % len(recs))
-    if err.count(("MESSAGE_ID=" + FINISHED).encode()) != 3:
-        raise TestFailure("expected 3 run lines on the stderr of the second daemon:\n%s" % err.decode())
+    recs = wait_records(4, "MESSAGE_ID=" + FINISHED, "_PID=%d" % pid1)
+    if len(recs) != 4:
+        raise TestFailure("expected 4 run records from the journal daemon, found %d" % len(recs))
+    if err.count(("MESSAGE_ID=" + FINISHED).encode()) != 4:
+        raise TestFailure("expected 4 run lines on the stderr of the second daemon:\n%s" % err.decode())
 
     journal = export()
     print("journal export: %d bytes; daemon stderr: %d bytes" % (len(journal), len(err)))
@@ -94,7 +109,7 @@ def main():
                     leaks.append("%s marker found in %s" % (kind, where))
     if leaks:
         raise TestFailure("; ".join(leaks))
-    print("OK: no code, stdin or output marker in the journal or on stderr (%d markers checked)" % 6)
+    print("OK: no code, stdin, output or trace-context marker in the journal or on stderr (%d markers checked)" % 8)
 
 
 run(main)

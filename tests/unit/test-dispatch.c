@@ -29,7 +29,12 @@ static struct {
         unsigned n_cancelled;
         char cancelled_key[64];
         unsigned rejected_invalid, rejected_duplicate;
+        Output *output;             /* what scheduler_output() gives for any running call, or NULL */
 } fake;
+
+const Output *scheduler_output(const Scheduler *s, const void *owner, const char *id_key) {
+        return fake.output;
+}
 
 int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply) {
         if (fake.submit_result < 0)
@@ -64,7 +69,7 @@ void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size
 void scheduler_answered(Scheduler *s) {
 }
 
-void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason) {
+void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reason, const char *traceparent) {
         if (strcmp(reason, "invalid-arguments") == 0)
                 fake.rejected_invalid++;
         else if (strcmp(reason, "duplicate-id") == 0)
@@ -100,6 +105,9 @@ typedef struct Session {
         char last[512];
         void *last_ctx;
         DispatchCall *last_call;
+        unsigned n_notes;
+        bool no_stream;             /* call_notify() refuses (the call has no stream now) */
+        char notes[8][1024];
 } Session;
 
 static void on_answer(Dispatch *d, void *ctx, char *reply) {
@@ -130,11 +138,21 @@ static void on_call_reply(Dispatch *d, DispatchCall *c, char *reply) {
         free(reply);
 }
 
+static bool on_call_notify(Dispatch *d, DispatchCall *c, const char *msg) {
+        Session *s = d->userdata;
+        if (s->no_stream)
+                return false;
+        assert_true(s->n_notes < 8);
+        snprintf(s->notes[s->n_notes++], sizeof(s->notes[0]), "%s", msg);
+        return true;
+}
+
 static const DispatchOps ops = {
         .call_size = sizeof(TestCall),
         .answer = on_answer,
         .call_new = on_call_new,
         .call_reply = on_call_reply,
+        .call_notify = on_call_notify,
 };
 
 static const McpLimits limits = {
@@ -262,6 +280,69 @@ static void test_call_submitted_and_answered(void **state) {
         assert_null(f->session.dispatch.calls->progress_token);
 }
 
+/* Issue 17.4: progress "accepted", then once per whole second, each with the output new since the
+ * last one, whole characters only, within the cap; never for a call without a token. */
+static void test_progress_streams_output(void **state) {
+        Fixture *f = *state;
+        Session *s = &f->session;
+        Output o;
+        output_init(&o, 10);
+        fake.output = &o;
+
+        assert_int_equal(feed_call(f, "1", NULL, NULL), MCP_ACTION_CALL); /* no token: no progress */
+        assert_int_equal(feed_call(f, "2", ",\"_meta\":{\"progressToken\":\"p\"}", NULL), MCP_ACTION_CALL);
+        assert_int_equal(s->n_notes, 1);
+        assert_non_null(strstr(s->notes[0], "\"progressToken\":\"p\",\"progress\":0,"));
+        assert_non_null(strstr(s->notes[0], "\"message\":\"accepted\""));
+        DispatchCall *c = s->dispatch.calls;
+        uint64_t t0 = c->t0_usec;
+
+        dispatch_progress_tick(&s->dispatch, t0 + 900000); /* not a second yet */
+        assert_int_equal(s->n_notes, 1);
+        /* "ab" and the first two bytes of a euro sign: the unfinished character waits. */
+        assert_int_equal(output_add(&o, 0, "ab\xe2\x82", 4), 0);
+        assert_int_equal(output_add(&o, 1, "E", 1), 0);
+        dispatch_progress_tick(&s->dispatch, t0 + 1000000);
+        assert_int_equal(s->n_notes, 2);
+        assert_non_null(strstr(s->notes[1], "\"progress\":1,\"total\":7,"));
+        assert_non_null(strstr(s->notes[1], "{\"io.github.mcp-execd/output\":"
+                                            "{\"stdout\":\"ab\",\"stderr\":\"E\"}}"));
+        dispatch_progress_tick(&s->dispatch, t0 + 1900000); /* the same second: nothing */
+        assert_int_equal(s->n_notes, 2);
+
+        /* No stream for it now: nothing sent, nothing of the output lost. */
+        assert_int_equal(output_add(&o, 0, "\xac", 1), 0);
+        s->no_stream = true;
+        dispatch_progress_tick(&s->dispatch, t0 + 2000000);
+        assert_int_equal(s->n_notes, 2);
+        s->no_stream = false;
+        dispatch_progress_tick(&s->dispatch, t0 + 2100000);
+        assert_int_equal(s->n_notes, 3);
+        assert_non_null(strstr(s->notes[2], "\"progress\":2,"));
+        assert_non_null(strstr(s->notes[2], "{\"stdout\":\"\xe2\x82\xac\"}"));
+
+        /* Past the cap (10 bytes: 6 so far): the rest is dropped, "truncated" once, then progress
+         * goes on without output. */
+        assert_int_equal(output_add(&o, 0, "0123456789", 10), 0);
+        dispatch_progress_tick(&s->dispatch, t0 + 3000000);
+        assert_int_equal(s->n_notes, 4);
+        assert_non_null(strstr(s->notes[3], "{\"stdout\":\"0123\",\"truncated\":true}"));
+        assert_int_equal(c->streamed.sent, 10);
+        dispatch_progress_tick(&s->dispatch, t0 + 4000000);
+        assert_int_equal(s->n_notes, 5);
+        assert_null(strstr(s->notes[4], "_meta"));
+
+        /* The result is made from the same output, unchanged by the streaming. */
+        assert_int_equal(output_finish(&o), 0);
+        assert_int_equal(o.stream[0].len, 9);
+        assert_memory_equal(o.stream[0].data, "ab\xe2\x82\xac" "0123", 9);
+        dispatch_progress_tick(&s->dispatch, t0 + 5000000); /* finished: progress, no output */
+        assert_int_equal(s->n_notes, 6);
+        assert_null(strstr(s->notes[5], "_meta"));
+        fake.output = NULL;
+        output_done(&o);
+}
+
 static void test_duplicate_id_refused(void **state) {
         Fixture *f = *state;
         int ctx;
@@ -352,6 +433,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_reply_goes_to_answer, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_call_submitted_and_answered, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_progress_streams_output, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_duplicate_id_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cancel_by_id, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refusals_answer_the_call, setup, teardown),

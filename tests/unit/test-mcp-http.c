@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "mcp-http.h"
+#include "mcp.h"
 
 static const char *const extra_hosts[] = { "mcp.example.com", "10.0.0.5:8080" };
 static const char *const extra_origins[] = { "https://app.example.com" };
@@ -387,17 +388,37 @@ static void test_sse(void **state) {
 }
 
 static void test_progress(void **state) {
-        char *n = mcp_http_progress_new("\"tok\"", 2, 30, "2 s");
+        char *n = mcp_progress_new("\"tok\"", 2, 30, "2 s", NULL);
         assert_non_null(n);
         assert_string_equal(n, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":"
                                "{\"progressToken\":\"tok\",\"progress\":2,\"total\":30,\"message\":\"2 s\"}}");
         free(n);
-        n = mcp_http_progress_new("7", 0, 0, NULL);
+        n = mcp_progress_new("7", 0, 0, NULL, &(McpProgressOutput) {});
         assert_non_null(n);
         assert_string_equal(n, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":"
                                "{\"progressToken\":7,\"progress\":0}}");
         free(n);
-        assert_null(mcp_http_progress_new("not json", 1, 1, NULL));
+        assert_null(mcp_progress_new("not json", 1, 1, NULL, NULL));
+
+        /* The run's new output (issue 17.4): in _meta under our key, only the streams with text. */
+        n = mcp_progress_new("7", 1, 5, "1 s",
+                             &(McpProgressOutput) { .stdout_data = "a\n\"b", .stdout_len = 4 });
+        assert_non_null(n);
+        assert_string_equal(n, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":"
+                               "{\"progressToken\":7,\"progress\":1,\"total\":5,\"message\":\"1 s\","
+                               "\"_meta\":{\"io.github.mcp-execd/output\":{\"stdout\":\"a\\n\\\"b\"}}}}");
+        free(n);
+        McpProgressOutput euro = { .stderr_data = "\xe2\x82\xac", .stderr_len = 3, .truncated = true };
+        n = mcp_progress_new("7", 2, 0, NULL, &euro);
+        assert_non_null(n);
+        assert_string_equal(n, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":"
+                               "{\"progressToken\":7,\"progress\":2,"
+                               "\"_meta\":{\"io.github.mcp-execd/output\":"
+                               "{\"stderr\":\"\xe2\x82\xac\",\"truncated\":true}}}}");
+        free(n);
+        /* Output that is not UTF-8 is the caller's bug (output_stream_next() repairs): no message. */
+        McpProgressOutput bad = { .stdout_data = "\xff", .stdout_len = 1 };
+        assert_null(mcp_progress_new("7", 3, 0, NULL, &bad));
 }
 
 /* RFC 9112 §6.3: refused first (before Host and token), with the connection closed. */

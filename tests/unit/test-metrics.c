@@ -183,8 +183,27 @@ static void test_run_record_line(void **state) {
         assert_field(c.data, "SCOPE_START_US", "4200");
         char v[64];
         assert_false(line_field(c.data, "ERROR", v, sizeof(v)));
+        assert_false(line_field(c.data, "TRACEPARENT", v, sizeof(v))); /* the call carried none */
         assert_false(line_field(c.data, "MESSAGE", v, sizeof(v))); /* it leads the line instead */
         assert_false(line_field(c.data, "PRIORITY", v, sizeof(v)));
+        free(c.data);
+        metrics_free(m);
+}
+
+#define TRACEPARENT "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+/* Issue 17.5: the call's trace context (validated in mcp/) joins the record to the agent's trace. */
+static void test_run_record_traceparent(void **state) {
+        Capture c;
+        capture_open(&c);
+        Metrics *m = NULL;
+        assert_int_equal(metrics_new("1.2.3", "http", c.f, &m), 0);
+        MetricsRun r = sample_run();
+        r.traceparent = TRACEPARENT;
+        metrics_run_finished(m, &r);
+        capture_close(&c);
+        assert_field(c.data, "TRACEPARENT", TRACEPARENT);
+        assert_field(c.data, "RUN_ID", "0123456789abcdef");
         free(c.data);
         metrics_free(m);
 }
@@ -264,7 +283,8 @@ static void test_other_records(void **state) {
         metrics_daemon_started(m, &(MetricsStart) { .limits = "rlimit", .python_version = "3.11.2",
                                                     .max_concurrent = 2, .queue_max = 64 });
         metrics_set_runs(m, 2, 64);
-        metrics_run_rejected(m, &(MetricsRejection) { .reason = "queue-full", .code_bytes = 7, .timeout_s = 30 });
+        metrics_run_rejected(m, &(MetricsRejection) { .reason = "queue-full", .code_bytes = 7, .timeout_s = 30,
+                                                      .traceparent = TRACEPARENT });
         metrics_run_rejected(m, &(MetricsRejection) { .reason = "invalid-arguments" });
         metrics_set_runs(m, 0, 0);
         metrics_daemon_stopping(m, "SIGTERM");
@@ -289,6 +309,7 @@ static void test_other_records(void **state) {
         assert_field(lines[1], "REASON", "queue-full");
         assert_field(lines[1], "CODE_BYTES", "7");
         assert_field(lines[1], "RUNS_QUEUED", "64");
+        assert_field(lines[1], "TRACEPARENT", TRACEPARENT);
         assert_true(strncmp(lines[2], "<6>", 3) == 0);
         assert_field(lines[2], "REASON", "invalid-arguments");
         assert_field(lines[3], "MESSAGE_ID", METRICS_MESSAGE_DAEMON_STOPPING);
@@ -728,6 +749,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_outcome),
                 cmocka_unit_test(test_run_record_line),
+                cmocka_unit_test(test_run_record_traceparent),
                 cmocka_unit_test(test_run_record_timeout_and_signal),
                 cmocka_unit_test(test_error_record_quotes_and_stays_one_line),
                 cmocka_unit_test(test_other_records),

@@ -2,6 +2,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -141,6 +143,91 @@ static void test_alternating_multibyte_every_cap(void **state) {
         }
 }
 
+/* Issue 17.4: the output streamed while a run goes on, read in chunks cut anywhere (inside
+ * characters, between an invalid byte and what follows), is exactly the result's text when it fits
+ * the cap, and a prefix of it within the cap when it does not (prefix: checked unless repairs grew
+ * the text past the cap, where output_finish() may cut what was streamed: output.h). */
+static void stream_all(size_t cap, const char *data, size_t len, size_t chunk, bool prefix,
+                       char *got[2], size_t got_len[2], uint64_t *ret_sent, bool *ret_said_truncated) {
+        Output o;
+        OutputCursor cur = {};
+        output_init(&o, cap);
+        got_len[0] = got_len[1] = 0;
+        *ret_said_truncated = false;
+        for (size_t i = 0; i < len; i += chunk) {
+                size_t n = len - i < chunk ? len - i : chunk;
+                /* Valid text: each stream gets it all, chunk by chunk in turn. Invalid: the chunks
+                 * are dealt out, so characters are split between the streams too. */
+                if (prefix) {
+                        assert_int_equal(output_add(&o, 0, data + i, n), 0);
+                        assert_int_equal(output_add(&o, 1, data + i, n), 0);
+                } else
+                        assert_int_equal(output_add(&o, (int) (i / chunk) % 3 == 2, data + i, n), 0);
+                char *piece[2];
+                size_t plen[2];
+                bool truncated;
+                assert_int_equal(output_stream_next(&o, &cur, piece, plen, &truncated), 0);
+                for (int s = 0; s < 2; s++) {
+                        if (plen[s] > 0) {
+                                memcpy(got[s] + got_len[s], piece[s], plen[s]);
+                                got_len[s] += plen[s];
+                        }
+                        free(piece[s]);
+                }
+                if (truncated) {
+                        assert_false(*ret_said_truncated); /* said once */
+                        *ret_said_truncated = true;
+                }
+        }
+        *ret_sent = cur.sent;
+        assert_int_equal(output_finish(&o), 0);
+        for (int s = 0; s < 2 && prefix; s++) {
+                if (got_len[s] > o.stream[s].len)
+                        fail_msg("cap %zu chunk %zu stream %d: streamed %zu, result %zu", cap, chunk, s,
+                                 got_len[s], o.stream[s].len);
+                assert_memory_equal(got[s], o.stream[s].data ?: "", got_len[s]);
+        }
+        /* Finished: nothing more is streamed (the result has it all). */
+        char *piece[2];
+        size_t plen[2];
+        bool truncated;
+        assert_int_equal(output_stream_next(&o, &cur, piece, plen, &truncated), 0);
+        assert_true(plen[0] == 0 && plen[1] == 0 && !piece[0] && !piece[1]);
+        output_done(&o);
+}
+
+static void stream_every_way(const char *data, bool valid) {
+        size_t len = strlen(data);
+        char *got[2] = { malloc(len * 3 + 1), malloc(len * 3 + 1) };
+        assert_non_null(got[0]);
+        assert_non_null(got[1]);
+        size_t got_len[2];
+        uint64_t sent;
+        bool said;
+        for (size_t chunk = 1; chunk <= len; chunk++) {
+                stream_all(1000, data, len, chunk, valid, got, got_len, &sent, &said);
+                assert_false(said);
+                assert_int_equal(sent, got_len[0] + got_len[1]);
+                for (size_t cap = 1; cap < len + 8; cap++) {
+                        stream_all(cap, data, len, chunk, valid, got, got_len, &sent, &said);
+                        assert_true(sent <= cap);
+                        assert_int_equal(sent, got_len[0] + got_len[1]);
+                        if (cap < (valid ? 2 * len : len))
+                                assert_true(said); /* the cap dropped bytes: said so */
+                }
+        }
+        free(got[0]);
+        free(got[1]);
+}
+
+static void test_stream_pieces_are_the_result(void **state) {
+        /* ASCII and 2-, 3- and 4-byte characters; then invalid bytes too, and a truncated sequence
+         * before ASCII. */
+        stream_every_way("ab\xc3\xa9 \xe2\x82\xac\xf0\x9f\x98\x80 x\xc3\xa9y \xe2\x82\xac z\n", true);
+        stream_every_way("ab\xc3\xa9 \xe2\x82\xac\xf0\x9f\x98\x80 \xff\xfe x\xe2\x82y "
+                         "\xed\xa0\x80 z", false);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_under_cap_keeps_all),
@@ -152,6 +239,7 @@ int main(void) {
                 cmocka_unit_test(test_repair_growth_held_to_cap),
                 cmocka_unit_test(test_finish_keeps_valid_output),
                 cmocka_unit_test(test_alternating_multibyte_every_cap),
+                cmocka_unit_test(test_stream_pieces_are_the_result),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
