@@ -161,6 +161,12 @@ static void tasks_on_call_reply(Dispatch *d, DispatchCall *c, char *reply) {
         task_ended(tc->task, reply ? TASK_COMPLETED : TASK_CANCELLED, reply);
 }
 
+/* Kills (or drops, if queued) a task's run, as scheduler_cancel() does a call's. By owner, the run's
+ * own record: the scheduler knows the call by its request id, which two clients' tasks may share. */
+static void task_run_cancel(DispatchTasks *t, TaskCall *tc) {
+        scheduler_cancel_owner(t->dispatch.scheduler, tc); /* may free tc */
+}
+
 static const DispatchOps tasks_dispatch_ops = {
         .call_size = sizeof(TaskCall),
         .answer = tasks_on_answer,
@@ -180,8 +186,10 @@ int dispatch_tasks_new(Scheduler *scheduler, unsigned max_total, unsigned max_pe
 }
 
 void dispatch_tasks_cancel_all(DispatchTasks *t) {
-        if (t)
-                dispatch_cancel_all(&t->dispatch);
+        if (!t)
+                return;
+        LIST_FOREACH_SAFE(calls, c, next, t->dispatch.calls)
+                task_run_cancel(t, (TaskCall *) c);
 }
 
 DispatchTasks *dispatch_tasks_free(DispatchTasks *t) {
@@ -276,7 +284,7 @@ static char *dispatch_task_answer(Dispatch *d, const McpTaskRequest *req) {
                 task_ended(k, TASK_CANCELLED, NULL);
                 if (tc) {
                         tc->task = NULL;
-                        (void) dispatch_call_cancel(&tc->call); /* may free tc */
+                        task_run_cancel(dt, tc);
                 }
                 log_debug("a task was cancelled by the client");
         }

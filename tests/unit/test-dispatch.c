@@ -57,6 +57,12 @@ bool scheduler_cancel(Scheduler *s, const void *owner, const char *id_key) {
         return false;
 }
 
+void scheduler_cancel_owner(Scheduler *s, const void *owner) {
+        for (unsigned i = 0; i < fake.n_submitted; i++)
+                if (fake.owners[i] == owner)
+                        (void) scheduler_cancel(s, owner, "");
+}
+
 void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size) {
         snprintf(buf, size, r == -EDQUOT ? "session queue full" : "queue full");
 }
