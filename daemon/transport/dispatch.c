@@ -192,6 +192,21 @@ void dispatch_tasks_cancel_all(DispatchTasks *t) {
                 task_run_cancel(t, (TaskCall *) c);
 }
 
+void dispatch_tasks_drop_owner(DispatchTasks *t, const char *owner) {
+        if (!t)
+                return;
+        LIST_FOREACH_SAFE(tasks, k, next, t->store.tasks) {
+                if (strcmp(k->owner, owner) != 0)
+                        continue;
+                TaskCall *tc = k->run;
+                if (tc) {
+                        tc->task = NULL;
+                        task_run_cancel(t, tc);
+                }
+                task_store_remove(&t->store, k);
+        }
+}
+
 DispatchTasks *dispatch_tasks_free(DispatchTasks *t) {
         if (!t)
                 return NULL;
@@ -347,5 +362,9 @@ void dispatch_detach(Dispatch *d) {
 
 const void *dispatch_session_of(const void *owner) {
         const DispatchCall *c = owner;
+        /* A task's run counts against no session's share of the queue: MCP_EXEC_TASKS_PER_CLIENT
+         * bounds one client's tasks, and all tasks share the one task dispatch. */
+        if (c->dispatch && c->dispatch->ops == &tasks_dispatch_ops)
+                return NULL;
         return c->dispatch;
 }

@@ -66,6 +66,9 @@ void dispatch_set_tasks(Dispatch *d, DispatchTasks *tasks, const char *owner);
  * session and outlives the request and connection that made it. */
 int dispatch_tasks_new(Scheduler *scheduler, unsigned max_total, unsigned max_per_owner, uint64_t ttl_usec,
                        DispatchTasks **ret);
+/* owner is gone for good (a 2025 HTTP session ended): nobody can fetch its tasks any more, so their
+ * runs are cancelled and the tasks freed now rather than at their TTL. */
+void dispatch_tasks_drop_owner(DispatchTasks *t, const char *owner);
 /* Cancels every task's run (stdio's client went away; the daemon stops): each task ends cancelled. */
 void dispatch_tasks_cancel_all(DispatchTasks *t);
 /* Lets go of the runs the scheduler still holds (their answers are dropped) and frees the store. */

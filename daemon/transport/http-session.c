@@ -132,6 +132,8 @@ void http_session_close(HttpSession *s, const char *why) {
         log_debug("HTTP session closed: %s (%u open)", why, h->n_sessions);
 
         dispatch_cancel_all(&s->dispatch);
+        /* Only a registered (2025) session is closed; its tasks were its own. */
+        dispatch_tasks_drop_owner(s->dispatch.tasks, s->dispatch.owner);
         if (s->stream)
                 http_stream_fail(TAKE_PTR(s->stream));
         http_session_unref(s);

@@ -339,3 +339,28 @@ test('http 2025: a session\'s task is its own: another session gets -32602 and a
     const r = await post2025(d, a, 6, 'tasks/result', { taskId: id });
     assert.equal(r.result.structuredContent.stdout, 'done after 1 s\n');
 });
+
+test('http 2025: ending the session (DELETE) cancels its running tasks: nobody can fetch them any more', async (t) => {
+    const marker = uniqueMarker('task-delete');
+    reap(t, marker);
+    const d = await startHttpDaemon(t);
+    const sid = await initSession(d);
+    const created = await post2025(d, sid, 1, 'tools/call', { name: 'exec', arguments: { code: pySleeperExec(marker, 120), timeout_s: 120 }, task: {} });
+    assert.ok(created.result?.task, JSON.stringify(created));
+    assert.ok((await waitMarkerPresent(marker, DEADLINE_MS)).length > 0, 'the run never started');
+    const del = await rawRequest(d, { method: 'DELETE', headers: { 'Mcp-Session-Id': sid } });
+    assert.ok(del.status < 300, `DELETE: ${del.status}`);
+    assert.deepEqual(await waitMarkerGone(marker, DEADLINE_MS), [], 'the task\'s run outlived its session');
+});
+
+test('http: SIGTERM with a task running: its run is killed like every run, the daemon exits', async (t) => {
+    const marker = uniqueMarker('task-sigterm');
+    reap(t, marker);
+    const d = await startHttpDaemon(t);
+    const c = await modernPost(d, 1, 'tools/call', modern({ name: 'exec', arguments: { code: pySleeperExec(marker, 120), timeout_s: 120 } }));
+    assert.equal(c.json?.result?.resultType, 'task', c.body);
+    assert.ok((await waitMarkerPresent(marker, DEADLINE_MS)).length > 0, 'the run never started');
+    d.kill('SIGTERM');
+    await d.waitExit(DEADLINE_MS);
+    assert.deepEqual(await waitMarkerGone(marker, DEADLINE_MS), []);
+});
