@@ -164,6 +164,9 @@ const char *mcp_task_request_task_id(const McpTaskRequest *r); /* NULL for LIST 
  * ended (2025: an error; 2026: the same acknowledgement). NULL on ENOMEM. */
 char *mcp_task_reply(const McpTaskRequest *r, const McpTaskView *t, bool was_terminal);
 char *mcp_task_reply_list(const McpTaskRequest *r, const McpTaskView *tasks, size_t n);
+/* The answer when the one above could not be built: -32603 "out of memory", preformatted when the
+ * request was parsed (issue 15). Hands it over once; NULL after that. */
+char *mcp_task_reply_oom(McpTaskRequest *r);
 McpTaskRequest *mcp_task_request_free(McpTaskRequest *r);
 DEFINE_POINTER_CLEANUP(McpTaskRequest, mcp_task_request_free)
 

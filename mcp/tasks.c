@@ -39,8 +39,13 @@ McpTaskRequest *mcp_task_request_free(McpTaskRequest *r) {
         json_decref(r->id);
         json_decref(r->stamp);
         free(r->task_id);
+        free(r->reply_oom);
         free(r);
         return NULL;
+}
+
+char *mcp_task_reply_oom(McpTaskRequest *r) {
+        return TAKE_PTR(r->reply_oom);
 }
 
 static char *error_reply(json_t *id, int code, const char *message) {
@@ -68,6 +73,14 @@ int mcp_task_request_parse(McpTaskOp op, json_t *id, json_t *params, json_t *sta
         r->op = op;
         if (op != MCP_TASK_LIST && !(r->task_id = strdup(json_string_value(tid))))
                 return -ENOMEM;
+        _cleanup_free_ char *id_key = mcp_json_dump(id);
+        if (!id_key || asprintf(&r->reply_oom,
+                                "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,\"message\":"
+                                "\"Internal error: mcp-execd is out of memory\"}}",
+                                id_key, MCP_ERROR_INTERNAL) < 0) {
+                r->reply_oom = NULL; /* asprintf(3) leaves it undefined */
+                return -ENOMEM;
+        }
         ret->kind = MCP_ACTION_TASK;
         ret->task = TAKE_PTR(r);
         return 0;

@@ -331,9 +331,15 @@ void dispatch_action(Dispatch *d, McpAction *a, void *ctx) {
                 else
                         dispatch_submit(d, TAKE_PTR(a->call), ctx, NULL);
                 return;
-        case MCP_ACTION_TASK:
-                dispatch_answer(d, ctx, dispatch_task_answer(d, a->task));
+        case MCP_ACTION_TASK: {
+                char *reply = dispatch_task_answer(d, a->task);
+                if (!reply) {
+                        log_error("out of memory building a reply; answered with the preformatted error");
+                        reply = mcp_task_reply_oom(a->task);
+                }
+                dispatch_answer(d, ctx, reply);
                 return;
+        }
         }
 }
 
