@@ -259,8 +259,9 @@ static void dispatch_task_submit(Dispatch *d, McpCall *call_in, void *ctx) {
                                  dt->store.max_per_owner);
                 else
                         snprintf(msg, sizeof(msg), "mcp-execd could not create the task: %s", strerror(-r));
-                log_info("a task was refused: %s", msg);
-                scheduler_note_rejected(d->scheduler, call, "tasks-full");
+                /* Recorded like a full queue (MCP_EXEC_TASKS_MAX: tasks-full, MCP_EXEC_TASKS_PER_CLIENT:
+                 * client-tasks-full), with the call's sizes, never its content. */
+                scheduler_note_rejected(d->scheduler, call, r == -EDQUOT ? "client-tasks-full" : "tasks-full");
                 dispatch_answer(d, ctx, reply_or_oom(call, mcp_call_reply_error(call, MCP_ERROR_INVALID_REQUEST, msg)));
                 return;
         }

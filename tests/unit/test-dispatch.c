@@ -75,7 +75,7 @@ void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reas
                 fake.rejected_invalid++;
         else if (strcmp(reason, "duplicate-id") == 0)
                 fake.rejected_duplicate++;
-        else if (strcmp(reason, "tasks-full") == 0)
+        else if (strcmp(reason, "client-tasks-full") == 0)
                 fake.rejected_tasks++;
         else
                 fail_msg("unexpected reason %s", reason);
