@@ -25,6 +25,7 @@ struct McpTaskRequest {
         json_t *stamp;       /* 2026-07-28: as McpCall's; NULL: 2025-11-25 */
         McpTaskOp op;
         char *task_id;
+        char *id_key;        /* the request id's compact JSON */
         char *reply_oom;     /* mcp_task_reply_oom()'s answer, made at parse time */
 };
 

@@ -159,9 +159,12 @@ typedef enum McpTaskOp {
 typedef struct McpTaskRequest McpTaskRequest;
 McpTaskOp mcp_task_request_op(const McpTaskRequest *r);
 const char *mcp_task_request_task_id(const McpTaskRequest *r); /* NULL for LIST */
+/* As mcp_call_id_key(): a tasks/result that waits can be cancelled by its request id. */
+const char *mcp_task_request_id_key(const McpTaskRequest *r);
 /* The answer. t: the task (after the operation: a cancelled task is shown cancelled), or NULL when
  * the caller has no task of that id (-32602). For CANCEL, was_terminal says the task had already
- * ended (2025: an error; 2026: the same acknowledgement). NULL on ENOMEM. */
+ * ended (2025: an error; 2026: the same acknowledgement). A RESULT of a working task is answered
+ * only once it has ended (the caller waits: dispatch.c). NULL on ENOMEM. */
 char *mcp_task_reply(const McpTaskRequest *r, const McpTaskView *t, bool was_terminal);
 char *mcp_task_reply_list(const McpTaskRequest *r, const McpTaskView *tasks, size_t n);
 /* The answer when the one above could not be built: -32603 "out of memory", preformatted when the

@@ -33,12 +33,17 @@ const char *mcp_task_request_task_id(const McpTaskRequest *r) {
         return r->task_id;
 }
 
+const char *mcp_task_request_id_key(const McpTaskRequest *r) {
+        return r->id_key;
+}
+
 McpTaskRequest *mcp_task_request_free(McpTaskRequest *r) {
         if (!r)
                 return NULL;
         json_decref(r->id);
         json_decref(r->stamp);
         free(r->task_id);
+        free(r->id_key);
         free(r->reply_oom);
         free(r);
         return NULL;
@@ -73,11 +78,11 @@ int mcp_task_request_parse(McpTaskOp op, json_t *id, json_t *params, json_t *sta
         r->op = op;
         if (op != MCP_TASK_LIST && !(r->task_id = strdup(json_string_value(tid))))
                 return -ENOMEM;
-        _cleanup_free_ char *id_key = mcp_json_dump(id);
-        if (!id_key || asprintf(&r->reply_oom,
+        r->id_key = mcp_json_dump(id);
+        if (!r->id_key || asprintf(&r->reply_oom,
                                 "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,\"message\":"
                                 "\"Internal error: mcp-execd is out of memory\"}}",
-                                id_key, MCP_ERROR_INTERNAL) < 0) {
+                                r->id_key, MCP_ERROR_INTERNAL) < 0) {
                 r->reply_oom = NULL; /* asprintf(3) leaves it undefined */
                 return -ENOMEM;
         }
@@ -185,13 +190,8 @@ char *mcp_task_reply(const McpTaskRequest *r, const McpTaskView *t, bool was_ter
         }
         case MCP_TASK_RESULT: {
                 if (t->status != MCP_TASK_COMPLETED) {
-                        /* tasks.mdx has tasks/result wait for the end; we answer at once instead, and the
-                         * SDK clients ask only once tasks/get has said "completed" (README "Tasks"). */
-                        _cleanup_free_ char *msg = mcp_problem(
-                                t->status == MCP_TASK_WORKING
-                                        ? "Invalid params: task %s is still working; poll tasks/get until it is completed"
-                                        : "Invalid params: task %s has no result: it is %s",
-                                t->id, status_names[t->status]);
+                        _cleanup_free_ char *msg = mcp_problem("Invalid params: task %s has no result: it is %s",
+                                                               t->id, status_names[t->status]);
                         return msg ? error_reply(r->id, MCP_ERROR_INVALID_PARAMS, msg) : NULL;
                 }
                 _cleanup_(json_decrefp) json_t *result = reply_result_get(t->reply);

@@ -37,6 +37,7 @@ struct Task {
         uint64_t ttl_usec;      /* how long the result is kept once it ended */
         char *reply;            /* TASK_COMPLETED: the run's JSON-RPC reply, as the call would have had it */
         void *run;              /* TASK_WORKING: the dispatcher's record of the run (borrowed) */
+        void *waiters;          /* TASK_WORKING: the dispatcher's requests waiting for the end (borrowed) */
         LIST_FIELDS(Task, tasks);
 };
 

@@ -16,6 +16,7 @@ static DispatchCall *dispatch_call_free(DispatchCall *c) {
                 return NULL;
         free(c->id_key);
         free(c->progress_token);
+        mcp_task_request_free(c->wait);
         free(c);
         return NULL;
 }
@@ -134,8 +135,32 @@ static uint64_t realtime_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
+static McpTaskView task_view(const Task *k);
+
+static void task_waiter_unlink(DispatchCall *c) {
+        DispatchCall **head = (DispatchCall **) &c->wait_task->waiters;
+        LIST_REMOVE(waiters, *head, c);
+        c->wait_task = NULL;
+}
+
+/* reply NULL: each waiting tasks/result stops waiting unanswered (its task is being freed); else
+ * each gets the task's answer, now that it has ended. */
+static void task_waiters_answer(Task *k, bool ended) {
+        DispatchCall *c;
+        while ((c = k->waiters)) {
+                task_waiter_unlink(c);
+                char *reply = NULL;
+                if (ended) {
+                        McpTaskView v = task_view(k);
+                        reply = mcp_task_reply(c->wait, &v, true) ?: mcp_task_reply_oom(c->wait);
+                }
+                dispatch_on_reply(c, reply);
+        }
+}
+
 static void task_ended(Task *k, TaskStatus status, char *reply) {
         task_end(k, status, reply, now_usec(), realtime_usec());
+        task_waiters_answer(k, true);
 }
 
 /* The task dispatch's ctx is the Task the run answers into. */
@@ -203,6 +228,7 @@ void dispatch_tasks_drop_owner(DispatchTasks *t, const char *owner) {
                         tc->task = NULL;
                         task_run_cancel(t, tc);
                 }
+                task_waiters_answer(k, false);
                 task_store_remove(&t->store, k);
         }
 }
@@ -276,6 +302,37 @@ static void dispatch_task_submit(Dispatch *d, McpCall *call_in, void *ctx) {
         dispatch_answer(d, ctx, created);
 }
 
+/* A 2025 tasks/result of a working task waits for its end (tasks.mdx), as a call waits for its
+ * run: a record on the session's list, so the transport holds the request open and a cancellation
+ * (notifications/cancelled of its id, the request or session going away) ends the wait. True if
+ * it waits (or was answered for lack of memory). */
+static bool dispatch_task_wait(Dispatch *d, McpAction *a, void *ctx) {
+        DispatchTasks *dt = d->tasks;
+        if (!dt || mcp_task_request_op(a->task) != MCP_TASK_RESULT)
+                return false;
+        Task *k = task_store_find(&dt->store, d->owner, mcp_task_request_task_id(a->task), now_usec());
+        if (!k || task_status_is_terminal(k->status))
+                return false;
+
+        _cleanup_(dispatch_call_freep) DispatchCall *c = calloc(1, d->ops->call_size ?: sizeof(DispatchCall));
+        if (!c || !(c->id_key = strdup(mcp_task_request_id_key(a->task)))) {
+                dispatch_answer(d, ctx, mcp_task_reply_oom(a->task));
+                return true;
+        }
+        c->t0_usec = now_usec();
+        c->dispatch = d;
+        c->wait = TAKE_PTR(a->task);
+        c->wait_task = k;
+        DispatchCall *owner = TAKE_PTR(c); /* the session's list's, and the task's, until answered */
+        DispatchCall **head = (DispatchCall **) &k->waiters;
+        LIST_PREPEND(waiters, *head, owner);
+        LIST_PREPEND(calls, d->calls, owner);
+        d->n_calls++;
+        if (d->ops->call_new)
+                d->ops->call_new(d, owner, ctx);
+        return true;
+}
+
 static char *dispatch_task_answer(Dispatch *d, const McpTaskRequest *req) {
         DispatchTasks *dt = d->tasks;
         uint64_t now = now_usec();
@@ -292,6 +349,8 @@ static char *dispatch_task_answer(Dispatch *d, const McpTaskRequest *req) {
         Task *k = dt ? task_store_find(&dt->store, d->owner, mcp_task_request_task_id(req), now) : NULL;
         if (!k)
                 return mcp_task_reply(req, NULL, false);
+        if (mcp_task_request_op(req) == MCP_TASK_RESULT && !task_status_is_terminal(k->status))
+                return NULL; /* dispatch_task_wait() */
         bool was_terminal = task_status_is_terminal(k->status);
         if (mcp_task_request_op(req) == MCP_TASK_CANCEL && !was_terminal) {
                 /* Cancelled now, as the client sees it; the run is killed as a cancelled call's is
@@ -333,6 +392,8 @@ void dispatch_action(Dispatch *d, McpAction *a, void *ctx) {
                         dispatch_submit(d, TAKE_PTR(a->call), ctx, NULL);
                 return;
         case MCP_ACTION_TASK: {
+                if (dispatch_task_wait(d, a, ctx))
+                        return;
                 char *reply = dispatch_task_answer(d, a->task);
                 if (!reply) {
                         log_error("out of memory building a reply; answered with the preformatted error");
@@ -348,6 +409,11 @@ bool dispatch_call_cancel(DispatchCall *c) {
         Dispatch *d = c->dispatch;
         if (!d)
                 return false;
+        if (c->wait_task) {
+                task_waiter_unlink(c);
+                dispatch_on_reply(c, NULL); /* frees c */
+                return true;
+        }
         return scheduler_cancel(d->scheduler, c, c->id_key); /* may free c */
 }
 

@@ -27,6 +27,11 @@ struct DispatchCall {
         uint32_t timeout_s;
         uint64_t t0_usec;       /* accepted */
         LIST_FIELDS(DispatchCall, calls);
+        /* Or a 2025 tasks/result waiting for its task to end (tasks.mdx: it blocks): never the
+         * scheduler's; answered from the task when it ends, or NULL when cancelled. */
+        McpTaskRequest *wait;
+        Task *wait_task;        /* the task it waits for, until answered */
+        LIST_FIELDS(DispatchCall, waiters);
 };
 
 /* What a transport does with the answers. ctx is what it passed to dispatch_action() (HTTP: the
@@ -93,7 +98,8 @@ void dispatch_action(Dispatch *d, McpAction *a, void *ctx);
 DispatchCall *dispatch_find(const Dispatch *d, const char *id_key);
 
 /* Cancels one call: dropped if queued, killed if running; call_reply() gets NULL (maybe at once,
- * which frees c). True if the scheduler knew it. */
+ * which frees c). True if the scheduler knew it. A waiting tasks/result stops waiting (NULL, at
+ * once); its task goes on. */
 bool dispatch_call_cancel(DispatchCall *c);
 
 /* Cancels every call of the session (its connection or session went away). */

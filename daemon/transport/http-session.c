@@ -348,8 +348,7 @@ enum MHD_Result http_session_handle_mcp_post(HttpRequest *req) {
         dispatch_action(&s->dispatch, &a, req);
 
         switch (kind) {
-        case MCP_ACTION_REPLY:
-        case MCP_ACTION_TASK: {
+        case MCP_ACTION_REPLY: {
                 char *body = TAKE_PTR(req->reply);
                 req->reply_ready = false;
                 if (new_session && is_initialize) {
@@ -375,6 +374,7 @@ enum MHD_Result http_session_handle_mcp_post(HttpRequest *req) {
         case MCP_ACTION_CANCEL:
         case MCP_ACTION_HOLD: /* never: the HTTP transport starts after the probe (daemon.c) */
                 return http_respond(req, MHD_HTTP_ACCEPTED, NULL, NULL, NULL, NULL);
+        case MCP_ACTION_TASK: /* answered, or (tasks/result of a working task) waiting like a call */
         case MCP_ACTION_CALL:
                 if (req->is_stream)
                         return r;

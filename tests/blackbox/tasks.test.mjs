@@ -83,16 +83,18 @@ test('stdio 2025: a task is created at once while its run sleeps; working, then 
     assert.ok((await waitMarkerPresent(marker, DEADLINE_MS)).length > 0, 'the run never started');
     const early = await d.request('tasks/get', { taskId: task.taskId });
     assert.equal(early.result.status, 'working', JSON.stringify(early));
-    const notYet = await d.request('tasks/result', { taskId: task.taskId });
-    assert.equal(notYet.error?.code, -32602, JSON.stringify(notYet));
+    // tasks/result of a working task waits for its end (tasks.mdx); asked now, answered later.
+    const waiting = d.send('tasks/result', { taskId: task.taskId });
     const listed = await d.request('tasks/list', {});
     assert.deepEqual(listed.result.tasks.map((x) => x.taskId), [task.taskId]);
 
     const { task: ended, seen } = await pollUntilEnded(async () => (await d.request('tasks/get', { taskId: task.taskId })).result);
     assert.equal(ended.status, 'completed', JSON.stringify(seen));
     assert.equal(seen[0], 'working');
+    const waited = await d.response(waiting, DEADLINE_MS);
     const res = await d.request('tasks/result', { taskId: task.taskId });
     assert.ok(res.result, JSON.stringify(res));
+    assert.deepEqual(waited.result, res.result, 'the waiting tasks/result got the same result');
     assert.deepEqual(res.result._meta?.[RELATED], { taskId: task.taskId });
     assert.equal(res.result.structuredContent.stdout, 'slept\n');
     // The same code as a plain call: the same result but for timing.
@@ -112,8 +114,11 @@ test('stdio 2025: tasks/cancel kills the run (no process left), the task says ca
     const created = await d.request('tools/call', { name: 'exec', arguments: { code: pySleeperExec(marker, 120), timeout_s: 120 }, task: {} });
     const id = created.result.task.taskId;
     assert.ok((await waitMarkerPresent(marker, DEADLINE_MS)).length > 0, 'the run never started');
+    const waiting = d.send('tasks/result', { taskId: id });
     const c = await d.request('tasks/cancel', { taskId: id });
     assert.equal(c.result?.status, 'cancelled', JSON.stringify(c));
+    const w = await d.response(waiting, DEADLINE_MS);
+    assert.equal(w.error?.code, -32602, `the waiting tasks/result: ${JSON.stringify(w)}`);
     assert.deepEqual(await waitMarkerGone(marker, DEADLINE_MS), [], 'the run outlived its cancelled task');
     assert.equal((await d.request('tasks/get', { taskId: id })).result.status, 'cancelled');
     const r = await d.request('tasks/result', { taskId: id });
@@ -326,7 +331,7 @@ test('http 2026 with a token: a task outlives its request; found by a later requ
 test('http 2025: a session\'s task is its own: another session gets -32602 and an empty list', async (t) => {
     const d = await startHttpDaemon(t);
     const a = await initSession(d), b = await initSession(d);
-    const created = await post2025(d, a, 1, 'tools/call', { name: 'exec', arguments: { code: SLOW(1) }, task: {} });
+    const created = await post2025(d, a, 1, 'tools/call', { name: 'exec', arguments: { code: SLOW(3) }, task: {} });
     const id = created.result?.task?.taskId;
     assert.ok(id, JSON.stringify(created));
     const seenByB = await post2025(d, b, 2, 'tasks/get', { taskId: id });
@@ -334,10 +339,13 @@ test('http 2025: a session\'s task is its own: another session gets -32602 and a
     assert.deepEqual((await post2025(d, b, 3, 'tasks/list', {})).result.tasks, []);
     const cancelByB = await post2025(d, b, 4, 'tasks/cancel', { taskId: id });
     assert.equal(cancelByB.error?.code, -32602);
+    // A tasks/result POSTed while the task works is held open until the task ends.
+    const waited = post2025(d, a, 7, 'tasks/result', { taskId: id });
     const { task } = await pollUntilEnded(async () => (await post2025(d, a, 5, 'tasks/get', { taskId: id })).result);
     assert.equal(task.status, 'completed', 'B\'s cancel did not touch A\'s task');
     const r = await post2025(d, a, 6, 'tasks/result', { taskId: id });
-    assert.equal(r.result.structuredContent.stdout, 'done after 1 s\n');
+    assert.equal(r.result.structuredContent.stdout, 'done after 3 s\n');
+    assert.equal((await waited).result?.structuredContent?.stdout, 'done after 3 s\n');
 });
 
 test('http 2025: ending the session (DELETE) cancels its running tasks: nobody can fetch them any more', async (t) => {
@@ -363,4 +371,22 @@ test('http: SIGTERM with a task running: its run is killed like every run, the d
     d.kill('SIGTERM');
     await d.waitExit(DEADLINE_MS);
     assert.deepEqual(await waitMarkerGone(marker, DEADLINE_MS), []);
+});
+
+test('http 2025: a waiting tasks/result whose client goes away ends its wait; the task goes on', async (t) => {
+    const d = await startHttpDaemon(t);
+    const sid = await initSession(d);
+    const created = await post2025(d, sid, 1, 'tools/call', { name: 'exec', arguments: { code: SLOW(3) }, task: {} });
+    const id = created.result.task.taskId;
+    const ac = new AbortController();
+    const waiting = mcpPost(d, { jsonrpc: '2.0', id: 2, method: 'tasks/result', params: { taskId: id } },
+        { sessionId: sid, protocolVersion: '2025-11-25', signal: ac.signal }).then((r) => r.text());
+    await sleep(300);
+    ac.abort();
+    await assert.rejects(waiting);
+    const { task } = await pollUntilEnded(async () => (await post2025(d, sid, 3, 'tasks/get', { taskId: id })).result);
+    assert.equal(task.status, 'completed');
+    const r = await post2025(d, sid, 4, 'tasks/result', { taskId: id });
+    assert.equal(r.result.structuredContent.stdout, 'done after 3 s\n');
+    assert.equal(d.exit, null, 'the daemon is still running');
 });

@@ -411,7 +411,24 @@ static void test_tasks(void **state) {
 
         feed_task(f, &f->session, "tasks/get", t1);
         assert_non_null(strstr(f->session.last, "\"working\""));
+        /* tasks/result of a working task waits, as a call would, on the session's list. */
+        unsigned answers = f->session.n_answers;
+        feed_task(f, &f->session, "tasks/result", t1);
+        assert_int_equal(f->session.n_answers, answers);
+        assert_int_equal(f->session.n_call_new, 1);
+        assert_int_equal(f->session.dispatch.n_calls, 1);
         fake_answer(0, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[],\"isError\":false}}");
+        assert_int_equal(f->session.n_call_replies, 1);
+        assert_int_equal(f->session.dispatch.n_calls, 0);
+        assert_non_null(strstr(f->session.last, "related-task"));
+        /* A waiting tasks/result is cancelled by its request id: it stops waiting, unanswered. */
+        feed_task(f, &f->session, "tasks/result", t2);
+        assert_int_equal(f->session.dispatch.n_calls, 1);
+        assert_int_equal(feed(f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":50}}", NULL),
+                         MCP_ACTION_CANCEL);
+        assert_int_equal(f->session.n_null_replies, 1);
+        assert_int_equal(f->session.dispatch.n_calls, 0);
+        assert_int_equal(fake.n_cancelled, 0); /* the task's run goes on */
         feed_task(f, &f->session, "tasks/get", t1);
         assert_non_null(strstr(f->session.last, "\"completed\""));
         feed_task(f, &f->session, "tasks/result", t1);
@@ -425,7 +442,11 @@ static void test_tasks(void **state) {
         assert_non_null(strstr(other.last, "-32602"));
         assert_int_equal(fake.n_cancelled, 0);
 
+        feed_task(f, &f->session, "tasks/result", t2); /* waits; answered by the cancel below */
+        unsigned replies = f->session.n_call_replies;
         feed_task(f, &f->session, "tasks/cancel", t2);
+        assert_int_equal(f->session.n_call_replies, replies + 1);
+        assert_int_equal(f->session.dispatch.n_calls, 0);
         assert_non_null(strstr(f->session.last, "\"cancelled\""));
         assert_int_equal(fake.n_cancelled, 1);
         assert_null(fake.owners[1]); /* the run was answered (NULL) and its record freed */
