@@ -538,7 +538,8 @@ static void handle_line(McpServer *s, const char *line, size_t len) {
                 break;
         }
         case MCP_ACTION_CALL: {
-                FUZZ_CHECK(mcp_server_protocol_version(s));
+                /* A 2026-07-28 call stands alone: no initialize before it. */
+                FUZZ_CHECK(mcp_server_protocol_version(s) || a.is_modern);
                 check_call_args(a.call, line, len);
                 McpTool tool = mcp_call_args(a.call)->tool;
                 if (tool == MCP_TOOL_EXEC || tool == MCP_TOOL_EXECUTE_PYTHON)
@@ -548,6 +549,16 @@ static void handle_line(McpServer *s, const char *line, size_t len) {
                 char *reply = mcp_call_reply_tool_error(a.call, "the run queue is full");
                 check_reply(reply);
                 free(reply);
+                if (mcp_call_is_task(a.call, NULL)) {
+                        McpTaskView v = { .id = "0123456789abcdef0123456789abcdef", .created_usec = 1,
+                                          .updated_usec = 1, .ttl_msec = 1000 };
+                        reply = mcp_call_reply_task_created(a.call, &v);
+                        check_reply(reply);
+                        free(reply);
+                        reply = mcp_call_reply_error(a.call, MCP_ERROR_INVALID_REQUEST, "too many tasks");
+                        check_reply(reply);
+                        free(reply);
+                }
                 break;
         }
         }
