@@ -1,5 +1,6 @@
 /* dispatch.c: the one path from a parsed MCP action to the scheduler (dispatch.h); owns the
- * DispatchCall records between submit and answer. */
+ * DispatchCall records between submit and answer, and the daemon's tasks (their runs, their
+ * waiting tasks/result requests). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,8 +144,8 @@ static void task_waiter_unlink(DispatchCall *c) {
         c->wait_task = NULL;
 }
 
-/* reply NULL: each waiting tasks/result stops waiting unanswered (its task is being freed); else
- * each gets the task's answer, now that it has ended. */
+/* ended: each waiting tasks/result gets the task's answer, now that it has ended; else each stops
+ * waiting unanswered (its task is being freed with its owner). */
 static void task_waiters_answer(Task *k, bool ended) {
         DispatchCall *c;
         while ((c = k->waiters)) {
