@@ -56,6 +56,7 @@ struct Daemon {
         PyExec *pyexec;
         McpServer *mcp;  /* stdio: the one session; HTTP: the template of each session's */
         Scheduler scheduler;
+        DispatchTasks *tasks; /* every transport's tasks (README "Tasks") */
         Metrics *metrics;
         Stdio *stdio;    /* one of the two transports */
         Http *http;
@@ -368,6 +369,10 @@ static int daemon_serving_setup(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "cannot set up the metrics: %m");
         scheduler_set_metrics(&d->scheduler, d->metrics);
+        r = dispatch_tasks_new(&d->scheduler, cfg->tasks_max, cfg->tasks_per_client,
+                               (uint64_t) cfg->task_ttl_s * 1000000u, &d->tasks);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the tasks: %m");
 
         d->transport_name = cfg->transport == TRANSPORT_STDIO  ? "stdio"
                             : cfg->transport == TRANSPORT_HTTP ? "HTTP (Streamable HTTP and HTTP+SSE)"
@@ -378,6 +383,10 @@ static int daemon_serving_setup(Daemon *d) {
                 r = http_start(d->ring, &d->scheduler, d->mcp, cfg, &d->http);
         if (r < 0)
                 return log_error_errno(r, "cannot start the %s transport: %m", d->transport_name);
+        if (d->stdio)
+                stdio_set_tasks(d->stdio, d->tasks);
+        else
+                http_set_tasks(d->http, d->tasks);
         return 0;
 }
 
@@ -598,6 +607,9 @@ Daemon *daemon_free(Daemon *d) {
          *    goes, and the session. */
         if (d->signals)
                 signals_stop(d->signals);
+        /* Nobody is left to fetch a task's result (stdio's client is gone; a signal already killed
+         * every run): the tasks' runs die like the calls'. */
+        dispatch_tasks_cancel_all(d->tasks);
         if (drained)
                 drained = daemon_drain(d, daemon_calls_busy, NULL, deadline);
         stdio_cancel_io(d->stdio);
@@ -606,6 +618,7 @@ Daemon *daemon_free(Daemon *d) {
                 drained = daemon_drain(d, daemon_transport_busy, daemon_transport_cancel, deadline);
         stdio_free(d->stdio);
         http_free(d->http);
+        d->tasks = dispatch_tasks_free(d->tasks);
         mcp_server_free(d->mcp);
         /* No ready sandbox outlives the daemon (their inits also die with it: PR_SET_PDEATHSIG). */
         run_pool_stop(d->pool);

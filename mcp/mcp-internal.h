@@ -15,11 +15,32 @@ struct McpCall {
         char *reply_oom;     /* mcp_call_reply_oom()'s answer, made at parse time */
         json_t *stamp;       /* 2026-07-28 request: merged into every result (resultType, _meta), or NULL */
         char traceparent[MCP_TRACEPARENT_LEN + 1]; /* validated (trace.c), or "" */
+        bool task;           /* run as a task (mcp_call_is_task()) */
+        uint64_t task_ttl_msec;
         McpExecArgs args;
 };
 
 /* trace.c: takes _meta.traceparent if it is a valid one (the call's first valid value wins). */
 void mcp_call_trace_from_meta(McpCall *c, json_t *meta);
+
+/* A request about a task (tasks.c). */
+struct McpTaskRequest {
+        json_t *id;
+        json_t *stamp;       /* 2026-07-28: as McpCall's; NULL: 2025-11-25 */
+        McpTaskOp op;
+        char *task_id;
+        char *id_key;        /* the request id's compact JSON */
+        char *reply_oom;     /* mcp_task_reply_oom()'s answer, made at parse time */
+};
+
+/* The extension of 2026-07-28 that tasks are (SEP-2663), as named in capabilities. */
+#define MCP_TASKS_EXTENSION "io.modelcontextprotocol/tasks"
+/* The _meta key that ties a 2025-11-25 result to its task (tasks.mdx). */
+#define MCP_META_RELATED_TASK "io.modelcontextprotocol/related-task"
+
+/* Parses a tasks/ request (method already known to be one): a REPLY with -32602 for bad params, else
+ * a TASK action. stamp: NULL for the 2025 era. */
+int mcp_task_request_parse(McpTaskOp op, json_t *id, json_t *params, json_t *stamp, McpAction *ret);
 
 /* The tool registry (tools.c), as the server reads it: a table of definitions, looked up by name. */
 typedef struct McpToolDef McpToolDef;

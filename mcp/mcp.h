@@ -146,12 +146,67 @@ void mcp_call_set_traceparent(McpCall *c, const char *value);
 McpCall *mcp_call_free(McpCall *c);
 DEFINE_POINTER_CLEANUP(McpCall, mcp_call_free)
 
+/* Tasks (README "Tasks"): a tools/call may run as a task (2025-11-25: params.task; 2026-07-28: the
+ * request declares the io.modelcontextprotocol/tasks extension), answered at once with the task,
+ * its result fetched later. The store is the daemon's (daemon/task/); mcp/ only parses the requests
+ * and writes the answers, from a view of the task. */
+typedef enum McpTaskStatus {
+        MCP_TASK_WORKING,
+        MCP_TASK_COMPLETED,
+        MCP_TASK_FAILED,
+        MCP_TASK_CANCELLED,
+} McpTaskStatus;
+
+typedef struct McpTaskView {
+        const char *id;
+        McpTaskStatus status;
+        uint64_t created_usec; /* CLOCK_REALTIME */
+        uint64_t updated_usec; /* CLOCK_REALTIME */
+        uint64_t ttl_msec;     /* how long the result is kept after the task ends */
+        const char *reply;     /* MCP_TASK_COMPLETED: the call's own JSON-RPC reply (its result is shown) */
+} McpTaskView;
+
+/* Whether the call is to run as a task; *ret_ttl_msec is the TTL it asked for (2025 task.ttl), 0 for
+ * none. */
+bool mcp_call_is_task(const McpCall *c, uint64_t *ret_ttl_msec);
+/* The immediate answer to a call that runs as a task (CreateTaskResult of its era). NULL on ENOMEM. */
+char *mcp_call_reply_task_created(const McpCall *c, const McpTaskView *t);
+/* A JSON-RPC error answering the call (the task could not be created: a bound, naming it). */
+char *mcp_call_reply_error(const McpCall *c, int code, const char *message);
+
+typedef enum McpTaskOp {
+        MCP_TASK_GET,    /* tasks/get */
+        MCP_TASK_RESULT, /* tasks/result (2025-11-25) */
+        MCP_TASK_CANCEL, /* tasks/cancel */
+        MCP_TASK_LIST,   /* tasks/list (2025-11-25) */
+        MCP_TASK_UPDATE, /* tasks/update (2026-07-28; nothing of ours waits for input: acknowledged) */
+} McpTaskOp;
+
+/* A request about a task, to be answered from the store. Opaque; owns the request id. */
+typedef struct McpTaskRequest McpTaskRequest;
+McpTaskOp mcp_task_request_op(const McpTaskRequest *r);
+const char *mcp_task_request_task_id(const McpTaskRequest *r); /* NULL for LIST */
+/* As mcp_call_id_key(): a tasks/result that waits can be cancelled by its request id. */
+const char *mcp_task_request_id_key(const McpTaskRequest *r);
+/* The answer. t: the task (after the operation: a cancelled task is shown cancelled), or NULL when
+ * the caller has no task of that id (-32602). For CANCEL, was_terminal says the task had already
+ * ended (2025: an error; 2026: the same acknowledgement). A RESULT of a working task is answered
+ * only once it has ended (the caller waits: dispatch.c). NULL on ENOMEM. */
+char *mcp_task_reply(const McpTaskRequest *r, const McpTaskView *t, bool was_terminal);
+char *mcp_task_reply_list(const McpTaskRequest *r, const McpTaskView *tasks, size_t n);
+/* The answer when the one above could not be built: -32603 "out of memory", preformatted when the
+ * request was parsed (issue 15). Hands it over once; NULL after that. */
+char *mcp_task_reply_oom(McpTaskRequest *r);
+McpTaskRequest *mcp_task_request_free(McpTaskRequest *r);
+DEFINE_POINTER_CLEANUP(McpTaskRequest, mcp_task_request_free)
+
 typedef enum McpActionKind {
         MCP_ACTION_NONE,     /* nothing to do (a notification, a response from the client) */
         MCP_ACTION_REPLY,    /* send reply */
         MCP_ACTION_CALL,     /* run call, then send mcp_call_reply_*() */
         MCP_ACTION_CANCEL,   /* cancel the call whose id key is cancel_key; send nothing */
         MCP_ACTION_HOLD,     /* nothing was done: hand the message in again after mcp_server_release() */
+        MCP_ACTION_TASK,     /* answer task from the task store (mcp_task_reply()) */
 } McpActionKind;
 
 typedef struct McpAction {
@@ -159,6 +214,7 @@ typedef struct McpAction {
         char *reply;      /* REPLY: one serialized JSON-RPC message, no newline; malloc'd */
         McpCall *call;    /* CALL */
         char *cancel_key; /* CANCEL: malloc'd */
+        McpTaskRequest *task; /* TASK */
         bool is_initialize; /* REPLY to a successful initialize (HTTP issues a session then) */
         bool is_tool_error; /* REPLY refusing a tools/call's arguments (isError: true): a rejected run */
         char traceparent[MCP_TRACEPARENT_LEN + 1]; /* that refused call's valid traceparent, or "" */
@@ -188,6 +244,7 @@ enum {
         MCP_ERROR_INTERNAL = -32603,
         /* 2026-07-28 (schema.mdx; renumbered from -32000.. in the final text). */
         MCP_ERROR_HEADER_MISMATCH = -32020,
+        MCP_ERROR_MISSING_CAPABILITY = -32021, /* a method of an extension the request did not declare */
         MCP_ERROR_UNSUPPORTED_PROTOCOL_VERSION = -32022,
 };
 

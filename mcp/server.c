@@ -188,6 +188,7 @@ void mcp_action_done(McpAction *a) {
         free(a->reply);
         mcp_call_free(a->call);
         free(a->cancel_key);
+        mcp_task_request_free(a->task);
         *a = (McpAction) {};
 }
 
@@ -251,6 +252,15 @@ static int handle_initialize(McpServer *s, json_t *id, json_t *params, McpAction
                 "instructions", instructions);
         if (!result)
                 return -ENOMEM;
+        /* 2025-11-25's experimental tasks (basic/utilities/tasks.mdx): tools/call may be a task, and
+         * tasks can be listed and cancelled. Older versions have no tasks. */
+        if (strcmp(version, "2025-11-25") == 0 &&
+            json_object_set_new(json_object_get(result, "capabilities"), "tasks",
+                                json_pack("{s:{}, s:{}, s:{s:{s:{}}}}", "list", "cancel", "requests", "tools",
+                                          "call")) < 0) {
+                json_decref(result);
+                return -ENOMEM;
+        }
         ret->reply = mcp_reply_result(id, result, NULL);
         if (!ret->reply)
                 return -ENOMEM;
@@ -261,8 +271,11 @@ static int handle_initialize(McpServer *s, json_t *id, json_t *params, McpAction
         return 0;
 }
 
-/* stamp: NULL for a 2025-era call, else what each of its results carries. */
-static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *stamp, McpAction *ret) {
+/* stamp: NULL for a 2025-era call, else what each of its results carries. as_task: a 2026-07-28
+ * request that declared the tasks extension (the server then makes every call a task, SEP-2663);
+ * a 2025 call asks with params.task. */
+static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *stamp, bool as_task,
+                             McpAction *ret) {
         json_t *name = params ? json_object_get(params, "name") : NULL;
         if (!json_is_string(name)) {
                 ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "tools/call: params.name must be a string");
@@ -281,6 +294,15 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *s
                                          "tools/call: params.arguments must be an object");
                 return ret->reply ? 0 : -ENOMEM;
         }
+        json_t *task = stamp ? NULL : json_object_get(params, "task");
+        json_t *ttl = json_is_object(task) ? json_object_get(task, "ttl") : NULL;
+        if ((task && !json_is_object(task)) || (ttl && !json_is_null(ttl) && !json_is_integer(ttl)) ||
+            json_integer_value(ttl) < 0) {
+                ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS,
+                                         "tools/call: params.task must be an object whose ttl, if any, is a "
+                                         "non-negative integer (milliseconds)");
+                return ret->reply ? 0 : -ENOMEM;
+        }
 
         _cleanup_(mcp_call_freep) McpCall *c = calloc(1, sizeof(*c));
         if (!c)
@@ -289,6 +311,8 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *s
         c->stamp = json_incref(stamp);
         c->arguments = arguments ? json_incref(arguments) : json_object();
         c->id_key = mcp_json_dump(id);
+        c->task = as_task || task;
+        c->task_ttl_msec = json_is_integer(ttl) ? (uint64_t) json_integer_value(ttl) : 0;
         if (!c->arguments || !c->id_key)
                 return -ENOMEM;
         /* Made now, while memory is there: the answer when none is left for the real one (issue 15). */
@@ -302,7 +326,9 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *s
         /* progress.mdx: a token is a string or an integer; anything else asks for nothing. */
         json_t *meta = json_object_get(params, "_meta");
         json_t *token = json_is_object(meta) ? json_object_get(meta, "progressToken") : NULL;
-        if ((json_is_string(token) || json_is_integer(token)) && !(c->progress_token = mcp_json_dump(token)))
+        /* A task sends no progress: its request is answered at once, and nobody waits on it. */
+        if (!c->task && (json_is_string(token) || json_is_integer(token)) &&
+            !(c->progress_token = mcp_json_dump(token)))
                 return -ENOMEM;
         mcp_call_trace_from_meta(c, meta);
 
@@ -332,6 +358,26 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
                 ret->reply = mcp_reply_result(id, json_object(), NULL);
                 return ret->reply ? 0 : -ENOMEM;
         }
+
+        static const struct {
+                const char *method;
+                McpTaskOp op;
+        } task_methods[] = {
+                { "tasks/get", MCP_TASK_GET },
+                { "tasks/result", MCP_TASK_RESULT },
+                { "tasks/cancel", MCP_TASK_CANCEL },
+                { "tasks/list", MCP_TASK_LIST },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(task_methods); i++)
+                if (strcmp(method, task_methods[i].method) == 0) {
+                        if (!s->protocol_version) {
+                                ret->reply = reply_errorf(id, MCP_ERROR_INVALID_REQUEST,
+                                                          "%s: the session is not initialized; send initialize first",
+                                                          method);
+                                return ret->reply ? 0 : -ENOMEM;
+                        }
+                        return mcp_task_request_parse(task_methods[i].op, id, params, NULL, ret);
+                }
 
         bool known = strcmp(method, "tools/list") == 0 || strcmp(method, "tools/call") == 0;
         if (!known) {
@@ -369,7 +415,7 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
                 ret->reply = mcp_reply_result(id, json_deep_copy(s->tools_list), NULL);
                 return ret->reply ? 0 : -ENOMEM;
         }
-        return handle_tools_call(s, id, params, NULL, ret);
+        return handle_tools_call(s, id, params, NULL, false, ret);
 }
 
 /* Every version we speak, newest era first: server/discover's supportedVersions and -32022's data.
@@ -443,6 +489,33 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
                 return ret->reply ? 0 : -ENOMEM;
         }
 
+        json_t *extensions = json_object_get(caps, "extensions");
+        bool tasks = json_is_object(extensions) && json_object_get(extensions, MCP_TASKS_EXTENSION);
+        static const struct {
+                const char *method;
+                McpTaskOp op;
+        } task_methods[] = {
+                { "tasks/get", MCP_TASK_GET },
+                { "tasks/update", MCP_TASK_UPDATE },
+                { "tasks/cancel", MCP_TASK_CANCEL },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(task_methods); i++)
+                if (strcmp(method, task_methods[i].method) == 0) {
+                        if (!tasks) {
+                                /* SEP-2663 and SEP-2575: a method of an extension the request did not
+                                 * declare, with the capability it needs in data. */
+                                _cleanup_(json_decrefp) json_t *m = json_pack(
+                                        "{s:s, s:O, s:{s:i, s:s, s:{s:{s:{s:{}}}}}}", "jsonrpc", "2.0", "id", id,
+                                        "error", "code", MCP_ERROR_MISSING_CAPABILITY, "message",
+                                        "Missing required client capability: declare the " MCP_TASKS_EXTENSION
+                                        " extension in _meta." META_CLIENT_CAPABILITIES ".extensions",
+                                        "data", "requiredCapabilities", "extensions", MCP_TASKS_EXTENSION);
+                                ret->reply = m ? mcp_json_dump(m) : NULL;
+                                return ret->reply ? 0 : -ENOMEM;
+                        }
+                        return mcp_task_request_parse(task_methods[i].op, id, params, s->stamp, ret);
+                }
+
         bool discover = strcmp(method, "server/discover") == 0, list = strcmp(method, "tools/list") == 0,
              call = strcmp(method, "tools/call") == 0;
         if (!discover && !list && !call) {
@@ -461,8 +534,9 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
                 _cleanup_(json_decrefp) json_t *versions = supported_versions_new();
                 if (!versions)
                         return -ENOMEM;
-                json_t *result = json_pack("{s:O, s:{s:{s:b}}, s:s, s:i, s:s}", "supportedVersions", versions,
-                                           "capabilities", "tools", "listChanged", 0, "instructions", instructions,
+                json_t *result = json_pack("{s:O, s:{s:{s:b}, s:{s:{}}}, s:s, s:i, s:s}", "supportedVersions",
+                                           versions, "capabilities", "tools", "listChanged", 0, "extensions",
+                                           MCP_TASKS_EXTENSION, "instructions", instructions,
                                            "ttlMs", LIST_TTL_MSEC, "cacheScope", "public");
                 ret->reply = result ? mcp_reply_result(id, result, s->stamp) : NULL;
                 return ret->reply ? 0 : -ENOMEM;
@@ -493,7 +567,7 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
                 ret->reply = mcp_reply_result(id, result, s->stamp);
                 return ret->reply ? 0 : -ENOMEM;
         }
-        return handle_tools_call(s, id, params, s->stamp, ret);
+        return handle_tools_call(s, id, params, s->stamp, tasks, ret);
 }
 
 static int handle_notification(McpServer *s, const char *method, json_t *params, McpAction *ret) {

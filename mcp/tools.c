@@ -62,14 +62,16 @@ static json_t *tool_new(const McpLimits *l, const McpToolDef *t) {
         _cleanup_free_ char *description = t->description_new(l);
         if (!description)
                 return NULL;
-        return json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}",
+        /* execution.taskSupport (2025-11-25 tasks): every call may run as a task (README "Tasks"). */
+        return json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}, s:{s:s}}",
                          "name", t->name,
                          "title", t->title,
                          "description", description,
                          "inputSchema", input_schema_new(l, t),
                          "outputSchema", t->output_schema_new(),
                          "annotations", "readOnlyHint", t->read_only, "destructiveHint", 0,
-                         "idempotentHint", t->idempotent, "openWorldHint", 0);
+                         "idempotentHint", t->idempotent, "openWorldHint", 0,
+                         "execution", "taskSupport", "optional");
 }
 
 json_t *mcp_tools_list_new(const McpLimits *limits) {

@@ -61,7 +61,8 @@ static void histogram_observe(Histogram *h, uint64_t v) {
 enum { HIST_DURATION, HIST_QUEUE, HIST_SCOPE, HIST_MEMORY, _HIST_MAX };
 
 static const char *const rejection_reasons[] = { "queue-full", "session-queue-full", "shutting-down",
-                                                 "invalid-arguments", "duplicate-id" };
+                                                 "invalid-arguments", "duplicate-id", "tasks-full",
+                                                 "client-tasks-full" };
 
 struct Metrics {
         char *version;
@@ -389,7 +390,8 @@ void metrics_run_rejected(Metrics *m, const MetricsRejection *rej) {
                         m->rejected[i]++;
 
         bool ours = strcmp(reason, "queue-full") == 0 || strcmp(reason, "session-queue-full") == 0 ||
-                    strcmp(reason, "shutting-down") == 0;
+                    strcmp(reason, "shutting-down") == 0 || strcmp(reason, "tasks-full") == 0 ||
+                    strcmp(reason, "client-tasks-full") == 0;
         _cleanup_(record_done) Record r = { .priority = ours ? LOG_WARNING : LOG_INFO };
         record_message(&r, "call rejected: %s", reason);
         record_add(&r, "MESSAGE_ID", "%s", METRICS_MESSAGE_RUN_REJECTED);

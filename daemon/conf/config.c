@@ -528,6 +528,18 @@ const ConfigVariable config_table[] = {
           .help = "HTTP: seconds before an idle session is ended" },
         { "MCP_EXEC_SSE_KEEPALIVE_S", SECONDS(sse_keepalive_s, 1, 3600), .fallback = "15",
           .help = "HTTP: seconds between keep-alives on a quiet stream" },
+        /* Issue 17.3. A task's result is kept for the client to fetch: an hour is enough for an
+         * agent that polls, short enough that forgotten results do not pile up (within the bounds
+         * below either way). */
+        { "MCP_EXEC_TASK_TTL_S", SECONDS(task_ttl_s, 1, 604800), .fallback = "3600",
+          .help = "seconds a task's result is kept after it ends" },
+        { "MCP_EXEC_TASKS_MAX", UINT32(tasks_max), .min = 1, .max = 100000, .fallback = "256",
+          .accepted = "a number of tasks from 1 to 100000",
+          .help = "tasks kept at once (working or with a result), all clients" },
+        /* At most 256: tasks/list answers one page. */
+        { "MCP_EXEC_TASKS_PER_CLIENT", UINT32(tasks_per_client), .min = 1, .max = 256, .fallback = "32",
+          .at_most = "MCP_EXEC_TASKS_MAX", .accepted = "a number of tasks from 1 to 256",
+          .help = "tasks kept at once for one client" },
         { "MCP_EXEC_PYTHONS", STRING(pythons), .valid = pythons_valid,
           .accepted = "a comma-separated list of name=path (name of letters, digits, . _ -; path "
                       "absolute or looked up in " SANDBOX_PATH "; names unique; at most 8), e.g. "

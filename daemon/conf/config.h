@@ -47,6 +47,9 @@ typedef struct Config {
         char *allowed_origins;      /* HTTP: extra Origins beyond loopback pages, comma-separated; NULL: none */
         uint32_t session_idle_s;    /* HTTP: an idle Streamable HTTP session is ended after this long */
         uint32_t sse_keepalive_s;   /* HTTP: a comment on a quiet event stream this often */
+        uint32_t task_ttl_s;        /* a task's result is kept this long after it ends */
+        uint32_t tasks_max;         /* tasks kept at once (working or with a result), all clients */
+        uint32_t tasks_per_client;  /* the same, one client's (at most tasks_max) */
         char *pythons;              /* MCP_EXEC_PYTHONS "name=path,…" as given; NULL: just MCP_EXEC_PYTHON */
         char *index_url;            /* PEP 503 simple index for dependencies, or NULL */
         char *wheelhouse;           /* absolute directory of wheels, or NULL */

@@ -1,10 +1,12 @@
 /* dispatch.c: the one path from a parsed MCP action to the scheduler (dispatch.h); owns the
- * DispatchCall records between submit and answer. */
+ * DispatchCall records between submit and answer, and the daemon's tasks (their runs, their
+ * waiting tasks/result requests). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cleanup.h"
 #include "dispatch.h"
@@ -20,6 +22,7 @@ static DispatchCall *dispatch_call_free(DispatchCall *c) {
                 return NULL;
         free(c->id_key);
         free(c->progress_token);
+        mcp_task_request_free(c->wait);
         free(c);
         return NULL;
 }
@@ -28,6 +31,11 @@ DEFINE_POINTER_CLEANUP(DispatchCall, dispatch_call_free)
 void dispatch_init(Dispatch *d, Scheduler *scheduler, const DispatchOps *ops, void *userdata) {
         *d = (Dispatch) { .scheduler = scheduler, .ops = ops, .userdata = userdata };
         LIST_HEAD_INIT(d->calls);
+}
+
+void dispatch_set_tasks(Dispatch *d, DispatchTasks *tasks, const char *owner) {
+        d->tasks = tasks;
+        snprintf(d->owner, sizeof(d->owner), "%s", owner);
 }
 
 /* The scheduler's JobReplyFn: every call ends here exactly once. */
@@ -118,10 +126,14 @@ bool dispatch_wants_progress(const Dispatch *d) {
         return false;
 }
 
-static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx) {
+/* key: what finds the call (the request id; a task's id for a task's run, which sends no progress). */
+static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx, const char *key) {
         _cleanup_(mcp_call_freep) McpCall *call = call_in;
+        bool task = key;
+        if (!key)
+                key = mcp_call_id_key(call);
 
-        if (dispatch_find(d, mcp_call_id_key(call))) {
+        if (dispatch_find(d, key)) {
                 scheduler_note_rejected(d->scheduler, call, "duplicate-id", NULL);
                 dispatch_answer(d, ctx, reply_or_oom(call, mcp_call_reply_tool_error(
                         call, "a call with this request id is still running; request ids must be unique")));
@@ -129,9 +141,9 @@ static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx) {
         }
 
         _cleanup_(dispatch_call_freep) DispatchCall *c = calloc(1, d->ops->call_size ?: sizeof(DispatchCall));
-        const char *tok = mcp_call_progress_token(call);
+        const char *tok = task ? NULL : mcp_call_progress_token(call);
         if (c) {
-                c->id_key = strdup(mcp_call_id_key(call));
+                c->id_key = strdup(key);
                 c->progress_token = tok ? strdup(tok) : NULL;
         }
         if (!c || !c->id_key || (tok && !c->progress_token)) {
@@ -164,6 +176,258 @@ static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx) {
         dispatch_on_reply(owner, reply_or_oom(call, mcp_call_reply_tool_error(call, msg)));
 }
 
+/* ---- tasks ---------------------------------------------------------------------------------- */
+
+struct DispatchTasks {
+        Dispatch dispatch;  /* the tasks' runs, keyed by task id */
+        TaskStore store;
+};
+
+/* A task's run: the task it answers into, or NULL once the task let go of it (cancelled). */
+typedef struct TaskCall {
+        DispatchCall call; /* first: dispatch.c allocates it (DispatchOps.call_size) */
+        Task *task;
+} TaskCall;
+
+static uint64_t realtime_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+static McpTaskView task_view(const Task *k);
+
+static void task_waiter_unlink(DispatchCall *c) {
+        DispatchCall **head = (DispatchCall **) &c->wait_task->waiters;
+        LIST_REMOVE(waiters, *head, c);
+        c->wait_task = NULL;
+}
+
+/* ended: each waiting tasks/result gets the task's answer, now that it has ended; else each stops
+ * waiting unanswered (its task is being freed with its owner). */
+static void task_waiters_answer(Task *k, bool ended) {
+        DispatchCall *c;
+        while ((c = k->waiters)) {
+                task_waiter_unlink(c);
+                char *reply = NULL;
+                if (ended) {
+                        McpTaskView v = task_view(k);
+                        reply = mcp_task_reply(c->wait, &v, true) ?: mcp_task_reply_oom(c->wait);
+                }
+                dispatch_on_reply(c, reply);
+        }
+}
+
+static void task_ended(Task *k, TaskStatus status, char *reply) {
+        task_end(k, status, reply, now_usec(), realtime_usec());
+        task_waiters_answer(k, true);
+}
+
+/* The task dispatch's ctx is the Task the run answers into. */
+static void tasks_on_call_new(Dispatch *d, DispatchCall *c, void *ctx) {
+        TaskCall *tc = (TaskCall *) c;
+        Task *k = ctx;
+        tc->task = k;
+        k->run = tc;
+}
+
+/* An answer that is not the run's (out of memory before it was submitted): the task's result. */
+static void tasks_on_answer(Dispatch *d, void *ctx, char *reply) {
+        task_ended(ctx, TASK_COMPLETED, reply);
+}
+
+static void tasks_on_call_reply(Dispatch *d, DispatchCall *c, char *reply) {
+        TaskCall *tc = (TaskCall *) c;
+        if (!tc->task) {
+                free(reply);
+                return;
+        }
+        /* NULL: cancelled (by the scheduler's shutdown, or dispatch_tasks_cancel_all()). */
+        task_ended(tc->task, reply ? TASK_COMPLETED : TASK_CANCELLED, reply);
+}
+
+/* Kills (or drops, if queued) a task's run, as scheduler_cancel() does a call's. By owner, the run's
+ * own record: the scheduler knows the call by its request id, which two clients' tasks may share. */
+static void task_run_cancel(DispatchTasks *t, TaskCall *tc) {
+        scheduler_cancel_owner(t->dispatch.scheduler, tc); /* may free tc */
+}
+
+static const DispatchOps tasks_dispatch_ops = {
+        .call_size = sizeof(TaskCall),
+        .answer = tasks_on_answer,
+        .call_new = tasks_on_call_new,
+        .call_reply = tasks_on_call_reply,
+};
+
+int dispatch_tasks_new(Scheduler *scheduler, unsigned max_total, unsigned max_per_owner, uint64_t ttl_usec,
+                       DispatchTasks **ret) {
+        DispatchTasks *t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        dispatch_init(&t->dispatch, scheduler, &tasks_dispatch_ops, t);
+        task_store_init(&t->store, max_total, max_per_owner, ttl_usec);
+        *ret = t;
+        return 0;
+}
+
+void dispatch_tasks_cancel_all(DispatchTasks *t) {
+        if (!t)
+                return;
+        LIST_FOREACH_SAFE(calls, c, next, t->dispatch.calls)
+                task_run_cancel(t, (TaskCall *) c);
+}
+
+void dispatch_tasks_drop_owner(DispatchTasks *t, const char *owner) {
+        if (!t)
+                return;
+        LIST_FOREACH_SAFE(tasks, k, next, t->store.tasks) {
+                if (strcmp(k->owner, owner) != 0)
+                        continue;
+                TaskCall *tc = k->run;
+                if (tc) {
+                        tc->task = NULL;
+                        task_run_cancel(t, tc);
+                }
+                task_waiters_answer(k, false);
+                task_store_remove(&t->store, k);
+        }
+}
+
+DispatchTasks *dispatch_tasks_free(DispatchTasks *t) {
+        if (!t)
+                return NULL;
+        dispatch_detach(&t->dispatch); /* every working task ends cancelled, its run is let go */
+        task_store_done(&t->store);
+        free(t);
+        return NULL;
+}
+
+static McpTaskView task_view(const Task *k) {
+        static const McpTaskStatus statuses[] = {
+                [TASK_WORKING] = MCP_TASK_WORKING,
+                [TASK_COMPLETED] = MCP_TASK_COMPLETED,
+                [TASK_FAILED] = MCP_TASK_FAILED,
+                [TASK_CANCELLED] = MCP_TASK_CANCELLED,
+        };
+        return (McpTaskView) {
+                .id = k->id,
+                .status = statuses[k->status],
+                .created_usec = k->created_usec,
+                .updated_usec = k->updated_usec,
+                .ttl_msec = k->ttl_usec / 1000u,
+                .reply = k->reply,
+        };
+}
+
+/* A call that runs as a task: the task first (or the bound it hit), its creation answered, then its
+ * run submitted through the task dispatch exactly as a call is (a refusal there, a full queue, is
+ * the task's result). */
+static void dispatch_task_submit(Dispatch *d, McpCall *call_in, void *ctx) {
+        _cleanup_(mcp_call_freep) McpCall *call = call_in;
+        DispatchTasks *dt = d->tasks;
+        uint64_t ttl_msec;
+        (void) mcp_call_is_task(call, &ttl_msec);
+
+        Task *k = NULL;
+        int r = task_store_create(&dt->store, d->owner, ttl_msec * 1000u, now_usec(), realtime_usec(), &k);
+        if (r < 0) {
+                char msg[256];
+                if (r == -EBUSY)
+                        snprintf(msg, sizeof(msg),
+                                 "too many tasks: mcp-execd keeps at most %u (MCP_EXEC_TASKS_MAX), running or with "
+                                 "a result not yet expired; retry later",
+                                 dt->store.max_total);
+                else if (r == -EDQUOT)
+                        snprintf(msg, sizeof(msg),
+                                 "too many tasks for this client: at most %u (MCP_EXEC_TASKS_PER_CLIENT), running "
+                                 "or with a result not yet expired; fetch or cancel some, or wait for them to "
+                                 "expire (MCP_EXEC_TASK_TTL_S)",
+                                 dt->store.max_per_owner);
+                else
+                        snprintf(msg, sizeof(msg), "mcp-execd could not create the task: %s", strerror(-r));
+                /* Recorded like a full queue (MCP_EXEC_TASKS_MAX: tasks-full, MCP_EXEC_TASKS_PER_CLIENT:
+                 * client-tasks-full), with the call's sizes, never its content. */
+                scheduler_note_rejected(d->scheduler, call, r == -EDQUOT ? "client-tasks-full" : "tasks-full",
+                                        mcp_call_traceparent(call));
+                dispatch_answer(d, ctx, reply_or_oom(call, mcp_call_reply_error(call, MCP_ERROR_INVALID_REQUEST, msg)));
+                return;
+        }
+        McpTaskView v = task_view(k);
+        char *created = mcp_call_reply_task_created(call, &v);
+        if (!created) {
+                task_store_remove(&dt->store, k);
+                dispatch_answer(d, ctx, reply_or_oom(call, mcp_call_reply_tool_error(call, DISPATCH_OOM_MESSAGE)));
+                return;
+        }
+        dispatch_submit(&dt->dispatch, TAKE_PTR(call), k, k->id);
+        dispatch_answer(d, ctx, created);
+}
+
+/* A 2025 tasks/result of a working task waits for its end (tasks.mdx), as a call waits for its
+ * run: a record on the session's list, so the transport holds the request open and a cancellation
+ * (notifications/cancelled of its id, the request or session going away) ends the wait. True if
+ * it waits (or was answered for lack of memory). */
+static bool dispatch_task_wait(Dispatch *d, McpAction *a, void *ctx) {
+        DispatchTasks *dt = d->tasks;
+        if (!dt || mcp_task_request_op(a->task) != MCP_TASK_RESULT)
+                return false;
+        Task *k = task_store_find(&dt->store, d->owner, mcp_task_request_task_id(a->task), now_usec());
+        if (!k || task_status_is_terminal(k->status))
+                return false;
+
+        _cleanup_(dispatch_call_freep) DispatchCall *c = calloc(1, d->ops->call_size ?: sizeof(DispatchCall));
+        if (!c || !(c->id_key = strdup(mcp_task_request_id_key(a->task)))) {
+                dispatch_answer(d, ctx, mcp_task_reply_oom(a->task));
+                return true;
+        }
+        c->t0_usec = now_usec();
+        c->dispatch = d;
+        c->wait = TAKE_PTR(a->task);
+        c->wait_task = k;
+        DispatchCall *owner = TAKE_PTR(c); /* the session's list's, and the task's, until answered */
+        DispatchCall **head = (DispatchCall **) &k->waiters;
+        LIST_PREPEND(waiters, *head, owner);
+        LIST_PREPEND(calls, d->calls, owner);
+        d->n_calls++;
+        if (d->ops->call_new)
+                d->ops->call_new(d, owner, ctx);
+        return true;
+}
+
+static char *dispatch_task_answer(Dispatch *d, const McpTaskRequest *req) {
+        DispatchTasks *dt = d->tasks;
+        uint64_t now = now_usec();
+
+        if (mcp_task_request_op(req) == MCP_TASK_LIST) {
+                Task *found[256];
+                size_t n = dt ? task_store_list(&dt->store, d->owner, now, found, ELEMENTSOF(found)) : 0;
+                McpTaskView views[ELEMENTSOF(found)];
+                for (size_t i = 0; i < n; i++)
+                        views[i] = task_view(found[i]);
+                return mcp_task_reply_list(req, views, n);
+        }
+
+        Task *k = dt ? task_store_find(&dt->store, d->owner, mcp_task_request_task_id(req), now) : NULL;
+        if (!k)
+                return mcp_task_reply(req, NULL, false);
+        if (mcp_task_request_op(req) == MCP_TASK_RESULT && !task_status_is_terminal(k->status))
+                return NULL; /* dispatch_task_wait() */
+        bool was_terminal = task_status_is_terminal(k->status);
+        if (mcp_task_request_op(req) == MCP_TASK_CANCEL && !was_terminal) {
+                /* Cancelled now, as the client sees it; the run is killed as a cancelled call's is
+                 * (scheduler_cancel()), and its late answer, if any, is dropped. */
+                TaskCall *tc = k->run;
+                task_ended(k, TASK_CANCELLED, NULL);
+                if (tc) {
+                        tc->task = NULL;
+                        task_run_cancel(dt, tc);
+                }
+                log_debug("a task was cancelled by the client");
+        }
+        McpTaskView v = task_view(k);
+        return mcp_task_reply(req, &v, was_terminal);
+}
+
 void dispatch_action(Dispatch *d, McpAction *a, void *ctx) {
         switch (a->kind) {
         case MCP_ACTION_NONE:
@@ -184,8 +448,22 @@ void dispatch_action(Dispatch *d, McpAction *a, void *ctx) {
                 return;
         }
         case MCP_ACTION_CALL:
-                dispatch_submit(d, TAKE_PTR(a->call), ctx);
+                if (d->tasks && mcp_call_is_task(a->call, NULL))
+                        dispatch_task_submit(d, TAKE_PTR(a->call), ctx);
+                else
+                        dispatch_submit(d, TAKE_PTR(a->call), ctx, NULL);
                 return;
+        case MCP_ACTION_TASK: {
+                if (dispatch_task_wait(d, a, ctx))
+                        return;
+                char *reply = dispatch_task_answer(d, a->task);
+                if (!reply) {
+                        log_error("out of memory building a reply; answered with the preformatted error");
+                        reply = mcp_task_reply_oom(a->task);
+                }
+                dispatch_answer(d, ctx, reply);
+                return;
+        }
         }
 }
 
@@ -193,6 +471,11 @@ bool dispatch_call_cancel(DispatchCall *c) {
         Dispatch *d = c->dispatch;
         if (!d)
                 return false;
+        if (c->wait_task) {
+                task_waiter_unlink(c);
+                dispatch_on_reply(c, NULL); /* frees c */
+                return true;
+        }
         return scheduler_cancel(d->scheduler, c, c->id_key); /* may free c */
 }
 
@@ -214,5 +497,9 @@ void dispatch_detach(Dispatch *d) {
 
 const void *dispatch_session_of(const void *owner) {
         const DispatchCall *c = owner;
+        /* A task's run counts against no session's share of the queue: MCP_EXEC_TASKS_PER_CLIENT
+         * bounds one client's tasks, and all tasks share the one task dispatch. */
+        if (c->dispatch && c->dispatch->ops == &tasks_dispatch_ops)
+                return NULL;
         return c->dispatch;
 }

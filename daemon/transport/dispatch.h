@@ -13,9 +13,11 @@
 #include "mcp.h"
 #include "output.h"
 #include "scheduler.h"
+#include "task.h"
 
 typedef struct Dispatch Dispatch;
 typedef struct DispatchCall DispatchCall;
+typedef struct DispatchTasks DispatchTasks;
 
 /* One accepted tools/call between scheduler_submit() and its answer. The scheduler's owner of the
  * call; the transport may allocate it larger (DispatchOps.call_size) with this as its first member. */
@@ -28,6 +30,11 @@ struct DispatchCall {
         uint64_t progress_sent; /* the last progress notification's value (whole seconds) */
         OutputCursor streamed;  /* how much of the run's output its progress notifications carried */
         LIST_FIELDS(DispatchCall, calls);
+        /* Or a 2025 tasks/result waiting for its task to end (tasks.mdx: it blocks): never the
+         * scheduler's; answered from the task when it ends, or NULL when cancelled. */
+        McpTaskRequest *wait;
+        Task *wait_task;        /* the task it waits for, until answered */
+        LIST_FIELDS(DispatchCall, waiters);
 };
 
 /* What a transport does with the answers. ctx is what it passed to dispatch_action() (HTTP: the
@@ -55,9 +62,30 @@ struct Dispatch {
         void *userdata;         /* the transport's session */
         DispatchCall *calls;    /* in flight, newest first */
         unsigned n_calls;
+        DispatchTasks *tasks;   /* the daemon's tasks, or NULL: a call asking for a task runs as a call */
+        char owner[TASK_OWNER_MAX]; /* whose tasks this session sees (dispatch_set_tasks()) */
 };
 
 void dispatch_init(Dispatch *d, Scheduler *scheduler, const DispatchOps *ops, void *userdata);
+
+/* The session creates and sees the tasks of owner (stdio: "stdio"; HTTP: its 2025 session, or the
+ * credential of 2026 requests): a task is reachable from any later session with the same owner,
+ * and from no other. owner is truncated to TASK_OWNER_MAX - 1 bytes. */
+void dispatch_set_tasks(Dispatch *d, DispatchTasks *tasks, const char *owner);
+
+/* The daemon's tasks (README "Tasks"): the store, and the one Dispatch their runs go through, so a
+ * task's run is exactly a call's (same scheduler, sandbox, limits, record) but belongs to no
+ * session and outlives the request and connection that made it. */
+int dispatch_tasks_new(Scheduler *scheduler, unsigned max_total, unsigned max_per_owner, uint64_t ttl_usec,
+                       DispatchTasks **ret);
+/* owner is gone for good (a 2025 HTTP session ended): nobody can fetch its tasks any more, so their
+ * runs are cancelled and the tasks freed now rather than at their TTL. */
+void dispatch_tasks_drop_owner(DispatchTasks *t, const char *owner);
+/* Cancels every task's run (stdio's client went away; the daemon stops): each task ends cancelled. */
+void dispatch_tasks_cancel_all(DispatchTasks *t);
+/* Lets go of the runs the scheduler still holds (their answers are dropped) and frees the store. */
+DispatchTasks *dispatch_tasks_free(DispatchTasks *t);
+DEFINE_POINTER_CLEANUP(DispatchTasks, dispatch_tasks_free)
 
 /* Carries out a (the result of mcp_server_handle()) and takes what it uses out of it (the caller
  * still calls mcp_action_done()):
@@ -65,14 +93,20 @@ void dispatch_init(Dispatch *d, Scheduler *scheduler, const DispatchOps *ops, vo
  *   REPLY:  a refused tool call is counted (scheduler_note_rejected()); the reply goes to answer();
  *   CANCEL: the session's call with that id is cancelled (never answered);
  *   CALL:   a request id still in flight is refused (counted, answered as a tool error); else the
- *           call is submitted, and a refusal (queue full, out of memory) is its answer. */
+ *           call is submitted, and a refusal (queue full, out of memory) is its answer. A call that
+ *           asks to be a task (mcp_call_is_task()) is made a task of the session's owner and
+ *           answered at once (or refused with a JSON-RPC error naming the bound it hit); its run
+ *           goes through the daemon's task Dispatch and its answer into the task;
+ *   TASK:   answered from the task store (tasks/get, tasks/result, tasks/list, tasks/cancel, which
+ *           cancels the run as CANCEL does a call's, tasks/update). */
 void dispatch_action(Dispatch *d, McpAction *a, void *ctx);
 
 /* The session's call with this id key, or NULL. */
 DispatchCall *dispatch_find(const Dispatch *d, const char *id_key);
 
 /* Cancels one call: dropped if queued, killed if running; call_reply() gets NULL (maybe at once,
- * which frees c). True if the scheduler knew it. */
+ * which frees c). True if the scheduler knew it. A waiting tasks/result stops waiting (NULL, at
+ * once); its task goes on. */
 bool dispatch_call_cancel(DispatchCall *c);
 
 /* Cancels every call of the session (its connection or session went away). */

@@ -117,6 +117,7 @@ struct Http {
         McpHttpPolicy policy;
         char **hosts, **origins;
         char *token;
+        DispatchTasks *tasks; /* the daemon's (http_set_tasks()), or NULL */
         uint32_t idle_s;
         uint32_t keepalive_s;
         uint32_t max_sessions;  /* MCP_EXEC_MAX_SESSIONS */

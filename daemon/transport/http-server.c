@@ -643,6 +643,10 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
         return 0;
 }
 
+void http_set_tasks(Http *h, DispatchTasks *tasks) {
+        h->tasks = tasks;
+}
+
 void http_stop(Http *h) {
         if (!h || h->stopping)
                 return;

@@ -48,6 +48,10 @@ HttpSession *http_session_new(Http *h, bool legacy) {
         s->legacy = legacy;
         s->last_used_usec = now_usec();
         dispatch_init(&s->dispatch, h->scheduler, &http_dispatch_ops, s);
+        /* A 2025 session's tasks are its own (a 2026 request overrides this: handle_modern_post()). */
+        char owner[TASK_OWNER_MAX];
+        snprintf(owner, sizeof(owner), "session:%s", s->id);
+        dispatch_set_tasks(&s->dispatch, h->tasks, owner);
         return TAKE_PTR(s);
 }
 
@@ -128,6 +132,8 @@ void http_session_close(HttpSession *s, const char *why) {
         log_debug("HTTP session closed: %s (%u open)", why, h->n_sessions);
 
         dispatch_cancel_all(&s->dispatch);
+        /* Only a registered (2025) session is closed; its tasks were its own. */
+        dispatch_tasks_drop_owner(s->dispatch.tasks, s->dispatch.owner);
         if (s->stream)
                 http_stream_fail(TAKE_PTR(s->stream));
         http_session_unref(s);
@@ -244,6 +250,7 @@ static enum MHD_Result answer_action(HttpRequest *req, HttpSession *s, McpAction
         dispatch_action(&s->dispatch, a, req);
         switch (kind) {
         case MCP_ACTION_REPLY:
+        case MCP_ACTION_TASK:
                 req->reply_ready = false;
                 return http_respond_json(req, reply_status, TAKE_PTR(req->reply));
         case MCP_ACTION_NONE:
@@ -281,6 +288,10 @@ static enum MHD_Result handle_modern_post(HttpRequest *req, const McpHttpMessage
         if (!s)
                 return MHD_NO;
         req->session = s; /* the request's reference, and the only one but its call's */
+        /* A 2026 request belongs to no session: its tasks are the credential's, which is the one
+         * token every authorized request carries (or none on loopback), so any later request, on
+         * any connection, finds them (README "Tasks"). */
+        dispatch_set_tasks(&s->dispatch, req->http->tasks, req->http->token ? "bearer" : "loopback");
         _cleanup_(mcp_action_done) McpAction a = {};
         if (mcp_server_handle(s->mcp, req->body.data ?: "", req->body.len, &a) < 0)
                 return http_respond_refusal(req, MCP_HTTP_REFUSE_OUT_OF_MEMORY);
@@ -367,6 +378,7 @@ enum MHD_Result http_session_handle_mcp_post(HttpRequest *req) {
         case MCP_ACTION_CANCEL:
         case MCP_ACTION_HOLD: /* never: the HTTP transport starts after the probe (daemon.c) */
                 return http_respond(req, MHD_HTTP_ACCEPTED, NULL, NULL, NULL, NULL);
+        case MCP_ACTION_TASK: /* answered, or (tasks/result of a working task) waiting like a call */
         case MCP_ACTION_CALL:
                 if (req->is_stream)
                         return r;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "config.h"
+#include "dispatch.h"
 #include "mcp.h"
 #include "ring.h"
 #include "scheduler.h"
@@ -25,6 +26,9 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
 /* Shutdown: stops accepting connections, refuses new requests, and ends event streams once what
  * they hold is sent. The caller answers in-flight calls through scheduler_shutdown(). */
 void http_stop(Http *h);
+
+/* Tasks (dispatch.h): sessions made from now on create and see them. */
+void http_set_tasks(Http *h, DispatchTasks *tasks);
 
 /* After http_stop(): true once every call is answered and every request is done. */
 bool http_finished(const Http *h);

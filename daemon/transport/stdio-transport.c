@@ -303,6 +303,10 @@ void stdio_stop_reading(Stdio *t) {
         ring_cancel(t->ring, &t->op_read);
 }
 
+void stdio_set_tasks(Stdio *t, DispatchTasks *tasks) {
+        dispatch_set_tasks(&t->dispatch, tasks, "stdio");
+}
+
 bool stdio_finished(const Stdio *t) {
         if (t->output_failed)
                 return t->dispatch.n_calls == 0;

@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 
+#include "dispatch.h"
 #include "mcp.h"
 #include "ring.h"
 #include "scheduler.h"
@@ -23,6 +24,9 @@ void stdio_refuse_held(Stdio *t);
 /* Stops reading (shutdown). Input not read yet gets no answer; call stdio_refuse_held() for a
  * message held by a session that will never be released. */
 void stdio_stop_reading(Stdio *t);
+
+/* Tasks (dispatch.h): the client of stdio, the one this process serves, creates and sees them. */
+void stdio_set_tasks(Stdio *t, DispatchTasks *tasks);
 
 /* True once the transport has nothing more to do: input ended (EOF, stop, or the client went
  * away), every call answered and every reply written, or the output failed. */

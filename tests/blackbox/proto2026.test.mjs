@@ -67,7 +67,7 @@ test('stdio: server/discover lists 2026-07-28 first, then the initialize version
     const r = res.result;
     assert.ok(r, JSON.stringify(res));
     assert.deepEqual(r.supportedVersions, [MODERN, '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05']);
-    assert.deepEqual(r.capabilities, { tools: { listChanged: false } });
+    assert.deepEqual(r.capabilities, { tools: { listChanged: false }, extensions: { 'io.modelcontextprotocol/tasks': {} } });
     assert.equal(r.resultType, 'complete');
     assert.equal(r._meta[SERVER_INFO].name, 'mcp-execd');
     assert.equal(typeof r.instructions, 'string');

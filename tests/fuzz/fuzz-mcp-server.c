@@ -519,8 +519,27 @@ static void handle_line(McpServer *s, const char *line, size_t len) {
         case MCP_ACTION_HOLD:
                 FUZZ_CHECK(false); /* a server never held (mcp_server_hold()) holds nothing */
                 break;
+        case MCP_ACTION_TASK: {
+                /* Every answer a task request can get: none of that id, and one of each status. */
+                FUZZ_CHECK(a.task);
+                bool list = mcp_task_request_op(a.task) == MCP_TASK_LIST;
+                FUZZ_CHECK(list == !mcp_task_request_task_id(a.task));
+                char *reply = list ? mcp_task_reply_list(a.task, NULL, 0) : mcp_task_reply(a.task, NULL, false);
+                check_reply(reply);
+                free(reply);
+                for (McpTaskStatus st = MCP_TASK_WORKING; st <= MCP_TASK_CANCELLED; st++) {
+                        McpTaskView v = { .id = "0123456789abcdef0123456789abcdef", .status = st,
+                                          .created_usec = 1, .updated_usec = 2, .ttl_msec = 3,
+                                          .reply = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}" };
+                        reply = list ? mcp_task_reply_list(a.task, &v, 1) : mcp_task_reply(a.task, &v, st != MCP_TASK_WORKING);
+                        check_reply(reply);
+                        free(reply);
+                }
+                break;
+        }
         case MCP_ACTION_CALL: {
-                FUZZ_CHECK(mcp_server_protocol_version(s));
+                /* A 2026-07-28 call stands alone: no initialize before it. */
+                FUZZ_CHECK(mcp_server_protocol_version(s) || a.is_modern);
                 check_call_args(a.call, line, len);
                 McpTool tool = mcp_call_args(a.call)->tool;
                 if (tool == MCP_TOOL_EXEC || tool == MCP_TOOL_EXECUTE_PYTHON)
@@ -530,6 +549,16 @@ static void handle_line(McpServer *s, const char *line, size_t len) {
                 char *reply = mcp_call_reply_tool_error(a.call, "the run queue is full");
                 check_reply(reply);
                 free(reply);
+                if (mcp_call_is_task(a.call, NULL)) {
+                        McpTaskView v = { .id = "0123456789abcdef0123456789abcdef", .created_usec = 1,
+                                          .updated_usec = 1, .ttl_msec = 1000 };
+                        reply = mcp_call_reply_task_created(a.call, &v);
+                        check_reply(reply);
+                        free(reply);
+                        reply = mcp_call_reply_error(a.call, MCP_ERROR_INVALID_REQUEST, "too many tasks");
+                        check_reply(reply);
+                        free(reply);
+                }
                 break;
         }
         }

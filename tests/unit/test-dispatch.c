@@ -28,7 +28,7 @@ static struct {
         JobReplyFn replies[FAKE_MAX];
         unsigned n_cancelled;
         char cancelled_key[64];
-        unsigned rejected_invalid, rejected_duplicate;
+        unsigned rejected_invalid, rejected_duplicate, rejected_tasks;
         Output *output;             /* what scheduler_output() gives for any running call, or NULL */
 } fake;
 
@@ -62,6 +62,12 @@ bool scheduler_cancel(Scheduler *s, const void *owner, const char *id_key) {
         return false;
 }
 
+void scheduler_cancel_owner(Scheduler *s, const void *owner) {
+        for (unsigned i = 0; i < fake.n_submitted; i++)
+                if (fake.owners[i] == owner)
+                        (void) scheduler_cancel(s, owner, "");
+}
+
 void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size) {
         snprintf(buf, size, r == -EDQUOT ? "session queue full" : "queue full");
 }
@@ -74,6 +80,8 @@ void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reas
                 fake.rejected_invalid++;
         else if (strcmp(reason, "duplicate-id") == 0)
                 fake.rejected_duplicate++;
+        else if (strcmp(reason, "client-tasks-full") == 0)
+                fake.rejected_tasks++;
         else
                 fail_msg("unexpected reason %s", reason);
 }
@@ -429,6 +437,107 @@ static void test_cancel_all_and_detach(void **state) {
         assert_null(dispatch_session_of(fake.owners[2]));
 }
 
+/* The task id out of the last answer ("taskId":"<32 hex>"). */
+static void last_task_id(const Session *s, char ret[static TASK_ID_LEN + 1]) {
+        const char *p = strstr(s->last, "\"taskId\":\"");
+        assert_non_null(p);
+        p += strlen("\"taskId\":\"");
+        memcpy(ret, p, TASK_ID_LEN);
+        ret[TASK_ID_LEN] = '\0';
+        assert_int_equal(strspn(ret, "0123456789abcdef"), TASK_ID_LEN);
+}
+
+static void feed_task(Fixture *f, Session *on, const char *method, const char *task_id) {
+        char msg[256];
+        snprintf(msg, sizeof(msg), "{\"jsonrpc\":\"2.0\",\"id\":50,\"method\":\"%s\",\"params\":{\"taskId\":\"%s\"}}",
+                 method, task_id);
+        McpAction a;
+        assert_int_equal(mcp_server_handle(f->mcp, msg, strlen(msg), &a), 0);
+        assert_int_equal(a.kind, MCP_ACTION_TASK);
+        dispatch_action(&on->dispatch, &a, NULL);
+        mcp_action_done(&a);
+}
+
+/* A call asking for a task: answered at once with the task, its run submitted as the task
+ * dispatch's (not the session's), its answer kept; owners; cancel by the run's record (the
+ * scheduler's request ids of two tasks may be the same); the per-owner bound. */
+static void test_tasks(void **state) {
+        Fixture *f = *state;
+        DispatchTasks *dt = NULL;
+        assert_int_equal(dispatch_tasks_new(&scheduler, 8, 2, 10u * 1000000u, &dt), 0);
+        dispatch_set_tasks(&f->session.dispatch, dt, "A");
+        Session other = {};
+        dispatch_init(&other.dispatch, &scheduler, &ops, &other);
+        dispatch_set_tasks(&other.dispatch, dt, "B");
+
+        char t1[TASK_ID_LEN + 1], t2[TASK_ID_LEN + 1];
+        assert_int_equal(feed_call(f, "1", ",\"task\":{}", &f->session), MCP_ACTION_CALL);
+        assert_int_equal(f->session.n_answers, 1);
+        assert_non_null(strstr(f->session.last, "\"status\":\"working\""));
+        last_task_id(&f->session, t1);
+        assert_int_equal(fake.n_submitted, 1);
+        assert_int_equal(f->session.n_call_new, 0);   /* the run is not the session's call */
+        assert_int_equal(f->session.dispatch.n_calls, 0);
+        /* The same request id again is another task, not a duplicate. */
+        assert_int_equal(feed_call(f, "1", ",\"task\":{}", &f->session), MCP_ACTION_CALL);
+        last_task_id(&f->session, t2);
+        assert_string_not_equal(t1, t2);
+        assert_int_equal(fake.n_submitted, 2);
+        assert_int_equal(fake.rejected_duplicate, 0);
+        /* A third is past MCP_EXEC_TASKS_PER_CLIENT (2 here). */
+        feed_call(f, "3", ",\"task\":{}", &f->session);
+        assert_non_null(strstr(f->session.last, "MCP_EXEC_TASKS_PER_CLIENT"));
+        assert_int_equal(fake.n_submitted, 2);
+        assert_int_equal(fake.rejected_tasks, 1);
+
+        feed_task(f, &f->session, "tasks/get", t1);
+        assert_non_null(strstr(f->session.last, "\"working\""));
+        /* tasks/result of a working task waits, as a call would, on the session's list. */
+        unsigned answers = f->session.n_answers;
+        feed_task(f, &f->session, "tasks/result", t1);
+        assert_int_equal(f->session.n_answers, answers);
+        assert_int_equal(f->session.n_call_new, 1);
+        assert_int_equal(f->session.dispatch.n_calls, 1);
+        fake_answer(0, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[],\"isError\":false}}");
+        assert_int_equal(f->session.n_call_replies, 1);
+        assert_int_equal(f->session.dispatch.n_calls, 0);
+        assert_non_null(strstr(f->session.last, "related-task"));
+        /* A waiting tasks/result is cancelled by its request id: it stops waiting, unanswered. */
+        feed_task(f, &f->session, "tasks/result", t2);
+        assert_int_equal(f->session.dispatch.n_calls, 1);
+        assert_int_equal(feed(f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":50}}", NULL),
+                         MCP_ACTION_CANCEL);
+        assert_int_equal(f->session.n_null_replies, 1);
+        assert_int_equal(f->session.dispatch.n_calls, 0);
+        assert_int_equal(fake.n_cancelled, 0); /* the task's run goes on */
+        feed_task(f, &f->session, "tasks/get", t1);
+        assert_non_null(strstr(f->session.last, "\"completed\""));
+        feed_task(f, &f->session, "tasks/result", t1);
+        assert_non_null(strstr(f->session.last, "related-task"));
+        assert_non_null(strstr(f->session.last, "\"id\":50"));
+
+        /* Another owner sees neither, and cannot cancel. */
+        feed_task(f, &other, "tasks/get", t1);
+        assert_non_null(strstr(other.last, "-32602"));
+        feed_task(f, &other, "tasks/cancel", t2);
+        assert_non_null(strstr(other.last, "-32602"));
+        assert_int_equal(fake.n_cancelled, 0);
+
+        feed_task(f, &f->session, "tasks/result", t2); /* waits; answered by the cancel below */
+        unsigned replies = f->session.n_call_replies;
+        feed_task(f, &f->session, "tasks/cancel", t2);
+        assert_int_equal(f->session.n_call_replies, replies + 1);
+        assert_int_equal(f->session.dispatch.n_calls, 0);
+        assert_non_null(strstr(f->session.last, "\"cancelled\""));
+        assert_int_equal(fake.n_cancelled, 1);
+        assert_null(fake.owners[1]); /* the run was answered (NULL) and its record freed */
+        feed_task(f, &f->session, "tasks/get", t2);
+        assert_non_null(strstr(f->session.last, "\"cancelled\""));
+
+        dispatch_set_tasks(&f->session.dispatch, NULL, "A");
+        dispatch_tasks_free(dt);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_reply_goes_to_answer, setup, teardown),
@@ -438,6 +547,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_cancel_by_id, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refusals_answer_the_call, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cancel_all_and_detach, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_tasks, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

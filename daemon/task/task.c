@@ -1,0 +1,127 @@
+/* task.c: the task store (task.h): a list, small by its bounds, searched linearly. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "task.h"
+
+void task_store_init(TaskStore *s, unsigned max_total, unsigned max_per_owner, uint64_t ttl_usec) {
+        *s = (TaskStore) { .max_total = max_total, .max_per_owner = max_per_owner, .ttl_usec = ttl_usec };
+        LIST_HEAD_INIT(s->tasks);
+}
+
+static void task_free(TaskStore *s, Task *t) {
+        LIST_REMOVE(tasks, s->tasks, t);
+        s->n_tasks--;
+        free(t->reply);
+        free(t);
+}
+
+void task_store_done(TaskStore *s) {
+        Task *t;
+        while ((t = s->tasks))
+                task_free(s, t);
+}
+
+bool task_status_is_terminal(TaskStatus status) {
+        return status != TASK_WORKING;
+}
+
+static bool task_expired(const Task *t, uint64_t now) {
+        return t->status != TASK_WORKING && now - t->ended_usec >= t->ttl_usec;
+}
+
+void task_store_sweep(TaskStore *s, uint64_t now) {
+        LIST_FOREACH_SAFE(tasks, t, next, s->tasks)
+                if (task_expired(t, now))
+                        task_free(s, t);
+}
+
+static int task_id_new(char ret[static TASK_ID_LEN + 1]) {
+        uint8_t b[TASK_ID_BYTES];
+        size_t got = 0;
+        while (got < sizeof(b)) {
+                /* Blocks only before the kernel's pool is initialised, long before we serve. */
+                ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                got += (size_t) n;
+        }
+        static const char hex[] = "0123456789abcdef";
+        for (size_t i = 0; i < sizeof(b); i++) {
+                ret[2 * i] = hex[b[i] >> 4];
+                ret[2 * i + 1] = hex[b[i] & 15];
+        }
+        ret[TASK_ID_LEN] = '\0';
+        return 0;
+}
+
+int task_store_create(TaskStore *s, const char *owner, uint64_t ttl_usec, uint64_t now_mono, uint64_t now_real,
+                      Task **ret) {
+        if (strlen(owner) >= TASK_OWNER_MAX)
+                return -EINVAL;
+        task_store_sweep(s, now_mono);
+        if (s->n_tasks >= s->max_total)
+                return -EBUSY;
+        unsigned mine = 0;
+        LIST_FOREACH(tasks, t, s->tasks)
+                if (strcmp(t->owner, owner) == 0)
+                        mine++;
+        if (mine >= s->max_per_owner)
+                return -EDQUOT;
+
+        _cleanup_free_ Task *t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        int r = task_id_new(t->id);
+        if (r < 0)
+                return r;
+        strcpy(t->owner, owner);
+        t->status = TASK_WORKING;
+        t->created_usec = t->updated_usec = now_real;
+        t->ttl_usec = ttl_usec > 0 && ttl_usec < s->ttl_usec ? ttl_usec : s->ttl_usec;
+        Task *owned = TAKE_PTR(t);
+        LIST_PREPEND(tasks, s->tasks, owned);
+        s->n_tasks++;
+        *ret = owned;
+        return 0;
+}
+
+Task *task_store_find(TaskStore *s, const char *owner, const char *id, uint64_t now_mono) {
+        task_store_sweep(s, now_mono);
+        LIST_FOREACH(tasks, t, s->tasks)
+                if (strcmp(t->id, id) == 0)
+                        /* Compared after the id: which owner a task has is not shown by timing to
+                         * someone who would have to know the id first anyway. */
+                        return strcmp(t->owner, owner) == 0 ? t : NULL;
+        return NULL;
+}
+
+size_t task_store_list(TaskStore *s, const char *owner, uint64_t now_mono, Task **ret, size_t n) {
+        task_store_sweep(s, now_mono);
+        size_t k = 0;
+        LIST_FOREACH(tasks, t, s->tasks)
+                if (k < n && strcmp(t->owner, owner) == 0)
+                        ret[k++] = t;
+        return k;
+}
+
+void task_end(Task *t, TaskStatus status, char *reply, uint64_t now_mono, uint64_t now_real) {
+        if (t->status != TASK_WORKING) {
+                free(reply);
+                return;
+        }
+        t->status = status;
+        t->reply = reply;
+        t->run = NULL;
+        t->ended_usec = now_mono;
+        t->updated_usec = now_real;
+}
+
+void task_store_remove(TaskStore *s, Task *t) {
+        task_free(s, t);
+}

@@ -1,0 +1,82 @@
+/* task.h: the daemon's task store (issue 17.3): tasks by unguessable id, their owner, status,
+ * timestamps and kept result, bounded in total and per owner, expired a TTL after they end. Knows
+ * nothing of runs, JSON or transports: dispatch.c starts and cancels a task's run and tells the
+ * store how it ended; mcp/ writes the task's answers. Times are passed in, so the store is pure
+ * (tests/unit/test-task.c). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cleanup.h"
+#include "list.h"
+
+/* 128 random bits (getrandom(2)) as lowercase hex: not guessable, so knowing an id is not what
+ * protects a task (its owner is), but it never leaks another owner's task by enumeration either. */
+#define TASK_ID_BYTES 16
+#define TASK_ID_LEN (2 * TASK_ID_BYTES)
+/* An owner: a 2025 HTTP session id, the bearer identity of 2026 HTTP requests, "stdio". */
+#define TASK_OWNER_MAX 64
+
+typedef enum TaskStatus {
+        TASK_WORKING,
+        TASK_COMPLETED, /* the run answered (a tool error too: that is a result) */
+        TASK_FAILED,    /* no result could be had (out of memory keeping it) */
+        TASK_CANCELLED,
+} TaskStatus;
+
+typedef struct Task Task;
+struct Task {
+        char id[TASK_ID_LEN + 1];
+        char owner[TASK_OWNER_MAX];
+        TaskStatus status;
+        uint64_t created_usec;  /* CLOCK_REALTIME, for createdAt */
+        uint64_t updated_usec;  /* CLOCK_REALTIME, for lastUpdatedAt */
+        uint64_t ended_usec;    /* CLOCK_MONOTONIC when it left TASK_WORKING; the TTL runs from here */
+        uint64_t ttl_usec;      /* how long the result is kept once it ended */
+        char *reply;            /* TASK_COMPLETED: the run's JSON-RPC reply, as the call would have had it */
+        void *run;              /* TASK_WORKING: the dispatcher's record of the run (borrowed) */
+        void *waiters;          /* TASK_WORKING: the dispatcher's requests waiting for the end (borrowed) */
+        LIST_FIELDS(Task, tasks);
+};
+
+typedef struct TaskStore {
+        Task *tasks;            /* newest first */
+        unsigned n_tasks;
+        unsigned max_total;     /* MCP_EXEC_TASKS_MAX */
+        unsigned max_per_owner; /* MCP_EXEC_TASKS_PER_CLIENT */
+        uint64_t ttl_usec;      /* MCP_EXEC_TASK_TTL_S */
+} TaskStore;
+
+void task_store_init(TaskStore *s, unsigned max_total, unsigned max_per_owner, uint64_t ttl_usec);
+/* Frees every task; working ones' runs must have been let go first (their `run` is not touched). */
+void task_store_done(TaskStore *s);
+
+/* Frees the tasks whose result has been kept for their TTL. Working tasks never expire. The store
+ * sweeps lazily, here, on every create, find and list (README "Tasks"): an expired result costs
+ * memory only until the next task request of anyone, and no timer is needed. */
+void task_store_sweep(TaskStore *s, uint64_t now_mono_usec);
+
+/* A new working task of owner. ttl_usec 0: the store's; else at most the store's. Returns 0,
+ * -EBUSY (MCP_EXEC_TASKS_MAX tasks exist), -EDQUOT (owner has MCP_EXEC_TASKS_PER_CLIENT), -EINVAL
+ * (owner too long), -ENOMEM, or getrandom(2)'s error. */
+int task_store_create(TaskStore *s, const char *owner, uint64_t ttl_usec, uint64_t now_mono_usec,
+                      uint64_t now_real_usec, Task **ret);
+
+/* The task with this id if owner owns it and it has not expired, else NULL (another owner's task is
+ * indistinguishable from none). */
+Task *task_store_find(TaskStore *s, const char *owner, const char *id, uint64_t now_mono_usec);
+
+/* Owner's tasks, newest first, at most n in ret; returns how many. */
+size_t task_store_list(TaskStore *s, const char *owner, uint64_t now_mono_usec, Task **ret, size_t n);
+
+/* The task left TASK_WORKING: status (not TASK_WORKING), and for TASK_COMPLETED reply (taken, may be
+ * NULL only for the others). A task already ended (cancelled while its run was being killed) keeps
+ * its first end; reply is freed. */
+void task_end(Task *t, TaskStatus status, char *reply, uint64_t now_mono_usec, uint64_t now_real_usec);
+
+bool task_status_is_terminal(TaskStatus status);
+
+/* Frees t now (a task whose creation could not be answered); its run must not exist. */
+void task_store_remove(TaskStore *s, Task *t);

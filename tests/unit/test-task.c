@@ -1,0 +1,122 @@
+/* test-task.c: the task store (daemon/task/): ids, owners, both bounds, TTL from the end, working
+ * tasks never expire, an end is final. Times are passed in, so expiry is exact here. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "task.h"
+
+#define SEC 1000000u
+
+static void test_ids(void **state) {
+        TaskStore s;
+        task_store_init(&s, 100, 100, 10 * SEC);
+        Task *a, *b;
+        assert_int_equal(task_store_create(&s, "stdio", 0, 1, 1, &a), 0);
+        assert_int_equal(task_store_create(&s, "stdio", 0, 1, 1, &b), 0);
+        assert_int_equal(strlen(a->id), TASK_ID_LEN);
+        assert_true(TASK_ID_LEN >= 32); /* 128 bits */
+        assert_int_equal(strspn(a->id, "0123456789abcdef"), TASK_ID_LEN);
+        assert_string_not_equal(a->id, b->id);
+        assert_int_equal(a->status, TASK_WORKING);
+        assert_ptr_equal(task_store_find(&s, "stdio", a->id, 2), a);
+        assert_null(task_store_find(&s, "stdio", "0123", 2));
+        task_store_done(&s);
+        assert_int_equal(s.n_tasks, 0);
+}
+
+static void test_owners(void **state) {
+        TaskStore s;
+        task_store_init(&s, 100, 100, 10 * SEC);
+        Task *a;
+        assert_int_equal(task_store_create(&s, "session:aaa", 0, 1, 1, &a), 0);
+        /* Another owner cannot see it, by find or list. */
+        assert_null(task_store_find(&s, "session:bbb", a->id, 2));
+        Task *l[4];
+        assert_int_equal(task_store_list(&s, "session:bbb", 2, l, 4), 0);
+        assert_int_equal(task_store_list(&s, "session:aaa", 2, l, 4), 1);
+        assert_ptr_equal(l[0], a);
+        char big[TASK_OWNER_MAX + 1];
+        memset(big, 'x', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        assert_int_equal(task_store_create(&s, big, 0, 1, 1, &a), -EINVAL);
+        task_store_done(&s);
+}
+
+static void test_bounds(void **state) {
+        TaskStore s;
+        task_store_init(&s, 3, 2, 10 * SEC);
+        Task *t[4];
+        assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &t[0]), 0);
+        assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &t[1]), 0);
+        assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &t[2]), -EDQUOT);
+        assert_int_equal(task_store_create(&s, "b", 0, 1, 1, &t[2]), 0);
+        assert_int_equal(task_store_create(&s, "c", 0, 1, 1, &t[3]), -EBUSY);
+        /* An ended task counts until its result expires, then frees its place. */
+        task_end(t[0], TASK_COMPLETED, strdup("{}"), 5 * SEC, 5);
+        assert_int_equal(task_store_create(&s, "c", 0, 6 * SEC, 6, &t[3]), -EBUSY);
+        assert_int_equal(task_store_create(&s, "c", 0, 15 * SEC, 15, &t[3]), 0);
+        assert_int_equal(s.n_tasks, 3);
+        task_store_done(&s);
+}
+
+static void test_ttl(void **state) {
+        TaskStore s;
+        task_store_init(&s, 10, 10, 10 * SEC);
+        Task *w, *e, *shorter, *longer;
+        assert_int_equal(task_store_create(&s, "o", 0, 0, 0, &w), 0);
+        assert_int_equal(task_store_create(&s, "o", 0, 0, 0, &e), 0);
+        assert_int_equal(task_store_create(&s, "o", 2 * SEC, 0, 0, &shorter), 0);
+        assert_int_equal(task_store_create(&s, "o", 100 * SEC, 0, 0, &longer), 0);
+        assert_int_equal(shorter->ttl_usec, 2 * SEC);
+        assert_int_equal(longer->ttl_usec, 10 * SEC); /* never more than the store's */
+        char id_e[TASK_ID_LEN + 1], id_w[TASK_ID_LEN + 1];
+        strcpy(id_e, e->id);
+        strcpy(id_w, w->id);
+
+        task_end(e, TASK_COMPLETED, strdup("{\"result\":{}}"), 50 * SEC, 50);
+        task_end(shorter, TASK_CANCELLED, NULL, 50 * SEC, 50);
+        /* The TTL runs from the end, not the start. */
+        assert_non_null(task_store_find(&s, "o", id_e, 59 * SEC));
+        assert_null(task_store_find(&s, "o", id_e, 60 * SEC));
+        assert_int_equal(s.n_tasks, 3 - 1 + 0); /* shorter expired at 52 s too */
+        /* A working task never expires, however old. */
+        assert_non_null(task_store_find(&s, "o", id_w, 1000000 * (uint64_t) SEC));
+        task_store_done(&s);
+}
+
+static void test_end_is_final(void **state) {
+        TaskStore s;
+        task_store_init(&s, 10, 10, 10 * SEC);
+        Task *t;
+        assert_int_equal(task_store_create(&s, "o", 0, 0, 7, &t), 0);
+        int dummy;
+        t->run = &dummy;
+        task_end(t, TASK_CANCELLED, NULL, 1 * SEC, 8);
+        assert_null(t->run);
+        assert_true(task_status_is_terminal(t->status));
+        /* The run's late answer does not undo the cancel (and is freed: ASan/valgrind would see). */
+        task_end(t, TASK_COMPLETED, strdup("late"), 2 * SEC, 9);
+        assert_int_equal(t->status, TASK_CANCELLED);
+        assert_null(t->reply);
+        assert_int_equal(t->created_usec, 7);
+        assert_int_equal(t->updated_usec, 8);
+        task_store_done(&s);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_ids),
+                cmocka_unit_test(test_owners),
+                cmocka_unit_test(test_bounds),
+                cmocka_unit_test(test_ttl),
+                cmocka_unit_test(test_end_is_final),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
