@@ -8,7 +8,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +33,61 @@ typedef struct Walk {
         char *rel[OUTPUTS_LIST_MAX]; /* path of each listed file below outputs/, for the second open */
 } Walk;
 
+/* openat2()'s resolution by hand, one component at a time, for where openat2() is refused: systemd's
+ * RestrictSUIDSGID= (set in mcp-execd.service) answers it ENOSYS, since a filter cannot look into
+ * struct open_how for the mode bits, and glibc callers fall back to openat(). Stricter than what it
+ * stands for: no absolute path (below RESOLVE_IN_ROOT, a leading "/" is the root itself), no "."
+ * or ".." or empty component, every component opened with O_NOFOLLOW (a symlink, magic links of
+ * /proc included, is ELOOP or ENOTDIR, as with RESOLVE_NO_SYMLINKS), and with RESOLVE_NO_XDEV every
+ * component on dfd's file system (each mount below the run's root is a file system of its own:
+ * tmpfs, proc, the read-only binds). */
+static int open_beneath_walk(int dfd, const char *path, int flags, uint64_t resolve) {
+        if (resolve & RESOLVE_IN_ROOT)
+                path += strspn(path, "/");
+        if (*path == '\0' || *path == '/')
+                return -EXDEV;
+        struct stat root;
+        if ((resolve & RESOLVE_NO_XDEV) && fstat(dfd, &root) < 0)
+                return -errno;
+        _cleanup_close_ int cur = -EBADF;
+        for (const char *p = path;;) {
+                size_t n = strcspn(p, "/");
+                bool last = p[n] == '\0';
+                char comp[NAME_MAX + 1];
+                if (n == 0 || n > NAME_MAX)
+                        return n == 0 ? -EXDEV : -ENAMETOOLONG;
+                memcpy(comp, p, n);
+                comp[n] = '\0';
+                if (strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0)
+                        return -EXDEV;
+                int f = last ? flags | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY
+                             : O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
+                int fd = openat(cur >= 0 ? cur : dfd, comp, f);
+                if (fd < 0)
+                        return -errno;
+                safe_close(cur);
+                cur = fd;
+                struct stat st;
+                if (resolve & RESOLVE_NO_XDEV) {
+                        if (fstat(cur, &st) < 0)
+                                return -errno;
+                        if (st.st_dev != root.st_dev)
+                                return -EXDEV;
+                }
+                if (last)
+                        return TAKE_FD(cur);
+                p += n + 1;
+        }
+}
+
 static int open_beneath(int dfd, const char *path, int flags, uint64_t resolve) {
         struct open_how how = {
                 .flags = (uint64_t) (flags | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY),
                 .resolve = resolve | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
         };
         long fd = syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+        if (fd < 0 && errno == ENOSYS)
+                return open_beneath_walk(dfd, path, flags, resolve);
         return fd < 0 ? -errno : (int) fd;
 }
 

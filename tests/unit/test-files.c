@@ -9,7 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
+#include <seccomp.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -208,6 +212,29 @@ static void test_outputs_collect(void **state) {
         assert_int_equal(o.n_files, 0);
         close(rootfd);
         assert_int_equal(rm_rf(root), 0);
+}
+
+/* The same walk where openat2() answers ENOSYS, as under mcp-execd.service's RestrictSUIDSGID=
+ * (systemd cannot filter its mode bits): the by-hand resolution lists, refuses and reads exactly
+ * the same. In a child, which the filter stays in. */
+static void test_outputs_collect_without_openat2(void **state) {
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+                if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0) < 0 ||
+                    seccomp_load(ctx) < 0)
+                        _exit(3);
+                struct open_how how = { .flags = O_RDONLY | O_DIRECTORY, .resolve = RESOLVE_BENEATH };
+                if (syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof(how)) >= 0 || errno != ENOSYS)
+                        _exit(4);
+                const struct CMUnitTest again[] = { cmocka_unit_test(test_outputs_collect) };
+                _exit(cmocka_run_group_tests_name("outputs without openat2", again, NULL, NULL) == 0 ? 0 : 1);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 static McpServer *server(void) {
@@ -456,6 +483,7 @@ int main(void) {
                 cmocka_unit_test(test_base64),
                 cmocka_unit_test(test_mime),
                 cmocka_unit_test(test_outputs_collect),
+                cmocka_unit_test(test_outputs_collect_without_openat2),
                 cmocka_unit_test(test_files_argument),
                 cmocka_unit_test(test_result_content),
                 cmocka_unit_test(test_name_display),
