@@ -232,6 +232,12 @@ def scenario():
             raise TestFailure("runs_total{outcome=ok} is %s after one ok run" % before['mcp_execd_runs_total{outcome="ok"}'])
         print("/metrics: valid, counters moved by exactly the runs made")
 
+    # outputs/ comes back under the unit's hardening too (RestrictSUIDSGID= refuses openat2).
+    out = c.exec_code("open('outputs/r.txt', 'w').write('hi')\n")
+    files = (out.get("structuredContent") or {}).get("files") or []
+    if [f.get("name") for f in files] != ["outputs/r.txt"]:
+        raise TestFailure("outputs/ under the service: %r" % out)
+
     # --- systemctl stop during a run ---------------------------------------------------------
     answer = {}
 
