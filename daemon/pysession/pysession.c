@@ -57,7 +57,7 @@
 #define PYSESSION_NONCE_HEX 32
 /* The end line after its prefix and nonce: five numbers and spaces; longer is not ours. */
 #define PYSESSION_END_TAIL_MAX 160
-#define PYSESSION_HOLD_MAX (PYSESSION_END_PREFIX_LEN + PYSESSION_NONCE_HEX + PYSESSION_END_TAIL_MAX)
+#define PYSESSION_HOLD_MAX (PYSESSION_END_PREFIX_LEN + PYSESSION_NONCE_HEX + 1 + PYSESSION_END_TAIL_MAX + 1)
 /* From SIGINT at the deadline to the kill: a KeyboardInterrupt unwinds in milliseconds. */
 #define PYSESSION_GRACE_USEC (2u * 1000u * 1000u)
 /* Opening: the sandbox and Python's start (a scope from systemd, an interpreter on a loaded host). */
@@ -146,8 +146,19 @@ struct PySession {
         bool finish_pending; /* killed during a call: answered once both pipes are at EOF */
 };
 
+/* A call taken by the hook, answered on the next turn of the loop (never from inside submit). */
+typedef struct PyPending PyPending;
+struct PyPending {
+        McpCall *call;
+        void *owner;
+        JobReplyFn reply;
+        LIST_FIELDS(PyPending, pending);
+};
+
 struct PySessions {
         PySessionsConfig config;
+        PyPending *pending; /* newest first */
+        RingOp op_pending;
         RunEnv env;
         Scheduler *scheduler;
         const SchedulerHook *inner; /* the hook that was attached before ours */
@@ -988,17 +999,8 @@ static bool is_ours(const McpExecArgs *a) {
         return a->tool == MCP_TOOL_SESSION_OPEN || a->tool == MCP_TOOL_SESSION_CLOSE || a->session;
 }
 
-static int hook_submit(void *userdata, McpCall *call, void *owner, JobReplyFn reply) {
-        PySessions *m = userdata;
-        const McpExecArgs *a = mcp_call_args(call);
-        if (!is_ours(a))
-                return m->inner ? m->inner->submit(m->inner->userdata, call, owner, reply)
-                                : scheduler_submit_prepared(m->scheduler, call, owner, reply, NULL);
-        if (m->stopped)
-                return -EBUSY;
-        /* Answered from here: the dispatch allows an answer from inside submit (the reply path is
-         * the same as a refusal's). */
-        switch (a->tool) {
+static void pending_run(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
+        switch (mcp_call_args(call)->tool) {
         case MCP_TOOL_SESSION_OPEN:
                 session_open(m, call, owner, reply);
                 break;
@@ -1009,6 +1011,42 @@ static int hook_submit(void *userdata, McpCall *call, void *owner, JobReplyFn re
                 session_call(m, call, owner, reply);
                 break;
         }
+}
+
+/* Oldest first, as they came. */
+static void on_pending(RingOp *op, int res) {
+        PySessions *m = container_of(op, PySessions, op_pending);
+        for (;;) {
+                /* One at a time from the tail: an answer may change the list. */
+                PyPending *q = NULL;
+                LIST_FOREACH(pending, x, m->pending)
+                        q = x;
+                if (!q)
+                        break;
+                LIST_REMOVE(pending, m->pending, q);
+                if (m->stopped)
+                        answer_error(q->call, q->owner, q->reply, "mcp-execd is stopping");
+                else
+                        pending_run(m, q->call, q->owner, q->reply);
+                free(q);
+        }
+}
+
+static int hook_submit(void *userdata, McpCall *call, void *owner, JobReplyFn reply) {
+        PySessions *m = userdata;
+        const McpExecArgs *a = mcp_call_args(call);
+        if (!is_ours(a))
+                return m->inner ? m->inner->submit(m->inner->userdata, call, owner, reply)
+                                : scheduler_submit_prepared(m->scheduler, call, owner, reply, NULL);
+        if (m->stopped)
+                return -EBUSY;
+        PyPending *q = calloc(1, sizeof(*q));
+        if (!q)
+                return -ENOMEM;
+        *q = (PyPending) { .call = call, .owner = owner, .reply = reply };
+        LIST_PREPEND(pending, m->pending, q);
+        if (!m->op_pending.busy)
+                io_uring_prep_nop(ring_get_sqe(m->env.ring, &m->op_pending));
         return 0;
 }
 
@@ -1024,9 +1062,16 @@ static PySession *session_of_call(PySessions *m, const void *owner, const char *
         return NULL;
 }
 
+static PyPending *pending_find(PySessions *m, const void *owner, const char *id_key) {
+        LIST_FOREACH(pending, q, m->pending)
+                if (q->owner == owner && (!id_key || strcmp(mcp_call_id_key(q->call), id_key) == 0))
+                        return q;
+        return NULL;
+}
+
 static bool hook_has(void *userdata, const void *owner, const char *id_key) {
         PySessions *m = userdata;
-        if (session_of_call(m, owner, id_key))
+        if (pending_find(m, owner, id_key) || session_of_call(m, owner, id_key))
                 return true;
         return m->inner && m->inner->has(m->inner->userdata, owner, id_key);
 }
@@ -1036,6 +1081,14 @@ static bool hook_has(void *userdata, const void *owner, const char *id_key) {
 static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
         PySessions *m = userdata;
         bool any = false;
+        PyPending *q;
+        while ((q = pending_find(m, owner, id_key))) {
+                LIST_REMOVE(pending, m->pending, q);
+                q->reply(q->owner, NULL);
+                mcp_call_free(q->call);
+                free(q);
+                any = true;
+        }
         PySession *s;
         while ((s = session_of_call(m, owner, id_key))) {
                 any = true;
@@ -1079,6 +1132,7 @@ int pysessions_new(const PySessionsConfig *config, PySessions **ret) {
         m->env = *config->env;
         m->config.env = NULL;
         m->op_sweep.callback = on_sweep;
+        m->op_pending.callback = on_pending;
         static const char head[] = "_WARM = ()\n_SESSION = True\n";
         size_t ll = strlen(py_launch);
         m->launcher = malloc(sizeof(head) - 1 + ll + 1);
@@ -1122,7 +1176,7 @@ void pysessions_stop(PySessions *m, const char *reason) {
 bool pysessions_busy(const PySessions *m) {
         if (!m)
                 return false;
-        if (m->op_sweep.busy)
+        if (m->op_sweep.busy || m->op_pending.busy)
                 return true;
         LIST_FOREACH(sessions, s, m->sessions)
                 if (session_ops_busy(s))
@@ -1143,6 +1197,11 @@ PySessions *pysessions_free(PySessions *m) {
                         s->state = PYSESSION_DEAD;
                         session_free(s);
                 }
+        PyPending *q;
+        while ((q = LIST_POP(pending, m->pending))) {
+                mcp_call_free(q->call);
+                free(q);
+        }
         free(m->launcher);
         free(m);
         return NULL;
