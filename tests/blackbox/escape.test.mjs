@@ -699,7 +699,9 @@ test('the fd table holds only 0, 1 and 2', async (t) => {
         '        return False',
         'print(json.dumps([fd for fd in range(4096) if is_open(fd)]))',
     ].join('\n'));
-    assert.deepEqual(v, [0, 1, 2]);
+    // In a session, fd 3 is the launcher's private copy of the session's own stdin pipe (its next
+    // call's message; fd 0 is /dev/null for the code), close-on-exec: no fd of the daemon either.
+    assert.deepEqual(v, SESSION ? [0, 1, 2, 3] : [0, 1, 2]);
 });
 
 test('hostname is "sandbox" and cannot be changed', async (t) => {
@@ -754,7 +756,10 @@ test('filling /tmp stops at MCP_EXEC_TMP_SIZE with ENOSPC', async (t) => {
         '    e = errno.errorcode[ex.errno]',
         'print(json.dumps({"err": e, "mib": n / 1048576}))',
     ].join('\n'));
-    assert.equal(v.err, 'ENOSPC', JSON.stringify(v));
+    // A session's /tmp holds no main.py: the file reaches exactly the tmpfs size, which is also
+    // RLIMIT_FSIZE in rlimit mode, so the write past it may meet EFBIG first. The cap holds alike.
+    if (SESSION && v.err === 'EFBIG') assert.equal(v.mib, 8, JSON.stringify(v));
+    else assert.equal(v.err, 'ENOSPC', JSON.stringify(v));
     assert.ok(v.mib >= 7 && v.mib <= 8, JSON.stringify(v));
 });
 
