@@ -119,6 +119,30 @@ def _warm_read(n):
     return b"".join(parts)
 
 
+# Set before the ready line (_session_prepare()), so that no SIGINT can find Python's default
+# handler between the ready line and the first call: the daemon may send one as soon as it has
+# written a call's message.
+_SESSION_FD = [-1]
+_SESSION_EARLY = [False]
+
+
+def _session_sigint(sig, frame):
+    # Between calls a SIGINT is kept for the next call (the daemon sends one only for a call it
+    # has written: a deadline or a cancel that came before the code started still interrupts it).
+    _SESSION_EARLY[0] = True
+
+
+def _session_prepare():
+    import signal
+
+    signal.signal(signal.SIGINT, _session_sigint)
+    _SESSION_FD[0] = os.dup(0)  # the messages; fd 0 becomes /dev/null for the code
+    nul = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nul, 0)
+    os.close(nul)
+    import linecache, resource, shutil, types  # noqa: E401 (before the ready line: not a call's time)
+
+
 def _warm():
     """Preloads, says ready, waits for the call's message and writes its files (issue 16)."""
     # A ready sandbox made in the background weighs less than the runs until a call takes it (the
@@ -159,6 +183,8 @@ def _warm():
     if failed is not None:
         _warm_line("MCPEXECD-FAILED " + failed.replace("\n", " "))
         os._exit(3)
+    if _SESSION:
+        _session_prepare()
     import resource
 
     ru = resource.getrusage(resource.RUSAGE_SELF)
@@ -224,19 +250,19 @@ def _session():
     "\\0MCPEXECD-END <nonce> <status> <user us> <system us> <maxrss bytes>". The nonce is new for
     every call and exists only in this function's frame: code that finds it can only confuse its
     own session. SIGINT raises KeyboardInterrupt only while a call's code runs (the daemon's
-    deadline); between calls it is ignored, so a late one cannot end the session. A handler the
-    code installs for SIGINT lasts until the end of its call."""
+    deadline or a cancel); between calls it never ends the session: one that comes after the
+    message was written but before the code started interrupts the code as it starts, one that
+    came for a call that has ended is dropped. A handler the code installs for SIGINT lasts until
+    the end of its call."""
     import linecache
     import resource
     import shutil
     import signal
     import types
 
-    msgfd = os.dup(0)
-    nul = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(nul, 0)
-    os.close(nul)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    msgfd = _SESSION_FD[0]
+    early = _SESSION_EARLY
+    between = _session_sigint
 
     main = types.ModuleType("__main__")
     main.__builtins__ = __builtins__
@@ -273,6 +299,9 @@ def _session():
             # Python's own handler (no frame of ours in the traceback) only while the code runs.
             signal.signal(signal.SIGINT, signal.default_int_handler)
             try:
+                if early[0]:
+                    early[0] = False
+                    raise KeyboardInterrupt
                 exec(compile(code, name, "exec", dont_inherit=True), main.__dict__)
             except SystemExit as e:
                 c = e.code
@@ -302,7 +331,7 @@ def _session():
                     pass
                 status = 130 if isinstance(e, KeyboardInterrupt) else 1
             e = tb = None
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, between)
             try:
                 _save_figures()
             except BaseException:
@@ -322,6 +351,7 @@ def _session():
                 os.write(fd, end)
             except OSError:
                 os._exit(1)
+        early[0] = False  # one that came for the call just ended: it reached its end anyway
 
 
 _CWD0 = os.getcwd()

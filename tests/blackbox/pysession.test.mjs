@@ -205,3 +205,46 @@ test('over HTTP a handle works from another connection of the same credential', 
     assert.equal((await callTool(c2, 'session_close', { session: s })).sc.closed, true);
     assert.match(errText(await run(c1, s, 'print(1)')), UNKNOWN);
 });
+
+test('a cancelled call is interrupted like a deadline: the session and its state live on', T, async (t) => {
+    const d = await startDaemon(t, { env: ENV });
+    const s = await open(d.client);
+    const ac = new AbortController();
+    // Aborting makes the SDK send notifications/cancelled for this request.
+    const call = d.client.callTool({ name: 'exec', arguments: {
+        session: s, timeout_s: 120,
+        code: 'import time\ncancelled = False\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    cancelled = True',
+    } }, undefined, { signal: ac.signal, timeout: 150000 }).then(() => 'answered', () => 'aborted');
+    await sleep(800);
+    ac.abort();
+    assert.equal(await call, 'aborted');
+    // The interrupt ends the call within its grace; the next call waits for nothing.
+    let r;
+    for (let i = 0; i < 30; i++) {
+        r = await run(d.client, s, 'print(cancelled)');
+        if (!r.isError) break;
+        assert.match(errText(r), /running another call/);
+        await sleep(200);
+    }
+    assert.equal(r.isError, false, errText(r));
+    assert.equal(r.sc.stdout, 'True\n', r.sc.stderr);
+    assert.equal(r.sc.session_alive, true);
+});
+
+test('the daemon stopping (SIGTERM) answers a session call in flight and leaves no process', T, async (t) => {
+    const d = await startDaemon(t, { env: ENV });
+    const s = await open(d.client);
+    const pending = run(d.client, s, 'import time\ntime.sleep(60)', { timeout_s: 120 }).catch((e) => ({ thrown: e }));
+    await sleep(800);
+    const kids = descendants(d.pid);
+    assert.ok(kids.length > 0);
+    process.kill(d.pid, 'SIGTERM');
+    const r = await pending;
+    if (!r.thrown) {
+        assert.equal(r.isError, true, JSON.stringify(r.result));
+        assert.match(errText(r), /shutting down|stopping/);
+    }
+    await d.exited;
+    for (let i = 0; i < 50 && kids.some(alive); i++) await sleep(100);
+    assert.deepEqual(kids.filter(alive), []);
+});
