@@ -58,8 +58,9 @@
 /* The end line after its prefix and nonce: five numbers and spaces; longer is not ours. */
 #define PYSESSION_END_TAIL_MAX 160
 #define PYSESSION_HOLD_MAX (PYSESSION_END_PREFIX_LEN + PYSESSION_NONCE_HEX + 1 + PYSESSION_END_TAIL_MAX + 1)
-/* From SIGINT at the deadline to the kill: a KeyboardInterrupt unwinds in milliseconds. */
-#define PYSESSION_GRACE_USEC (2u * 1000u * 1000u)
+/* From SIGINT at the deadline to the kill: a KeyboardInterrupt unwinds in milliseconds, but its
+ * traceback is printed by Python code, which a loaded machine (2 s was seen missed) slows down. */
+#define PYSESSION_GRACE_USEC (3u * 1000u * 1000u)
 /* Opening: the sandbox and Python's start (a scope from systemd, an interpreter on a loaded host). */
 #define PYSESSION_OPEN_TIMEOUT_USEC (60u * 1000u * 1000u)
 #define PYSESSION_SWEEP_USEC (1000u * 1000u)

@@ -140,7 +140,7 @@ def _session_prepare():
     nul = os.open(os.devnull, os.O_RDONLY)
     os.dup2(nul, 0)
     os.close(nul)
-    import linecache, resource, shutil, types  # noqa: E401 (before the ready line: not a call's time)
+    import linecache, resource, shutil, traceback, types  # noqa: E401 (before the ready line: not a call's time)
 
 
 def _warm():

@@ -182,12 +182,14 @@ test('MCP_EXEC_PY_SESSIONS_MAX bounds the sessions open; a close frees a place; 
 });
 
 test('an idle session expires (MCP_EXEC_PY_SESSION_IDLE_S, idle_timeout_s) and leaves nothing', T, async (t) => {
-    const d = await startDaemon(t, { env: { ...ENV, MCP_EXEC_PY_SESSION_IDLE_S: '3' } });
-    const s = await open(d.client, { idle_timeout_s: 2 });
+    const d = await startDaemon(t, { env: { ...ENV, MCP_EXEC_PY_SESSION_IDLE_S: '5' } });
     const r0 = await callTool(d.client, 'session_open', { idle_timeout_s: 100 });
-    assert.equal(r0.sc.idle_timeout_s, 3); // lowered to the server's bound
-    assert.equal((await run(d.client, s, 'print(1)')).sc.stdout, '1\n');
-    await sleep(4500);
+    assert.equal(r0.sc.idle_timeout_s, 5); // lowered to the server's bound
+    const s = await open(d.client, { idle_timeout_s: 3 });
+    const r1 = await run(d.client, s, 'print(1)');
+    assert.equal(r1.isError, false, errText(r1));
+    assert.equal(r1.sc.stdout, '1\n');
+    await sleep(7000);
     assert.match(errText(await run(d.client, s, 'print(1)')), UNKNOWN);
     assert.match(errText(await run(d.client, r0.sc.session, 'print(1)')), UNKNOWN);
     await untilNoSandbox(d.pid);
@@ -209,6 +211,7 @@ test('over HTTP a handle works from another connection of the same credential', 
 test('a cancelled call is interrupted like a deadline: the session and its state live on', T, async (t) => {
     const d = await startDaemon(t, { env: ENV });
     const s = await open(d.client);
+    await run(d.client, s, 'cancelled = None');
     const ac = new AbortController();
     // Aborting makes the SDK send notifications/cancelled for this request.
     const call = d.client.callTool({ name: 'exec', arguments: {
@@ -227,7 +230,9 @@ test('a cancelled call is interrupted like a deadline: the session and its state
         await sleep(200);
     }
     assert.equal(r.isError, false, errText(r));
-    assert.equal(r.sc.stdout, 'True\n', r.sc.stderr);
+    // True: interrupted while it slept; None: the interrupt came before the code started (a loaded
+    // machine), which interrupts the code as it starts. Either way the session lives.
+    assert.ok(['True\n', 'None\n'].includes(r.sc.stdout), r.sc.stdout + r.sc.stderr);
     assert.equal(r.sc.session_alive, true);
 });
 
@@ -247,4 +252,10 @@ test('the daemon stopping (SIGTERM) answers a session call in flight and leaves 
     await d.exited;
     for (let i = 0; i < 50 && kids.some(alive); i++) await sleep(100);
     assert.deepEqual(kids.filter(alive), []);
+});
+
+test('check_environment shows the sessions bounds', T, async (t) => {
+    const d = await startDaemon(t, { env: { ...ENV, MCP_EXEC_PY_SESSIONS_MAX: '3', MCP_EXEC_PY_SESSION_IDLE_S: '60' } });
+    const r = await callTool(d.client, 'check_environment', {});
+    assert.deepEqual(r.sc.python_sessions, { max: 3, idle_s: 60, lifetime_s: 28800 });
 });
