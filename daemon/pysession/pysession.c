@@ -1177,10 +1177,12 @@ void pysessions_stop(PySessions *m, const char *reason) {
 bool pysessions_busy(const PySessions *m) {
         if (!m)
                 return false;
-        if (m->op_sweep.busy || m->op_pending.busy)
+        /* An idle session's reads stay on the ring for its whole life: they are not a call, and the
+         * teardown's drain of the ring waits for them after pysessions_stop(). */
+        if (m->pending || m->op_pending.busy)
                 return true;
         LIST_FOREACH(sessions, s, m->sessions)
-                if (session_ops_busy(s))
+                if (s->state == PYSESSION_OPENING || s->state == PYSESSION_BUSY || s->finish_pending)
                         return true;
         return false;
 }

@@ -28,7 +28,8 @@ void pysessions_attach(PySessions *p, Scheduler *s);
 
 /* Kills every session (a call in flight is answered with a tool error giving reason). Idempotent. */
 void pysessions_stop(PySessions *p, const char *reason);
-/* Whether an operation of a session is still on the ring (pysessions_free() only after it is not). */
+/* Whether a session call or open is still to be answered (the teardown waits for them). A stopped
+ * session's last operations are on the ring: pysessions_free() after the ring is drained. */
 bool pysessions_busy(const PySessions *p);
 /* Open sessions, for metrics and tests. */
 unsigned pysessions_count(const PySessions *p);
