@@ -268,7 +268,8 @@ static void session_free(PySession *s) {
 }
 
 static void session_maybe_free(PySession *s) {
-        if (s->state == PYSESSION_DEAD && !session_ops_busy(s) && (s->init_exited || s->child.pidfd < 0))
+        if (s->state == PYSESSION_DEAD && !s->placing && !session_ops_busy(s) &&
+            (s->init_exited || s->child.pidfd < 0))
                 session_free(s);
 }
 
@@ -333,12 +334,10 @@ static void session_kill(PySession *s, const char *why) {
                 McpCall *c = TAKE_PTR(s->open_call);
                 answer_errorf(c, s->open_owner, s->open_reply, "cannot open a Python session: %s", why);
         }
-        if (s->placing) {
-                /* The init must live until systemd's job is done (run.c's placing). */
-                cgroup_run_cancel_place(s->cgroup);
-                s->placing = false;
-        }
-        if (s->child.pidfd >= 0 && !s->init_exited)
+        /* While systemd makes the scope the init must live (run.c's placing: killed now, it would
+         * empty the scope while its leaves are made, and systemd could not remove it); on_placed()
+         * kills it. */
+        if (s->child.pidfd >= 0 && !s->init_exited && !s->placing)
                 (void) sandbox_child_kill(&s->child);
         timer_clear(s);
         ring_cancel(s->m->env.ring, &s->op_stdin);
@@ -661,6 +660,11 @@ static void on_timer(RingOp *op, int res) {
         }
         s->timer_want = 0;
         if (s->state == PYSESSION_OPENING) {
+                if (s->placing) {
+                        /* systemd never finished the scope: given up, as run.c's placement deadline. */
+                        cgroup_run_cancel_place(s->cgroup);
+                        s->placing = false;
+                }
                 session_kill(s, "the interpreter did not become ready in time");
                 return;
         }
@@ -696,6 +700,8 @@ static void on_placed(CgroupRun *cr, int error, const char *message, void *userd
         PySession *s = userdata;
         s->placing = false;
         if (s->state == PYSESSION_DEAD) {
+                if (!s->init_exited)
+                        (void) sandbox_child_kill(&s->child); /* the kill session_kill() deferred */
                 session_maybe_free(s);
                 return;
         }
