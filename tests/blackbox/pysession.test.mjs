@@ -259,3 +259,20 @@ test('check_environment shows the sessions bounds', T, async (t) => {
     const r = await callTool(d.client, 'check_environment', {});
     assert.deepEqual(r.sc.python_sessions, { max: 3, idle_s: 60, lifetime_s: 28800 });
 });
+
+test('a crash of the interpreter (SIGSEGV) ends the session and says so; a MemoryError does not', T, async (t) => {
+    const d = await startDaemon(t, { env: ENV });
+    const s = await open(d.client);
+    // rlimit mode (these tests): an allocation past the limit fails in Python, the session lives.
+    let r = await run(d.client, s, 'kept = 1\nx = bytearray(1 << 40)');
+    assert.equal(r.sc.exit_code, 1);
+    assert.match(r.sc.stderr, /MemoryError/);
+    assert.equal(r.sc.session_alive, true);
+    r = await run(d.client, s, 'import ctypes\nprint(kept, flush=True)\nctypes.string_at(0)');
+    assert.equal(r.sc.session_alive, false);
+    assert.equal(r.sc.signal, 'SIGSEGV');
+    assert.equal(r.sc.exit_code, -11);
+    assert.equal(r.sc.stdout, '1\n');
+    assert.match(errText(await run(d.client, s, 'print(1)')), UNKNOWN);
+    await untilNoSandbox(d.pid);
+});
