@@ -22,6 +22,7 @@
 #include "pool.h"
 #include "project-config.h"
 #include "pyexec.h"
+#include "pysession.h"
 #include "ring.h"
 #include "run.h"
 #include "sandbox.h"
@@ -54,6 +55,7 @@ struct Daemon {
         RunEnv env;
         RunPool *pool;   /* ready sandboxes (issue 16), or NULL */
         PyExec *pyexec;
+        PySessions *pysessions; /* persistent Python sessions (issue 18) */
         McpServer *mcp;  /* stdio: the one session; HTTP: the template of each session's */
         Scheduler scheduler;
         DispatchTasks *tasks; /* every transport's tasks (README "Tasks") */
@@ -361,6 +363,15 @@ static int daemon_serving_setup(Daemon *d) {
         const Config *cfg = d->config;
         scheduler_init(&d->scheduler, &d->env, cfg->max_concurrent, cfg->queue_max);
         pyexec_attach(d->pyexec, &d->scheduler);
+        /* In front of the Python tools' hook: calls with a session are the sessions'. */
+        int q = pysessions_new(&(PySessionsConfig) { .env = &d->env, .max = cfg->py_sessions_max,
+                                                    .idle_s = cfg->py_session_idle_s,
+                                                    .lifetime_s = cfg->py_session_lifetime_s,
+                                                    .max_timeout_s = cfg->max_timeout_s },
+                               &d->pysessions);
+        if (q < 0)
+                return log_error_errno(q, "cannot set up the Python sessions: %m");
+        pysessions_attach(d->pysessions, &d->scheduler);
 
         const char *transport = cfg->transport == TRANSPORT_STDIO  ? "stdio"
                                 : cfg->transport == TRANSPORT_HTTP ? "http"
@@ -575,7 +586,8 @@ static bool daemon_drain(Daemon *d, DaemonBusyFn busy, DaemonNudgeFn nudge, uint
 
 /* The calls: queued or running in the scheduler, or a Python tool's job. */
 static bool daemon_calls_busy(const Daemon *d) {
-        return scheduler_active(&d->scheduler) > 0 || (d->pyexec && pyexec_busy(d->pyexec));
+        return scheduler_active(&d->scheduler) > 0 || (d->pyexec && pyexec_busy(d->pyexec)) ||
+               pysessions_busy(d->pysessions);
 }
 
 /* The transport's own reads, writes, polls and requests. */
@@ -622,6 +634,7 @@ Daemon *daemon_free(Daemon *d) {
         mcp_server_free(d->mcp);
         /* No ready sandbox outlives the daemon (their inits also die with it: PR_SET_PDEATHSIG). */
         run_pool_stop(d->pool);
+        pysessions_stop(d->pysessions, "mcp-execd is stopping");
 
         /* 2. The loop's own operations are cancelled; every operation still in flight completes
          *    while its owner is alive. A drain that gave up leaves them to the kernel: the ring is
@@ -636,6 +649,7 @@ Daemon *daemon_free(Daemon *d) {
         /* 3. Reverse order of daemon_new(). */
         metrics_free(d->metrics);
         scheduler_done(&d->scheduler);
+        pysessions_free(d->pysessions);
         pyexec_free(d->pyexec);
         run_pool_free(d->pool);
         signals_free(d->signals);

@@ -72,6 +72,8 @@ typedef enum McpTool {
         MCP_TOOL_EXECUTE_PYTHON,   /* code = script; dependencies; timeout_seconds → timeout_s */
         MCP_TOOL_VALIDATE_SCRIPT,  /* code = script; dependencies; nothing is run */
         MCP_TOOL_CHECK_ENVIRONMENT,
+        MCP_TOOL_SESSION_OPEN,     /* a Python session (issue 18): python, dependencies, idle_timeout_s */
+        MCP_TOOL_SESSION_CLOSE,    /* session */
         _MCP_TOOL_MAX,
 } McpTool;
 
@@ -85,6 +87,7 @@ typedef struct McpInputFile {
 /* Bounds of the `files` argument; MCP_FILES_MAX × (MCP_FILE_NAME_MAX_BYTES + 1) fits the sandbox's
  * staging table (SANDBOX_STAGED_MAX names, 16 KiB of them) with the run's own two files. */
 #define MCP_FILES_MAX 64
+#define MCP_SESSION_HANDLE_MAX_BYTES 64 /* a Python session's handle as the tools accept it */
 #define MCP_FILE_NAME_MAX_BYTES 240
 #define MCP_FILE_DEPTH_MAX 8
 /* The run's own files in its working directory: the code, and the launcher that runs it (saves
@@ -102,6 +105,8 @@ typedef struct McpExecArgs {
         const char *stdin_data; /* may contain NULs */
         size_t stdin_len;
         uint32_t timeout_s; /* applied value: defaulted, clamped */
+        const char *session;     /* a Python session's handle (exec, execute_python, session_close), or NULL */
+        uint32_t idle_timeout_s; /* session_open: 0 when absent (the daemon's MCP_EXEC_PY_SESSION_IDLE_S) */
         McpInputFile *files; /* the `files` argument, or NULL; malloc'd, as is files_data */
         size_t n_files;
         char *files_data;

@@ -140,6 +140,28 @@ static int dependencies_check(const McpLimits *l, const char *name, json_t *v, M
         return 0;
 }
 
+/* A session's handle: only its shape here; whether it names a live session of the caller is the
+ * daemon's question, answered with one message for every wrong handle. */
+static int session_check(const McpLimits *l, const char *name, json_t *v, McpExecArgs *a, char **ret_problem) {
+        if (!json_is_string(v))
+                return mcp_refuse(ret_problem, "invalid argument '%s': must be a string (a handle from session_open), got %s",
+                                  name, mcp_json_type_name(v));
+        if (json_string_length(v) == 0 || json_string_length(v) > MCP_SESSION_HANDLE_MAX_BYTES ||
+            strlen(json_string_value(v)) != json_string_length(v))
+                return mcp_refuse(ret_problem, "invalid argument '%s': must be a handle from session_open (1 to %d "
+                                  "characters)", name, MCP_SESSION_HANDLE_MAX_BYTES);
+        a->session = json_string_value(v);
+        return 0;
+}
+
+static int idle_timeout_check(const McpLimits *l, const char *name, json_t *v, McpExecArgs *a, char **ret_problem) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 604800)
+                return mcp_refuse(ret_problem, "invalid argument '%s': must be a whole number of seconds from 1 to 604800 "
+                                  "(larger than MCP_EXEC_PY_SESSION_IDLE_S is lowered to it)", name);
+        a->idle_timeout_s = (uint32_t) json_integer_value(v);
+        return 0;
+}
+
 static bool file_is_base64(json_t *f) {
         json_t *enc = json_object_get(f, "encoding");
         return mcp_json_name(enc) && strcmp(json_string_value(enc), "base64") == 0;
@@ -289,6 +311,16 @@ static json_t *dependencies_schema_new(const McpLimits *l, const char *descripti
                          REQUIREMENT_MAX_BYTES, "maxItems", DEPENDENCIES_MAX, "description", d);
 }
 
+static json_t *session_schema_new(const McpLimits *l, const char *description) {
+        return json_pack("{s:s, s:i, s:s}", "type", "string", "maxLength", MCP_SESSION_HANDLE_MAX_BYTES,
+                         "description", description);
+}
+
+static json_t *idle_timeout_schema_new(const McpLimits *l, const char *description) {
+        return json_pack("{s:s, s:i, s:i, s:s}", "type", "integer", "minimum", 1, "maximum", 604800,
+                         "description", description);
+}
+
 static json_t *files_schema_new(const McpLimits *l, const char *description) {
         char d[512];
         snprintf(d, sizeof(d),
@@ -318,6 +350,8 @@ static const struct {
         [MCP_ARG_TIMEOUT] = { timeout_check, timeout_schema_new, "a timeout in seconds" },
         [MCP_ARG_PYTHON] = { python_check, python_schema_new, "the name of an interpreter" },
         [MCP_ARG_DEPENDENCIES] = { dependencies_check, dependencies_schema_new, "an array of requirements" },
+        [MCP_ARG_SESSION] = { session_check, session_schema_new, "a handle from session_open" },
+        [MCP_ARG_IDLE_TIMEOUT] = { idle_timeout_check, idle_timeout_schema_new, "a number of seconds" },
         [MCP_ARG_FILES] = { files_check, files_schema_new, "an array of files" },
 };
 

@@ -129,6 +129,8 @@ static const McpToolArg exec_args[] = {
         { "stdin", MCP_ARG_STDIN, false, "Data piped to the program's stdin (" },
         { "python", MCP_ARG_PYTHON, false, "Interpreter to run the code with, one of: " },
         { "files", MCP_ARG_FILES, false, NULL },
+        { "session", MCP_ARG_SESSION, false, "Run the code in this Python session (from session_open) instead "
+                                             "of a fresh sandbox: its variables, imports and /tmp are kept" },
 };
 
 const McpToolDef mcp_tool_exec = {

@@ -17,6 +17,8 @@ typedef enum McpArgKind {
         MCP_ARG_TIMEOUT,
         MCP_ARG_PYTHON,
         MCP_ARG_DEPENDENCIES,
+        MCP_ARG_SESSION,
+        MCP_ARG_IDLE_TIMEOUT,
         MCP_ARG_FILES,
         _MCP_ARG_KIND_MAX,
 } McpArgKind;
@@ -49,6 +51,8 @@ extern const McpToolDef mcp_tool_exec;
 extern const McpToolDef mcp_tool_execute_python;
 extern const McpToolDef mcp_tool_validate_script;
 extern const McpToolDef mcp_tool_check_environment;
+extern const McpToolDef mcp_tool_session_open; /* tools-session.c */
+extern const McpToolDef mcp_tool_session_close;
 
 /* Every registered tool, in tools/list order. */
 const McpToolDef *const *mcp_tools_all(size_t *ret_n);

@@ -122,6 +122,8 @@ static const McpToolArg execute_args[] = {
         { "timeout_seconds", MCP_ARG_TIMEOUT, false, "Wall-clock timeout of the run in seconds (" },
         { "python", MCP_ARG_PYTHON, false, "Interpreter, one of: " },
         { "files", MCP_ARG_FILES, false, NULL },
+        { "session", MCP_ARG_SESSION, false, "Run the script in this Python session (from session_open): its "
+                                             "variables, imports and /tmp are kept" },
 };
 
 const McpToolDef mcp_tool_execute_python = {

@@ -16,6 +16,8 @@ static const McpToolDef *const tools[] = {
         &mcp_tool_execute_python,
         &mcp_tool_validate_script,
         &mcp_tool_check_environment,
+        &mcp_tool_session_open,
+        &mcp_tool_session_close,
 };
 
 const McpToolDef *const *mcp_tools_all(size_t *ret_n) {

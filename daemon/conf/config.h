@@ -58,6 +58,9 @@ typedef struct Config {
         uint32_t install_timeout_s; /* one installation of an environment */
         uint32_t warm_pool;         /* ready sandboxes kept (issue 16); 0: none */
         char *preload;              /* modules imported in ready sandboxes, comma-separated; NULL: none */
+        uint32_t py_sessions_max;   /* Python sessions open at once (issue 18); 0: none */
+        uint32_t py_session_idle_s; /* a session without a call ends after this */
+        uint32_t py_session_lifetime_s; /* and this long after its open, whatever it does */
 } Config;
 
 /* Reads the configuration from getenv-like lookup (env(name) returns the value or NULL).

@@ -708,6 +708,12 @@ static void check_environment_reply(PyJob *j) {
                 "network_for_runs", "never",
                 "cache", cache,
                 "auth", "token_configured", c->auth_token != NULL);
+        /* Issue 18: the Python sessions' bounds (the sessions themselves are daemon/pysession's). */
+        if (o && json_object_set_new(o, "python_sessions",
+                                     json_pack("{s:I, s:I, s:I}", "max", (json_int_t) c->py_sessions_max, "idle_s",
+                                               (json_int_t) c->py_session_idle_s, "lifetime_s",
+                                               (json_int_t) c->py_session_lifetime_s)) < 0)
+                json_decref(TAKE_PTR(o));
         job_reply(j, o ? mcp_call_reply_structured(j->call, o)
                        : mcp_call_reply_tool_error(j->call, "mcp-execd could not encode the result: out of memory"));
 }

@@ -6,6 +6,9 @@
 # outputs/figure-N.png and closes it; figures still open at exit are saved the same way. Nothing
 # of matplotlib is imported unless the code imports it.
 #
+# Session mode (issue 18, `_SESSION = True` after `_WARM = ()`): ready as in warm mode, then one
+# call after another in one __main__; see _session().
+#
 # Warm mode (issue 16, a ready sandbox): the daemon stages this file with a first line
 # `_WARM = ("module", ...)` (MCP_EXEC_PRELOAD, maybe empty). Then, before any caller code exists,
 # the launcher imports those modules (their output discarded), writes one fixed-size ready line on
@@ -25,6 +28,10 @@ try:
     _WARM
 except NameError:
     _WARM = None
+try:
+    _SESSION
+except NameError:
+    _SESSION = False
 
 _SCRIPT = "main.py"
 _OUT = os.path.join(os.getcwd(), "outputs")  # absolute: the code may chdir
@@ -112,6 +119,30 @@ def _warm_read(n):
     return b"".join(parts)
 
 
+# Set before the ready line (_session_prepare()), so that no SIGINT can find Python's default
+# handler between the ready line and the first call: the daemon may send one as soon as it has
+# written a call's message.
+_SESSION_FD = [-1]
+_SESSION_EARLY = [False]
+
+
+def _session_sigint(sig, frame):
+    # Between calls a SIGINT is kept for the next call (the daemon sends one only for a call it
+    # has written: a deadline or a cancel that came before the code started still interrupts it).
+    _SESSION_EARLY[0] = True
+
+
+def _session_prepare():
+    import signal
+
+    signal.signal(signal.SIGINT, _session_sigint)
+    _SESSION_FD[0] = os.dup(0)  # the messages; fd 0 becomes /dev/null for the code
+    nul = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nul, 0)
+    os.close(nul)
+    import linecache, resource, shutil, traceback, types  # noqa: E401 (before the ready line: not a call's time)
+
+
 def _warm():
     """Preloads, says ready, waits for the call's message and writes its files (issue 16)."""
     # A ready sandbox made in the background weighs less than the runs until a call takes it (the
@@ -152,6 +183,8 @@ def _warm():
     if failed is not None:
         _warm_line("MCPEXECD-FAILED " + failed.replace("\n", " "))
         os._exit(3)
+    if _SESSION:
+        _session_prepare()
     import resource
 
     ru = resource.getrusage(resource.RUSAGE_SELF)
@@ -160,9 +193,14 @@ def _warm():
     with open("/proc/self/statm", "rb") as f:
         rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     _warm_line("MCPEXECD-READY %d %d %d" % (round(ru.ru_utime * 1e6), round(ru.ru_stime * 1e6), rss))
+    if _SESSION:
+        return  # _session() runs at the end, once everything is defined
+    _warm_files(_warm_records(_warm_read(int.from_bytes(_warm_read(8), "little"))))
 
-    body = _warm_read(int.from_bytes(_warm_read(8), "little"))
-    cwd = os.getcwd()
+
+def _warm_records(body):
+    """The message's records: [(name, data)], in order."""
+    out = []
     off = 0
     while off < len(body):
         nlen = int.from_bytes(body[off : off + 4], "little")
@@ -170,8 +208,14 @@ def _warm():
         off += 12
         name = body[off : off + nlen].decode("utf-8", "surrogateescape")
         off += nlen
-        data = body[off : off + dlen]
+        out.append((name, body[off : off + dlen]))
         off += dlen
+    return out
+
+
+def _warm_files(records, exit_on_error=True):
+    cwd = _CWD0
+    for name, data in records:
         # Names were validated by the daemon (relative, no . or .., no empty segment).
         path = os.path.join(cwd, name)
         parent = os.path.dirname(path)
@@ -189,9 +233,128 @@ def _warm():
         except OSError as e:  # /tmp full: what a cold run's copy reports, as a result (exit 1)
             os.write(2, ("mcp-execd: the sandbox could not start the run: cannot write %s into %s: %s\n"
                          % (name, cwd, e.strerror)).encode("utf-8", "replace"))
-            os._exit(1)
+            if exit_on_error:
+                os._exit(1)
+            return False
+    return True
 
 
+def _session():
+    """A Python session (issue 18): one call after another in one __main__ namespace.
+
+    Each call is one message on the private copy of fd 0 (fd 0 itself is /dev/null, so the code
+    cannot read the next call's message by accident): records, the first named by the call's nonce
+    and holding its code, then its input files. The code is compiled with its own file name
+    (<call-N>, its lines in linecache) so that tracebacks show the call's own lines. The end of a
+    call is one line on fd 2 and then fd 1, after everything the call printed was flushed:
+    "\\0MCPEXECD-END <nonce> <status> <user us> <system us> <maxrss bytes>". The nonce is new for
+    every call and exists only in this function's frame: code that finds it can only confuse its
+    own session. SIGINT raises KeyboardInterrupt only while a call's code runs (the daemon's
+    deadline or a cancel); between calls it never ends the session: one that comes after the
+    message was written but before the code started interrupts the code as it starts, one that
+    came for a call that has ended is dropped. A handler the code installs for SIGINT lasts until
+    the end of its call."""
+    import linecache
+    import resource
+    import shutil
+    import signal
+    import types
+
+    msgfd = _SESSION_FD[0]
+    early = _SESSION_EARLY
+    between = _session_sigint
+
+    main = types.ModuleType("__main__")
+    main.__builtins__ = __builtins__
+    sys.modules["__main__"] = main
+
+    def read(n):
+        parts = []
+        while n > 0:
+            b = os.read(msgfd, min(n, 1 << 20))
+            if not b:  # the daemon closed the session
+                os._exit(0)
+            parts.append(b)
+            n -= len(b)
+        return b"".join(parts)
+
+    calls = 0
+    while True:
+        records = _warm_records(read(int.from_bytes(read(8), "little")))
+        nonce, code = records[0]
+        calls += 1
+        name = "<call-%d>" % calls
+        status = 0
+        shutil.rmtree(_OUT, ignore_errors=True)  # outputs/ is per call
+        try:
+            os.makedirs(_OUT, exist_ok=True)
+        except OSError:
+            pass
+        if not _warm_files(records[1:], exit_on_error=False):
+            status = 1
+        else:
+            text = code.decode("utf-8", "surrogateescape")
+            linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+            sys.argv[:] = [name]
+            # Python's own handler (no frame of ours in the traceback) only while the code runs.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            try:
+                if early[0]:
+                    early[0] = False
+                    raise KeyboardInterrupt
+                exec(compile(code, name, "exec", dont_inherit=True), main.__dict__)
+            except SystemExit as e:
+                c = e.code
+                if c is None:
+                    status = 0
+                elif type(c) in (int, bool):
+                    status = int(c) & 0xFF
+                else:
+                    print(c, file=sys.stderr)
+                    status = 1
+            except BaseException as e:
+                tb = e.__traceback__
+                while tb is not None and tb.tb_frame.f_code.co_filename != name:
+                    tb = tb.tb_next
+                e.__traceback__ = tb
+                try:
+                    # The traceback module reads the call's lines from linecache (the default hook
+                    # reads source files from disk, and <call-N> is none); a hook of the code's own
+                    # is respected.
+                    if sys.excepthook is sys.__excepthook__:
+                        import traceback
+
+                        traceback.print_exception(type(e), e, tb)
+                    else:
+                        sys.excepthook(type(e), e, tb)
+                except BaseException:
+                    pass
+                status = 130 if isinstance(e, KeyboardInterrupt) else 1
+            e = tb = None
+            signal.signal(signal.SIGINT, between)
+            try:
+                _save_figures()
+            except BaseException:
+                pass
+        try:
+            _flush_std()
+        except BaseException:
+            pass
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        end = b"\0MCPEXECD-END %s %d %d %d %d\n" % (
+            nonce.encode("ascii", "replace"), status,
+            round((me.ru_utime + kids.ru_utime) * 1e6), round((me.ru_stime + kids.ru_stime) * 1e6),
+            max(me.ru_maxrss, kids.ru_maxrss) * 1024)
+        for fd in (2, 1):
+            try:
+                os.write(fd, end)
+            except OSError:
+                os._exit(1)
+        early[0] = False  # one that came for the call just ended: it reached its end anyway
+
+
+_CWD0 = os.getcwd()
 if _WARM is not None:
     _warm()
 try:
@@ -305,4 +468,6 @@ _STDLIB = os.path.dirname(os.__file__) + "/"
 # garbage: the collections of the call, and the last one in _finish(), look only at the call's.
 if hasattr(gc, "freeze"):  # CPython 3.7+
     gc.freeze()
+if _SESSION:
+    _session()  # never returns
 _finish(_main())

@@ -72,6 +72,7 @@
 #include "mcp.h"
 #include "pool.h"
 #include "py-launch.h"
+#include "spawn.h"
 #include "str-util.h"
 
 #define POOL_READY_BYTES 256 /* launch.py's _READY_BYTES */
@@ -120,29 +121,12 @@ struct RunPool {
         struct __kernel_timespec age_ts;
 };
 
-/* The preload list as a Python tuple literal. Module names are checked by the configuration
- * ([A-Za-z0-9_.], comma-separated), so quoting them needs no escaping. */
+/* The preload list as a Python tuple literal, then launch.py (spawn.c). */
 static int launcher_build(RunPool *p) {
-        const char *list = p->config.preload ?: "";
-        size_t n = strlen(list);
-        _cleanup_free_ char *head = malloc(16 + 4 * n + 8);
+        _cleanup_free_ char *head = run_launcher_warm_head(p->config.preload);
         if (!head)
                 return -ENOMEM;
-        char *w = stpcpy(head, "_WARM = (");
-        for (const char *s = list; *s;) {
-                size_t k = strcspn(s, ",");
-                if (k > 0) {
-                        *w++ = '"';
-                        memcpy(w, s, k);
-                        w += k;
-                        w = stpcpy(w, "\", ");
-                }
-                s += k;
-                if (*s == ',')
-                        s++;
-        }
-        w = stpcpy(w, ")\n");
-        size_t hl = (size_t) (w - head);
+        size_t hl = strlen(head);
         size_t ll = strlen(py_launch);
         p->launcher = malloc(hl + ll + 1);
         if (!p->launcher)
@@ -252,11 +236,6 @@ static void on_ready_line(RingOp *op, int res) {
         entry_destroy(e);
 }
 
-static void pipe_closep(int (*q)[2]) {
-        (*q)[0] = safe_close((*q)[0]);
-        (*q)[1] = safe_close((*q)[1]);
-}
-
 static void entry_read_line(PoolEntry *e);
 
 /* The backstop of a ready sandbox's scope (systemd's RuntimeMaxUSec, counted from the scope's
@@ -318,9 +297,6 @@ static void entry_on_placed(CgroupRun *cr, int error, const char *message, void 
  * systemd has made it: e->placing until then, and entry_on_placed() also starts the read); its
  * Python starts the launcher in warm mode, at a lower CPU weight if background. */
 static int entry_spawn(RunPool *p, bool background, bool with_cgroup, PoolEntry **ret) {
-        _cleanup_(pipe_closep) int in[2] = { -EBADF, -EBADF };
-        _cleanup_(pipe_closep) int out[2] = { -EBADF, -EBADF };
-        _cleanup_(pipe_closep) int err[2] = { -EBADF, -EBADF };
         PoolEntry *e = calloc(1, sizeof(*e));
         if (!e)
                 return -ENOMEM;
@@ -347,43 +323,22 @@ static int entry_spawn(RunPool *p, bool background, bool with_cgroup, PoolEntry 
                 r = -ENOMEM;
                 goto fail;
         }
-        if (mkdir(e->staging, 0700) < 0) {
-                r = -errno;
-                free(e->staging);
+        RunLauncher l;
+        r = run_launcher_spawn(&(RunLauncherSpec) { .sandbox = p->config.sandbox, .python = p->python,
+                                                    .staging = e->staging, .launcher = p->launcher,
+                                                    .launcher_len = p->launcher_len, .cgroup = e->cgroup,
+                                                    .background = background },
+                               &l);
+        if (r < 0) {
+                free(e->staging); /* removed by run_launcher_spawn() */
                 e->staging = NULL;
                 goto fail;
         }
-        {
-                _cleanup_close_ int dfd = open(e->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                r = dfd < 0 ? -errno
-                            : fd_write_file_at(dfd, MCP_RUN_LAUNCHER, p->launcher, p->launcher_len, 0600);
-                if (r < 0)
-                        goto fail;
-        }
-        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-                r = -errno;
-                goto fail;
-        }
-        SandboxRunSpec spec = {
-                .python = p->python,
-                .staging_dir = e->staging,
-                .script = MCP_RUN_LAUNCHER,
-                .stdin_fd = in[0],
-                .stdout_fd = out[1],
-                .stderr_fd = err[1],
-                .supervisor_cgroup_fd = e->cgroup ? cgroup_run_supervisor_fd(e->cgroup) : -EBADF,
-                .payload_cgroup_fd = e->cgroup ? cgroup_run_payload_fd(e->cgroup) : -EBADF,
-                .rlimits = !e->cgroup,
-                /* With a cgroup the lower weight is its cpu.weight (entry_release()), not nice. */
-                .background = background && !e->cgroup,
-        };
-        r = sandbox_spawn(p->config.sandbox, &spec, &e->child);
-        if (r < 0)
-                goto fail;
+        e->child = l.child;
         e->t_spawn = now_usec();
-        e->stdin_fd = TAKE_FD(in[1]);
-        e->stdout_fd = TAKE_FD(out[0]);
-        e->stderr_fd = TAKE_FD(err[0]);
+        e->stdin_fd = l.stdin_fd;
+        e->stdout_fd = l.stdout_fd;
+        e->stderr_fd = l.stderr_fd;
         LIST_APPEND(entries, p->entries, e);
         p->n_entries++;
         if (e->cgroup) {

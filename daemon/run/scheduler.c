@@ -207,7 +207,7 @@ static void scheduler_pump(Scheduler *s) {
 
 int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply) {
         const McpExecArgs *a = mcp_call_args(call);
-        if (s->hook && !s->shutting_down && (a->tool != MCP_TOOL_EXEC || a->python))
+        if (s->hook && !s->shutting_down && (a->tool != MCP_TOOL_EXEC || a->python || a->session))
                 return s->hook->submit(s->hook->userdata, call, owner, reply);
         return scheduler_submit_prepared(s, call, owner, reply, NULL);
 }

@@ -162,7 +162,7 @@ static void test_tools_list(void **state) {
         McpServer *s = server_new(true);
         json_t *r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
         json_t *tools = json_object_get(json_object_get(r, "result"), "tools");
-        assert_int_equal(json_array_size(tools), 4); /* exec, then the issue 8 tools */
+        assert_int_equal(json_array_size(tools), 6); /* exec, the issue 8 tools, the session tools (18) */
         json_t *t = json_array_get(tools, 0);
         assert_string_equal(json_string_value(json_object_get(t, "name")), "exec");
         json_t *in = json_object_get(t, "inputSchema");

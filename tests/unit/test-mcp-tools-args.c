@@ -23,6 +23,8 @@ static const char *const kind_names[_MCP_ARG_KIND_MAX] = {
         [MCP_ARG_TIMEOUT] = "timeout",
         [MCP_ARG_PYTHON] = "python",
         [MCP_ARG_DEPENDENCIES] = "dependencies",
+        [MCP_ARG_SESSION] = "session",
+        [MCP_ARG_IDLE_TIMEOUT] = "idle_timeout",
         [MCP_ARG_FILES] = "files",
 };
 
@@ -33,6 +35,8 @@ static const char *const valid[_MCP_ARG_KIND_MAX] = {
         [MCP_ARG_TIMEOUT] = "5",
         [MCP_ARG_PYTHON] = "\"pypy3\"",
         [MCP_ARG_DEPENDENCIES] = "[\"a==1\"]",
+        [MCP_ARG_SESSION] = "\"0123456789abcdef0123456789abcdef\"",
+        [MCP_ARG_IDLE_TIMEOUT] = "60",
         [MCP_ARG_FILES] = "[{\"name\":\"a.txt\",\"content\":\"x\"}]",
 };
 
@@ -90,6 +94,10 @@ static const Bad bads[] = {
         { MCP_ARG_PYTHON, "empty", "\"\"" },
         { MCP_ARG_PYTHON, "NUL byte after a configured name", "\"python3\\u0000\"" },
         { MCP_ARG_DEPENDENCIES, "wrong type (string)", "\"numpy\"" },
+        { MCP_ARG_SESSION, "wrong type (integer)", "7" },
+        { MCP_ARG_SESSION, "empty", "\"\"" },
+        { MCP_ARG_IDLE_TIMEOUT, "zero", "0" },
+        { MCP_ARG_IDLE_TIMEOUT, "wrong type (string)", "\"60\"" },
         { MCP_ARG_DEPENDENCIES, "too many", many_requirements },
         { MCP_ARG_DEPENDENCIES, "entry of the wrong type", "[\"a\",3]" },
         { MCP_ARG_DEPENDENCIES, "empty entry", "[\" \"]" },

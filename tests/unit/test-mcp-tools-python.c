@@ -103,9 +103,10 @@ static void test_catalogue(void **state) {
         assert_int_equal(mcp_server_handle(s, list, strlen(list), &a), 0);
         json_t *j = json_loads(a.reply, 0, NULL);
         json_t *tools = json_object_get(json_object_get(j, "result"), "tools");
-        assert_int_equal(json_array_size(tools), 4);
-        static const char *const names[] = { "exec", "execute_python", "validate_script", "check_environment" };
-        for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(json_array_size(tools), 6);
+        static const char *const names[] = { "exec", "execute_python", "validate_script", "check_environment",
+                                             "session_open", "session_close" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 json_t *t = json_array_get(tools, i);
                 assert_string_equal(json_string_value(json_object_get(t, "name")), names[i]);
                 assert_true(json_is_object(json_object_get(t, "outputSchema")));

@@ -1,0 +1,1217 @@
+/* pysession.c: persistent Python sessions (issue 18), from session_open to the last call's answer.
+ *
+ * A session is a sandbox made exactly as a ready sandbox of the pool (run_launcher_spawn(): the
+ * same namespaces, mounts, uid, seccomp, limits and scope or cgroup as a run), whose launcher
+ * (launch.py, `_SESSION = True`) does not run one main.py and exit but loops: it reads one message
+ * per call (the call's nonce and code, then its input files), runs the code in one __main__ that
+ * lives as long as the session, flushes, and ends the call with one line on stderr and then on
+ * stdout: "\0MCPEXECD-END <nonce> <status> <user us> <system us> <maxrss bytes>". The daemon keeps
+ * reading both pipes for the session's whole life and cuts each call's output at those lines. The
+ * nonce is fresh per call (128 bits) and lives only in the launcher's frame: code that digs it out
+ * can end its own call early, nothing else (its session's next call then starts as usual).
+ *
+ * Deadlines. At the call's timeout the daemon sends SIGINT to the launcher (and whatever else is a
+ * child of the sandbox's init): KeyboardInterrupt in the code. If the end line comes within
+ * PYSESSION_GRACE_USEC the session lives (timed_out: true); else the session is killed (payload/'s
+ * cgroup.kill, and the init's SIGKILL, which ends its PID namespace) and the result says
+ * session_alive: false. Python's exit or death (a crash, an OOM kill, os._exit) ends the session
+ * the same way. One call at a time per session: a second gets a tool error at once.
+ *
+ * Handles: 128 random bits (getrandom), hex; compared in constant time. Every wrong handle (garbage,
+ * closed, expired, killed) gets the same tool error. The daemon serves one credential (stdio: its
+ * client; HTTP: the one MCP_EXEC_AUTH_TOKEN, or none), so a handle works from any connection of it.
+ *
+ * Bounds: at most config.max sessions (opening ones included), each ends after its idle timeout
+ * without a call or config.lifetime_s after its open (a sweep every PYSESSION_SWEEP_USEC). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cleanup.h"
+#include "fd-util.h"
+#include "list.h"
+#include "log.h"
+#include "output.h"
+#include "outputs.h"
+#include "py-launch.h"
+#include "pysession.h"
+#include "spawn.h"
+#include "str-util.h"
+
+#define PYSESSION_READ_BYTES (64u * 1024u)
+#define PYSESSION_READY_BYTES 256 /* launch.py's _READY_BYTES */
+#define PYSESSION_READY_PREFIX "MCPEXECD-READY "
+#define PYSESSION_END_PREFIX "\0MCPEXECD-END " /* 14 bytes, the NUL included */
+#define PYSESSION_END_PREFIX_LEN 14
+#define PYSESSION_NONCE_HEX 32
+/* The end line after its prefix and nonce: five numbers and spaces; longer is not ours. */
+#define PYSESSION_END_TAIL_MAX 160
+#define PYSESSION_HOLD_MAX (PYSESSION_END_PREFIX_LEN + PYSESSION_NONCE_HEX + 1 + PYSESSION_END_TAIL_MAX + 1)
+/* From SIGINT at the deadline to the kill: a KeyboardInterrupt unwinds in milliseconds, but its
+ * traceback is printed by Python code, which a loaded machine (2 s was seen missed) slows down. */
+#define PYSESSION_GRACE_USEC (3u * 1000u * 1000u)
+/* Opening: the sandbox and Python's start (a scope from systemd, an interpreter on a loaded host). */
+#define PYSESSION_OPEN_TIMEOUT_USEC (60u * 1000u * 1000u)
+#define PYSESSION_SWEEP_USEC (1000u * 1000u)
+/* The one answer to every handle that names no live session of the caller: nothing in it tells a
+ * closed handle from one that never existed. */
+#define PYSESSION_UNKNOWN "unknown session: the handle is not an open Python session (it may have been closed, " \
+                          "expired or killed); open a new one with session_open"
+
+typedef enum PySessionState {
+        PYSESSION_OPENING, /* spawned; placing, or waiting for the launcher's ready line */
+        PYSESSION_IDLE,
+        PYSESSION_BUSY,    /* a call's message is written and its end line not yet read */
+        PYSESSION_DEAD,    /* killed or exited: the handle is gone, the ring ops finish */
+} PySessionState;
+
+typedef struct PySession PySession;
+
+typedef struct PyStream {
+        RingOp op;
+        PySession *session;
+        int fd;
+        int index; /* 0 stdout, 1 stderr */
+        bool eof;
+        bool ended; /* the current call's end line was read on this stream */
+        char buf[PYSESSION_READ_BYTES];
+        char hold[PYSESSION_HOLD_MAX + PYSESSION_READ_BYTES]; /* a possible end line's start, then data */
+        size_t held;
+        char tail[PYSESSION_END_TAIL_MAX + 1]; /* the end line after the nonce (stdout's is parsed) */
+} PyStream;
+
+/* The call in flight (exec or execute_python with this session). */
+typedef struct PyCall {
+        McpCall *call;
+        void *owner; /* NULL once cancelled: the answer is dropped */
+        JobReplyFn reply;
+        char nonce[PYSESSION_NONCE_HEX + 1];
+        char *msg;
+        size_t msg_len, msg_off;
+        Output output;
+        Outputs outputs;
+        uint64_t t_release, t_end;
+        bool timed_out;   /* the deadline passed before the end line */
+        bool interrupted; /* SIGINT sent */
+        int status;       /* the launcher's, from the end line */
+        uint64_t ru_user_usec, ru_system_usec, ru_maxrss_bytes; /* the launcher's, cumulative */
+        CgroupUsage usage_start;
+        bool have_usage_start;
+        CgroupStats stats; /* read before a kill (call_finish() reads them otherwise) */
+        CgroupUsage usage;
+        bool have_stats, have_usage;
+} PyCall;
+
+struct PySession {
+        PySessions *m;
+        LIST_FIELDS(PySession, sessions);
+        PySessionState state;
+        char handle[PYSESSION_NONCE_HEX + 1];
+        char id[17]; /* its run id: mcp-execd-run-<id>.scope */
+        char *staging;
+        SandboxChild child;
+        CgroupRun *cgroup;
+        int stdin_fd;
+        PyStream streams[2];
+        bool placing;
+        bool init_exited;
+        bool python_exited; /* the init reported Python's exit */
+        int wait_status;
+        SandboxReport report;
+        uint64_t idle_usec;
+        uint64_t t_open, t_last;
+        uint64_t calls;
+        uint64_t ru_user_usec, ru_system_usec; /* the launcher's at the end of the last call */
+        /* session_open's caller until the ready line */
+        McpCall *open_call;
+        void *open_owner;
+        JobReplyFn open_reply;
+        PyCall *call;
+        char ready[PYSESSION_READY_BYTES];
+        size_t ready_got;
+        RingOp op_stdin, op_control, op_pidfd, op_timer;
+        struct __kernel_timespec timer_ts;
+        uint64_t timer_want; /* when op_timer is to fire (now_usec()), 0: never */
+        bool in_grace; /* op_timer is the grace after SIGINT */
+        bool finish_pending; /* killed during a call: answered once both pipes are at EOF */
+};
+
+/* A call taken by the hook, answered on the next turn of the loop (never from inside submit). */
+typedef struct PyPending PyPending;
+struct PyPending {
+        McpCall *call;
+        void *owner;
+        JobReplyFn reply;
+        LIST_FIELDS(PyPending, pending);
+};
+
+struct PySessions {
+        PySessionsConfig config;
+        PyPending *pending; /* newest first */
+        RingOp op_pending;
+        RunEnv env;
+        Scheduler *scheduler;
+        const SchedulerHook *inner; /* the hook that was attached before ours */
+        SchedulerHook hook;
+        char *launcher;
+        size_t launcher_len;
+        PySession *sessions;
+        unsigned n_sessions;
+        bool stopped;
+        RingOp op_sweep;
+        struct __kernel_timespec sweep_ts;
+};
+
+static void session_kill(PySession *s, const char *why);
+static void session_finish_maybe(PySession *s);
+static void session_maybe_free(PySession *s);
+static void call_finish(PySession *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Answers. */
+
+static void answer_error(McpCall *call, void *owner, JobReplyFn reply, const char *message) {
+        if (owner) {
+                char *r = mcp_call_reply_tool_error(call, message);
+                reply(owner, r ?: mcp_call_reply_oom(call));
+        }
+        mcp_call_free(call);
+}
+
+static void answer_errorf(McpCall *call, void *owner, JobReplyFn reply, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static void answer_errorf(McpCall *call, void *owner, JobReplyFn reply, const char *fmt, ...) {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        answer_error(call, owner, reply, msg);
+}
+
+static void answer_json(McpCall *call, void *owner, JobReplyFn reply, json_t *o) {
+        if (owner) {
+                char *r = o ? mcp_call_reply_structured(call, o) : NULL;
+                reply(owner, r ?: mcp_call_reply_oom(call));
+        }
+        json_decref(o);
+        mcp_call_free(call);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Lifetime of a session. */
+
+static bool session_ops_busy(const PySession *s) {
+        return s->streams[0].op.busy || s->streams[1].op.busy || s->op_stdin.busy || s->op_control.busy ||
+               s->op_pidfd.busy || s->op_timer.busy;
+}
+
+static void session_staging_remove(PySession *s) {
+        if (!s->staging)
+                return;
+        (void) rm_rf(s->staging);
+        free(s->staging);
+        s->staging = NULL;
+}
+
+static void call_free(PyCall *c) {
+        if (!c)
+                return;
+        mcp_call_free(c->call);
+        free(c->msg);
+        output_done(&c->output);
+        outputs_done(&c->outputs);
+        free(c);
+}
+
+static void call_freep(PyCall **c) {
+        call_free(*c);
+}
+
+static void session_free(PySession *s) {
+        PySessions *m = s->m;
+        if (LIST_IS_LINKED(sessions, m->sessions, s)) {
+                LIST_REMOVE(sessions, m->sessions, s);
+                m->n_sessions--;
+        }
+        s->stdin_fd = safe_close(s->stdin_fd);
+        for (int i = 0; i < 2; i++)
+                s->streams[i].fd = safe_close(s->streams[i].fd);
+        if (s->child.pidfd >= 0) {
+                if (!s->init_exited) {
+                        (void) sandbox_child_kill(&s->child);
+                        siginfo_t si;
+                        while (waitid((idtype_t) P_PIDFD, (id_t) s->child.pidfd, &si, WEXITED) < 0 && errno == EINTR)
+                                ;
+                }
+                sandbox_child_done(&s->child);
+        }
+        /* After the init is reaped: nothing of the session is left in its cgroup or scope. */
+        s->cgroup = cgroup_run_free(s->cgroup);
+        session_staging_remove(s);
+        call_free(s->call);
+        if (s->open_call)
+                answer_error(s->open_call, s->open_owner, s->open_reply, "the session ended before it was ready");
+        explicit_bzero(s->handle, sizeof(s->handle));
+        free(s);
+}
+
+static void session_maybe_free(PySession *s) {
+        if (s->state == PYSESSION_DEAD && !s->placing && !session_ops_busy(s) &&
+            (s->init_exited || s->child.pidfd < 0))
+                session_free(s);
+}
+
+static void timer_submit(PySession *s, uint64_t usec) {
+        s->timer_ts = (struct __kernel_timespec) { .tv_sec = (long long) (usec / 1000000),
+                                                   .tv_nsec = (long long) (usec % 1000000) * 1000 };
+        struct io_uring_sqe *sqe = ring_get_sqe(s->m->env.ring, &s->op_timer);
+        io_uring_prep_timeout(sqe, &s->timer_ts, 0, 0);
+}
+
+/* The session's one timer (opening, a call's deadline, the grace after its interrupt) is a wanted
+ * moment, not an operation: an op still on the ring is never submitted again (its CQE would come
+ * twice), it is cancelled and on_timer() submits the one wanted now, if any. */
+static void timer_arm(PySession *s, uint64_t usec) {
+        s->timer_want = now_usec() + usec;
+        if (s->op_timer.busy)
+                ring_cancel(s->m->env.ring, &s->op_timer);
+        else
+                timer_submit(s, usec);
+}
+
+static void timer_clear(PySession *s) {
+        s->timer_want = 0;
+        ring_cancel(s->m->env.ring, &s->op_timer);
+}
+
+static void stream_read(PyStream *st) {
+        PySession *s = st->session;
+        struct io_uring_sqe *sqe = ring_get_sqe(s->m->env.ring, &st->op);
+        /* While opening, stdout carries exactly the ready line first. */
+        if (st->index == 0 && s->state == PYSESSION_OPENING)
+                io_uring_prep_read(sqe, st->fd, s->ready + s->ready_got, PYSESSION_READY_BYTES - s->ready_got,
+                                   (uint64_t) -1);
+        else
+                io_uring_prep_read(sqe, st->fd, st->buf, sizeof(st->buf), (uint64_t) -1);
+}
+
+/* The session is over: every process goes (payload/'s cgroup.kill, then the init's SIGKILL, which
+ * ends its PID namespace); a call in flight is answered as it stands; the handle is dead at once. */
+static void session_kill(PySession *s, const char *why) {
+        if (s->state == PYSESSION_DEAD)
+                return;
+        log_debug("python session %.8s…: ended: %s", s->handle, why);
+        bool had_call = s->state == PYSESSION_BUSY && s->call;
+        s->state = PYSESSION_DEAD;
+        if (had_call) {
+                /* The counters before they go with the init: this call's OOM kill, its peak. */
+                if (!s->call->t_end)
+                        s->call->t_end = now_usec();
+                if (s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0) {
+                        s->call->have_stats = cgroup_run_read(s->cgroup, &s->call->stats) >= 0;
+                        s->call->have_usage = s->call->have_usage_start &&
+                                              cgroup_run_usage(s->cgroup, &s->call->usage) >= 0;
+                }
+        }
+        if (s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0)
+                (void) cgroup_run_kill(s->cgroup);
+        /* What the call printed up to its end is its answer: the pipes are read to their EOF,
+         * which the kill brings (no process outside the sandbox holds their write ends). */
+        s->finish_pending = had_call;
+        if (s->open_call) {
+                McpCall *c = TAKE_PTR(s->open_call);
+                answer_errorf(c, s->open_owner, s->open_reply, "cannot open a Python session: %s", why);
+        }
+        /* While systemd makes the scope the init must live (run.c's placing: killed now, it would
+         * empty the scope while its leaves are made, and systemd could not remove it); on_placed()
+         * kills it. */
+        if (s->child.pidfd >= 0 && !s->init_exited && !s->placing)
+                (void) sandbox_child_kill(&s->child);
+        timer_clear(s);
+        ring_cancel(s->m->env.ring, &s->op_stdin);
+        ring_cancel(s->m->env.ring, &s->op_control);
+        if (!s->finish_pending) {
+                ring_cancel(s->m->env.ring, &s->streams[0].op);
+                ring_cancel(s->m->env.ring, &s->streams[1].op);
+        }
+        session_finish_maybe(s);
+        /* op_pidfd stays: its completion reaps the init, then the session is freed. */
+        session_maybe_free(s);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The end of a call. */
+
+static uint64_t delta(uint64_t now, uint64_t before) {
+        return now > before ? now - before : 0;
+}
+
+/* Answers the call in flight from what is known now; the session lives on if it is IDLE again. */
+static void call_finish(PySession *s) {
+        _cleanup_(call_freep) PyCall *c = TAKE_PTR(s->call);
+        bool alive = s->state != PYSESSION_DEAD;
+
+        if (alive && s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0) {
+                c->have_stats = cgroup_run_read(s->cgroup, &c->stats) >= 0;
+                c->have_usage = c->have_usage_start && cgroup_run_usage(s->cgroup, &c->usage) >= 0;
+        }
+        const CgroupStats stats = c->stats;
+        const CgroupUsage usage = c->usage;
+        bool have_stats = c->have_stats, have_usage = c->have_usage;
+        for (int i = 0; i < 2; i++) {
+                /* Bytes held back as a possible end line that never came are the call's. */
+                (void) output_add(&c->output, i, s->streams[i].hold, s->streams[i].held);
+                s->streams[i].held = 0;
+        }
+        if (alive && s->child.pid > 0) {
+                int r = outputs_collect(s->child.pid, SANDBOX_WORK_DIR, s->m->env.max_return_bytes, &c->outputs);
+                if (r < 0)
+                        log_debug("python session: cannot read back outputs/: %s", strerror(-r));
+        }
+        (void) output_finish(&c->output);
+
+        McpExecResult r = {
+                .stdout_data = c->output.stream[0].data,
+                .stdout_len = c->output.stream[0].len,
+                .stderr_data = c->output.stream[1].data,
+                .stderr_len = c->output.stream[1].len,
+                .truncated = c->output.truncated,
+                .timed_out = c->timed_out,
+                .limits = s->cgroup ? "cgroup" : "rlimit",
+                .files = c->outputs.files,
+                .n_files = c->outputs.n_files,
+                .files_unlisted = c->outputs.unlisted,
+                .run_id = s->id,
+        };
+        uint64_t end = c->t_end ? c->t_end : now_usec();
+        r.duration_ms = delta(end, c->t_release) / 1000;
+        if (c->timed_out)
+                r.exit_code = -1; /* mcp-exec's contract: -1 when timed out */
+        else if (alive)
+                r.exit_code = c->status;
+        else if (s->python_exited && WIFEXITED(s->wait_status))
+                r.exit_code = WEXITSTATUS(s->wait_status);
+        else if (s->python_exited && WIFSIGNALED(s->wait_status))
+                r.exit_code = -WTERMSIG(s->wait_status);
+        else
+                r.exit_code = -SIGKILL;
+        char sig[16] = "";
+        if (!alive) {
+                int signo = s->python_exited && WIFSIGNALED(s->wait_status) ? WTERMSIG(s->wait_status)
+                            : s->python_exited                               ? 0
+                                                                             : SIGKILL;
+                if (signo)
+                        snprintf(sig, sizeof(sig), "SIG%s", sigabbrev_np(signo) ?: "UNKNOWN");
+        }
+        r.signal = sig[0] ? sig : NULL;
+        if (have_stats) {
+                r.oom_killed = stats.oom_killed;
+                r.pids_limit_hit = stats.pids_limit_hit;
+                r.memory_peak_bytes = stats.memory_peak_bytes;
+        } else
+                r.memory_peak_bytes = c->ru_maxrss_bytes;
+        if (have_usage) {
+                r.cpu_user_us = delta(usage.cpu_user_usec, c->usage_start.cpu_user_usec);
+                r.cpu_system_us = delta(usage.cpu_system_usec, c->usage_start.cpu_system_usec);
+        } else if (alive) {
+                /* rlimits: what the launcher measured of itself and its reaped children. */
+                r.cpu_user_us = delta(c->ru_user_usec, s->ru_user_usec);
+                r.cpu_system_us = delta(c->ru_system_usec, s->ru_system_usec);
+        }
+        if (alive) {
+                s->ru_user_usec = c->ru_user_usec;
+                s->ru_system_usec = c->ru_system_usec;
+        }
+        _cleanup_(json_decrefp) json_t *extra = json_pack("{s:s, s:b, s:s, s:I}", "session", s->handle, "session_alive",
+                                                          alive, "memory_peak_scope", "session", "session_calls",
+                                                          (json_int_t) s->calls);
+        r.extra = extra;
+        if (c->owner) {
+                char *reply = mcp_call_reply_result(c->call, &r);
+                c->reply(c->owner, reply ?: mcp_call_reply_oom(c->call));
+        }
+        s->t_last = now_usec();
+}
+
+/* A session killed during a call: answered once both pipes are at EOF (all it printed is read). */
+static void session_finish_maybe(PySession *s) {
+        if (s->finish_pending && s->streams[0].eof && s->streams[1].eof) {
+                s->finish_pending = false;
+                if (s->call)
+                        call_finish(s);
+        }
+}
+
+/* Both end lines were read: the call is over and the session waits for the next. */
+static void call_ended(PySession *s) {
+        PyCall *c = s->call;
+        c->t_end = now_usec();
+        timer_clear(s);
+        unsigned long long st = 0, u = 0, sy = 0, rss = 0;
+        const char *tail = s->streams[0].tail;
+        if (sscanf(tail, "%llu %llu %llu %llu", &st, &u, &sy, &rss) == 4) {
+                c->status = (int) (st & 0xff);
+                c->ru_user_usec = u;
+                c->ru_system_usec = sy;
+                c->ru_maxrss_bytes = rss;
+        } else
+                c->status = 1;
+        s->state = PYSESSION_IDLE;
+        s->streams[0].ended = s->streams[1].ended = false;
+        call_finish(s);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Output: each stream's bytes go to the call's output up to its end line. */
+
+static void stream_take(PySession *s, PyStream *st, const char *p, size_t n) {
+        PyCall *c = s->call;
+        if (!c || st->ended)
+                return; /* between calls (a thread the code left running): not any call's */
+        memcpy(st->hold + st->held, p, n);
+        st->held += n;
+
+        char prefix[PYSESSION_END_PREFIX_LEN + PYSESSION_NONCE_HEX + 1];
+        memcpy(prefix, PYSESSION_END_PREFIX, PYSESSION_END_PREFIX_LEN);
+        memcpy(prefix + PYSESSION_END_PREFIX_LEN, c->nonce, PYSESSION_NONCE_HEX);
+        prefix[sizeof(prefix) - 1] = ' ';
+        const size_t plen = sizeof(prefix);
+
+        char *at = memmem(st->hold, st->held, prefix, plen);
+        if (at) {
+                size_t before = (size_t) (at - st->hold);
+                (void) output_add(&c->output, st->index, st->hold, before);
+                char *line = at + plen;
+                size_t rest = st->held - before - plen;
+                char *nl = memchr(line, '\n', rest);
+                if (nl && (size_t) (nl - line) <= PYSESSION_END_TAIL_MAX) {
+                        memcpy(st->tail, line, (size_t) (nl - line));
+                        st->tail[nl - line] = 0;
+                        st->ended = true;
+                        st->held = 0; /* what follows is no call's */
+                        return;
+                }
+                if (!nl && rest <= PYSESSION_END_TAIL_MAX) {
+                        memmove(st->hold, at, st->held - before); /* the rest of the line comes next */
+                        st->held -= before;
+                        return;
+                }
+                /* Not our line after all (forged, or cut): it is output like any other. */
+                (void) output_add(&c->output, st->index, at, st->held - before);
+                st->held = 0;
+                return;
+        }
+        /* Keep what could be the start of the end line; the rest is the call's. */
+        size_t keep = MIN(st->held, plen - 1);
+        (void) output_add(&c->output, st->index, st->hold, st->held - keep);
+        memmove(st->hold, st->hold + st->held - keep, keep);
+        st->held = keep;
+}
+
+static void session_became_ready(PySession *s) {
+        s->ready[PYSESSION_READY_BYTES - 1] = 0;
+        if (strncmp(s->ready, PYSESSION_READY_PREFIX, strlen(PYSESSION_READY_PREFIX)) != 0) {
+                session_kill(s, "the session's interpreter did not start");
+                return;
+        }
+        unsigned long long u = 0, sy = 0;
+        (void) sscanf(s->ready + strlen(PYSESSION_READY_PREFIX), "%llu %llu", &u, &sy);
+        s->ru_user_usec = u;
+        s->ru_system_usec = sy;
+        s->state = PYSESSION_IDLE;
+        s->t_last = now_usec();
+        timer_clear(s);
+        /* Python has copied the launcher out of it. */
+        session_staging_remove(s);
+
+        McpCall *call = TAKE_PTR(s->open_call);
+        uint64_t left = delta(s->t_open + (uint64_t) s->m->config.lifetime_s * 1000000u, now_usec());
+        json_t *o = json_pack("{s:s, s:I, s:I, s:s}", "session", s->handle, "idle_timeout_s",
+                              (json_int_t) (s->idle_usec / 1000000u), "expires_in_s", (json_int_t) (left / 1000000u),
+                              "limits", s->cgroup ? "cgroup" : "rlimit");
+        answer_json(call, s->open_owner, s->open_reply, o);
+}
+
+static void on_stream(RingOp *op, int res) {
+        PyStream *st = container_of(op, PyStream, op);
+        PySession *s = st->session;
+
+        if (res <= 0) {
+                /* EOF: Python's exit (or its kill) follows, from the init's report or its pidfd. */
+                st->eof = true;
+                if (res < 0 && s->state != PYSESSION_DEAD)
+                        session_kill(s, "cannot read the session's output");
+                session_finish_maybe(s);
+                session_maybe_free(s);
+                return;
+        }
+        if (s->state == PYSESSION_DEAD) {
+                if (s->finish_pending && s->call) {
+                        stream_take(s, st, st->buf, (size_t) res);
+                        stream_read(st);
+                        return;
+                }
+                session_maybe_free(s);
+                return;
+        }
+        if (st->index == 0 && s->state == PYSESSION_OPENING) {
+                s->ready_got += (size_t) res;
+                if (s->ready_got == PYSESSION_READY_BYTES)
+                        session_became_ready(s);
+        } else
+                stream_take(s, st, st->buf, (size_t) res);
+        if (s->state == PYSESSION_DEAD) {
+                session_maybe_free(s);
+                return;
+        }
+        stream_read(st);
+        if (s->state == PYSESSION_BUSY && s->streams[0].ended && s->streams[1].ended)
+                call_ended(s);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The sandbox's init, Python's exit, the deadline. */
+
+static void control_read(PySession *s) {
+        struct io_uring_sqe *sqe = ring_get_sqe(s->m->env.ring, &s->op_control);
+        io_uring_prep_recv(sqe, s->child.control_fd, &s->report, sizeof(s->report), 0);
+}
+
+static void on_control(RingOp *op, int res) {
+        PySession *s = container_of(op, PySession, op_control);
+        if (s->state == PYSESSION_DEAD) {
+                session_maybe_free(s);
+                return;
+        }
+        if (res == (int) sizeof(SandboxReport)) {
+                switch (s->report.kind) {
+                case SANDBOX_REPORT_STARTED:
+                        control_read(s);
+                        return;
+                case SANDBOX_REPORT_EXITED:
+                        s->python_exited = true;
+                        s->wait_status = s->report.value;
+                        session_kill(s, "the interpreter exited");
+                        return;
+                case SANDBOX_REPORT_FAILED:
+                        s->report.detail[sizeof(s->report.detail) - 1] = 0;
+                        session_kill(s, "the sandbox could not start the interpreter");
+                        return;
+                default:
+                        break;
+                }
+        }
+        session_kill(s, "the session's init stopped reporting");
+}
+
+static void on_pidfd(RingOp *op, int res) {
+        PySession *s = container_of(op, PySession, op_pidfd);
+        siginfo_t si = {};
+        if (res >= 0 && waitid((idtype_t) P_PIDFD, (id_t) s->child.pidfd, &si, WEXITED | WNOHANG) == 0 &&
+            si.si_pid == 0) {
+                struct io_uring_sqe *sqe = ring_get_sqe(s->m->env.ring, &s->op_pidfd);
+                io_uring_prep_poll_add(sqe, s->child.pidfd, POLLIN);
+                return;
+        }
+        if (res >= 0)
+                s->init_exited = true;
+        session_kill(s, "its init exited");
+        session_maybe_free(s);
+}
+
+/* SIGINT to every child of the init: the launcher, and what the code started and left there. */
+static void session_interrupt(PySession *s) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int) s->child.pid, (int) s->child.pid);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return;
+        int pid;
+        while (fscanf(f, "%d", &pid) == 1)
+                if (pid > 0)
+                        (void) kill(pid, SIGINT);
+        fclose(f);
+}
+
+static void on_timer(RingOp *op, int res) {
+        PySession *s = container_of(op, PySession, op_timer);
+        if (s->state == PYSESSION_DEAD) {
+                session_maybe_free(s);
+                return;
+        }
+        if (s->timer_want == 0)
+                return;
+        uint64_t now = now_usec();
+        if (now < s->timer_want) {
+                timer_submit(s, s->timer_want - now); /* re-armed meanwhile, or cancelled to be */
+                return;
+        }
+        s->timer_want = 0;
+        if (s->state == PYSESSION_OPENING) {
+                if (s->placing) {
+                        /* systemd never finished the scope: given up, as run.c's placement deadline. */
+                        cgroup_run_cancel_place(s->cgroup);
+                        s->placing = false;
+                }
+                session_kill(s, "the interpreter did not become ready in time");
+                return;
+        }
+        if (s->state != PYSESSION_BUSY || !s->call)
+                return;
+        if (!s->in_grace) {
+                /* The deadline: KeyboardInterrupt, and a grace to unwind. */
+                s->call->timed_out = true;
+                s->call->interrupted = true;
+                s->call->t_end = now_usec();
+                s->in_grace = true;
+                session_interrupt(s);
+                timer_arm(s, PYSESSION_GRACE_USEC);
+                return;
+        }
+        session_kill(s, "the call did not stop within the grace after its interrupt");
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Opening. */
+
+static int session_release(PySession *s) {
+        int r = sandbox_child_release_into(&s->child, s->cgroup ? cgroup_run_payload_fd(s->cgroup) : -EBADF);
+        if (r < 0)
+                return r;
+        stream_read(&s->streams[0]);
+        stream_read(&s->streams[1]);
+        control_read(s);
+        return 0;
+}
+
+static void on_placed(CgroupRun *cr, int error, const char *message, void *userdata) {
+        PySession *s = userdata;
+        s->placing = false;
+        if (s->state == PYSESSION_DEAD) {
+                if (!s->init_exited)
+                        (void) sandbox_child_kill(&s->child); /* the kill session_kill() deferred */
+                session_maybe_free(s);
+                return;
+        }
+        if (error < 0) {
+                session_kill(s, message ? message : "cannot place the session in its scope");
+                return;
+        }
+        if (session_release(s) < 0)
+                session_kill(s, "cannot release the session's sandbox");
+}
+
+static void sweep_arm(PySessions *m);
+static void on_stdin(RingOp *op, int res);
+
+static uint32_t session_backstop_s(const PySessions *m) {
+        uint64_t s = (uint64_t) m->config.lifetime_s + m->config.max_timeout_s + 60u;
+        return (uint32_t) MIN(s, (uint64_t) UINT32_MAX / 2);
+}
+
+static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
+        const McpExecArgs *a = mcp_call_args(call);
+        if (m->config.max == 0 || !m->env.python) {
+                answer_error(call, owner, reply, m->config.max == 0
+                        ? "Python sessions are disabled on this server (MCP_EXEC_PY_SESSIONS_MAX=0)"
+                        : "Python sessions need the default interpreter, which was not found (MCP_EXEC_PYTHON)");
+                return;
+        }
+        if (a->dependencies && json_array_size(a->dependencies) > 0) {
+                answer_error(call, owner, reply, "invalid argument 'dependencies': not supported by session_open yet; "
+                                                 "install nothing, or use execute_python without a session");
+                return;
+        }
+        if (a->python && m->env.python_name && strcmp(a->python, m->env.python_name) != 0) {
+                answer_errorf(call, owner, reply, "invalid argument 'python': sessions use the default interpreter "
+                                                  "(%s) in this version", m->env.python_name);
+                return;
+        }
+        unsigned live = 0; /* a killed one is no longer counted, while its init is reaped */
+        LIST_FOREACH(sessions, o, m->sessions)
+                live += o->state != PYSESSION_DEAD;
+        if (live >= m->config.max) {
+                answer_errorf(call, owner, reply, "too many Python sessions open: %u of %u "
+                                                  "(MCP_EXEC_PY_SESSIONS_MAX); close one with session_close",
+                              live, m->config.max);
+                return;
+        }
+
+        PySession *s = calloc(1, sizeof(*s));
+        if (!s) {
+                answer_error(call, owner, reply, "mcp-execd is out of memory");
+                return;
+        }
+        *s = (PySession) {
+                .m = m,
+                .child = { .pidfd = -EBADF, .control_fd = -EBADF },
+                .stdin_fd = -EBADF,
+                .t_open = now_usec(),
+        };
+        for (int i = 0; i < 2; i++)
+                s->streams[i] = (PyStream) { .op.callback = on_stream, .session = s, .fd = -EBADF, .index = i };
+        s->op_control.callback = on_control;
+        s->op_stdin.callback = on_stdin;
+        s->op_pidfd.callback = on_pidfd;
+        s->op_timer.callback = on_timer;
+        uint32_t idle = a->idle_timeout_s && a->idle_timeout_s < m->config.idle_s ? a->idle_timeout_s : m->config.idle_s;
+        s->idle_usec = (uint64_t) idle * 1000000u;
+        LIST_PREPEND(sessions, m->sessions, s);
+        m->n_sessions++;
+        s->state = PYSESSION_DEAD; /* until spawned: session_free() on the way out */
+
+        int r = str_random_hex(s->handle, PYSESSION_NONCE_HEX / 2);
+        if (r >= 0)
+                r = str_random_hex(s->id, 8);
+        if (r < 0) {
+                session_free(s);
+                answer_errorf(call, owner, reply, "cannot make a session handle: %s", strerror(-r));
+                return;
+        }
+        if (cgroup_backend(m->env.cgroup) != CGROUP_BACKEND_NONE) {
+                r = cgroup_run_new(m->env.cgroup, s->id, session_backstop_s(m), &s->cgroup);
+                if (r < 0) {
+                        session_free(s);
+                        answer_errorf(call, owner, reply, "cannot create the session's cgroup (%s backend): %s",
+                                      cgroup_backend_name(m->env.cgroup), strerror(-r));
+                        return;
+                }
+        }
+        if (asprintf(&s->staging, "%s/session-%s", m->env.state_dir, s->id) < 0) {
+                s->staging = NULL;
+                session_free(s);
+                answer_error(call, owner, reply, "mcp-execd is out of memory");
+                return;
+        }
+        RunLauncher l;
+        r = run_launcher_spawn(&(RunLauncherSpec) { .sandbox = m->env.sandbox, .python = m->env.python,
+                                                    .staging = s->staging, .launcher = m->launcher,
+                                                    .launcher_len = m->launcher_len, .cgroup = s->cgroup },
+                               &l);
+        if (r < 0) {
+                free(TAKE_PTR(s->staging)); /* removed by run_launcher_spawn() */
+                session_free(s);
+                answer_errorf(call, owner, reply, "cannot start the session's sandbox: %s", strerror(-r));
+                return;
+        }
+        s->child = l.child;
+        s->stdin_fd = l.stdin_fd;
+        s->streams[0].fd = l.stdout_fd;
+        s->streams[1].fd = l.stderr_fd;
+        s->state = PYSESSION_OPENING;
+        s->open_call = call;
+        s->open_owner = owner;
+        s->open_reply = reply;
+
+        struct io_uring_sqe *sqe = ring_get_sqe(m->env.ring, &s->op_pidfd);
+        io_uring_prep_poll_add(sqe, s->child.pidfd, POLLIN);
+        timer_arm(s, PYSESSION_OPEN_TIMEOUT_USEC);
+
+        _cleanup_free_ char *problem = NULL;
+        r = s->cgroup ? cgroup_run_place(s->cgroup, s->child.pid, s->child.pidfd, on_placed, s, &problem) : 1;
+        if (r < 0) {
+                session_kill(s, problem ? problem : "cannot place the session in its cgroup");
+                return;
+        }
+        if (r == 0) {
+                s->placing = true; /* on_placed() releases it */
+        } else if (session_release(s) < 0) {
+                session_kill(s, "cannot release the session's sandbox");
+                return;
+        }
+        sweep_arm(m);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Calls. */
+
+/* Constant time per session: a handle's bytes do not decide how long the search takes. */
+static PySession *session_find(PySessions *m, const char *handle) {
+        size_t n = strlen(handle);
+        PySession *found = NULL;
+        LIST_FOREACH(sessions, s, m->sessions) {
+                unsigned char diff = n != PYSESSION_NONCE_HEX;
+                for (size_t i = 0; i < PYSESSION_NONCE_HEX; i++)
+                        diff |= (unsigned char) (s->handle[i] ^ (i < n ? handle[i] : 0));
+                if (!diff && s->state != PYSESSION_DEAD && s->state != PYSESSION_OPENING)
+                        found = s;
+        }
+        return found;
+}
+
+static char *record_put(char *w, const char *name, const void *data, size_t len) {
+        uint32_t nl = (uint32_t) strlen(name);
+        uint64_t dl = len;
+        for (int i = 0; i < 4; i++)
+                *w++ = (char) (nl >> (8 * i));
+        for (int i = 0; i < 8; i++)
+                *w++ = (char) (dl >> (8 * i));
+        memcpy(w, name, nl);
+        w += nl;
+        if (len)
+                memcpy(w, data, len);
+        return w + len;
+}
+
+static void on_stdin(RingOp *op, int res) {
+        PySession *s = container_of(op, PySession, op_stdin);
+        if (s->state == PYSESSION_DEAD) {
+                session_maybe_free(s);
+                return;
+        }
+        PyCall *c = s->call;
+        if (res <= 0) {
+                session_kill(s, "cannot write the call to the interpreter");
+                return;
+        }
+        if (!c)
+                return;
+        c->msg_off += (size_t) res;
+        if (c->msg_off < c->msg_len) {
+                struct io_uring_sqe *sqe = ring_get_sqe(s->m->env.ring, &s->op_stdin);
+                io_uring_prep_write(sqe, s->stdin_fd, c->msg + c->msg_off,
+                                    (unsigned) MIN(c->msg_len - c->msg_off, (size_t) 1 << 20), (uint64_t) -1);
+                return;
+        }
+        free(TAKE_PTR(c->msg));
+}
+
+static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
+        const McpExecArgs *a = mcp_call_args(call);
+        PySession *s = session_find(m, a->session);
+        if (!s) {
+                answer_error(call, owner, reply, PYSESSION_UNKNOWN);
+                return;
+        }
+        if (s->state == PYSESSION_BUSY) {
+                answer_error(call, owner, reply, "the session is running another call; a session runs one call at a "
+                                                 "time: wait for its answer, or open another session");
+                return;
+        }
+        if (a->stdin_len > 0) {
+                answer_error(call, owner, reply, "invalid argument 'stdin': not supported with a session yet; "
+                                                 "pass data as a file (files) instead");
+                return;
+        }
+        if (a->dependencies && json_array_size(a->dependencies) > 0) {
+                answer_error(call, owner, reply, "invalid argument 'dependencies': not supported with a session yet");
+                return;
+        }
+        if (a->python && m->env.python_name && strcmp(a->python, m->env.python_name) != 0) {
+                answer_errorf(call, owner, reply, "invalid argument 'python': the session runs %s",
+                              m->env.python_name);
+                return;
+        }
+        _cleanup_(call_freep) PyCall *c = calloc(1, sizeof(*c));
+        if (!c) {
+                answer_error(call, owner, reply, "mcp-execd is out of memory");
+                return;
+        }
+        output_init(&c->output, m->env.max_output_bytes);
+        c->owner = owner;
+        c->reply = reply;
+        if (str_random_hex(c->nonce, PYSESSION_NONCE_HEX / 2) < 0) {
+                answer_error(call, owner, reply, "cannot make the call's nonce");
+                return;
+        }
+        size_t len = 8 + 12 + PYSESSION_NONCE_HEX + a->code_len;
+        for (size_t i = 0; i < a->n_files; i++)
+                len += 12 + strlen(a->files[i].name) + a->files[i].len;
+        c->msg = malloc(len);
+        if (!c->msg) {
+                answer_error(call, owner, reply, "mcp-execd is out of memory");
+                return;
+        }
+        uint64_t body = len - 8;
+        char *w = c->msg;
+        for (int i = 0; i < 8; i++)
+                *w++ = (char) (body >> (8 * i));
+        w = record_put(w, c->nonce, a->code, a->code_len);
+        for (size_t i = 0; i < a->n_files; i++)
+                w = record_put(w, a->files[i].name, a->files[i].data, a->files[i].len);
+        c->msg_len = len;
+        c->call = call;
+
+        if (s->cgroup)
+                c->have_usage_start = cgroup_run_usage(s->cgroup, &c->usage_start) >= 0;
+        s->call = TAKE_PTR(c);
+        s->state = PYSESSION_BUSY;
+        s->calls++;
+        s->in_grace = false;
+        s->streams[0].ended = s->streams[1].ended = false;
+        s->streams[0].held = s->streams[1].held = 0;
+        s->call->t_release = now_usec();
+        struct io_uring_sqe *sqe = ring_get_sqe(m->env.ring, &s->op_stdin);
+        io_uring_prep_write(sqe, s->stdin_fd, s->call->msg, (unsigned) MIN(len, (size_t) 1 << 20), (uint64_t) -1);
+        timer_arm(s, (uint64_t) a->timeout_s * 1000000u);
+}
+
+static void session_close(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
+        PySession *s = session_find(m, mcp_call_args(call)->session);
+        if (!s) {
+                answer_error(call, owner, reply, PYSESSION_UNKNOWN);
+                return;
+        }
+        if (s->call) {
+                /* Its caller is answered first, with what the call printed so far. */
+                s->call->t_end = now_usec();
+        }
+        session_kill(s, "closed");
+        answer_json(call, owner, reply, json_pack("{s:b}", "closed", 1));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Idle and lifetime expiry. */
+
+static void on_sweep(RingOp *op, int res) {
+        PySessions *m = container_of(op, PySessions, op_sweep);
+        if (m->stopped || res != -ETIME)
+                return;
+        uint64_t now = now_usec();
+        LIST_FOREACH_SAFE(sessions, s, n, m->sessions) {
+                if (s->state == PYSESSION_IDLE && now - s->t_last >= s->idle_usec)
+                        session_kill(s, "idle timeout");
+                else if (s->state != PYSESSION_DEAD &&
+                         now - s->t_open >= (uint64_t) m->config.lifetime_s * 1000000u)
+                        session_kill(s, "maximum lifetime (MCP_EXEC_PY_SESSION_LIFETIME_S)");
+        }
+        sweep_arm(m);
+}
+
+static void sweep_arm(PySessions *m) {
+        if (m->stopped || m->op_sweep.busy || m->n_sessions == 0)
+                return;
+        m->sweep_ts = (struct __kernel_timespec) { .tv_sec = PYSESSION_SWEEP_USEC / 1000000,
+                                                   .tv_nsec = (PYSESSION_SWEEP_USEC % 1000000) * 1000 };
+        struct io_uring_sqe *sqe = ring_get_sqe(m->env.ring, &m->op_sweep);
+        io_uring_prep_timeout(sqe, &m->sweep_ts, 0, 0);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The scheduler's hook. */
+
+static bool is_ours(const McpExecArgs *a) {
+        return a->tool == MCP_TOOL_SESSION_OPEN || a->tool == MCP_TOOL_SESSION_CLOSE || a->session;
+}
+
+static void pending_run(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
+        switch (mcp_call_args(call)->tool) {
+        case MCP_TOOL_SESSION_OPEN:
+                session_open(m, call, owner, reply);
+                break;
+        case MCP_TOOL_SESSION_CLOSE:
+                session_close(m, call, owner, reply);
+                break;
+        default:
+                session_call(m, call, owner, reply);
+                break;
+        }
+}
+
+/* Oldest first, as they came. */
+static void on_pending(RingOp *op, int res) {
+        PySessions *m = container_of(op, PySessions, op_pending);
+        for (;;) {
+                /* One at a time from the tail: an answer may change the list. */
+                PyPending *q = NULL;
+                LIST_FOREACH(pending, x, m->pending)
+                        q = x;
+                if (!q)
+                        break;
+                LIST_REMOVE(pending, m->pending, q);
+                if (m->stopped)
+                        answer_error(q->call, q->owner, q->reply, "mcp-execd is stopping");
+                else
+                        pending_run(m, q->call, q->owner, q->reply);
+                free(q);
+        }
+}
+
+static int hook_submit(void *userdata, McpCall *call, void *owner, JobReplyFn reply) {
+        PySessions *m = userdata;
+        const McpExecArgs *a = mcp_call_args(call);
+        if (!is_ours(a))
+                return m->inner ? m->inner->submit(m->inner->userdata, call, owner, reply)
+                                : scheduler_submit_prepared(m->scheduler, call, owner, reply, NULL);
+        if (m->stopped)
+                return -EBUSY;
+        PyPending *q = calloc(1, sizeof(*q));
+        if (!q)
+                return -ENOMEM;
+        *q = (PyPending) { .call = call, .owner = owner, .reply = reply };
+        LIST_PREPEND(pending, m->pending, q);
+        if (!m->op_pending.busy)
+                io_uring_prep_nop(ring_get_sqe(m->env.ring, &m->op_pending));
+        return 0;
+}
+
+static PySession *session_of_call(PySessions *m, const void *owner, const char *id_key) {
+        LIST_FOREACH(sessions, s, m->sessions) {
+                if (s->call && s->call->owner == owner &&
+                    (!id_key || strcmp(mcp_call_id_key(s->call->call), id_key) == 0))
+                        return s;
+                if (s->open_call && s->open_owner == owner &&
+                    (!id_key || strcmp(mcp_call_id_key(s->open_call), id_key) == 0))
+                        return s;
+        }
+        return NULL;
+}
+
+static PyPending *pending_find(PySessions *m, const void *owner, const char *id_key) {
+        LIST_FOREACH(pending, q, m->pending)
+                if (q->owner == owner && (!id_key || strcmp(mcp_call_id_key(q->call), id_key) == 0))
+                        return q;
+        return NULL;
+}
+
+static bool hook_has(void *userdata, const void *owner, const char *id_key) {
+        PySessions *m = userdata;
+        if (pending_find(m, owner, id_key) || session_of_call(m, owner, id_key))
+                return true;
+        return m->inner && m->inner->has(m->inner->userdata, owner, id_key);
+}
+
+/* A cancelled call is never answered; its code is interrupted as at a deadline (the session lives if
+ * it stops within the grace). A cancelled open ends the session being made. */
+static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
+        PySessions *m = userdata;
+        bool any = false;
+        PyPending *q;
+        while ((q = pending_find(m, owner, id_key))) {
+                LIST_REMOVE(pending, m->pending, q);
+                q->reply(q->owner, NULL);
+                mcp_call_free(q->call);
+                free(q);
+                any = true;
+        }
+        PySession *s;
+        while ((s = session_of_call(m, owner, id_key))) {
+                any = true;
+                if (s->open_call && s->open_owner == owner) {
+                        s->open_reply(s->open_owner, NULL);
+                        s->open_call = mcp_call_free(s->open_call);
+                        session_kill(s, "its open was cancelled");
+                        continue;
+                }
+                s->call->reply(s->call->owner, NULL);
+                s->call->owner = NULL;
+                if (!s->in_grace) {
+                        s->in_grace = true;
+                        s->call->interrupted = true;
+                        session_interrupt(s);
+                        timer_arm(s, PYSESSION_GRACE_USEC);
+                }
+                if (id_key)
+                        break;
+        }
+        if (m->inner && m->inner->cancel(m->inner->userdata, owner, id_key))
+                any = true;
+        return any;
+}
+
+static void hook_shutdown(void *userdata, const char *reason) {
+        PySessions *m = userdata;
+        pysessions_stop(m, reason);
+        if (m->inner)
+                m->inner->shutdown(m->inner->userdata, reason);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The module. */
+
+int pysessions_new(const PySessionsConfig *config, PySessions **ret) {
+        _cleanup_free_ PySessions *m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->config = *config;
+        m->env = *config->env;
+        m->config.env = NULL;
+        m->op_sweep.callback = on_sweep;
+        m->op_pending.callback = on_pending;
+        static const char head[] = "_WARM = ()\n_SESSION = True\n";
+        size_t ll = strlen(py_launch);
+        m->launcher = malloc(sizeof(head) - 1 + ll + 1);
+        if (!m->launcher)
+                return -ENOMEM;
+        memcpy(m->launcher, head, sizeof(head) - 1);
+        memcpy(m->launcher + sizeof(head) - 1, py_launch, ll + 1);
+        m->launcher_len = sizeof(head) - 1 + ll;
+        m->hook = (SchedulerHook) { .userdata = m, .submit = hook_submit, .has = hook_has, .cancel = hook_cancel,
+                                    .shutdown = hook_shutdown };
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+void pysessions_attach(PySessions *m, Scheduler *s) {
+        m->scheduler = s;
+        m->inner = s->hook;
+        scheduler_set_hook(s, &m->hook);
+}
+
+void pysessions_stop(PySessions *m, const char *reason) {
+        if (!m || m->stopped)
+                return;
+        m->stopped = true;
+        LIST_FOREACH_SAFE(sessions, s, n, m->sessions) {
+                if (s->call && s->call->owner) {
+                        /* Answered with the reason, not with a half result. */
+                        PyCall *c = s->call;
+                        answer_error(TAKE_PTR(c->call), c->owner, c->reply, reason ? reason : "mcp-execd is stopping");
+                        c->owner = NULL;
+                        c->call = NULL;
+                        call_free(TAKE_PTR(s->call));
+                        s->state = PYSESSION_IDLE;
+                }
+                session_kill(s, "mcp-execd is stopping");
+        }
+        if (m->op_sweep.busy)
+                ring_cancel(m->env.ring, &m->op_sweep);
+}
+
+bool pysessions_busy(const PySessions *m) {
+        if (!m)
+                return false;
+        /* An idle session's reads stay on the ring for its whole life: they are not a call, and the
+         * teardown's drain of the ring waits for them after pysessions_stop(). */
+        if (m->pending || m->op_pending.busy)
+                return true;
+        LIST_FOREACH(sessions, s, m->sessions)
+                if (s->state == PYSESSION_OPENING || s->state == PYSESSION_BUSY || s->finish_pending)
+                        return true;
+        return false;
+}
+
+unsigned pysessions_count(const PySessions *m) {
+        return m ? m->n_sessions : 0;
+}
+
+PySessions *pysessions_free(PySessions *m) {
+        if (!m)
+                return NULL;
+        /* What is left (a teardown that gave up on the ring): killed and reaped, nothing leaks. */
+        LIST_FOREACH_SAFE(sessions, s, n, m->sessions)
+                if (!session_ops_busy(s)) {
+                        s->state = PYSESSION_DEAD;
+                        session_free(s);
+                }
+        PyPending *q;
+        while ((q = LIST_POP(pending, m->pending))) {
+                mcp_call_free(q->call);
+                free(q);
+        }
+        free(m->launcher);
+        free(m);
+        return NULL;
+}
