@@ -528,6 +528,9 @@ const ConfigVariable config_table[] = {
           .help = "HTTP: seconds before an idle session is ended" },
         { "MCP_EXEC_SSE_KEEPALIVE_S", SECONDS(sse_keepalive_s, 1, 3600), .fallback = "15",
           .help = "HTTP: seconds between keep-alives on a quiet stream" },
+        { "MCP_EXEC_DRAIN_S", SECONDS(drain_s, 0, 86400), .fallback = "0",
+          .help = "HTTP: on SIGTERM, seconds the calls in flight may take to finish while new ones are "
+                  "refused (503) and /health says draining; 0: they are stopped at once" },
         { "MCP_EXEC_PYTHONS", STRING(pythons), .valid = pythons_valid,
           .accepted = "a comma-separated list of name=path (name of letters, digits, . _ -; path "
                       "absolute or looked up in " SANDBOX_PATH "; names unique; at most 8), e.g. "

@@ -47,6 +47,7 @@ typedef struct Config {
         char *allowed_origins;      /* HTTP: extra Origins beyond loopback pages, comma-separated; NULL: none */
         uint32_t session_idle_s;    /* HTTP: an idle Streamable HTTP session is ended after this long */
         uint32_t sse_keepalive_s;   /* HTTP: a comment on a quiet event stream this often */
+        uint32_t drain_s;           /* HTTP: SIGTERM lets the calls in flight finish this long (issue 19.2) */
         char *pythons;              /* MCP_EXEC_PYTHONS "name=path,…" as given; NULL: just MCP_EXEC_PYTHON */
         char *index_url;            /* PEP 503 simple index for dependencies, or NULL */
         char *wheelhouse;           /* absolute directory of wheels, or NULL */

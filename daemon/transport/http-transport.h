@@ -26,6 +26,12 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
  * they hold is sent. The caller answers in-flight calls through scheduler_shutdown(). */
 void http_stop(Http *h);
 
+/* Before http_stop(), when a drain is configured (MCP_EXEC_DRAIN_S): new MCP requests get 503 with
+ * Retry-After and GET /health answers draining (503), so a load balancer sends new calls
+ * elsewhere, while the calls in flight go on and are answered. The listener stays open (a health
+ * check that gets no connection at all would say less). */
+void http_drain(Http *h);
+
 /* After http_stop(): true once every call is answered and every request is done. */
 bool http_finished(const Http *h);
 

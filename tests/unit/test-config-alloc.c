@@ -194,6 +194,7 @@ static const struct {
         { "MCP_EXEC_ALLOWED_ORIGINS", "https://app.example.com", "app.example.com" },
         { "MCP_EXEC_SESSION_IDLE_S", "60", "0" },
         { "MCP_EXEC_SSE_KEEPALIVE_S", "1", "3601" },
+        { "MCP_EXEC_DRAIN_S", "30", "86401" },
         { "MCP_EXEC_PYTHONS", "python3=/usr/bin/python3,pypy3=pypy3", "x=" },
         { "MCP_EXEC_INDEX_URL", "http://127.0.0.1:3141/simple/", "ftp://example.com/simple" },
         { "MCP_EXEC_WHEELHOUSE", "/", "relative/dir" },
