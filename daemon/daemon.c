@@ -466,7 +466,8 @@ static void daemon_stopping(Daemon *d, const char *why) {
 static void daemon_stop(Daemon *d, const char *name) {
         if (d->checking)
                 pyexec_probe_stop(d->pyexec); /* a stop during the start: its record is not made */
-        log_info("received %s: stopping; running calls are killed and answered", name ?: "a signal");
+        if (!d->drain_deadline)
+                log_info("received %s: stopping; running calls are killed and answered", name ?: "a signal");
         if (d->stdio)
                 stdio_stop_reading(d->stdio);
         else
@@ -528,6 +529,9 @@ static void daemon_on_signal(Daemon *d) {
                 }
                 return;
         }
+        if (d->drain_deadline)
+                log_info("received %s during the drain: stopping now; running calls are killed and answered",
+                         name ?: "a signal");
         daemon_stop(d, name);
 }
 
@@ -542,6 +546,8 @@ static void daemon_drain_check(Daemon *d) {
                 log_warning("the drain's %" PRIu32 " s (MCP_EXEC_DRAIN_S) are over with %" PRIu32 " call(s) in flight: "
                             "they are stopped",
                             d->config->drain_s, scheduler_active(&d->scheduler));
+        else
+                log_info("drained: no call is in flight any more; stopping");
         daemon_stop(d, d->drain_signal);
 }
 
