@@ -14,7 +14,7 @@ units/haproxy-mcp-execd.cfg.
    then the service stops. /health said draining meanwhile.
 Reports (not asserted) the throughput of the three instances against one, for bench/README.md.
 """
-# tier-timeout: 900
+# tier-timeout: 1800
 import http.client
 import json
 import os
@@ -36,6 +36,7 @@ TOKEN = secrets.token_hex(16)
 SRC = os.environ["MCP_EXECD_SRC"]
 BUILD = os.environ["MCP_EXECD_BUILD"]
 HAPROXY_CFG = "/run/mcp-execd-tier-haproxy.cfg"
+HAPROXY_STATS = "/run/mcp-execd-tier-haproxy.sock"
 
 
 def sh(*cmd, check=False):
@@ -68,6 +69,32 @@ def runs_total(port_or_name):
     if status != 200:
         raise TestFailure("/metrics/i%d through HAProxy: HTTP %d %s" % (port_or_name, status, text[:200]))
     return sum(float(m) for m in re.findall(r"(?m)^mcp_execd_runs_total\{[^}]*\} (\S+)$", text))
+
+
+def lb_up():
+    """The servers HAProxy's backend mcp_execd has up, from its stats socket ("show stat")."""
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(5)
+        s.connect(HAPROXY_STATS)
+        s.sendall(b"show stat\n")
+        data = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            data += b
+    except OSError:
+        return set()
+    finally:
+        s.close()
+    up = set()
+    for line in data.decode(errors="replace").splitlines():
+        f = line.split(",")
+        if len(f) > 17 and f[0] == "mcp_execd" and f[1].startswith("i") and f[17] == "UP":
+            up.add(int(f[1][1:]))
+    return up
 
 
 def running(port):
@@ -105,7 +132,7 @@ def install():
         f.write(TOKEN + "\n")
     os.chmod("/etc/mcp-execd/auth-token", 0o600)
     cfg = open(os.path.join(SRC, "units/haproxy-mcp-execd.cfg")).read()
-    cfg = cfg.replace("log /dev/log local0", "log stderr format short local0")
+    cfg = cfg.replace("log /dev/log local0", "log stderr format short local0\n\tstats socket %s mode 600" % HAPROXY_STATS)
     open(HAPROXY_CFG, "w").write(cfg)
     sh("haproxy", "-c", "-f", HAPROXY_CFG, check=True)
     sh("systemctl", "daemon-reload", check=True)
@@ -154,8 +181,8 @@ def scenario():
     for p in PORTS:
         sh("systemctl", "start", "mcp-execd@%d.socket" % p, check=True)
     # HAProxy's health checks activate every instance (socket activation); then all are up.
-    wait_for("HAProxy to see three instances up", lambda: all(get(LB, "/metrics/i%d" % p, TOKEN)[0] == 200
-                                                              for p in PORTS), 120)
+    wait_for("every instance to answer /health", lambda: all(get(p, "/health")[0] == 200 for p in PORTS), 180)
+    wait_for("HAProxy to see three instances up", lambda: lb_up() == set(PORTS), 60)
     for p in PORTS:
         if sh("systemctl", "show", "-P", "ActiveState", unit(p)) != "active":
             raise TestFailure("%s is not active" % unit(p))
@@ -185,7 +212,9 @@ def scenario():
 
     def long_call():
         try:
-            sc = fleet.modern_call(LB, TOKEN, "import time; time.sleep(25); print('long-done')", timeout=120)
+            # The emulated guest starts Python slowly: a deadline far past the sleep.
+            sc = fleet.modern_call(LB, TOKEN, "import time; time.sleep(20); print('long-done')", timeout=300,
+                                   timeout_s=240)
             r = ("ok", sc.get("stdout"))
         except fleet.CallError as e:
             r = ("error", str(e))
@@ -197,6 +226,9 @@ def scenario():
         t.start()
     wait_for("a long call running on the victim", lambda: running(victim) >= 1, 60)
     pid = int(sh("systemctl", "show", "-P", "MainPID", unit(victim)))
+    victim_scopes = set(run_scopes("mcp-execd-%d.slice" % victim))
+    if not victim_scopes:
+        raise TestFailure("no run scope of the victim's calls in its slice")
     os.kill(pid, signal.SIGKILL)
     print("SIGKILLed %s (pid %d) with calls in flight" % (unit(victim), pid))
     answered, failures = fleet.mixed_load(LB, TOKEN, 30, 3, sessions=2)
@@ -212,7 +244,8 @@ def scenario():
     if not errors or any(r[1] != "long-done\n" for r in oks):
         raise TestFailure("the calls on the killed instance should end with an error, the others complete: %r"
                           % results)
-    wait_for("the killed instance's run scopes to go", lambda: not run_scopes("mcp-execd-%d.slice" % victim), 60)
+    wait_for("the killed instance's run scopes to go",
+             lambda: not victim_scopes & set(run_scopes("mcp-execd-%d.slice" % victim)), 60)
     gone = ok = 0
     for s in sessions:
         try:
@@ -232,7 +265,8 @@ def scenario():
 
     def on_drained():
         try:
-            res["sc"] = fleet.modern_call(drained, TOKEN, "import time; time.sleep(8); print('drained-done')")
+            res["sc"] = fleet.modern_call(drained, TOKEN, "import time; time.sleep(8); print('drained-done')",
+                                          timeout=300, timeout_s=50)
         except fleet.CallError as e:
             res["error"] = str(e)
 
@@ -255,8 +289,9 @@ def scenario():
 
     # --- report: three instances against one (bench/README.md) --------------------------------
     sh("systemctl", "start", "mcp-execd@%d.socket" % drained, check=True)
-    wait_for("three instances up again", lambda: all(get(LB, "/metrics/i%d" % p, TOKEN)[0] == 200 for p in PORTS), 120)
-    n = 90
+    wait_for("the drained instance to answer again", lambda: get(drained, "/health")[0] == 200, 180)
+    wait_for("HAProxy to see three instances up again", lambda: lb_up() == set(PORTS), 60)
+    n = 60
     t0 = time.monotonic()
     _, f1 = fleet.mixed_load(PORTS[0], TOKEN, n, 6)
     one = time.monotonic() - t0

@@ -46,13 +46,14 @@ def result_of(m):
     return m["result"]
 
 
-def modern_call(port, token, code, rid=1, timeout=120):
-    """One 2026-07-28 tools/call of exec, standing alone. Returns structuredContent."""
+def modern_call(port, token, code, rid=1, timeout=120, **args):
+    """One 2026-07-28 tools/call of exec, standing alone (args: more of exec's arguments, such as
+    timeout_s). Returns structuredContent."""
     h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
          "Authorization": "Bearer " + token, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call",
          "Mcp-Name": "exec"}
     body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-            "params": {"name": "exec", "arguments": {"code": code}, "_meta": META}}
+            "params": {"name": "exec", "arguments": dict(args, code=code), "_meta": META}}
     r = result_of(message_of(*post(port, body, h, timeout), rid))
     if r.get("isError"):
         raise CallError("tool error: %r" % r.get("content"))
