@@ -200,8 +200,9 @@ static int start_scope(CgroupRun *cr) {
                 return r;
 
         char description[128];
-        /* The run id only: never anything of the caller's. */
-        snprintf(description, sizeof(description), "mcp-execd run %s", cr->id);
+        /* The run id and our PID only: never anything of the caller's. The PID tells another
+         * daemon's start that this scope is not stale (systemd_stop_stale()). */
+        snprintf(description, sizeof(description), "mcp-execd run %s of daemon %d", cr->id, (int) getpid());
         uint64_t cpu = c->config.cpu_quota_percent ? (uint64_t) c->config.cpu_quota_percent * 10000u : USEC_INFINITY;
         /* The backstop: if we die, PID 1 still ends the run shortly after its deadline. The init
          * ignores SIGTERM (PID 1 of its namespace), hence KillSignal=SIGKILL. */
@@ -376,6 +377,31 @@ static void bus_lost(Cgroup *c) {
         bus_drop(c);
 }
 
+/* Whether the scope whose Description is d belongs to a daemon that is alive: "… of daemon <pid>",
+ * and that PID is an mcp-execd (several instances share a host, issue 19.3, and two desktop
+ * clients may each start one over stdio: one's start must not kill the other's runs). A PID
+ * reused by another mcp-execd keeps a stale scope until that one's own start; its backstop
+ * (RuntimeMaxSec=) ends it anyway. */
+static bool scope_owner_alive(const char *d) {
+        const char *p = d ? strstr(d, " of daemon ") : NULL;
+        if (!p)
+                return false;
+        char *end;
+        errno = 0;
+        long pid = strtol(p + strlen(" of daemon "), &end, 10);
+        if (errno != 0 || *end != '\0' || pid <= 1 || pid == (long) getpid())
+                return false;
+        char path[64], comm[32] = "";
+        snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
+        if (n <= 0)
+                return false;
+        comm[n] = '\0';
+        comm[strcspn(comm, "\n")] = '\0';
+        return strcmp(comm, "mcp-execd") == 0;
+}
+
 static int systemd_stop_stale(Cgroup *c) {
         sd_bus *bus = c->systemd.bus;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -393,6 +419,8 @@ static int systemd_stop_stale(Cgroup *c) {
         uint32_t jid;
         while ((r = sd_bus_message_read(reply, "(ssssssouso)", &name, &d, &load, &active, &sub, &follow, &path,
                                         &jid, &jtype, &jpath)) > 0) {
+                if (scope_owner_alive(d))
+                        continue;
                 /* SIGKILL the whole scope, then stop it; a failed one is reset so its name frees. */
                 (void) sd_bus_call_method(bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "KillUnit", NULL, NULL,
                                           "ssi", name, "all", (int32_t) SIGKILL);

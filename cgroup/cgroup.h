@@ -45,7 +45,8 @@ const char *cgroup_backend_name(const Cgroup *c); /* "systemd", "cgroupfs", "non
 /* One line for logs: which manager or subtree, which slice. */
 const char *cgroup_describe(const Cgroup *c);
 
-/* Stops and resets run scopes (mcp-execd-run-*.scope) left by an earlier instance that died.
+/* Stops and resets run scopes (mcp-execd-run-*.scope) left by an earlier instance that died
+ * (systemd: those whose daemon, named in the Description, is not a live mcp-execd).
  * Returns the number stopped, or -errno. Blocking: call at start only. */
 int cgroup_stop_stale(Cgroup *c);
 

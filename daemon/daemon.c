@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,8 @@ struct Daemon {
         Notify notify;
         const char *transport_name;
         uint64_t shutdown_deadline; /* 0 until a signal asked us to stop */
+        uint64_t drain_deadline;    /* HTTP, MCP_EXEC_DRAIN_S: 0 until a signal began a drain */
+        const char *drain_signal;   /* the signal that began it ("TERM") */
         bool checking;              /* the start's checks are under way */
         bool ready;                 /* they passed: calls are served */
         bool refused;               /* they failed: we exit with status 1 */
@@ -478,27 +481,30 @@ static void daemon_stopping(Daemon *d, const char *why) {
         notify_stopping(&d->notify, why);
 }
 
-/* A signal stops taking calls (stdin is no longer read; HTTP accepts nothing new, streams end after
- * their answers) and kills the running calls, which are answered; a second one does it again. */
-static void daemon_on_signal(Daemon *d) {
-        unsigned count = 0;
-        int sig = signals_next(d->signals, &count);
-        if (sig == 0 || (count <= 1 && d->shutdown_deadline))
-                return;
+/* Stops taking calls (stdin is no longer read; HTTP accepts nothing new, streams end after their
+ * answers) and kills the running calls, which are answered. */
+static void daemon_stop(Daemon *d, const char *name) {
         if (d->checking)
                 pyexec_probe_stop(d->pyexec); /* a stop during the start: its record is not made */
-        const char *name = sigabbrev_np(sig);
-        log_info("received %s: stopping; running calls are killed and answered", name ?: "a signal");
+        if (!d->drain_deadline)
+                log_info("received %s: stopping; running calls are killed and answered", name ?: "a signal");
         if (d->stdio)
                 stdio_stop_reading(d->stdio);
         else
                 http_stop(d->http);
-        char why[128];
+        char why[160];
         snprintf(why, sizeof(why), "the call did not run: mcp-execd is shutting down (SIG%s) during its start",
                  name ?: "?");
         daemon_refuse_held(d, why); /* stdio, stopped during the start's checks */
-        snprintf(why, sizeof(why), "the run was stopped because mcp-execd is shutting down (SIG%s)", name ?: "?");
-        if (!d->shutdown_deadline && d->announced) {
+        if (d->drain_deadline)
+                snprintf(why, sizeof(why),
+                         "the run was stopped because mcp-execd is shutting down (SIG%s) and its drain "
+                         "(MCP_EXEC_DRAIN_S=%" PRIu32 ") is over",
+                         name ?: "?", d->config->drain_s);
+        else
+                snprintf(why, sizeof(why), "the run was stopped because mcp-execd is shutting down (SIG%s)",
+                         name ?: "?");
+        if (!d->shutdown_deadline && d->announced && !d->stopping) {
                 char sigwhy[32];
                 snprintf(sigwhy, sizeof(sigwhy), "SIG%s", name ?: "?");
                 daemon_stopping(d, sigwhy);
@@ -506,6 +512,63 @@ static void daemon_on_signal(Daemon *d) {
         scheduler_shutdown(&d->scheduler, why);
         run_pool_stop(d->pool);
         d->shutdown_deadline = now_usec() + SHUTDOWN_DEADLINE_USEC;
+}
+
+/* Whether a stop begins with a drain: HTTP (a load balancer's instance; over stdio the one client
+ * is what stops us), serving (a stop during the start's checks has nothing to finish), and
+ * MCP_EXEC_DRAIN_S set. */
+static bool daemon_may_drain(const Daemon *d) {
+        return d->http && d->ready && d->config->drain_s > 0;
+}
+
+/* The calls: queued or running in the scheduler, or a Python tool's job. */
+static bool daemon_calls_busy(const Daemon *d);
+
+/* A signal: with a drain (issue 19.2), new calls are refused with 503 and /health says draining
+ * while the calls in flight finish, for at most MCP_EXEC_DRAIN_S; then, or at a second signal, or
+ * as soon as nothing is in flight, the stop. Without, the stop at once; a second signal does it
+ * again. */
+static void daemon_on_signal(Daemon *d) {
+        unsigned count = 0;
+        int sig = signals_next(d->signals, &count);
+        if (sig == 0 || (count <= 1 && d->shutdown_deadline))
+                return;
+        const char *name = sigabbrev_np(sig);
+        if (!d->drain_deadline && !d->shutdown_deadline && daemon_may_drain(d)) {
+                d->drain_deadline = now_usec() + (uint64_t) d->config->drain_s * 1000000u;
+                d->drain_signal = name;
+                log_info("received %s: draining: new requests get 503, the %" PRIu32 " call(s) in flight finish "
+                         "within %" PRIu32 " s (MCP_EXEC_DRAIN_S)",
+                         name ?: "a signal", scheduler_active(&d->scheduler), d->config->drain_s);
+                http_drain(d->http);
+                run_pool_stop(d->pool); /* no call will take a ready sandbox any more */
+                if (d->announced) {
+                        char sigwhy[32];
+                        snprintf(sigwhy, sizeof(sigwhy), "SIG%s", name ?: "?");
+                        daemon_stopping(d, sigwhy);
+                }
+                return;
+        }
+        if (d->drain_deadline)
+                log_info("received %s during the drain: stopping now; running calls are killed and answered",
+                         name ?: "a signal");
+        daemon_stop(d, name);
+}
+
+/* During a drain: the stop, once nothing is in flight or the drain's time is over. */
+static void daemon_drain_check(Daemon *d) {
+        if (!d->drain_deadline || d->shutdown_deadline)
+                return;
+        bool over = now_usec() >= d->drain_deadline;
+        if (!over && daemon_calls_busy(d))
+                return;
+        if (over)
+                log_warning("the drain's %" PRIu32 " s (MCP_EXEC_DRAIN_S) are over with %" PRIu32 " call(s) in flight: "
+                            "they are stopped",
+                            d->config->drain_s, scheduler_active(&d->scheduler));
+        else
+                log_info("drained: no call is in flight any more; stopping");
+        daemon_stop(d, d->drain_signal);
 }
 
 static bool daemon_finished(const Daemon *d) {
@@ -538,7 +601,7 @@ int daemon_run(Daemon *d) {
                         (void) daemon_checks_start(d);
         }
         while (r >= 0 && daemon_serving(d)) {
-                r = ring_run_once(d->ring, d->shutdown_deadline ? 100000 : 0);
+                r = ring_run_once(d->ring, d->shutdown_deadline || d->drain_deadline ? 100000 : 0);
                 if (r < 0) {
                         log_error_errno(r, "the io_uring loop failed: %m");
                         d->gave_up = true;
@@ -546,6 +609,7 @@ int daemon_run(Daemon *d) {
                 }
                 notify_status(&d->notify, d->scheduler.n_running, d->scheduler.n_queued, d->scheduler.n_finished);
                 daemon_on_signal(d);
+                daemon_drain_check(d);
                 if (d->shutdown_deadline && now_usec() > d->shutdown_deadline) {
                         log_warning("shutdown took longer than %u s; exiting anyway", SHUTDOWN_DEADLINE_USEC / 1000000);
                         d->gave_up = true;

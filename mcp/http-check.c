@@ -265,6 +265,8 @@ static McpHttpEndpoint route(const McpHttpPolicy *p, const char *path) {
                 return MCP_HTTP_EP_MESSAGES;
         if (strcmp(path, MCP_HTTP_PATH_METRICS) == 0)
                 return MCP_HTTP_EP_METRICS;
+        if (strcmp(path, MCP_HTTP_PATH_HEALTH) == 0)
+                return MCP_HTTP_EP_HEALTH;
         return MCP_HTTP_EP_NONE;
 }
 
@@ -331,6 +333,13 @@ static void refuse(const McpHttpPolicy *p, McpHttpRefusal what, McpHttpVerdict *
                 return reject(v, 400, MCP_HTTP_ERROR_SERVER, "Bad Request: No valid session ID provided");
         case MCP_HTTP_REFUSE_SHUTTING_DOWN:
                 return reject(v, 503, MCP_HTTP_ERROR_SERVER, "Service Unavailable: mcp-execd is shutting down");
+        case MCP_HTTP_REFUSE_DRAINING:
+                /* Nothing of the request was done: a load balancer may send it to another instance
+                 * (HAProxy's retry-on 503), a client may retry it after a second. */
+                v->retry_after = "1";
+                return reject(v, 503, MCP_HTTP_ERROR_SERVER,
+                              "Service Unavailable: mcp-execd is draining (it finishes the calls in flight, "
+                              "then stops); send the request to another instance");
         case MCP_HTTP_REFUSE_TOO_LARGE:
                 return reject(v, 413, MCP_HTTP_ERROR_SERVER,
                               "Payload Too Large: the body is over %llu bytes (MCP_EXEC_MAX_MESSAGE_BYTES)",
@@ -407,6 +416,17 @@ void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVe
                 REJECT(v, 403, MCP_HTTP_ERROR_SERVER, "Forbidden: Host header not allowed");
         if (!mcp_http_origin_allowed(p, h->origin))
                 REJECT(v, 403, MCP_HTTP_ERROR_SERVER, "Forbidden: Origin header not allowed");
+        if (route(p, h->path) == MCP_HTTP_EP_HEALTH) {
+                /* Before the token: a load balancer's check carries none (mcp-http.h). */
+                v->endpoint = MCP_HTTP_EP_HEALTH;
+                const char *m = h->method ? h->method : "";
+                if (strcmp(m, "HEAD") != 0 && !method_check(m, "GET", v)) {
+                        v->allow = "GET, HEAD";
+                        return;
+                }
+                v->next = MCP_HTTP_HEALTH_GET;
+                return;
+        }
         if (!mcp_http_authorized(p->token, h->authorization, h->x_mcp_auth)) {
                 v->www_authenticate = true;
                 REJECT(v, 401, MCP_HTTP_ERROR_SESSION_NOT_FOUND,
@@ -480,5 +500,11 @@ void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVe
                         return;
                 v->next = MCP_HTTP_METRICS_GET;
                 return;
+        case MCP_HTTP_EP_HEALTH:
+                return; /* answered before the token check */
         }
+}
+
+const char *mcp_http_health_body(bool draining) {
+        return draining ? "{\"status\":\"draining\"}" : "{\"status\":\"ready\"}";
 }

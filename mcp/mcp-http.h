@@ -16,6 +16,7 @@
 #define MCP_HTTP_PATH_SSE "/sse"
 #define MCP_HTTP_PATH_MESSAGES "/messages"
 #define MCP_HTTP_PATH_METRICS "/metrics" /* Prometheus text (metrics/), whatever the transport */
+#define MCP_HTTP_PATH_HEALTH "/health"   /* a load balancer's check: ready or draining (issue 19.2) */
 
 /* The `MCP-Protocol-Version` assumed when the header is absent (transports.mdx, 2025-06-18+). */
 #define MCP_HTTP_DEFAULT_PROTOCOL_VERSION "2025-03-26"
@@ -37,6 +38,7 @@ typedef enum McpHttpEndpoint {
         MCP_HTTP_EP_SSE,      /* legacy: the event stream (GET) */
         MCP_HTTP_EP_MESSAGES, /* legacy: the POST endpoint */
         MCP_HTTP_EP_METRICS,  /* GET /metrics */
+        MCP_HTTP_EP_HEALTH,   /* GET or HEAD /health */
 } McpHttpEndpoint;
 
 /* What the server accepts; strings are borrowed. */
@@ -82,6 +84,7 @@ typedef enum McpHttpNext {
         MCP_HTTP_SSE_OPEN,      /* open a legacy event stream (new session) */
         MCP_HTTP_MESSAGES_POST, /* read the body; the session is query_session_id */
         MCP_HTTP_METRICS_GET,   /* answer the metrics text (same Host/Origin/token checks as every path) */
+        MCP_HTTP_HEALTH_GET,    /* answer ready (200) or draining (503): Host/Origin checked, no token */
 } McpHttpNext;
 
 typedef struct McpHttpVerdict {
@@ -101,7 +104,7 @@ typedef struct McpHttpVerdict {
 } McpHttpVerdict;
 
 /* Decides what to do with a request from its head alone, in this order: framing (400 and close:
- * RFC 9112 §6.3), Host/Origin (403), token (401), path (404), method (405 + Allow), Content-Length over the cap (413), Content-Type (415),
+ * RFC 9112 §6.3), Host/Origin (403), /health (no token: see mcp_http_health_body()), token (401), path (404), method (405 + Allow), Content-Length over the cap (413), Content-Type (415),
  * Accept (406), MCP-Protocol-Version (400), session header syntax (400/404). The session's
  * existence is the caller's to check. */
 void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVerdict *ret);
@@ -111,6 +114,7 @@ typedef enum McpHttpRefusal {
         MCP_HTTP_REFUSE_SESSION_NOT_FOUND, /* 404: no such session, or it ended */
         MCP_HTTP_REFUSE_NO_SESSION,        /* 400: a POST to /mcp without a session that is no initialize */
         MCP_HTTP_REFUSE_SHUTTING_DOWN,     /* 503 */
+        MCP_HTTP_REFUSE_DRAINING,          /* 503 with Retry-After: new calls go to another instance */
         MCP_HTTP_REFUSE_TOO_LARGE,         /* 413: a body (without Content-Length) over the cap */
         MCP_HTTP_REFUSE_METRICS,           /* 500: the metrics could not be rendered */
         MCP_HTTP_REFUSE_OUT_OF_MEMORY,     /* 400, JSON-RPC -32603: the message could not be handled */
@@ -125,6 +129,12 @@ void mcp_http_refuse_version(const char *header, McpHttpVerdict *ret);
  * with Retry-After (RFC 9110 §10.2.3), since sessions free up as their calls end. */
 #define MCP_HTTP_RETRY_AFTER_S "5"
 void mcp_http_refuse_sessions_full(unsigned open, unsigned max, McpHttpVerdict *ret);
+
+/* The body of an answer to GET /health: {"status":"ready"} (200) or {"status":"draining"} (503).
+ * It needs no token so that a load balancer's check carries none (the token would sit in its
+ * configuration and in every check): it tells nothing but whether new calls are taken, which
+ * whoever can reach the port learns anyway from a 401 against a 503. Static string. */
+const char *mcp_http_health_body(bool draining);
 
 /* The pieces, exposed for tests. */
 bool mcp_http_host_allowed(const McpHttpPolicy *p, const char *host);

@@ -12,7 +12,8 @@ pkgs=(
         python3-pip python3-venv python3-packaging pypy3
 )
 if [ "${1:-}" = test ]; then
-        pkgs+=(libcmocka-dev)
+        # haproxy: the fleet test of the systemd tier (tests/systemd/47-fleet.py, issue 19).
+        pkgs+=(libcmocka-dev haproxy)
         # The official MCP SDK client runs on Node.js >= 18 (Debian 12 has 18.19); keep a newer
         # Node.js if the machine already has one.
         command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

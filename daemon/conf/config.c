@@ -548,6 +548,9 @@ const ConfigVariable config_table[] = {
         { "MCP_EXEC_TASKS_PER_CLIENT", UINT32(tasks_per_client), .min = 1, .max = 256, .fallback = "32",
           .at_most = "MCP_EXEC_TASKS_MAX", .accepted = "a number of tasks from 1 to 256",
           .help = "tasks kept at once for one client" },
+        { "MCP_EXEC_DRAIN_S", SECONDS(drain_s, 0, 86400), .fallback = "0",
+          .help = "HTTP: on SIGTERM, seconds the calls in flight may take to finish while new ones are "
+                  "refused (503) and /health says draining; 0: they are stopped at once" },
         { "MCP_EXEC_PYTHONS", STRING(pythons), .valid = pythons_valid,
           .accepted = "a comma-separated list of name=path (name of letters, digits, . _ -; path "
                       "absolute or looked up in " SANDBOX_PATH "; names unique; at most 8), e.g. "

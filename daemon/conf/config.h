@@ -50,6 +50,7 @@ typedef struct Config {
         uint32_t task_ttl_s;        /* a task's result is kept this long after it ends */
         uint32_t tasks_max;         /* tasks kept at once (working or with a result), all clients */
         uint32_t tasks_per_client;  /* the same, one client's (at most tasks_max) */
+        uint32_t drain_s;           /* HTTP: SIGTERM lets the calls in flight finish this long (issue 19.2) */
         char *pythons;              /* MCP_EXEC_PYTHONS "name=path,…" as given; NULL: just MCP_EXEC_PYTHON */
         char *index_url;            /* PEP 503 simple index for dependencies, or NULL */
         char *wheelhouse;           /* absolute directory of wheels, or NULL */

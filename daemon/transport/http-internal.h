@@ -139,6 +139,7 @@ struct Http {
         unsigned n_requests;
         unsigned n_calls;
         bool stopping;
+        bool draining;  /* http_drain(): new requests get 503, /health says so, the listener stays */
         bool freeing;   /* in http_free(): completions of our ring ops only end them */
         bool trim;      /* requests were served since the heap was last trimmed */
 };

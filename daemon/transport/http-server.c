@@ -96,8 +96,19 @@ static enum MHD_Result handle_head(Http *h, HttpRequest *req, const char *url, c
         mcp_http_check_head(&h->policy, &head, v);
         if (v->next == MCP_HTTP_REJECT)
                 return http_respond_verdict(req, v);
+        if (v->next == MCP_HTTP_HEALTH_GET) {
+                bool out = h->draining || h->stopping;
+                char *body = strdup(mcp_http_health_body(out));
+                if (!body)
+                        return MHD_NO;
+                /* A HEAD gets the same status and headers; MHD sends no body for it. */
+                return http_respond(req, out ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK, "application/json",
+                                    body, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        }
         if (h->stopping)
                 return http_respond_refusal(req, MCP_HTTP_REFUSE_SHUTTING_DOWN);
+        if (h->draining && v->next != MCP_HTTP_METRICS_GET)
+                return http_respond_refusal(req, MCP_HTTP_REFUSE_DRAINING);
 
         switch (v->next) {
         case MCP_HTTP_MCP_POST:
@@ -645,6 +656,11 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
 
 void http_set_tasks(Http *h, DispatchTasks *tasks) {
         h->tasks = tasks;
+}
+
+void http_drain(Http *h) {
+        if (h)
+                h->draining = true;
 }
 
 void http_stop(Http *h) {

@@ -30,6 +30,12 @@ void http_stop(Http *h);
 /* Tasks (dispatch.h): sessions made from now on create and see them. */
 void http_set_tasks(Http *h, DispatchTasks *tasks);
 
+/* Before http_stop(), when a drain is configured (MCP_EXEC_DRAIN_S): new MCP requests get 503 with
+ * Retry-After and GET /health answers draining (503), so a load balancer sends new calls
+ * elsewhere, while the calls in flight go on and are answered. The listener stays open (a health
+ * check that gets no connection at all would say less). */
+void http_drain(Http *h);
+
 /* After http_stop(): true once every call is answered and every request is done. */
 bool http_finished(const Http *h);
 

@@ -1,7 +1,8 @@
 #!/bin/bash
-# units/: systemd-analyze verify passes for mcp-execd.service, .socket and .slice (with the man
-# page of Documentation= resolvable), and systemd-analyze security scores the service 3.0 or
-# lower, both on the file (--offline) and on the unit loaded by PID 1.
+# units/: systemd-analyze verify passes for mcp-execd.service, .socket and .slice, and for an
+# instance of the fleet's templates mcp-execd@.service and @.socket (with the man page of
+# Documentation= resolvable), and systemd-analyze security scores the service 3.0 or lower, both
+# on the file (--offline) and on the unit loaded by PID 1, and so does an instance of the template.
 # tier-timeout: 300
 set -u
 build=${MCP_EXECD_BUILD:?}
@@ -11,7 +12,8 @@ loaded=
 cleanup() {
 	if [ -n "$loaded" ]; then
 		rm -f /run/systemd/system/mcp-execd.service /run/systemd/system/mcp-execd.socket \
-			/run/systemd/system/mcp-execd.slice
+			/run/systemd/system/mcp-execd.slice /run/systemd/system/mcp-execd@.service \
+			/run/systemd/system/mcp-execd@.socket
 		systemctl daemon-reload
 	fi
 	rm -rf "$tmp"
@@ -26,12 +28,20 @@ echo "generated ExecStart=$exec_start"
 case $exec_start in /*/mcp-execd) ;; *) fail "ExecStart= is not an absolute path to mcp-execd: $exec_start" ;; esac
 sed "s|^ExecStart=.*|ExecStart=$MCP_EXECD|" "$build/units/mcp-execd.service" > "$tmp/mcp-execd.service"
 cp "$src/units/mcp-execd.socket" "$src/units/mcp-execd.slice" "$tmp/"
+[ -f "$build/units/mcp-execd@.service" ] || fail "$build/units/mcp-execd@.service was not generated (units/meson.build)"
+sed "s|^ExecStart=.*|ExecStart=$MCP_EXECD|" "$build/units/mcp-execd@.service" > "$tmp/mcp-execd@.service"
+cp "$src/units/mcp-execd@.socket" "$tmp/"
+# systemd-analyze verify reads files by name: the instance 8081 of each template, specifiers
+# resolved as systemd would.
+sed 's/%i/8081/g' "$tmp/mcp-execd@.service" > "$tmp/mcp-execd@8081.service"
+sed 's/%i/8081/g' "$tmp/mcp-execd@.socket" > "$tmp/mcp-execd@8081.socket"
 mkdir -p "$tmp/man/man8"
 cp "$src/units/mcp-execd.8" "$tmp/man/man8/"   # so that Documentation=man:mcp-execd(8) resolves
 
 rc=0
 echo "== systemd-analyze verify"
-out=$(cd "$tmp" && MANPATH="$tmp/man:" systemd-analyze verify ./mcp-execd.service ./mcp-execd.socket ./mcp-execd.slice 2>&1) || rc=1
+out=$(cd "$tmp" && MANPATH="$tmp/man:" systemd-analyze verify ./mcp-execd.service ./mcp-execd.socket ./mcp-execd.slice \
+	./mcp-execd@8081.service ./mcp-execd@8081.socket 2>&1) || rc=1
 [ -n "$out" ] && echo "$out"
 # verify exits 0 on some warnings too: any line about our files is a finding.
 if grep -E 'mcp-execd\.(service|socket|slice)|man:mcp-execd' <<<"$out" | grep -v '^$' >/dev/null; then
@@ -68,4 +78,10 @@ loaded=1
 systemctl daemon-reload
 sec=$(systemd-analyze security --no-pager mcp-execd.service 2>&1)
 check_score loaded "$(score_of <<<"$sec")"
+
+echo "== systemd-analyze security mcp-execd@8081.service (the fleet's template, loaded by PID 1)"
+cp "$tmp/mcp-execd@.service" "$tmp/mcp-execd@.socket" /run/systemd/system/
+systemctl daemon-reload
+sec=$(systemd-analyze security --no-pager mcp-execd@8081.service 2>&1)
+check_score "template instance" "$(score_of <<<"$sec")"
 exit $rc

@@ -516,6 +516,42 @@ static void test_refusals(void **state) {
                                        "a call in flight or an open stream); retry later");
 }
 
+/* /health (issue 19.2): Host and Origin are checked, the token is not (a load balancer's check
+ * carries none); GET and HEAD only; a drain's refusal asks for a retry elsewhere. */
+static void test_health(void **state) {
+        McpHttpPolicy p = policy("secret");
+        McpHttpHead h = { .method = "GET", .path = "/health", .host = "127.0.0.1:8080" };
+        McpHttpVerdict v = check(&p, &h);
+        assert_int_equal(v.next, MCP_HTTP_HEALTH_GET);
+        assert_int_equal(v.endpoint, MCP_HTTP_EP_HEALTH);
+        h.method = "HEAD";
+        assert_int_equal(check(&p, &h).next, MCP_HTTP_HEALTH_GET);
+        h.method = "POST";
+        v = check(&p, &h);
+        assert_int_equal(v.status, 405);
+        assert_string_equal(v.allow, "GET, HEAD");
+        h.method = "GET";
+        h.host = "evil.example";
+        assert_int_equal(check(&p, &h).status, 403);
+        h.host = "127.0.0.1:8080";
+        h.origin = "https://evil.example";
+        assert_int_equal(check(&p, &h).status, 403);
+        /* Only this path: /health/ or /metrics still need the token. */
+        h.origin = NULL;
+        h.path = "/metrics";
+        assert_int_equal(check(&p, &h).status, 401);
+        h.path = "/health/x";
+        assert_int_equal(check(&p, &h).status, 401);
+        assert_string_equal(mcp_http_health_body(false), "{\"status\":\"ready\"}");
+        assert_string_equal(mcp_http_health_body(true), "{\"status\":\"draining\"}");
+
+        mcp_http_refuse(&p, MCP_HTTP_REFUSE_DRAINING, &v);
+        assert_int_equal(v.status, 503);
+        assert_int_equal(v.rpc_code, -32000);
+        assert_string_equal(v.retry_after, "1");
+        assert_non_null(strstr(v.message, "draining"));
+}
+
 static void test_post_decisions(void **state) {
         static const McpHttpMessageInfo invalid = { .kind = MCP_HTTP_MSG_INVALID },
                                         init = { .kind = MCP_HTTP_MSG_REQUEST, .is_initialize = true },
@@ -657,6 +693,7 @@ int main(void) {
                 cmocka_unit_test(test_framing),
                 cmocka_unit_test(test_refusals),
                 cmocka_unit_test(test_post_decisions),
+                cmocka_unit_test(test_health),
                 cmocka_unit_test(test_session_eviction),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,74 @@
+// The Kubernetes manifests (deploy/kubernetes/mcp-execd.yaml, issue 19.6) against the Kubernetes
+// API schemas (npm kubernetes-models 5.1.0: each object's JSON schema from the API's OpenAPI
+// document, checked with ajv). Described and checked, not run on a cluster. The schemas allow
+// unknown fields, so what the isolation rests on is also asserted field by field (a misspelt
+// `hostUsers` would pass the schema and leave the pod in the host's user namespace).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import YAML from 'yaml';
+import { Deployment } from 'kubernetes-models/apps/v1';
+import { Service } from 'kubernetes-models/v1';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const FILE = path.resolve(here, '../../deploy/kubernetes/mcp-execd.yaml');
+const MODELS = { Deployment, Service, NetworkPolicy, PodDisruptionBudget };
+
+function load() {
+    const docs = YAML.parseAllDocuments(fs.readFileSync(FILE, 'utf8'));
+    for (const d of docs) assert.deepEqual(d.errors, [], 'YAML errors');
+    return docs.map((d) => d.toJS());
+}
+
+test('k8s: every object validates against its API schema, and the four kinds are there', () => {
+    const docs = load();
+    assert.deepEqual(docs.map((d) => d.kind).sort(), ['Deployment', 'NetworkPolicy', 'PodDisruptionBudget', 'Service']);
+    for (const d of docs) {
+        const Model = MODELS[d.kind];
+        assert.ok(Model, `no model for ${d.kind}`);
+        assert.doesNotThrow(() => new Model(d).validate(), `${d.kind} does not validate`);
+    }
+});
+
+test('k8s: the validator refuses what the API would (it can fail)', () => {
+    const dep = load().find((d) => d.kind === 'Deployment');
+    const bad = structuredClone(dep);
+    bad.spec.replicas = 'three';
+    assert.throws(() => new Deployment(bad).validate(), /replicas/);
+    const bad2 = structuredClone(dep);
+    bad2.spec.template.spec.containers[0].ports[0].containerPort = 'http';
+    assert.throws(() => new Deployment(bad2).validate(), /containerPort/);
+});
+
+test('k8s: isolation as the README says: no privileged container, user namespaces, capabilities, no egress', () => {
+    const docs = load();
+    const dep = docs.find((d) => d.kind === 'Deployment');
+    const pod = dep.spec.template.spec;
+    assert.equal(pod.hostUsers, false, 'the pod has a user namespace of its own');
+    assert.equal(pod.automountServiceAccountToken, false);
+    const [c] = pod.containers;
+    const sc = c.securityContext;
+    assert.equal(sc.privileged, false);
+    assert.equal(sc.allowPrivilegeEscalation, false);
+    assert.equal(sc.readOnlyRootFilesystem, true);
+    assert.deepEqual(sc.capabilities, { drop: ['ALL'], add: ['SETUID', 'SETGID', 'CHOWN'] });
+    assert.equal(sc.procMount, 'Unmasked');
+    const env = Object.fromEntries(c.env.map((e) => [e.name, e.value]));
+    assert.equal(env.MCP_EXEC_CGROUP, 'cgroupfs');
+    assert.equal(env.MCP_EXEC_TRANSPORT, 'http');
+    assert.ok(Number(env.MCP_EXEC_DRAIN_S) < pod.terminationGracePeriodSeconds, 'the drain fits the grace period');
+    assert.equal(c.readinessProbe.httpGet.path, '/health');
+    assert.ok(!('MCP_EXEC_AUTH_TOKEN' in env), 'the token is a file, never an environment variable');
+    const np = docs.find((d) => d.kind === 'NetworkPolicy');
+    assert.ok(np.spec.policyTypes.includes('Egress'));
+    assert.deepEqual(np.spec.egress, [], 'every egress denied');
+    assert.deepEqual(np.spec.podSelector.matchLabels, dep.spec.selector.matchLabels);
+    const pdb = docs.find((d) => d.kind === 'PodDisruptionBudget');
+    assert.deepEqual(pdb.spec.selector.matchLabels, dep.spec.selector.matchLabels);
+    const svc = docs.find((d) => d.kind === 'Service');
+    assert.deepEqual(svc.spec.selector, dep.spec.selector.matchLabels);
+});

@@ -1,0 +1,143 @@
+"""Clients for a fleet of mcp-execd instances behind HAProxy (tests/systemd/47-fleet.py, issue 19):
+2026-07-28 stateless calls, 2025-11-25 sessions, and a mixed load over threads. Standard library
+only (the guest has no npm)."""
+import http.client
+import json
+import threading
+
+MODERN = "2026-07-28"
+META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+class CallError(Exception):
+    """An answer that is not a tool result: an HTTP status other than 200, a JSON-RPC error, or a
+    connection that ended without an answer."""
+
+
+def post(port, body, headers, timeout=120):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("POST", "/mcp", body=json.dumps(body), headers=headers)
+        r = c.getresponse()
+        text = r.read().decode(errors="replace")
+        return r.status, dict((k.lower(), v) for k, v in r.getheaders()), text
+    except (OSError, http.client.HTTPException) as e:
+        raise CallError("no answer: %s: %s" % (type(e).__name__, e))
+    finally:
+        c.close()
+
+
+def message_of(status, headers, text, rid):
+    if status != 200:
+        raise CallError("HTTP %d: %s" % (status, text[:200]))
+    if headers.get("content-type", "").startswith("text/event-stream"):
+        for line in text.splitlines():
+            if line.startswith("data:"):
+                m = json.loads(line[5:].strip())
+                if m.get("id") == rid:
+                    return m
+        raise CallError("no answer in the event stream: %r" % text[:200])
+    return json.loads(text) if text else None
+
+
+def result_of(m):
+    if "result" not in m:
+        raise CallError("JSON-RPC error: %r" % m.get("error"))
+    return m["result"]
+
+
+def modern_call(port, token, code, rid=1, timeout=120, **args):
+    """One 2026-07-28 tools/call of exec, standing alone (args: more of exec's arguments, such as
+    timeout_s). Returns structuredContent."""
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+         "Authorization": "Bearer " + token, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call",
+         "Mcp-Name": "exec"}
+    body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "exec", "arguments": dict(args, code=code), "_meta": META}}
+    r = result_of(message_of(*post(port, body, h, timeout), rid))
+    if r.get("isError"):
+        raise CallError("tool error: %r" % r.get("content"))
+    return r["structuredContent"]
+
+
+class Session:
+    """A 2025-11-25 client: initialize, then calls with its Mcp-Session-Id."""
+
+    def __init__(self, port, token):
+        self.port, self.token, self.sid, self.next_id = port, token, None, 1
+
+    def _headers(self):
+        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+             "Authorization": "Bearer " + self.token, "MCP-Protocol-Version": "2025-11-25"}
+        if self.sid:
+            h["Mcp-Session-Id"] = self.sid
+        return h
+
+    def request(self, method, params, timeout=120):
+        rid = self.next_id
+        self.next_id += 1
+        status, headers, text = post(self.port, {"jsonrpc": "2.0", "id": rid, "method": method, "params": params},
+                                     self._headers(), timeout)
+        if headers.get("mcp-session-id"):
+            self.sid = headers["mcp-session-id"]
+        return result_of(message_of(status, headers, text, rid))
+
+    def open(self):
+        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                    "clientInfo": {"name": "tier-fleet", "version": "1"}})
+        status, _, text = post(self.port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, self._headers())
+        if status != 202:
+            raise CallError("notifications/initialized: HTTP %d %s" % (status, text[:200]))
+        return self
+
+    def call(self, code, timeout=120):
+        r = self.request("tools/call", {"name": "exec", "arguments": {"code": code}}, timeout)
+        if r.get("isError"):
+            raise CallError("tool error: %r" % r.get("content"))
+        return r["structuredContent"]
+
+
+def mixed_load(port, token, n, inflight, sessions=6, on_call=None):
+    """n calls, `inflight` at a time: two thirds 2026 stateless calls, one third spread over
+    `sessions` 2025-era sessions (each session's calls in order, one at a time). Every call prints
+    a value of its own, checked. Returns (answered, failures): failures as (what, error)."""
+    lock = threading.Lock()
+    answered, failures = [0], []
+    sess = [Session(port, token).open() for _ in range(sessions)]
+    sess_locks = [threading.Lock() for _ in sess]
+    todo = list(range(n))
+
+    def one(i):
+        want = "v%d" % (i * 7919)
+        code = "print('v%%d' %% (%d * 7919))" % i
+        try:
+            if i % 3 == 2:
+                k = i % len(sess)
+                with sess_locks[k]:
+                    sc = sess[k].call(code)
+            else:
+                sc = modern_call(port, token, code, rid=i + 1)
+            if sc.get("stdout") != want + "\n":
+                raise CallError("call %d: stdout %r, want %r" % (i, sc.get("stdout"), want))
+            with lock:
+                answered[0] += 1
+        except CallError as e:
+            with lock:
+                failures.append((i, str(e)))
+        if on_call:
+            on_call(i)
+
+    def worker():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                i = todo.pop(0)
+            one(i)
+
+    threads = [threading.Thread(target=worker) for _ in range(inflight)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return answered[0], failures
