@@ -370,7 +370,7 @@ static int daemon_serving_setup(Daemon *d) {
         int q = pysessions_new(&(PySessionsConfig) { .env = &d->env, .max = cfg->py_sessions_max,
                                                     .idle_s = cfg->py_session_idle_s,
                                                     .lifetime_s = cfg->py_session_lifetime_s,
-                                                    .max_timeout_s = cfg->max_timeout_s },
+                                                    .max_timeout_s = cfg->max_timeout_s, .tag = cfg->instance },
                                &d->pysessions);
         if (q < 0)
                 return log_error_errno(q, "cannot set up the Python sessions: %m");
@@ -384,7 +384,7 @@ static int daemon_serving_setup(Daemon *d) {
                 return log_error_errno(r, "cannot set up the metrics: %m");
         scheduler_set_metrics(&d->scheduler, d->metrics);
         r = dispatch_tasks_new(&d->scheduler, cfg->tasks_max, cfg->tasks_per_client,
-                               (uint64_t) cfg->task_ttl_s * 1000000u, &d->tasks);
+                               (uint64_t) cfg->task_ttl_s * 1000000u, cfg->instance, &d->tasks);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the tasks: %m");
 

@@ -1178,6 +1178,14 @@ int sandbox_child_foreground(const SandboxChild *c) {
         return r;
 }
 
+uid_t sandbox_run_host_uid(const Sandbox *s) {
+        return s && s->privileged ? SANDBOX_UID : (uid_t) -1;
+}
+
+gid_t sandbox_run_host_gid(const Sandbox *s) {
+        return s && s->privileged ? SANDBOX_GID : (gid_t) -1;
+}
+
 int sandbox_child_kill(SandboxChild *c) {
         if (c->pidfd < 0)
                 return -ESRCH;

@@ -133,6 +133,11 @@ typedef struct SandboxReport {
  * root, to the daemon's own uid/gid otherwise. */
 #define SANDBOX_UID 65532
 #define SANDBOX_GID 65532
+/* The host ids a run's files belong to when the daemon is root (SANDBOX_UID/GID themselves), for
+ * reading them back with the run's permissions; -1 when the daemon is not root (the run is then
+ * mapped to the daemon's own ids, and reads need no switch). */
+uid_t sandbox_run_host_uid(const Sandbox *s);
+gid_t sandbox_run_host_gid(const Sandbox *s);
 
 /* The run's working directory (and HOME, TMPDIR) inside the sandbox: the private size-capped tmpfs
  * holding a copy of staging_dir's regular files (subdirectories too, 8 levels deep, at most 256

@@ -71,6 +71,16 @@ int str_random_hex(char *out, size_t nbytes) {
         return 0;
 }
 
+int str_random_id(char *out, const char *tag, size_t nbytes) {
+        size_t n = 0;
+        if (tag) {
+                n = strlen(tag);
+                memcpy(out, tag, n);
+                out[n++] = '-';
+        }
+        return str_random_hex(out + n, nbytes);
+}
+
 uint64_t now_usec(void) {
         struct timespec ts;
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -24,5 +24,11 @@ bool str_is_blank(const char *s, size_t n);
  * Returns 0 or -errno. */
 int str_random_hex(char *out, size_t nbytes);
 
+/* An id: tag, '-', then str_random_hex(nbytes); or the hex alone when tag is NULL. out holds at
+ * least strlen(tag) + 1 + 2*nbytes + 1. The tag says which instance made the id, so that a load
+ * balancer sends what names it to that instance (README "Fleet"); it is not a secret and adds
+ * nothing to the id's strength. */
+int str_random_id(char *out, const char *tag, size_t nbytes);
+
 /* Monotonic clock in microseconds. */
 uint64_t now_usec(void);

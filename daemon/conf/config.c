@@ -260,6 +260,18 @@ static int slice_name_valid(const char *s) {
         return 0;
 }
 
+/* MCP_EXEC_INSTANCE: what a load balancer reads in an id, so no separator of ours ('-') and
+ * nothing a header or a HAProxy sample fetch would need quoted. */
+static int instance_valid(const char *s) {
+        size_t n = strlen(s);
+        if (n == 0 || n > CONFIG_INSTANCE_MAX)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789", s[i]))
+                        return -EINVAL;
+        return 0;
+}
+
 static int python_valid(const char *s) {
         return *s && !strchr(s, ' ') ? 0 : -EINVAL;
 }
@@ -518,6 +530,10 @@ const ConfigVariable config_table[] = {
           .choices = (const char *const[]) { "auto", "systemd", "cgroupfs", "none", NULL },
           .accepted = "one of auto, systemd, cgroupfs, none",
           .help = "auto, systemd, cgroupfs or none" },
+        { "MCP_EXEC_INSTANCE", STRING(instance), .valid = instance_valid,
+          .accepted = "1 to 16 lowercase letters and digits, such as i8081",
+          .help = "this instance's tag, the prefix of its task ids and Python session handles (a load "
+                  "balancer routes them by it)" },
         { "MCP_EXEC_SLICE", STRING(slice), .valid = slice_name_valid, .fallback = "mcp-execd.slice",
           .accepted = "a slice unit name such as mcp-execd.slice",
           .help = "slice of the per-run scopes" },

@@ -55,6 +55,8 @@
 #define PYSESSION_END_PREFIX "\0MCPEXECD-END " /* 14 bytes, the NUL included */
 #define PYSESSION_END_PREFIX_LEN 14
 #define PYSESSION_NONCE_HEX 32
+/* A handle: the instance tag (at most 16 characters), '-', 32 hex digits. */
+#define PYSESSION_HANDLE_MAX (16 + 1 + PYSESSION_NONCE_HEX)
 /* The end line after its prefix and nonce: five numbers and spaces; longer is not ours. */
 #define PYSESSION_END_TAIL_MAX 160
 #define PYSESSION_HOLD_MAX (PYSESSION_END_PREFIX_LEN + PYSESSION_NONCE_HEX + 1 + PYSESSION_END_TAIL_MAX + 1)
@@ -117,7 +119,7 @@ struct PySession {
         PySessions *m;
         LIST_FIELDS(PySession, sessions);
         PySessionState state;
-        char handle[PYSESSION_NONCE_HEX + 1];
+        char handle[PYSESSION_HANDLE_MAX + 1];
         char id[17]; /* its run id: mcp-execd-run-<id>.scope */
         char *staging;
         SandboxChild child;
@@ -376,7 +378,9 @@ static void call_finish(PySession *s) {
                 s->streams[i].held = 0;
         }
         if (alive && s->child.pid > 0) {
-                int r = outputs_collect(s->child.pid, SANDBOX_WORK_DIR, s->m->env.max_return_bytes, &c->outputs);
+                int r = outputs_collect(s->child.pid, SANDBOX_WORK_DIR, s->m->env.max_return_bytes,
+                                        sandbox_run_host_uid(s->m->env.sandbox),
+                                        sandbox_run_host_gid(s->m->env.sandbox), &c->outputs);
                 if (r < 0)
                         log_debug("python session: cannot read back outputs/: %s", strerror(-r));
         }
@@ -772,7 +776,7 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
         m->n_sessions++;
         s->state = PYSESSION_DEAD; /* until spawned: session_free() on the way out */
 
-        int r = str_random_hex(s->handle, PYSESSION_NONCE_HEX / 2);
+        int r = str_random_id(s->handle, m->config.tag, PYSESSION_NONCE_HEX / 2);
         if (r >= 0)
                 r = str_random_hex(s->id, 8);
         if (r < 0) {
@@ -842,8 +846,9 @@ static PySession *session_find(PySessions *m, const char *handle) {
         size_t n = strlen(handle);
         PySession *found = NULL;
         LIST_FOREACH(sessions, s, m->sessions) {
-                unsigned char diff = n != PYSESSION_NONCE_HEX;
-                for (size_t i = 0; i < PYSESSION_NONCE_HEX; i++)
+                size_t len = strlen(s->handle);
+                unsigned char diff = n != len;
+                for (size_t i = 0; i < len; i++)
                         diff |= (unsigned char) (s->handle[i] ^ (i < n ? handle[i] : 0));
                 if (!diff && s->state != PYSESSION_DEAD && s->state != PYSESSION_OPENING)
                         found = s;

@@ -17,6 +17,7 @@ typedef struct PySessionsConfig {
         uint32_t idle_s;        /* MCP_EXEC_PY_SESSION_IDLE_S: the default and the largest idle_timeout_s */
         uint32_t lifetime_s;    /* MCP_EXEC_PY_SESSION_LIFETIME_S: a session ends this long after its open */
         uint32_t max_timeout_s; /* MCP_EXEC_MAX_TIMEOUT_S: with the lifetime, the scope's backstop */
+        const char *tag;        /* MCP_EXEC_INSTANCE (borrowed): handles are "<tag>-<hex>"; NULL: "<hex>" */
 } PySessionsConfig;
 
 int pysessions_new(const PySessionsConfig *config, PySessions **ret);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -275,7 +276,8 @@ int outputs_collect_at(int rootfd, const char *workdir, uint64_t max_return_byte
         return 0;
 }
 
-int outputs_collect(pid_t pid, const char *workdir, uint64_t max_return_bytes, Outputs *ret) {
+int outputs_collect(pid_t pid, const char *workdir, uint64_t max_return_bytes, uid_t as_uid, gid_t as_gid,
+                    Outputs *ret) {
         char root[64];
         snprintf(root, sizeof(root), "/proc/%d/root", (int) pid);
         /* The magic link is the daemon's own choice of path (the init is our unreaped child): the
@@ -283,7 +285,20 @@ int outputs_collect(pid_t pid, const char *workdir, uint64_t max_return_bytes, O
         _cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (rootfd < 0)
                 return -errno;
-        return outputs_collect_at(rootfd, workdir, max_return_bytes, ret);
+        if (as_uid == (uid_t) -1)
+                return outputs_collect_at(rootfd, workdir, max_return_bytes, ret);
+        /* The tree is the run's, and so are the permissions it is read with: as root without
+         * CAP_DAC_OVERRIDE (mcp-execd.service keeps only CAP_SETUID, CAP_SETGID and CAP_CHOWN) its
+         * 0700 directories are closed to us, and as the run's user we read exactly what it could.
+         * Only the file-system ids change (setfsuid(2)): nothing else of the daemon's identity. */
+        uid_t old_uid = (uid_t) setfsuid(as_uid);
+        gid_t old_gid = (gid_t) setfsgid(as_gid);
+        int r = (uid_t) setfsuid((uid_t) -1) == as_uid && (gid_t) setfsgid((gid_t) -1) == as_gid
+                        ? outputs_collect_at(rootfd, workdir, max_return_bytes, ret)
+                        : -EPERM;
+        (void) setfsgid(old_gid);
+        (void) setfsuid(old_uid);
+        return r;
 }
 
 void outputs_done(Outputs *o) {

@@ -31,7 +31,10 @@ typedef struct Outputs {
  * alive and not reaped, so the pid is still its own), returning the bytes of at most
  * OUTPUTS_RETURN_MAX regular files and max_return_bytes in total. A missing outputs/ is no file.
  * Returns 0 or -errno (ret is then empty). */
-int outputs_collect(pid_t pid, const char *workdir, uint64_t max_return_bytes, Outputs *ret);
+/* as_uid/as_gid: the file-system ids to read the tree with (the run's host ids, when the daemon is
+ * root), or -1 to read it with the daemon's own. */
+int outputs_collect(pid_t pid, const char *workdir, uint64_t max_return_bytes, uid_t as_uid, gid_t as_gid,
+                    Outputs *ret);
 
 /* The same below an already open root directory (tests). */
 int outputs_collect_at(int rootfd, const char *workdir, uint64_t max_return_bytes, Outputs *ret);

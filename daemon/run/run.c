@@ -277,7 +277,9 @@ static void run_let_init_go_later(Run *run) {
  * run's root, which lives as long as the init. */
 static void run_collect(Run *run) {
         if (run->user_code && run->child_spawned) {
-                int r = outputs_collect(run->child.pid, SANDBOX_WORK_DIR, run->env.max_return_bytes, &run->outputs);
+                int r = outputs_collect(run->child.pid, SANDBOX_WORK_DIR, run->env.max_return_bytes,
+                                        sandbox_run_host_uid(run->env.sandbox), sandbox_run_host_gid(run->env.sandbox),
+                                        &run->outputs);
                 if (r < 0)
                         log_warning_errno(r, "run %s: cannot read back its outputs: %m", run->id);
         }

@@ -2,8 +2,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
+#include "str-util.h"
 #include "task.h"
 
 void task_store_init(TaskStore *s, unsigned max_total, unsigned max_per_owner, uint64_t ttl_usec) {
@@ -38,28 +38,6 @@ void task_store_sweep(TaskStore *s, uint64_t now) {
                         task_free(s, t);
 }
 
-static int task_id_new(char ret[static TASK_ID_LEN + 1]) {
-        uint8_t b[TASK_ID_BYTES];
-        size_t got = 0;
-        while (got < sizeof(b)) {
-                /* Blocks only before the kernel's pool is initialised, long before we serve. */
-                ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                got += (size_t) n;
-        }
-        static const char hex[] = "0123456789abcdef";
-        for (size_t i = 0; i < sizeof(b); i++) {
-                ret[2 * i] = hex[b[i] >> 4];
-                ret[2 * i + 1] = hex[b[i] & 15];
-        }
-        ret[TASK_ID_LEN] = '\0';
-        return 0;
-}
-
 int task_store_create(TaskStore *s, const char *owner, uint64_t ttl_usec, uint64_t now_mono, uint64_t now_real,
                       Task **ret) {
         if (strlen(owner) >= TASK_OWNER_MAX)
@@ -77,7 +55,7 @@ int task_store_create(TaskStore *s, const char *owner, uint64_t ttl_usec, uint64
         _cleanup_free_ Task *t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;
-        int r = task_id_new(t->id);
+        int r = str_random_id(t->id, s->tag, TASK_ID_BYTES);
         if (r < 0)
                 return r;
         strcpy(t->owner, owner);

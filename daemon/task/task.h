@@ -16,6 +16,9 @@
  * protects a task (its owner is), but it never leaks another owner's task by enumeration either. */
 #define TASK_ID_BYTES 16
 #define TASK_ID_LEN (2 * TASK_ID_BYTES)
+/* With an instance tag (MCP_EXEC_INSTANCE, at most 16 characters) before it and '-'. */
+#define TASK_TAG_MAX 16
+#define TASK_ID_MAX (TASK_TAG_MAX + 1 + TASK_ID_LEN)
 /* An owner: a 2025 HTTP session id, the bearer identity of 2026 HTTP requests, "stdio". */
 #define TASK_OWNER_MAX 64
 
@@ -28,7 +31,7 @@ typedef enum TaskStatus {
 
 typedef struct Task Task;
 struct Task {
-        char id[TASK_ID_LEN + 1];
+        char id[TASK_ID_MAX + 1];
         char owner[TASK_OWNER_MAX];
         TaskStatus status;
         uint64_t created_usec;  /* CLOCK_REALTIME, for createdAt */
@@ -47,6 +50,7 @@ typedef struct TaskStore {
         unsigned max_total;     /* MCP_EXEC_TASKS_MAX */
         unsigned max_per_owner; /* MCP_EXEC_TASKS_PER_CLIENT */
         uint64_t ttl_usec;      /* MCP_EXEC_TASK_TTL_S */
+        const char *tag;        /* MCP_EXEC_INSTANCE, borrowed: ids are "<tag>-<hex>"; NULL: "<hex>" */
 } TaskStore;
 
 void task_store_init(TaskStore *s, unsigned max_total, unsigned max_per_owner, uint64_t ttl_usec);

@@ -260,12 +260,13 @@ static const DispatchOps tasks_dispatch_ops = {
 };
 
 int dispatch_tasks_new(Scheduler *scheduler, unsigned max_total, unsigned max_per_owner, uint64_t ttl_usec,
-                       DispatchTasks **ret) {
+                       const char *tag, DispatchTasks **ret) {
         DispatchTasks *t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;
         dispatch_init(&t->dispatch, scheduler, &tasks_dispatch_ops, t);
         task_store_init(&t->store, max_total, max_per_owner, ttl_usec);
+        t->store.tag = tag;
         *ret = t;
         return 0;
 }

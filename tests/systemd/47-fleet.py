@@ -3,9 +3,11 @@
 (mcp-execd@8081..8083.socket/.service, each its own slice, port and cache) and
 units/haproxy-mcp-execd.cfg.
 
-1. 300 mixed calls (2026-07-28 stateless calls, and 2025-11-25 sessions whose calls must all land on
-   the instance that issued the session: anywhere else they would get 404), 6 in flight: every one
-   answered with its own output, and each instance ran a share of them.
+1. 300 mixed calls, 6 in flight: 2026-07-28 stateless calls; 2025-11-25 sessions, whose calls must
+   all land on the instance that issued the session (anywhere else they get 404); Python sessions
+   (a counter that goes up by one per call: only their own instance has it) and 2026 tasks (polled
+   with tasks/get, routed by the instance tag in the task id): every one answered with its own
+   output, and each instance ran a share of them.
 2. One instance SIGKILLed with calls in flight: those calls end with an error at the client (never
    a hang), the others complete; its runs' scopes are gone; new calls are all answered; the 2025
    sessions that lived there get a clear 404, the others go on.
@@ -192,7 +194,7 @@ def scenario():
     # --- 1. mixed load ------------------------------------------------------------------------
     before = {p: runs_total(p) for p in PORTS}
     t0 = time.monotonic()
-    answered, failures = fleet.mixed_load(LB, TOKEN, 300, 6)
+    answered, failures = fleet.mixed_load(LB, TOKEN, 300, 6, pysessions=3)
     t_three = time.monotonic() - t0
     if failures or answered != 300:
         raise TestFailure("%d of 300 answered; failures: %r" % (answered, failures[:5]))

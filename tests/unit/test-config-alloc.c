@@ -201,6 +201,7 @@ static const struct {
         { "MCP_EXEC_TASKS_MAX", "8", "0" },
         { "MCP_EXEC_TASKS_PER_CLIENT", "4", "257" },
         { "MCP_EXEC_DRAIN_S", "30", "86401" },
+        { "MCP_EXEC_INSTANCE", "i8081", "I-8081" },
         { "MCP_EXEC_PYTHONS", "python3=/usr/bin/python3,pypy3=pypy3", "x=" },
         { "MCP_EXEC_INDEX_URL", "http://127.0.0.1:3141/simple/", "ftp://example.com/simple" },
         { "MCP_EXEC_WHEELHOUSE", "/", "relative/dir" },

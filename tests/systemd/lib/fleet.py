@@ -7,6 +7,8 @@ import threading
 
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
+TASKS = "io.modelcontextprotocol/tasks"
+META_TASKS = dict(META, **{"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}})
 
 
 class CallError(Exception):
@@ -44,6 +46,46 @@ def result_of(m):
     if "result" not in m:
         raise CallError("JSON-RPC error: %r" % m.get("error"))
     return m["result"]
+
+
+def modern_request(port, token, method, params, name=None, rid=1, timeout=120, meta=META):
+    """One 2026-07-28 request standing alone; returns its result (CallError for anything else)."""
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+         "Authorization": "Bearer " + token, "MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+    if name is not None:
+        h["Mcp-Name"] = name
+    body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": dict(params, _meta=meta)}
+    return result_of(message_of(*post(port, body, h, timeout), rid))
+
+
+def tool(port, token, name, args, rid=1, timeout=120):
+    """A 2026 tools/call of any tool; returns structuredContent, CallError on a tool error."""
+    r = modern_request(port, token, "tools/call", {"name": name, "arguments": args}, name, rid, timeout)
+    if r.get("isError"):
+        raise CallError("%s: tool error: %r" % (name, r.get("content")))
+    return r["structuredContent"]
+
+
+def task_call(port, token, code, rid=1, deadline=300):
+    """exec as a 2026 task: created through the balancer, polled with tasks/get (its Mcp-Name is the
+    task id, by which HAProxy finds the instance), the result inlined once completed."""
+    import time
+    created = modern_request(port, token, "tools/call", {"name": "exec", "arguments": {"code": code}}, "exec", rid,
+                             meta=META_TASKS)
+    if created.get("resultType") != "task":
+        raise CallError("not a task: %r" % created)
+    tid = created["taskId"]
+    end = time.monotonic() + deadline
+    while True:
+        t = modern_request(port, token, "tasks/get", {"taskId": tid}, tid, rid, meta=META_TASKS)
+        if t.get("status") != "working":
+            break
+        if time.monotonic() > end:
+            raise CallError("task %s still working after %d s" % (tid, deadline))
+        time.sleep(0.5)
+    if t.get("status") != "completed":
+        raise CallError("task %s ended %r" % (tid, t))
+    return t["result"]["structuredContent"]
 
 
 def modern_call(port, token, code, rid=1, timeout=120, **args):
@@ -97,24 +139,42 @@ class Session:
         return r["structuredContent"]
 
 
-def mixed_load(port, token, n, inflight, sessions=6, on_call=None):
-    """n calls, `inflight` at a time: two thirds 2026 stateless calls, one third spread over
-    `sessions` 2025-era sessions (each session's calls in order, one at a time). Every call prints
-    a value of its own, checked. Returns (answered, failures): failures as (what, error)."""
+def mixed_load(port, token, n, inflight, sessions=6, pysessions=0, on_call=None):
+    """n calls, `inflight` at a time, by i % 6: 2026 stateless calls (0, 1, 3), calls in `sessions`
+    2025-era sessions (2), calls in `pysessions` Python sessions (4; each keeps a counter, which
+    must go up by one per call: a call on another instance would fail or start from nothing) and
+    2026 tasks (5). With no Python sessions, 4 is a stateless call. Each session's calls are one at
+    a time. Every call prints a value of its own, checked. Returns (answered, failures)."""
     lock = threading.Lock()
     answered, failures = [0], []
     sess = [Session(port, token).open() for _ in range(sessions)]
     sess_locks = [threading.Lock() for _ in sess]
+    py = [tool(port, token, "session_open", {})["session"] for _ in range(pysessions)]
+    for h in py:
+        tool(port, token, "exec", {"code": "n = 0", "session": h})
+    py_locks = [threading.Lock() for _ in py]
+    py_count = [0 for _ in py]
     todo = list(range(n))
 
     def one(i):
         want = "v%d" % (i * 7919)
         code = "print('v%%d' %% (%d * 7919))" % i
         try:
-            if i % 3 == 2:
+            if i % 6 == 2:
                 k = i % len(sess)
                 with sess_locks[k]:
                     sc = sess[k].call(code)
+            elif i % 6 == 4 and py:
+                k = i % len(py)
+                with py_locks[k]:
+                    sc = tool(port, token, "exec", {"code": "n += 1\nprint(n)", "session": py[k]}, rid=i + 1)
+                    py_count[k] += 1
+                    if sc.get("stdout") != "%d\n" % py_count[k]:
+                        raise CallError("Python session %s: n is %r after %d calls" % (py[k], sc.get("stdout"),
+                                                                                       py_count[k]))
+                    sc = dict(sc, stdout=want + "\n")
+            elif i % 6 == 5:
+                sc = task_call(port, token, code, rid=i + 1)
             else:
                 sc = modern_call(port, token, code, rid=i + 1)
             if sc.get("stdout") != want + "\n":
