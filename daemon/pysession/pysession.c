@@ -856,20 +856,6 @@ static PySession *session_find(PySessions *m, const char *handle) {
         return found;
 }
 
-static char *record_put(char *w, const char *name, const void *data, size_t len) {
-        uint32_t nl = (uint32_t) strlen(name);
-        uint64_t dl = len;
-        for (int i = 0; i < 4; i++)
-                *w++ = (char) (nl >> (8 * i));
-        for (int i = 0; i < 8; i++)
-                *w++ = (char) (dl >> (8 * i));
-        memcpy(w, name, nl);
-        w += nl;
-        if (len)
-                memcpy(w, data, len);
-        return w + len;
-}
-
 static void on_stdin(RingOp *op, int res) {
         PySession *s = container_of(op, PySession, op_stdin);
         if (s->state == PYSESSION_DEAD) {
@@ -931,22 +917,11 @@ static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn r
                 answer_error(call, owner, reply, "cannot make the call's nonce");
                 return;
         }
-        size_t len = 8 + 12 + PYSESSION_NONCE_HEX + a->code_len;
-        for (size_t i = 0; i < a->n_files; i++)
-                len += 12 + strlen(a->files[i].name) + a->files[i].len;
-        c->msg = malloc(len);
+        c->msg = run_launcher_message(c->nonce, a->code, a->code_len, a->files, a->n_files, NULL, 0, &c->msg_len);
         if (!c->msg) {
                 answer_error(call, owner, reply, "mcp-execd is out of memory");
                 return;
         }
-        uint64_t body = len - 8;
-        char *w = c->msg;
-        for (int i = 0; i < 8; i++)
-                *w++ = (char) (body >> (8 * i));
-        w = record_put(w, c->nonce, a->code, a->code_len);
-        for (size_t i = 0; i < a->n_files; i++)
-                w = record_put(w, a->files[i].name, a->files[i].data, a->files[i].len);
-        c->msg_len = len;
         c->call = call;
 
         if (s->cgroup)
@@ -959,7 +934,7 @@ static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn r
         s->streams[0].held = s->streams[1].held = 0;
         s->call->t_release = now_usec();
         struct io_uring_sqe *sqe = ring_get_sqe(m->env.ring, &s->op_stdin);
-        io_uring_prep_write(sqe, s->stdin_fd, s->call->msg, (unsigned) MIN(len, (size_t) 1 << 20), (uint64_t) -1);
+        io_uring_prep_write(sqe, s->stdin_fd, s->call->msg, (unsigned) MIN(s->call->msg_len, (size_t) 1 << 20), (uint64_t) -1);
         timer_arm(s, (uint64_t) a->timeout_s * 1000000u);
 }
 

@@ -27,6 +27,7 @@
 #include "py-launch.h"
 #include "run-internal.h"
 #include "run.h"
+#include "spawn.h"
 #include "str-util.h"
 
 #define RUN_READ_BUF_BYTES (64u * 1024u)
@@ -557,22 +558,6 @@ static int run_stage(Run *run, const RunParams *p) {
         return fd_write_file_at(dfd, RUN_SCRIPT_NAME, run->code, run->code_len, 0600);
 }
 
-/* One record of the message a ready sandbox's launcher reads (launch.py, _warm()): 4-byte name
- * length, 8-byte data length (little-endian), the name, the data. */
-static char *warm_record(char *w, const char *name, const void *data, size_t len) {
-        uint32_t nl = (uint32_t) strlen(name);
-        uint64_t dl = len;
-        for (int i = 0; i < 4; i++)
-                *w++ = (char) (nl >> (8 * i));
-        for (int i = 0; i < 8; i++)
-                *w++ = (char) (dl >> (8 * i));
-        memcpy(w, name, nl);
-        w += nl;
-        if (len)
-                memcpy(w, data, len);
-        return w + len;
-}
-
 /* Whether this run may be served by a ready sandbox: the caller's code, with the default
  * interpreter and no dependency environment (every backend: the pool makes each ready sandbox's
  * scope or cgroup with the runs' limits). */
@@ -587,10 +572,9 @@ static bool run_may_be_warm(const Run *run) {
 static int run_take_ready(Run *run, const RunParams *p) {
         if (!run_may_be_warm(run))
                 return 0;
-        size_t len = 8 + 12 + strlen(RUN_SCRIPT_NAME) + run->code_len + run->stdin_len;
-        for (size_t i = 0; i < p->n_files; i++)
-                len += 12 + strlen(p->files[i].name) + p->files[i].len;
-        _cleanup_free_ char *buf = malloc(len + 1);
+        size_t len;
+        _cleanup_free_ char *buf = run_launcher_message(RUN_SCRIPT_NAME, run->code, run->code_len, p->files,
+                                                        p->n_files, run->stdin_data, run->stdin_len, &len);
         if (!buf)
                 return 0; /* the cold path copies less at once */
         RunReady ready;
@@ -609,15 +593,6 @@ static int run_take_ready(Run *run, const RunParams *p) {
         run->preload_stime_usec = ready.preload_stime_usec;
         run->memory_at_start_bytes = ready.rss_bytes;
 
-        uint64_t body = len - 8 - run->stdin_len;
-        char *w = buf;
-        for (int i = 0; i < 8; i++)
-                *w++ = (char) (body >> (8 * i));
-        w = warm_record(w, RUN_SCRIPT_NAME, run->code, run->code_len);
-        for (size_t i = 0; i < p->n_files; i++)
-                w = warm_record(w, p->files[i].name, p->files[i].data, p->files[i].len);
-        if (run->stdin_len)
-                memcpy(w, run->stdin_data, run->stdin_len);
         free(run->stdin_data);
         run->stdin_data = TAKE_PTR(buf);
         run->stdin_len = len;

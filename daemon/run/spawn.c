@@ -87,3 +87,37 @@ char *run_launcher_warm_head(const char *modules) {
         stpcpy(w, ")\n");
         return head;
 }
+
+static char *message_record(char *w, const char *name, const void *data, size_t len) {
+        uint32_t nl = (uint32_t) strlen(name);
+        uint64_t dl = len;
+        for (int i = 0; i < 4; i++)
+                *w++ = (char) (nl >> (8 * i));
+        for (int i = 0; i < 8; i++)
+                *w++ = (char) (dl >> (8 * i));
+        memcpy(w, name, nl);
+        w += nl;
+        if (len)
+                memcpy(w, data, len);
+        return w + len;
+}
+
+char *run_launcher_message(const char *first, const char *code, size_t code_len, const McpInputFile *files,
+                           size_t n_files, const char *tail, size_t tail_len, size_t *ret_len) {
+        size_t body = 12 + strlen(first) + code_len;
+        for (size_t i = 0; i < n_files; i++)
+                body += 12 + strlen(files[i].name) + files[i].len;
+        char *buf = malloc(8 + body + tail_len + 1);
+        if (!buf)
+                return NULL;
+        char *w = buf;
+        for (int i = 0; i < 8; i++)
+                *w++ = (char) ((uint64_t) body >> (8 * i));
+        w = message_record(w, first, code, code_len);
+        for (size_t i = 0; i < n_files; i++)
+                w = message_record(w, files[i].name, files[i].data, files[i].len);
+        if (tail_len)
+                memcpy(w, tail, tail_len);
+        *ret_len = 8 + body + tail_len;
+        return buf;
+}

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "cgroup.h"
+#include "mcp.h"
 #include "sandbox.h"
 
 typedef struct RunLauncherSpec {
@@ -28,6 +29,14 @@ typedef struct RunLauncher {
  * the staging directory is removed again and nothing is left. Returns 0 or -errno. The caller
  * removes staging once the init has copied it (the launcher started) or the sandbox is gone. */
 int run_launcher_spawn(const RunLauncherSpec *spec, RunLauncher *ret);
+
+/* The message launch.py reads for one call (_warm_read()): an 8-byte little-endian length of the
+ * records, then one record per file (4-byte name length, 8-byte data length, both little-endian,
+ * the name, the data): first `first` with the code (main.py for a run, the call's nonce for a
+ * Python session), then the input files; then tail (the caller's stdin), not counted in the
+ * length. Returns a malloc'd buffer and its length in *ret_len, or NULL on ENOMEM. */
+char *run_launcher_message(const char *first, const char *code, size_t code_len, const McpInputFile *files,
+                           size_t n_files, const char *tail, size_t tail_len, size_t *ret_len);
 
 /* The prefix for launch.py's warm mode: `_WARM = ("mod", …)\n` from a comma-separated module list
  * (names checked by the configuration: [A-Za-z0-9_.]). malloc'd, or NULL. */
