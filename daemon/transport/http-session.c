@@ -240,6 +240,19 @@ static void call_take_trace_header(HttpRequest *req, McpAction *a) {
                 memcpy(a->traceparent, v, sizeof(a->traceparent)); /* its rejection record's */
 }
 
+/* A call's POST (or a task request that waits like one): answered at once when its reply is
+ * already there, on its event stream when it has one (r: what opening it returned), else parked
+ * until the reply comes. */
+static enum MHD_Result respond_call(HttpRequest *req, enum MHD_Result r) {
+        if (req->is_stream)
+                return r;
+        if (req->reply_ready)
+                return http_respond_json(req, MHD_HTTP_OK, TAKE_PTR(req->reply));
+        req->waiting = true;
+        http_request_suspend(req);
+        return MHD_YES;
+}
+
 /* Answers a message handled for a request: a call waits or streams, everything else at once. */
 static enum MHD_Result answer_action(HttpRequest *req, HttpSession *s, McpAction *a, unsigned reply_status) {
         McpActionKind kind = a->kind;
@@ -258,13 +271,7 @@ static enum MHD_Result answer_action(HttpRequest *req, HttpSession *s, McpAction
         case MCP_ACTION_HOLD:
                 return http_respond(req, MHD_HTTP_ACCEPTED, NULL, NULL, NULL, NULL);
         case MCP_ACTION_CALL:
-                if (req->is_stream)
-                        return r;
-                if (req->reply_ready)
-                        return http_respond_json(req, MHD_HTTP_OK, TAKE_PTR(req->reply));
-                req->waiting = true;
-                http_request_suspend(req);
-                return MHD_YES;
+                return respond_call(req, r);
         }
         return MHD_NO;
 }
@@ -380,13 +387,7 @@ enum MHD_Result http_session_handle_mcp_post(HttpRequest *req) {
                 return http_respond(req, MHD_HTTP_ACCEPTED, NULL, NULL, NULL, NULL);
         case MCP_ACTION_TASK: /* answered, or (tasks/result of a working task) waiting like a call */
         case MCP_ACTION_CALL:
-                if (req->is_stream)
-                        return r;
-                if (req->reply_ready)
-                        return http_respond_json(req, MHD_HTTP_OK, TAKE_PTR(req->reply));
-                req->waiting = true;
-                http_request_suspend(req);
-                return MHD_YES;
+                return respond_call(req, r);
         }
         return MHD_NO;
 }
