@@ -607,7 +607,18 @@ static void on_control(RingOp *op, int res) {
                 case SANDBOX_REPORT_EXITED:
                         s->python_exited = true;
                         s->wait_status = s->report.value;
-                        session_kill(s, "the interpreter exited");
+                        if (s->state == PYSESSION_OPENING) {
+                                /* How it ended is the one clue a failed start leaves. */
+                                char why[96];
+                                if (WIFSIGNALED(s->wait_status))
+                                        snprintf(why, sizeof(why), "the interpreter was killed by SIG%s at its start",
+                                                 sigabbrev_np(WTERMSIG(s->wait_status)) ?: "?");
+                                else
+                                        snprintf(why, sizeof(why), "the interpreter exited at its start (status %d)",
+                                                 WEXITSTATUS(s->wait_status));
+                                session_kill(s, why);
+                        } else
+                                session_kill(s, "the interpreter exited");
                         return;
                 case SANDBOX_REPORT_FAILED:
                         s->report.detail[sizeof(s->report.detail) - 1] = 0;

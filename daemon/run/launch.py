@@ -149,7 +149,9 @@ def _warm():
     # daemon gives the weight back): the sandbox started this process at nice 19, and its session's
     # autogroup is lowered alike here (the kernel allows an unprivileged write once per 100 ms
     # system-wide: retried).
-    for _ in range(30 if os.nice(0) > 0 else 0):
+    # getpriority, not os.nice(0): nice(3) also calls setpriority, which mcp-execd.service refuses
+    # (SystemCallFilter=~@resources), and the launcher then died at its start (EPERM).
+    for _ in range(30 if os.getpriority(os.PRIO_PROCESS, 0) > 0 else 0):
         try:
             with open("/proc/self/autogroup", "w") as f:
                 f.write("19")

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import threading
@@ -146,6 +147,7 @@ def remove_units():
             os.unlink("/run/systemd/system/" + u)
         except FileNotFoundError:
             pass
+    shutil.rmtree("/etc/mcp-execd", ignore_errors=True)  # the token this test wrote
     sh("systemctl", "daemon-reload")
 
 
@@ -237,6 +239,11 @@ def scenario():
     files = (out.get("structuredContent") or {}).get("files") or []
     if [f.get("name") for f in files] != ["outputs/r.txt"]:
         raise TestFailure("outputs/ under the service: %r" % out)
+    # The ready sandboxes work under the unit's hardening too: the launcher once died at its start
+    # on os.nice(0) (setpriority is refused by SystemCallFilter=~@resources) and every call was cold.
+    warm = wait_for("a call served by a ready sandbox", lambda: (c.exec_code("print(1)\n").get(
+        "structuredContent") or {}).get("warm"), 90)
+    print("a call was served warm under the service: %r" % warm)
 
     # --- systemctl stop during a run ---------------------------------------------------------
     answer = {}

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -149,6 +150,8 @@ def remove():
             os.unlink("/run/systemd/system/" + u)
         except FileNotFoundError:
             pass
+    shutil.rmtree("/etc/mcp-execd", ignore_errors=True)  # the token this test wrote
+    shutil.rmtree("/var/cache/mcp-execd", ignore_errors=True)  # the instances' caches
     sh("systemctl", "daemon-reload")
 
 
