@@ -11,6 +11,7 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { startDaemon, callExec, summarize, uniqueMarker, sleep, daemonCopyForUid } from './lib/index.mjs';
 import { RawDaemon } from './lib/raw.mjs';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
 // One daemon for the attempts that need nothing of their own (a daemon per test made this file
 // outlive the runner's per-file timeout on a loaded machine). Its environment carries a token and
@@ -24,13 +25,18 @@ const WARM = process.env.BLACKBOX_ESCAPE_PATH === 'warm';
 // escape-session.test.mjs sets BLACKBOX_ESCAPE_PATH=session (issue 18.6): each attempt made through
 // run() gets a Python session of its own (opened before, closed after), and runs in it.
 const SESSION = process.env.BLACKBOX_ESCAPE_PATH === 'session';
+// escape-task.test.mjs sets BLACKBOX_ESCAPE_PATH=task (issue 17.3): each attempt made through run()
+// is a task (the 1.x SDK's experimental callToolStream: created, polled, its result fetched).
+const TASK = process.env.BLACKBOX_ESCAPE_PATH === 'task';
 if (!WARM) process.env.BLACKBOX_POOL = 'off';
 const MARKER = uniqueMarker('bb-env');
 const TOKEN = uniqueMarker('bb-token');
 let shared;
 before(async () => {
     shared = await startDaemon(null, {
-        env: { MCP_EXEC_MAX_CONCURRENT: 2, MCP_EXEC_TMP_SIZE: '8M', MCP_EXEC_AUTH_TOKEN: TOKEN, BLACKBOX_ESCAPE_MARKER: MARKER },
+        env: { MCP_EXEC_MAX_CONCURRENT: 2, MCP_EXEC_TMP_SIZE: '8M', MCP_EXEC_AUTH_TOKEN: TOKEN, BLACKBOX_ESCAPE_MARKER: MARKER,
+            // Every attempt of the task path keeps its result for the TTL: room for all of them.
+            ...(TASK ? { MCP_EXEC_TASKS_PER_CLIENT: 256, MCP_EXEC_TASKS_MAX: 1000 } : {}) },
     });
 });
 after(async () => { await shared?.close(); });
@@ -47,13 +53,33 @@ async function run(d, code, args = {}) {
         assert.equal(o.isError, false, JSON.stringify(o));
         a.session = o.structuredContent.session;
     }
-    const r = await callExec(d.client, a, { timeoutMs: (a.timeout_s + 30) * 1000 });
+    const r = TASK ? await callExecAsTask(d.client, a, (a.timeout_s + 30) * 1000)
+        : await callExec(d.client, a, { timeoutMs: (a.timeout_s + 30) * 1000 });
     if (inSession)
         await d.client.callTool({ name: 'session_close', arguments: { session: a.session } });
     assert.equal(r.isError, false, summarize(r));
     assert.equal(r.sc.warm, pooled, `served ${r.sc.warm ? 'warm' : 'cold'}, expected the other: ${summarize(r)}`);
     if (inSession) assert.equal(r.sc.session, a.session);
     return r;
+}
+
+/** callExec()'s result, the call made as a task: it must be created as one, polled, and end with
+ * its result (a task that ended otherwise fails the attempt). */
+async function callExecAsTask(client, args, timeoutMs) {
+    const kinds = [];
+    let result;
+    for await (const m of client.experimental.tasks.callToolStream({ name: 'exec', arguments: args },
+        CallToolResultSchema, { timeout: timeoutMs, task: { ttl: 600000 } })) {
+        kinds.push(m.type);
+        if (m.type === 'result') result = m.result;
+        if (m.type === 'error') throw m.error;
+    }
+    assert.equal(kinds[0], 'taskCreated', `not run as a task: ${kinds.join(',')}`);
+    assert.ok(result, `no result: ${kinds.join(',')}`);
+    const text = result.content?.find((c) => c.type === 'text')?.text;
+    let textJson;
+    try { textJson = JSON.parse(text); } catch { textJson = undefined; }
+    return { result, isError: result.isError === true, sc: result.structuredContent, text, textJson, ms: 0 };
 }
 
 /** Attempts started in the same turn (Promise.all) share one wait and then all call at once, so

@@ -203,7 +203,10 @@ def scenario():
         raise TestFailure("%d of 300 answered; failures: %r" % (answered, failures[:5]))
     share = {p: runs_total(p) - before[p] for p in PORTS}
     print("300 mixed calls in %.1f s; runs per instance: %r" % (t_three, share))
-    if sum(share.values()) != 300 or min(share.values()) < 30:
+    # Python session calls are not runs of the scheduler (no run record or counter yet, issue 18):
+    # the 2026 calls, the 2025 sessions' and the tasks' are.
+    runs = len([i for i in range(300) if i % 6 != 4])
+    if sum(share.values()) != runs or min(share.values()) < runs // 10:
         raise TestFailure("the calls were not spread over the three instances: %r" % share)
     scopes_used = {p: "mcp-execd-%d.slice" % p for p in PORTS}
     print("each instance's runs went to its own slice: %r" % scopes_used)
@@ -278,7 +281,10 @@ def scenario():
     t = threading.Thread(target=on_drained)
     t.start()
     wait_for("the call on the instance to drain", lambda: running(drained) >= 1, 60)
-    sh("systemctl", "stop", "--no-block", unit(drained), check=True)
+    # The socket too, as an operator takes an instance out: with it listening, the next connection
+    # (HAProxy's health check) would start the service again at once. The draining daemon keeps
+    # its own copy of the listening socket, so /health still answers it.
+    sh("systemctl", "stop", "--no-block", "mcp-execd@%d.socket" % drained, unit(drained), check=True)
     wait_for("/health to say draining", lambda: get(drained, "/health")[0] == 503, 30)
     answered, failures = fleet.mixed_load(LB, TOKEN, 30, 3, sessions=1)
     if failures:
