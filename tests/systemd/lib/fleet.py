@@ -85,6 +85,8 @@ def task_call(port, token, code, rid=1, deadline=300):
         time.sleep(0.5)
     if t.get("status") != "completed":
         raise CallError("task %s ended %r" % (tid, t))
+    if t["result"].get("isError"):
+        raise CallError("task %s: tool error: %r" % (tid, t["result"].get("content")))
     return t["result"]["structuredContent"]
 
 
@@ -181,9 +183,9 @@ def mixed_load(port, token, n, inflight, sessions=6, pysessions=0, on_call=None)
                 raise CallError("call %d: stdout %r, want %r" % (i, sc.get("stdout"), want))
             with lock:
                 answered[0] += 1
-        except CallError as e:
+        except Exception as e:  # anything else is a failure to report too, never a call lost
             with lock:
-                failures.append((i, str(e)))
+                failures.append((i, "%s: %s" % (type(e).__name__, e)))
         if on_call:
             on_call(i)
 
