@@ -27,7 +27,7 @@ import time
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 import prometheus  # noqa: E402
 from journal import wait_records  # noqa: E402
-from mcpclient import TestFailure, daemon_path, stable_daemon_path, run  # noqa: E402
+from mcpclient import TestFailure, daemon_path, stable_daemon_path, run, wait_for  # noqa: E402
 
 FINISHED = "0a6bda1f24cf4b5188307da770817b6b"
 PORT = 8080
@@ -154,16 +154,6 @@ def remove_units():
 def run_scopes():
     return [l.split()[0] for l in sh("systemctl", "list-units", "--all", "--plain", "--no-legend",
                                      "mcp-execd-run-*").splitlines() if l.strip()]
-
-
-def wait_for(what, cond, timeout):
-    until = time.monotonic() + timeout
-    while time.monotonic() < until:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.5)
-    raise TestFailure("timed out after %ds waiting for %s" % (timeout, what))
 
 
 def main():

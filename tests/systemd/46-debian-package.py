@@ -37,7 +37,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
-from mcpclient import TestFailure, run  # noqa: E402
+from mcpclient import TestFailure, run, wait_for  # noqa: E402
 
 PKG_DIR = os.path.join(os.environ["MCP_EXECD_BUILD"], "debian-pkg")
 PORT = 8080
@@ -56,16 +56,6 @@ def sh(*cmd, check=False, timeout=300):
 
 def prop(name, unit="mcp-execd.service"):
     return sh("systemctl", "show", "-P", name, unit).stdout.strip()
-
-
-def wait_for(what, cond, timeout):
-    until = time.monotonic() + timeout
-    while time.monotonic() < until:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.5)
-    raise TestFailure("timed out after %ds waiting for %s" % (timeout, what))
 
 
 def apt(action, *args):

@@ -31,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 import fleet  # noqa: E402
-from mcpclient import TestFailure, stable_daemon_path, run  # noqa: E402
+from mcpclient import TestFailure, stable_daemon_path, run, wait_for  # noqa: E402
 
 LB = 8080
 PORTS = (8081, 8082, 8083)
@@ -110,16 +110,6 @@ def run_scopes(slice_):
     out = sh("systemctl", "list-units", "--all", "--plain", "--no-legend", "mcp-execd-run-*")
     return [l.split()[0] for l in out.splitlines()
             if l.strip() and sh("systemctl", "show", "-P", "Slice", l.split()[0]) == slice_]
-
-
-def wait_for(what, cond, timeout):
-    until = time.monotonic() + timeout
-    while time.monotonic() < until:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.5)
-    raise TestFailure("timed out after %ds waiting for %s" % (timeout, what))
 
 
 def install():

@@ -190,6 +190,17 @@ class Daemon:
                               % self.deadline)
 
 
+def wait_for(what, cond, timeout):
+    """cond()'s first true value, polled every 0.5 s; TestFailure naming what after timeout s."""
+    until = time.monotonic() + timeout
+    while time.monotonic() < until:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.5)
+    raise TestFailure("timed out after %ds waiting for %s" % (timeout, what))
+
+
 def run(main):
     """Runs main() (which may raise TestFailure) and exits 0 / 1 / 77 (main returning 77)."""
     try:
