@@ -199,6 +199,10 @@ const char *mcp_task_request_id_key(const McpTaskRequest *r);
  * only once it has ended (the caller waits: dispatch.c). NULL on ENOMEM. */
 char *mcp_task_reply(const McpTaskRequest *r, const McpTaskView *t, bool was_terminal);
 char *mcp_task_reply_list(const McpTaskRequest *r, const McpTaskView *tasks, size_t n);
+/* Whether mcp_task_reply(r, t) tells the client how t ended: 2026 tasks/get of an ended task (the
+ * result is inlined), 2025 tasks/result, 2025 tasks/get of a task that failed or was cancelled (it
+ * has no result to fetch), and tasks/cancel in either era (the client ended it). */
+bool mcp_task_reply_tells_end(const McpTaskRequest *r, const McpTaskView *t);
 /* The answer when the one above could not be built: -32603 "out of memory", preformatted when the
  * request was parsed (issue 15). Hands it over once; NULL after that. */
 char *mcp_task_reply_oom(McpTaskRequest *r);

@@ -213,6 +213,22 @@ char *mcp_task_reply(const McpTaskRequest *r, const McpTaskView *t, bool was_ter
         return NULL;
 }
 
+bool mcp_task_reply_tells_end(const McpTaskRequest *r, const McpTaskView *t) {
+        if (!t || t->status == MCP_TASK_WORKING)
+                return false;
+        switch (r->op) {
+        case MCP_TASK_GET:
+                return r->stamp || t->status != MCP_TASK_COMPLETED;
+        case MCP_TASK_RESULT:
+        case MCP_TASK_CANCEL:
+                return true;
+        case MCP_TASK_LIST:
+        case MCP_TASK_UPDATE:
+                break;
+        }
+        return false;
+}
+
 char *mcp_task_reply_list(const McpTaskRequest *r, const McpTaskView *tasks, size_t n) {
         _cleanup_(json_decrefp) json_t *list = json_array();
         if (!list)

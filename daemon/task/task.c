@@ -38,17 +38,40 @@ void task_store_sweep(TaskStore *s, uint64_t now) {
                         task_free(s, t);
 }
 
+void task_fetched(Task *t) {
+        if (t->status != TASK_WORKING)
+                t->fetched = true;
+}
+
+/* Frees the oldest fetched task of owner (NULL: of anyone); false if there is none. */
+static bool task_store_evict_fetched(TaskStore *s, const char *owner) {
+        Task *oldest = NULL;
+        LIST_FOREACH(tasks, t, s->tasks) /* newest first: the last match is the oldest */
+                if (t->fetched && (!owner || strcmp(t->owner, owner) == 0))
+                        oldest = t;
+        if (!oldest)
+                return false;
+        task_free(s, oldest);
+        return true;
+}
+
 int task_store_create(TaskStore *s, const char *owner, uint64_t ttl_usec, uint64_t now_mono, uint64_t now_real,
                       Task **ret) {
         if (strlen(owner) >= TASK_OWNER_MAX)
                 return -EINVAL;
         task_store_sweep(s, now_mono);
-        if (s->n_tasks >= s->max_total)
-                return -EBUSY;
         unsigned mine = 0;
         LIST_FOREACH(tasks, t, s->tasks)
                 if (strcmp(t->owner, owner) == 0)
                         mine++;
+        /* The owner's own fetched task first: at the total bound too, making room with it spares
+         * the other clients' results. */
+        if ((mine >= s->max_per_owner || s->n_tasks >= s->max_total) && task_store_evict_fetched(s, owner))
+                mine--;
+        /* Both bounds reached: the total is what the message names, as before any fetching. Another
+         * owner's fetched task is taken only when it lets this one in. */
+        if (s->n_tasks >= s->max_total && (mine >= s->max_per_owner || !task_store_evict_fetched(s, NULL)))
+                return -EBUSY;
         if (mine >= s->max_per_owner)
                 return -EDQUOT;
 

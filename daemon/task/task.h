@@ -38,6 +38,7 @@ struct Task {
         uint64_t updated_usec;  /* CLOCK_REALTIME, for lastUpdatedAt */
         uint64_t ended_usec;    /* CLOCK_MONOTONIC when it left TASK_WORKING; the TTL runs from here */
         uint64_t ttl_usec;      /* how long the result is kept once it ended */
+        bool fetched;           /* its owner has been told how it ended (task_fetched()) */
         char *reply;            /* TASK_COMPLETED: the run's JSON-RPC reply, as the call would have had it */
         void *run;              /* TASK_WORKING: the dispatcher's record of the run (borrowed) */
         void *waiters;          /* TASK_WORKING: the dispatcher's requests waiting for the end (borrowed) */
@@ -62,9 +63,12 @@ void task_store_done(TaskStore *s);
  * memory only until the next task request of anyone, and no timer is needed. */
 void task_store_sweep(TaskStore *s, uint64_t now_mono_usec);
 
-/* A new working task of owner. ttl_usec 0: the store's; else at most the store's. Returns 0,
- * -EBUSY (MCP_EXEC_TASKS_MAX tasks exist), -EDQUOT (owner has MCP_EXEC_TASKS_PER_CLIENT), -EINVAL
- * (owner too long), -ENOMEM, or getrandom(2)'s error. */
+/* A new working task of owner. ttl_usec 0: the store's; else at most the store's. At a bound, the
+ * oldest fetched task (of owner, for MCP_EXEC_TASKS_PER_CLIENT; of anyone, for MCP_EXEC_TASKS_MAX)
+ * makes room: a result its client already has is kept for fetching again, not at the price of
+ * refusing that client's next task. Returns 0, -EBUSY (MCP_EXEC_TASKS_MAX tasks exist, none
+ * fetched), -EDQUOT (owner has MCP_EXEC_TASKS_PER_CLIENT, none fetched), -EINVAL (owner too long),
+ * -ENOMEM, or getrandom(2)'s error. */
 int task_store_create(TaskStore *s, const char *owner, uint64_t ttl_usec, uint64_t now_mono_usec,
                       uint64_t now_real_usec, Task **ret);
 
@@ -81,6 +85,10 @@ size_t task_store_list(TaskStore *s, const char *owner, uint64_t now_mono_usec, 
 void task_end(Task *t, TaskStatus status, char *reply, uint64_t now_mono_usec, uint64_t now_real_usec);
 
 bool task_status_is_terminal(TaskStatus status);
+
+/* Its owner has been answered how t ended (its result, or that it failed or was cancelled): from
+ * now on t gives its place to a new task at a bound. No effect on a working task. */
+void task_fetched(Task *t);
 
 /* Frees t now (a task whose creation could not be answered); its run must not exist. */
 void task_store_remove(TaskStore *s, Task *t);

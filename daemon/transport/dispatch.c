@@ -212,7 +212,10 @@ static void task_waiters_answer(Task *k, bool ended) {
                 char *reply = NULL;
                 if (ended) {
                         McpTaskView v = task_view(k);
-                        reply = mcp_task_reply(c->wait, &v, true) ?: mcp_task_reply_oom(c->wait);
+                        reply = mcp_task_reply(c->wait, &v, true);
+                        if (reply && mcp_task_reply_tells_end(c->wait, &v))
+                                task_fetched(k);
+                        reply = reply ?: mcp_task_reply_oom(c->wait);
                 }
                 dispatch_on_reply(c, reply);
         }
@@ -335,14 +338,14 @@ static void dispatch_task_submit(Dispatch *d, McpCall *call_in, void *ctx) {
                 char msg[256];
                 if (r == -EBUSY)
                         snprintf(msg, sizeof(msg),
-                                 "too many tasks: mcp-execd keeps at most %u (MCP_EXEC_TASKS_MAX), running or with "
-                                 "a result not yet expired; retry later",
+                                 "too many tasks: mcp-execd keeps at most %u (MCP_EXEC_TASKS_MAX), running or "
+                                 "ended and not yet fetched; retry later",
                                  dt->store.max_total);
                 else if (r == -EDQUOT)
                         snprintf(msg, sizeof(msg),
                                  "too many tasks for this client: at most %u (MCP_EXEC_TASKS_PER_CLIENT), running "
-                                 "or with a result not yet expired; fetch or cancel some, or wait for them to "
-                                 "expire (MCP_EXEC_TASK_TTL_S)",
+                                 "or ended and not yet fetched; fetch or cancel some, or wait for them to expire "
+                                 "(MCP_EXEC_TASK_TTL_S)",
                                  dt->store.max_per_owner);
                 else
                         snprintf(msg, sizeof(msg), "mcp-execd could not create the task: %s", strerror(-r));
@@ -426,7 +429,11 @@ static char *dispatch_task_answer(Dispatch *d, const McpTaskRequest *req) {
                 log_debug("a task was cancelled by the client");
         }
         McpTaskView v = task_view(k);
-        return mcp_task_reply(req, &v, was_terminal);
+        char *reply = mcp_task_reply(req, &v, was_terminal);
+        /* Only once the answer exists: a client answered "out of memory" has not been told. */
+        if (reply && mcp_task_reply_tells_end(req, &v))
+                task_fetched(k);
+        return reply;
 }
 
 void dispatch_action(Dispatch *d, McpAction *a, void *ctx) {

@@ -179,6 +179,39 @@ test('stdio: the bounds refuse a task with an error naming the variable', async 
     assert.match(f.error?.message ?? '', /MCP_EXEC_TASKS_MAX/, JSON.stringify(f));
 });
 
+test('stdio: at the per-client bound, a task whose end the client was told makes room; an unfetched one does not', async (t) => {
+    const d = RawDaemon.spawn(t, { env: { MCP_EXEC_TASKS_PER_CLIENT: 2 } });
+    // 2026: tasks/get of an ended task inlines its result: fetched.
+    const call = () => d.request('tools/call', modern({ name: 'exec', arguments: { code: 'print(7)' } }));
+    const ids = [];
+    for (let i = 0; i < 2; i++) ids.push((await call()).result?.taskId);
+    assert.ok(ids.every(Boolean), JSON.stringify(ids));
+    const bound = await call();
+    assert.match(bound.error?.message ?? '', /MCP_EXEC_TASKS_PER_CLIENT/, JSON.stringify(bound));
+    // Ended but not fetched (tasks/list shows them; it fetches nothing): still refused.
+    const d25 = RawDaemon.spawn(t, { env: { MCP_EXEC_TASKS_PER_CLIENT: 1 } });
+    await d25.initialize();
+    const a = (await d25.request('tools/call', { name: 'exec', arguments: { code: 'print(1)' }, task: {} })).result.task.taskId;
+    const { task: ended } = await pollUntilEnded(async () => (await d25.request('tasks/get', { taskId: a })).result);
+    assert.equal(ended.status, 'completed');
+    assert.equal((await d25.request('tasks/list', {})).result.tasks.length, 1);
+    const refused = await d25.request('tools/call', { name: 'exec', arguments: { code: 'print(2)' }, task: {} });
+    assert.match(refused.error?.message ?? '', /MCP_EXEC_TASKS_PER_CLIENT.*not yet fetched/, JSON.stringify(refused));
+    // 2025: tasks/result fetches it; then the next task takes its place.
+    assert.equal((await d25.request('tasks/result', { taskId: a })).result.structuredContent.stdout, '1\n');
+    const b = (await d25.request('tools/call', { name: 'exec', arguments: { code: 'print(2)' }, task: {} })).result?.task?.taskId;
+    assert.ok(b);
+    assert.equal((await d25.request('tasks/get', { taskId: a })).error?.code, -32602);
+
+    // Back to 2026: fetch the first, and a new task is taken; the second, unfetched, is kept.
+    const { task } = await pollUntilEnded(async () => (await d.request('tasks/get', modern({ taskId: ids[0] }))).result);
+    assert.equal(task.result.structuredContent.stdout, '7\n');
+    const third = await call();
+    assert.ok(third.result?.taskId, JSON.stringify(third));
+    assert.equal((await d.request('tasks/get', modern({ taskId: ids[0] }))).error?.code, -32602);
+    assert.ok((await d.request('tasks/get', modern({ taskId: ids[1] }))).result?.taskId);
+});
+
 test('stdio: end of input with a task running: the run dies with the daemon, which exits 0', async (t) => {
     const marker = uniqueMarker('task-eof');
     reap(t, marker);

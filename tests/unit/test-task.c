@@ -66,6 +66,42 @@ static void test_bounds(void **state) {
         task_store_done(&s);
 }
 
+/* A task its owner was told the end of gives its place at a bound: the owner's own first (per
+ * owner and in total), the oldest first; a working or unfetched one never does. */
+static void test_fetched_make_room(void **state) {
+        TaskStore s;
+        task_store_init(&s, 4, 2, 10 * SEC);
+        Task *a1, *a2, *a3, *b1, *c1, *d1;
+        assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &a1), 0);
+        assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &a2), 0);
+        task_fetched(a1); /* working: no effect */
+        assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &a3), -EDQUOT);
+        task_end(a1, TASK_COMPLETED, strdup("{}"), 2 * SEC, 2);
+        task_end(a2, TASK_COMPLETED, strdup("{}"), 2 * SEC, 2);
+        assert_int_equal(task_store_create(&s, "a", 0, 3 * SEC, 3, &a3), -EDQUOT); /* ended, not fetched */
+        task_fetched(a2);
+        task_fetched(a1);
+        char a1_id[TASK_ID_MAX + 1];
+        strcpy(a1_id, a1->id);
+        assert_int_equal(task_store_create(&s, "a", 0, 3 * SEC, 3, &a3), 0);
+        /* a1, the older, went; a2 is still there to fetch again. */
+        assert_null(task_store_find(&s, "a", a1_id, 3 * SEC));
+        assert_ptr_equal(task_store_find(&s, "a", a2->id, 3 * SEC), a2);
+        assert_int_equal(s.n_tasks, 2);
+
+        /* The total bound: b's and c's tasks fill it; a new task of d takes a's fetched place, never
+         * b's unfetched one; then nothing fetched is left and d is refused. */
+        assert_int_equal(task_store_create(&s, "b", 0, 3 * SEC, 3, &b1), 0);
+        assert_int_equal(task_store_create(&s, "c", 0, 3 * SEC, 3, &c1), 0);
+        task_end(b1, TASK_COMPLETED, strdup("{}"), 3 * SEC, 3);
+        assert_int_equal(task_store_create(&s, "d", 0, 4 * SEC, 4, &d1), 0);
+        assert_null(task_store_find(&s, "a", a2->id, 4 * SEC));
+        assert_ptr_equal(task_store_find(&s, "b", b1->id, 4 * SEC), b1);
+        assert_int_equal(task_store_create(&s, "d", 0, 4 * SEC, 4, &d1), -EBUSY);
+        assert_int_equal(s.n_tasks, 4);
+        task_store_done(&s);
+}
+
 static void test_ttl(void **state) {
         TaskStore s;
         task_store_init(&s, 10, 10, 10 * SEC);
@@ -115,6 +151,7 @@ int main(void) {
                 cmocka_unit_test(test_ids),
                 cmocka_unit_test(test_owners),
                 cmocka_unit_test(test_bounds),
+                cmocka_unit_test(test_fetched_make_room),
                 cmocka_unit_test(test_ttl),
                 cmocka_unit_test(test_end_is_final),
         };
