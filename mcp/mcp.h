@@ -199,6 +199,9 @@ const char *mcp_task_request_id_key(const McpTaskRequest *r);
  * only once it has ended (the caller waits: dispatch.c). NULL on ENOMEM. */
 char *mcp_task_reply(const McpTaskRequest *r, const McpTaskView *t, bool was_terminal);
 char *mcp_task_reply_list(const McpTaskRequest *r, const McpTaskView *tasks, size_t n);
+/* The answer about a task id that bears another instance's tag (str_id_other_instance()): a load
+ * balancer sent it here because that instance is down, so the task is gone (README "Fleet"). */
+char *mcp_task_reply_other_instance(const McpTaskRequest *r, const char *tag);
 /* Whether mcp_task_reply(r, t) tells the client how t ended: 2026 tasks/get of an ended task (the
  * result is inlined), 2025 tasks/result, 2025 tasks/get of a task that failed or was cancelled (it
  * has no result to fetch), and tasks/cancel in either era (the client ended it). */

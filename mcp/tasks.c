@@ -153,6 +153,13 @@ static char *reply_unknown(const McpTaskRequest *r) {
         return msg ? error_reply(r->id, MCP_ERROR_INVALID_PARAMS, msg) : NULL;
 }
 
+char *mcp_task_reply_other_instance(const McpTaskRequest *r, const char *tag) {
+        _cleanup_free_ char *msg = mcp_problem(
+                "Invalid params: no task %s here: it was made by instance %s, which is gone or unreachable, "
+                "and its tasks with it; run the call again", r->task_id, tag);
+        return msg ? error_reply(r->id, MCP_ERROR_INVALID_PARAMS, msg) : NULL;
+}
+
 char *mcp_task_reply(const McpTaskRequest *r, const McpTaskView *t, bool was_terminal) {
         bool modern = r->stamp;
         if (!t)

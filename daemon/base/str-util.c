@@ -81,6 +81,23 @@ int str_random_id(char *out, const char *tag, size_t nbytes) {
         return str_random_hex(out + n, nbytes);
 }
 
+bool str_id_other_instance(const char *id, const char *own_tag, char *ret_tag) {
+        if (!id)
+                return false;
+        size_t n = strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789");
+        if (n == 0 || n > 16 || id[n] != '-')
+                return false;
+        /* Then what str_random_id() makes of 16 bytes, and nothing else: garbage is not an id. */
+        const char *hex = id + n + 1;
+        if (strlen(hex) != 32 || strspn(hex, "0123456789abcdef") != 32)
+                return false;
+        if (own_tag && strlen(own_tag) == n && strncmp(id, own_tag, n) == 0)
+                return false;
+        memcpy(ret_tag, id, n);
+        ret_tag[n] = '\0';
+        return true;
+}
+
 uint64_t now_usec(void) {
         struct timespec ts;
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -30,5 +30,12 @@ int str_random_hex(char *out, size_t nbytes);
  * nothing to the id's strength. */
 int str_random_id(char *out, const char *tag, size_t nbytes);
 
+/* Whether id (from a caller) bears another instance's tag than own_tag (NULL: this instance has
+ * none): a tag as MCP_EXEC_INSTANCE allows (1-16 of [a-z0-9]), '-', then 32 lowercase hex digits
+ * (str_random_id() of 16 bytes: task ids and Python session handles). The tag is copied into
+ * ret_tag (at least 17 bytes). Used to answer "that instance is gone" to what a load balancer sent
+ * here because the instance that made the id is down: only the caller's own id is repeated. */
+bool str_id_other_instance(const char *id, const char *own_tag, char *ret_tag);
+
 /* Monotonic clock in microseconds. */
 uint64_t now_usec(void);

@@ -890,11 +890,23 @@ static void on_stdin(RingOp *op, int res) {
         free(TAKE_PTR(c->msg));
 }
 
+/* A handle that names no session here. One bearing another instance's tag came through a load
+ * balancer whose instance of that tag is down: say so (the tag is the caller's own text), since
+ * "closed or expired" would send the agent looking for the wrong cause. */
+static void answer_unknown(PySessions *m, McpCall *call, void *owner, JobReplyFn reply, const char *handle) {
+        char tag[17];
+        if (str_id_other_instance(handle, m->config.tag, tag))
+                answer_errorf(call, owner, reply, "unknown session: the handle was made by instance %s, which is gone or "
+                              "unreachable, and its Python sessions with it; open a new one with session_open", tag);
+        else
+                answer_error(call, owner, reply, PYSESSION_UNKNOWN);
+}
+
 static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
         const McpExecArgs *a = mcp_call_args(call);
         PySession *s = session_find(m, a->session);
         if (!s) {
-                answer_error(call, owner, reply, PYSESSION_UNKNOWN);
+                answer_unknown(m, call, owner, reply, a->session);
                 return;
         }
         if (s->state == PYSESSION_BUSY) {
@@ -952,7 +964,7 @@ static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn r
 static void session_close(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
         PySession *s = session_find(m, mcp_call_args(call)->session);
         if (!s) {
-                answer_error(call, owner, reply, PYSESSION_UNKNOWN);
+                answer_unknown(m, call, owner, reply, mcp_call_args(call)->session);
                 return;
         }
         if (s->call) {

@@ -412,8 +412,12 @@ static char *dispatch_task_answer(Dispatch *d, const McpTaskRequest *req) {
         }
 
         Task *k = dt ? task_store_find(&dt->store, d->owner, mcp_task_request_task_id(req), now) : NULL;
-        if (!k)
+        if (!k) {
+                char tag[17];
+                if (str_id_other_instance(mcp_task_request_task_id(req), dt ? dt->store.tag : NULL, tag))
+                        return mcp_task_reply_other_instance(req, tag);
                 return mcp_task_reply(req, NULL, false);
+        }
         if (mcp_task_request_op(req) == MCP_TASK_RESULT && !task_status_is_terminal(k->status))
                 return NULL; /* dispatch_task_wait() */
         bool was_terminal = task_status_is_terminal(k->status);

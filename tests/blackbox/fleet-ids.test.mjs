@@ -24,9 +24,17 @@ test('MCP_EXEC_INSTANCE: a task id is "<tag>-<hex>" and works for tasks/get unti
     }
     assert.equal(task.status, 'completed', JSON.stringify(task));
     assert.equal(task.result.structuredContent.stdout, '42\n');
-    // The hex alone, or another tag, names nothing.
-    const bare = await d.request('tasks/get', modern({ taskId: created.taskId.slice('i8081-'.length) }));
+    // The hex alone names nothing; another instance's tag (what HAProxy sends here when that
+    // instance is down) gets an error saying the instance is gone, repeating only the caller's id.
+    const hex = created.taskId.slice('i8081-'.length);
+    const bare = await d.request('tasks/get', modern({ taskId: hex }));
     assert.equal(bare.error?.code, -32602, JSON.stringify(bare));
+    assert.match(bare.error.message, /unknown, expired, or not yours/);
+    const other = await d.request('tasks/get', modern({ taskId: `i8083-${hex}` }));
+    assert.equal(other.error?.code, -32602, JSON.stringify(other));
+    assert.match(other.error.message, /made by instance i8083, which is gone or unreachable/);
+    const own = await d.request('tasks/get', modern({ taskId: `i8081-${'0'.repeat(32)}` }));
+    assert.match(own.error?.message ?? '', /unknown, expired, or not yours/, JSON.stringify(own));
 });
 
 test('MCP_EXEC_INSTANCE: a session handle is "<tag>-<hex>" and keeps its state', async (t) => {
@@ -39,6 +47,11 @@ test('MCP_EXEC_INSTANCE: a session handle is "<tag>-<hex>" and keeps its state',
     assert.equal(r.sc.stdout, '10\n');
     const wrong = await callTool(d.client, 'exec', { code: 'print(x)', session: o.sc.session.replace('i8082', 'i8083') });
     assert.equal(wrong.isError, true);
+    assert.match(wrong.text, /made by instance i8083, which is gone or unreachable/);
+    // One of this instance's form that it does not have: the one answer for every unknown handle.
+    const closed = await callTool(d.client, 'session_close', { session: `i8082-${'0'.repeat(32)}` });
+    assert.equal(closed.isError, true);
+    assert.match(closed.text, /^unknown session: the handle is not an open Python session/);
     assert.equal((await callTool(d.client, 'session_close', { session: o.sc.session })).isError, false);
 });
 

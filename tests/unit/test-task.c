@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "str-util.h"
 #include "task.h"
 
 #define SEC 1000000u
@@ -102,6 +103,27 @@ static void test_fetched_make_room(void **state) {
         task_store_done(&s);
 }
 
+/* An id another instance made is told from one of ours, from none, and from garbage. */
+static void test_other_instance(void **state) {
+        TaskStore s;
+        task_store_init(&s, 10, 10, 10 * SEC);
+        s.tag = "i8082";
+        Task *t;
+        assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &t), 0);
+        char tag[17];
+        assert_false(str_id_other_instance(t->id, "i8082", tag)); /* ours */
+        assert_true(str_id_other_instance(t->id, "i8081", tag));
+        assert_string_equal(tag, "i8082");
+        assert_true(str_id_other_instance(t->id, NULL, tag)); /* an untagged instance made none */
+        assert_false(str_id_other_instance(t->id + strlen("i8082-"), "i8081", tag)); /* no tag */
+        assert_false(str_id_other_instance("i8082-0123", "i8081", tag));             /* too short */
+        assert_false(str_id_other_instance("I8082-0123456789abcdef0123456789abcdef", NULL, tag));
+        assert_false(str_id_other_instance("abcdefghijklmnopq-0123456789abcdef0123456789abcdef", NULL, tag));
+        assert_false(str_id_other_instance("i8082-0123456789abcdef0123456789abcdeg", NULL, tag));
+        assert_false(str_id_other_instance(NULL, NULL, tag));
+        task_store_done(&s);
+}
+
 static void test_ttl(void **state) {
         TaskStore s;
         task_store_init(&s, 10, 10, 10 * SEC);
@@ -152,6 +174,7 @@ int main(void) {
                 cmocka_unit_test(test_owners),
                 cmocka_unit_test(test_bounds),
                 cmocka_unit_test(test_fetched_make_room),
+                cmocka_unit_test(test_other_instance),
                 cmocka_unit_test(test_ttl),
                 cmocka_unit_test(test_end_is_final),
         };
