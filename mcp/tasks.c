@@ -148,8 +148,9 @@ static json_t *reply_result_get(const char *reply) {
 }
 
 static char *reply_unknown(const McpTaskRequest *r) {
-        _cleanup_free_ char *msg = mcp_problem("Invalid params: no task %s (unknown, expired, or not yours)",
-                                               r->task_id);
+        _cleanup_free_ char *msg = mcp_problem(
+                "Invalid params: no task %s (unknown, expired, not yours, or lost when mcp-execd restarted)",
+                r->task_id);
         return msg ? error_reply(r->id, MCP_ERROR_INVALID_PARAMS, msg) : NULL;
 }
 

@@ -69,7 +69,7 @@
 /* The one answer to every handle that names no live session of the caller: nothing in it tells a
  * closed handle from one that never existed. */
 #define PYSESSION_UNKNOWN "unknown session: the handle is not an open Python session (it may have been closed, " \
-                          "expired or killed); open a new one with session_open"
+                          "expired or killed, or mcp-execd restarted); open a new one with session_open"
 
 typedef enum PySessionState {
         PYSESSION_OPENING, /* spawned; placing, or waiting for the launcher's ready line */

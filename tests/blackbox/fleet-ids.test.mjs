@@ -29,12 +29,12 @@ test('MCP_EXEC_INSTANCE: a task id is "<tag>-<hex>" and works for tasks/get unti
     const hex = created.taskId.slice('i8081-'.length);
     const bare = await d.request('tasks/get', modern({ taskId: hex }));
     assert.equal(bare.error?.code, -32602, JSON.stringify(bare));
-    assert.match(bare.error.message, /unknown, expired, or not yours/);
+    assert.match(bare.error.message, /unknown, expired, not yours, or lost when mcp-execd restarted/);
     const other = await d.request('tasks/get', modern({ taskId: `i8083-${hex}` }));
     assert.equal(other.error?.code, -32602, JSON.stringify(other));
     assert.match(other.error.message, /made by instance i8083, which is gone or unreachable/);
     const own = await d.request('tasks/get', modern({ taskId: `i8081-${'0'.repeat(32)}` }));
-    assert.match(own.error?.message ?? '', /unknown, expired, or not yours/, JSON.stringify(own));
+    assert.match(own.error?.message ?? '', /unknown, expired, not yours, or lost when mcp-execd restarted/, JSON.stringify(own));
 });
 
 test('MCP_EXEC_INSTANCE: a session handle is "<tag>-<hex>" and keeps its state', async (t) => {

@@ -1,6 +1,6 @@
 // Output while it happens, and the trace context (issue 17, points 4 and 5): a call that asked for
 // progress (a progressToken) gets notifications/progress each second on its own stream, over stdio
-// and Streamable HTTP, from the 1.x SDK (2025-11-25) and the 2.x client pinned to 2026-07-28; each
+// and Streamable HTTP, from the 1.x SDK (2025-11-25) and the 2.x client (auto, and pinned to 2026-07-28); each
 // carries the output new since the last one in params._meta["io.github.mcp-execd/output"]. The
 // pieces put together are a prefix of the final stdout/stderr, never more than the output cap, and
 // the result is the same as without streaming. A valid `traceparent` (_meta, or the HTTP header)
@@ -69,12 +69,13 @@ function checkTicker({ result, notes }) {
     assert.equal(j.truncated, false);
 }
 
-/** A 2.x client pinned to 2026-07-28, over stdio or HTTP (to daemon d). */
-async function connect2x(t, d) {
+/** A 2.x client in auto mode, or pinned to 2026-07-28, over stdio or HTTP (to daemon d); either
+ * way it must negotiate 2026-07-28. */
+async function connect2x(t, mode, d) {
     const transport = d ? new Http2(new URL(d.url))
         : new Stdio2({ command: binaryPath(), args: [], env: daemonEnv(), stderr: 'pipe' });
     const client = new Client2({ name: 'mcp-execd-blackbox-stream', version: '0' },
-        { versionNegotiation: { mode: { pin: MODERN } } });
+        { versionNegotiation: { mode } });
     t.after(async () => { try { await client.close(); } catch { /* gone */ } });
     await client.connect(transport);
     assert.equal(client.getNegotiatedProtocolVersion(), MODERN);
@@ -87,10 +88,14 @@ test('stdio, 1.x (2025-11-25): a 3 s run streams its output in progress notifica
     assert.deepEqual(d.errors, []);
 });
 
-test('stdio, 2.x pinned to 2026-07-28: the same', async (t) => {
-    const client = await connect2x(t);
-    checkTicker(await streamedCall(client, { code: TICKER, timeout_s: 30 }, true));
-});
+const MODES_2X = [['auto', 'auto'], ['pinned to 2026-07-28', { pin: MODERN }]];
+
+for (const [name, mode] of MODES_2X) {
+    test(`stdio, 2.x ${name}: the same`, async (t) => {
+        const client = await connect2x(t, mode);
+        checkTicker(await streamedCall(client, { code: TICKER, timeout_s: 30 }, true));
+    });
+}
 
 test('Streamable HTTP, 1.x (2025-11-25): the same, on the POST\'s event stream', async (t) => {
     const d = await startHttpDaemon(t);
@@ -99,11 +104,13 @@ test('Streamable HTTP, 1.x (2025-11-25): the same, on the POST\'s event stream',
     assert.deepEqual(client.errors, []);
 });
 
-test('Streamable HTTP, 2.x pinned to 2026-07-28: the same (no session)', async (t) => {
-    const d = await startHttpDaemon(t);
-    const client = await connect2x(t, d);
-    checkTicker(await streamedCall(client, { code: TICKER, timeout_s: 30 }, true));
-});
+for (const [name, mode] of MODES_2X) {
+    test(`Streamable HTTP, 2.x ${name}: the same (no session)`, async (t) => {
+        const d = await startHttpDaemon(t);
+        const client = await connect2x(t, mode, d);
+        checkTicker(await streamedCall(client, { code: TICKER, timeout_s: 30 }, true));
+    });
+}
 
 test('the streamed output never passes MCP_EXEC_MAX_OUTPUT_BYTES; the result is the capped one', async (t) => {
     const cap = 1000;

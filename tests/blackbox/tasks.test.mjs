@@ -6,6 +6,7 @@
 // client. No timed assertions: every wait polls with a generous deadline.
 import assert from 'node:assert/strict';
 import { Client as Client2x } from '@modelcontextprotocol/client';
+import { StreamableHTTPClientTransport as Http2x } from '@modelcontextprotocol/client';
 import { StdioClientTransport as Stdio2x } from '@modelcontextprotocol/client/stdio';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import {
@@ -321,6 +322,34 @@ test('the 2.x client (2025-11-25, the era its API can drive tasks in) runs a tas
     assert.equal(task.status, 'completed');
     const result = await client.request({ method: 'tasks/result', params: { taskId } }, anyResult);
     assert.equal(result.structuredContent?.stdout ?? JSON.parse(result.content[0].text).stdout, 'done after 2 s\n');
+});
+
+for (const via of ['stdio', 'http']) test(`the 2.x client in auto mode (2026-07-28) over ${via} with the tasks extension: a task is made and polled; the client cannot take its CreateTaskResult`, async (t) => {
+    const transport = via === 'http' ? new Http2x(new URL((await startHttpDaemon(t)).url))
+        : new Stdio2x({ command: binaryPath(), args: [], env: daemonEnv(), stderr: 'pipe' });
+    const client = new Client2x({ name: 'mcp-execd-blackbox-2x', version: '0' },
+        { versionNegotiation: { mode: 'auto' }, capabilities: { extensions: { [EXT]: {} } } });
+    t.after(async () => { try { await client.close(); } catch { /* gone */ } });
+    await client.connect(transport);
+    assert.equal(client.getNegotiatedProtocolVersion(), MODERN);
+    // What came over the wire, below the client's decoding.
+    const seen = [];
+    const onmessage = transport.onmessage;
+    transport.onmessage = (m, extra) => { seen.push(m); onmessage(m, extra); };
+    const anyResult = { '~standard': { version: 1, vendor: 'mcp-execd-blackbox', validate: (value) => ({ value }) } };
+    // The client sends its declared extension in each request's _meta, so the daemon answers a
+    // task; @modelcontextprotocol/client 2.4.0 knows no resultType but "complete" and
+    // "input_required" and refuses it. This assertion fails once a client takes tasks: then the
+    // test should drive it through the client's own API.
+    await assert.rejects(client.request({ method: 'tools/call', params: { name: 'exec', arguments: { code: SLOW(2) } } }, anyResult),
+        /Unsupported result type 'task'/);
+    const created = seen.find((m) => m.result?.resultType === 'task')?.result;
+    assert.match(created?.taskId ?? '', /^[0-9a-f]{32}$/, JSON.stringify(seen));
+    // tasks/get answers "complete" results, which the client does take: it polls the task to its
+    // end and gets the result inlined.
+    const { task } = await pollUntilEnded(() => client.request({ method: 'tasks/get', params: { taskId: created.taskId } }, anyResult));
+    assert.equal(task.status, 'completed', JSON.stringify(task));
+    assert.equal(task.result.structuredContent.stdout, 'done after 2 s\n');
 });
 
 // ---- HTTP: who sees a task --------------------------------------------------------------------

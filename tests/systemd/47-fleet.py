@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# tier-timeout: 1800
 """Three mcp-execd instances behind HAProxy (issue 19.5), as shipped: the template units
 (mcp-execd@8081..8083.socket/.service, each its own slice, port and cache) and
 units/haproxy-mcp-execd.cfg.
@@ -10,13 +11,14 @@ units/haproxy-mcp-execd.cfg.
    output, and each instance ran a share of them.
 2. One instance SIGKILLed with calls in flight: those calls end with an error at the client (never
    a hang), the others complete; its runs' scopes are gone; new calls are all answered; the 2025
-   sessions that lived there get a clear 404, the others go on.
+   sessions that lived there get a clear 404, the others go on; a Python session and a working task
+   that lived there get an error saying their instance is gone (HAProxy sends what bears the dead
+   instance's tag to a live one), never another instance's state.
 3. `systemctl stop` of an instance with a call in flight (the template sets MCP_EXEC_DRAIN_S): the
    call gets its real result, the calls sent through HAProxy meanwhile are all answered elsewhere,
    then the service stops. /health said draining meanwhile.
 Reports (not asserted) the throughput of the three instances against one, for bench/README.md.
 """
-# tier-timeout: 1800
 import http.client
 import json
 import os
@@ -172,6 +174,31 @@ def main():
             sys.exit(1)
 
 
+def on_victim(victim):
+    """A Python session (with state) and a working task on the victim, found by the tag their ids
+    carry: leastconn over idle instances takes turns, so a few tries reach it. What landed
+    elsewhere is closed or cancelled."""
+    tag = "i%d-" % victim
+    py = task = None
+    for _ in range(12):
+        if not py:
+            h = fleet.tool(LB, TOKEN, "session_open", {})["session"]
+            fleet.tool(LB, TOKEN, "exec", {"code": "n = 41", "session": h})
+            if h.startswith(tag):
+                py = h
+            else:
+                fleet.tool(LB, TOKEN, "session_close", {"session": h})
+        if not task:
+            tid = fleet.task_create(LB, TOKEN, "import time; time.sleep(600)")
+            if tid.startswith(tag):
+                task = tid
+            else:
+                fleet.task_request(LB, TOKEN, "tasks/cancel", tid)
+        if py and task:
+            return py, task
+    raise TestFailure("no Python session or task landed on %s in 12 tries: %r %r" % (unit(victim), py, task))
+
+
 def scenario():
     for p in PORTS:
         sh("systemctl", "start", "mcp-execd@%d.socket" % p, check=True)
@@ -206,6 +233,7 @@ def scenario():
     sessions = [fleet.Session(LB, TOKEN).open() for _ in range(9)]
     for s in sessions:
         s.call("print('before')")
+    py_victim, task_victim = on_victim(victim)
     results, lock = [], threading.Lock()
 
     def long_call():
@@ -256,6 +284,16 @@ def scenario():
     print("2025 sessions after the kill: %d went on, %d got 404 (they lived on the killed instance)" % (ok, gone))
     if not gone or not ok:
         raise TestFailure("expected some sessions gone with the instance and the others alive: %d/%d" % (gone, ok))
+    for what, ask in (("Python session %s" % py_victim,
+                       lambda: fleet.tool(LB, TOKEN, "exec", {"code": "print(n)", "session": py_victim})),
+                      ("task %s" % task_victim, lambda: fleet.task_request(LB, TOKEN, "tasks/get", task_victim))):
+        try:
+            r = ask()
+            raise TestFailure("the %s of the killed instance was answered: %r" % (what, r))
+        except fleet.CallError as e:
+            if "i%d, which is gone or unreachable" % victim not in str(e):
+                raise TestFailure("the %s of the killed instance got %s, not a clear gone error" % (what, e))
+            print("the %s of the killed instance: %s" % (what, e))
 
     # --- 3. drain -----------------------------------------------------------------------------
     drained = PORTS[2]

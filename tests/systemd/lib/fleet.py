@@ -66,18 +66,29 @@ def tool(port, token, name, args, rid=1, timeout=120):
     return r["structuredContent"]
 
 
-def task_call(port, token, code, rid=1, deadline=300):
-    """exec as a 2026 task: created through the balancer, polled with tasks/get (its Mcp-Name is the
-    task id, by which HAProxy finds the instance), the result inlined once completed."""
-    import time
+def task_create(port, token, code, rid=1):
+    """exec as a 2026 task; returns the task's id (its instance tag first) at once."""
     created = modern_request(port, token, "tools/call", {"name": "exec", "arguments": {"code": code}}, "exec", rid,
                              meta=META_TASKS)
     if created.get("resultType") != "task":
         raise CallError("not a task: %r" % created)
-    tid = created["taskId"]
+    return created["taskId"]
+
+
+def task_request(port, token, method, tid, rid=1):
+    """tasks/get or tasks/cancel of one task (its Mcp-Name is the task id, by which HAProxy finds
+    the instance)."""
+    return modern_request(port, token, method, {"taskId": tid}, tid, rid, meta=META_TASKS)
+
+
+def task_call(port, token, code, rid=1, deadline=300):
+    """exec as a 2026 task: created through the balancer, polled with tasks/get, the result inlined
+    once completed."""
+    import time
+    tid = task_create(port, token, code, rid)
     end = time.monotonic() + deadline
     while True:
-        t = modern_request(port, token, "tasks/get", {"taskId": tid}, tid, rid, meta=META_TASKS)
+        t = task_request(port, token, "tasks/get", tid, rid)
         if t.get("status") != "working":
             break
         if time.monotonic() > end:
