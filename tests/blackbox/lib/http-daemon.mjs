@@ -299,6 +299,8 @@ export function rawRequest(d, opts = {}) {
             res.on('error', reject);
         });
         req.on('error', reject);
+        // A client's request timeout (opts.timeoutMs): the request fails as such a client's would.
+        if (opts.timeoutMs) req.setTimeout(opts.timeoutMs, () => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)));
         if (body !== undefined) {
             if (opts.chunked) for (let i = 0; i < body.length; i += 65536) req.write(body.slice(i, i + 65536));
             else req.write(body);
