@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+# tier-timeout: 1200
+"""Python sessions leave nothing behind (issue 18.5), under the shipped service (units/, over HTTP,
+2026-07-28 requests): 50 sessions opened and abandoned, each with a process of its own (a marker in
+its argv) and a file in its /tmp.
+
+1. Each session has its scope (mcp-execd-run-*.scope) in mcp-execd.slice, while the daemon lives.
+2. A close, and an idle expiry (idle_timeout_s), each take one session's processes and scope.
+3. SIGKILL of the daemon with the other sessions open: every process, scope and cgroup of theirs
+   goes, and the daemon's private directory (under RuntimeDirectory=) with it; the service starts
+   again at the next request and has no session (the old handles get the one "unknown" answer).
+4. `systemctl stop` with sessions open: the same, nothing left.
+"""
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
+import fleet  # noqa: E402
+from mcpclient import TestFailure, stable_daemon_path, run, wait_for  # noqa: E402
+from scopes import CGROUP, marker_pids  # noqa: E402
+
+PORT = 8080
+TOKEN = secrets.token_hex(16)
+UNITS = ("mcp-execd.service", "mcp-execd.socket", "mcp-execd.slice")
+N = 50
+SLICE_DIR = os.path.join(CGROUP, "mcp.slice", "mcp-execd.slice")
+
+
+def sh(*cmd, check=False):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise TestFailure("%s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr.strip()))
+    return r.stdout.strip()
+
+
+def install_units():
+    build, src = os.environ["MCP_EXECD_BUILD"], os.environ["MCP_EXECD_SRC"]
+    svc = open(os.path.join(build, "units/mcp-execd.service")).read()
+    svc = re.sub(r"(?m)^ExecStart=.*$", "ExecStart=" + stable_daemon_path(), svc)
+    # Room for the 50 sessions; no ready sandboxes (sessions do not take them, and they would
+    # only add scopes to tell apart).
+    svc = svc.replace("[Service]\n", "[Service]\nEnvironment=MCP_EXEC_PY_SESSIONS_MAX=%d\n"
+                      "Environment=MCP_EXEC_WARM_POOL=0\n" % (N + 10), 1)
+    open("/run/systemd/system/mcp-execd.service", "w").write(svc)
+    for u in UNITS[1:]:
+        open("/run/systemd/system/" + u, "w").write(open(os.path.join(src, "units", u)).read())
+    os.makedirs("/etc/mcp-execd", mode=0o700, exist_ok=True)
+    with open("/etc/mcp-execd/auth-token", "w") as f:
+        f.write(TOKEN + "\n")
+    os.chmod("/etc/mcp-execd/auth-token", 0o600)
+    sh("systemctl", "daemon-reload", check=True)
+
+
+def remove_units():
+    sh("systemctl", "stop", "mcp-execd.socket", "mcp-execd.service")
+    sh("systemctl", "reset-failed", "mcp-execd.service")
+    for u in UNITS:
+        try:
+            os.unlink("/run/systemd/system/" + u)
+        except FileNotFoundError:
+            pass
+    shutil.rmtree("/etc/mcp-execd", ignore_errors=True)
+    sh("systemctl", "daemon-reload")
+
+
+def run_units():
+    return [l.split()[0] for l in sh("systemctl", "list-units", "--all", "--plain", "--no-legend",
+                                     "mcp-execd-run-*").splitlines() if l.strip()]
+
+
+def slice_cgroups():
+    """The cgroups below mcp-execd.slice (the runs' and sessions' scopes, and anything in them)."""
+    out = []
+    for root, dirs, _ in os.walk(SLICE_DIR):
+        out.extend(os.path.join(root, d) for d in dirs)
+    return out
+
+
+def runtime_dirs():
+    try:
+        return sorted(os.listdir("/run/mcp-execd"))
+    except FileNotFoundError:
+        return []
+
+
+def open_sessions(marker, n, **open_args):
+    """n sessions, 5 opened at a time; each starts a process with marker in its argv (the session's
+    own, living as long as it does) and writes a file in its /tmp. Returns the handles."""
+    handles, errors, lock = [], [], threading.Lock()
+    todo = list(range(n))
+
+    def worker():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                i = todo.pop()
+            try:
+                h = fleet.tool(PORT, TOKEN, "session_open", dict(open_args), timeout=300)["session"]
+                sc = fleet.tool(PORT, TOKEN, "exec", {"session": h, "code": (
+                    "import subprocess\n"
+                    "keep = subprocess.Popen(['%s-%d', '600'], executable='/usr/bin/sleep')\n"
+                    "open('/tmp/kept', 'w').write('x' * 4096)\nprint('ok')" % (marker, i))}, timeout=300)
+                if sc.get("stdout") != "ok\n":
+                    raise TestFailure("session %d: %r" % (i, sc))
+                with lock:
+                    handles.append(h)
+            except Exception as e:  # every failure is reported, none lost
+                with lock:
+                    errors.append("%s: %s" % (type(e).__name__, e))
+
+    threads = [threading.Thread(target=worker) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise TestFailure("%d of %d sessions failed to open: %r" % (len(errors), n, errors[:3]))
+    return handles
+
+
+def nothing_left(marker):
+    """What is left of the sessions: processes with the marker, run scopes, cgroups in the slice."""
+    left = {"processes": marker_pids(marker), "scopes": run_units(), "cgroups": slice_cgroups()}
+    return {k: v for k, v in left.items() if v}
+
+
+def main():
+    install_units()
+    try:
+        return scenario()
+    finally:
+        print(sh("journalctl", "-u", "mcp-execd.service", "-b", "--no-pager", "-n", "15", "-o", "short-monotonic"))
+        remove_units()
+
+
+def scenario():
+    marker = "sess-left-" + uuid.uuid4().hex[:12]
+    sh("systemctl", "start", "mcp-execd.socket", check=True)
+    t0 = time.monotonic()
+    handles = open_sessions(marker, N)
+    print("%d sessions open in %.1f s" % (len(handles), time.monotonic() - t0))
+
+    # --- 1. each session: its process, its scope -------------------------------------------
+    procs = wait_for("the %d sessions' processes" % N, lambda: len(marker_pids(marker)) == N and marker_pids(marker), 60)
+    units = run_units()
+    if len(units) != N:
+        raise TestFailure("%d run scopes for %d sessions: %r" % (len(units), N, units[:5]))
+    for u in units[:3]:
+        if sh("systemctl", "show", "-P", "Slice", u) != "mcp-execd.slice":
+            raise TestFailure("%s is in %s" % (u, sh("systemctl", "show", "-P", "Slice", u)))
+    pid = int(sh("systemctl", "show", "-P", "MainPID", "mcp-execd.service"))
+    private = runtime_dirs()
+    print("%d processes, %d scopes in mcp-execd.slice; daemon %d, its directories %r" % (len(procs), len(units),
+                                                                                         pid, private))
+
+    # --- 2. a close and an idle expiry -----------------------------------------------------
+    closed = handles.pop()
+    if fleet.tool(PORT, TOKEN, "session_close", {"session": closed}).get("closed") is not True:
+        raise TestFailure("session_close did not say closed")
+    wait_for("a closed session's process and scope to go",
+             lambda: len(marker_pids(marker)) == N - 1 and len(run_units()) == N - 1, 60)
+    idle = "idle-" + marker
+    open_sessions(idle, 1, idle_timeout_s=5)
+    wait_for("the expiring session's process", lambda: marker_pids(idle), 60)
+    wait_for("an idle session's process and scope to go after its idle_timeout_s",
+             lambda: not marker_pids(idle) and len(run_units()) == N - 1, 90)
+    print("a close and an idle expiry each took their session's process and scope")
+
+    # --- 3. SIGKILL with the other sessions open ------------------------------------------
+    t = time.monotonic()
+    os.kill(pid, 9)
+    wait_for("nothing of the sessions to be left after the daemon's SIGKILL", lambda: not nothing_left(marker), 120)
+    print("SIGKILL with %d sessions open: their processes, scopes and cgroups gone after %.1f s"
+          % (len(handles), time.monotonic() - t))
+    # The next request starts the service again (its socket): no session of before is there.
+    try:
+        r = fleet.tool(PORT, TOKEN, "exec", {"code": "print(1)", "session": handles[0]}, timeout=300)
+        raise TestFailure("a handle of the killed daemon was answered: %r" % r)
+    except fleet.CallError as e:
+        if "unknown session" not in str(e):
+            raise TestFailure("a handle of the killed daemon got %s" % e)
+    new_pid = int(sh("systemctl", "show", "-P", "MainPID", "mcp-execd.service"))
+    if new_pid in (0, pid):
+        raise TestFailure("the service did not start again (MainPID %d)" % new_pid)
+    stale = set(private) & set(runtime_dirs())
+    if stale:
+        raise TestFailure("the killed daemon's private directories are left: %r" % sorted(stale))
+    print("restarted as %d: old handles unknown, the old private directories %r gone" % (new_pid, private))
+
+    # --- 4. systemctl stop with sessions open -----------------------------------------------
+    marker2 = "stop-" + marker
+    more = open_sessions(marker2, 10)
+    wait_for("the 10 sessions' processes", lambda: len(marker_pids(marker2)) == 10, 60)
+    sh("systemctl", "stop", "mcp-execd.socket", "mcp-execd.service", check=True)
+    wait_for("nothing of the sessions to be left after systemctl stop", lambda: not nothing_left(marker2), 120)
+    if runtime_dirs():
+        raise TestFailure("files left under /run/mcp-execd after the stop: %r" % runtime_dirs())
+    print("systemctl stop with %d sessions open: nothing left" % len(more))
+
+
+if __name__ == "__main__":
+    run(main)
