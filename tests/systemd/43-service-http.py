@@ -18,7 +18,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import subprocess
 import sys
 import threading
@@ -27,11 +26,11 @@ import time
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 import prometheus  # noqa: E402
 from journal import wait_records  # noqa: E402
-from mcpclient import TestFailure, daemon_path, stable_daemon_path, run, wait_for  # noqa: E402
+from mcpclient import TestFailure, daemon_path, run, wait_for  # noqa: E402
+from service import install_units, remove_units, run_units  # noqa: E402
 
 FINISHED = "0a6bda1f24cf4b5188307da770817b6b"
 PORT = 8080
-UNITS = ("mcp-execd.service", "mcp-execd.socket", "mcp-execd.slice")
 TOKEN = secrets.token_hex(16)
 
 
@@ -124,44 +123,12 @@ def get(path, token=TOKEN):
     return r.status, r.getheader("Content-Type"), body
 
 
-def install_units():
-    build = os.environ["MCP_EXECD_BUILD"]
-    src = os.environ["MCP_EXECD_SRC"]
-    svc = open(os.path.join(build, "units/mcp-execd.service")).read()
-    svc = re.sub(r"(?m)^ExecStart=.*$", "ExecStart=" + stable_daemon_path(), svc)
-    open("/run/systemd/system/mcp-execd.service", "w").write(svc)
-    for u in UNITS[1:]:
-        open("/run/systemd/system/" + u, "w").write(open(os.path.join(src, "units", u)).read())
-    os.makedirs("/etc/mcp-execd", mode=0o700, exist_ok=True)
-    with open("/etc/mcp-execd/auth-token", "w") as f:
-        f.write(TOKEN + "\n")
-    os.chmod("/etc/mcp-execd/auth-token", 0o600)
-    sh("systemctl", "daemon-reload", check=True)
-
-
-def remove_units():
-    sh("systemctl", "stop", "mcp-execd.socket", "mcp-execd.service")
-    sh("systemctl", "reset-failed", "mcp-execd.service")
-    for u in UNITS:
-        try:
-            os.unlink("/run/systemd/system/" + u)
-        except FileNotFoundError:
-            pass
-    shutil.rmtree("/etc/mcp-execd", ignore_errors=True)  # the token this test wrote
-    sh("systemctl", "daemon-reload")
-
-
-def run_scopes():
-    return [l.split()[0] for l in sh("systemctl", "list-units", "--all", "--plain", "--no-legend",
-                                     "mcp-execd-run-*").splitlines() if l.strip()]
-
-
 def main():
     why = http_refused()
     if why:
         print("SKIP: the binary refuses MCP_EXEC_TRANSPORT=http (%s)" % why.splitlines()[-1])
         return 77
-    install_units()
+    install_units(TOKEN)
     try:
         return scenario()
     finally:
@@ -245,7 +212,7 @@ def scenario():
             answer["e"] = repr(e)
     t = threading.Thread(target=long_run)
     t.start()
-    wait_for("the long run's scope", lambda: run_scopes() or (sc["limits"] != "cgroup"), 60)
+    wait_for("the long run's scope", lambda: run_units() or (sc["limits"] != "cgroup"), 60)
     time.sleep(1)
     stop_pid = int(prop("MainPID"))
     t0 = time.monotonic()
@@ -257,7 +224,7 @@ def scenario():
         raise TestFailure("the run stopped by systemctl stop was answered as a normal result: %r" % answer["r"])
     if prop("Result") != "success" or prop("ActiveState") != "inactive":
         raise TestFailure("after stop: ActiveState=%s Result=%s" % (prop("ActiveState"), prop("Result")))
-    left = wait_for("no run scope left", lambda: not run_scopes() and "none", 30) and run_scopes()
+    left = wait_for("no run scope left", lambda: not run_units() and "none", 30) and run_units()
     if left:
         raise TestFailure("run scopes left after stop: %r" % left)
     stopping = wait_records(1, "MESSAGE_ID=d7e9c809b4394488b008f4de98b169f6", "_SYSTEMD_UNIT=mcp-execd.service",

@@ -12,10 +12,7 @@ its argv) and a file in its /tmp.
 4. `systemctl stop` with sessions open: the same, nothing left.
 """
 import os
-import re
 import secrets
-import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -23,56 +20,14 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 import fleet  # noqa: E402
-from mcpclient import TestFailure, stable_daemon_path, run, wait_for  # noqa: E402
+from mcpclient import TestFailure, run, wait_for  # noqa: E402
 from scopes import CGROUP, marker_pids  # noqa: E402
+from service import install_units, remove_units, run_units, sh  # noqa: E402
 
 PORT = 8080
 TOKEN = secrets.token_hex(16)
-UNITS = ("mcp-execd.service", "mcp-execd.socket", "mcp-execd.slice")
 N = 50
 SLICE_DIR = os.path.join(CGROUP, "mcp.slice", "mcp-execd.slice")
-
-
-def sh(*cmd, check=False):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if check and r.returncode != 0:
-        raise TestFailure("%s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr.strip()))
-    return r.stdout.strip()
-
-
-def install_units():
-    build, src = os.environ["MCP_EXECD_BUILD"], os.environ["MCP_EXECD_SRC"]
-    svc = open(os.path.join(build, "units/mcp-execd.service")).read()
-    svc = re.sub(r"(?m)^ExecStart=.*$", "ExecStart=" + stable_daemon_path(), svc)
-    # Room for the 50 sessions; no ready sandboxes (sessions do not take them, and they would
-    # only add scopes to tell apart).
-    svc = svc.replace("[Service]\n", "[Service]\nEnvironment=MCP_EXEC_PY_SESSIONS_MAX=%d\n"
-                      "Environment=MCP_EXEC_WARM_POOL=0\n" % (N + 10), 1)
-    open("/run/systemd/system/mcp-execd.service", "w").write(svc)
-    for u in UNITS[1:]:
-        open("/run/systemd/system/" + u, "w").write(open(os.path.join(src, "units", u)).read())
-    os.makedirs("/etc/mcp-execd", mode=0o700, exist_ok=True)
-    with open("/etc/mcp-execd/auth-token", "w") as f:
-        f.write(TOKEN + "\n")
-    os.chmod("/etc/mcp-execd/auth-token", 0o600)
-    sh("systemctl", "daemon-reload", check=True)
-
-
-def remove_units():
-    sh("systemctl", "stop", "mcp-execd.socket", "mcp-execd.service")
-    sh("systemctl", "reset-failed", "mcp-execd.service")
-    for u in UNITS:
-        try:
-            os.unlink("/run/systemd/system/" + u)
-        except FileNotFoundError:
-            pass
-    shutil.rmtree("/etc/mcp-execd", ignore_errors=True)
-    sh("systemctl", "daemon-reload")
-
-
-def run_units():
-    return [l.split()[0] for l in sh("systemctl", "list-units", "--all", "--plain", "--no-legend",
-                                     "mcp-execd-run-*").splitlines() if l.strip()]
 
 
 def slice_cgroups():
@@ -133,7 +88,9 @@ def nothing_left(marker):
 
 
 def main():
-    install_units()
+    # Room for the 50 sessions; no ready sandboxes (sessions do not take them, and they would only
+    # add scopes to tell apart).
+    install_units(TOKEN, [("MCP_EXEC_PY_SESSIONS_MAX", N + 10), ("MCP_EXEC_WARM_POOL", 0)])
     try:
         return scenario()
     finally:
