@@ -77,6 +77,8 @@ struct Metrics {
         uint64_t warm;             /* runs served by a ready sandbox */
         uint32_t pool_ready;
         uint64_t pool_memory_bytes;
+        uint32_t py_sessions_open;
+        uint64_t py_sessions_memory_bytes;
         Histogram hist[_HIST_MAX];
 };
 
@@ -451,6 +453,11 @@ void metrics_set_pool(Metrics *m, uint32_t ready, uint64_t memory_bytes) {
         m->pool_memory_bytes = memory_bytes;
 }
 
+void metrics_set_py_sessions(Metrics *m, uint32_t open, uint64_t memory_bytes) {
+        m->py_sessions_open = open;
+        m->py_sessions_memory_bytes = memory_bytes;
+}
+
 uint64_t metrics_runs_total(const Metrics *m, MetricsOutcome o) {
         return (unsigned) o < _METRICS_OUTCOME_MAX ? m->runs[o] : 0;
 }
@@ -549,6 +556,12 @@ int metrics_render(const Metrics *m, char **ret, size_t *ret_len) {
         put_family(&b, &err, "mcp_execd_pool_memory_bytes", "gauge",
                    "Resident memory of the ready sandboxes' interpreters when they became ready.");
         put(&b, &err, "mcp_execd_pool_memory_bytes %" PRIu64 "\n", m->pool_memory_bytes);
+        put_family(&b, &err, "mcp_execd_py_sessions_open", "gauge",
+                   "Python sessions open now, opening ones included (MCP_EXEC_PY_SESSIONS_MAX).");
+        put(&b, &err, "mcp_execd_py_sessions_open %" PRIu32 "\n", m->py_sessions_open);
+        put_family(&b, &err, "mcp_execd_py_sessions_memory_bytes", "gauge",
+                   "Memory the open Python sessions hold now (their cgroups' memory.current; 0 without cgroups).");
+        put(&b, &err, "mcp_execd_py_sessions_memory_bytes %" PRIu64 "\n", m->py_sessions_memory_bytes);
         put_family(&b, &err, "mcp_execd_start_time_seconds", "gauge", "Start time of the daemon, seconds since the epoch.");
         put(&b, &err, "mcp_execd_start_time_seconds %" PRIu64 "\n", m->start_time_sec);
 

@@ -110,6 +110,9 @@ void metrics_daemon_stopping(Metrics *m, const char *reason);
 void metrics_set_runs(Metrics *m, uint32_t running, uint32_t queued);
 /* The ready sandboxes now and their resident memory (issue 16), for the gauges. */
 void metrics_set_pool(Metrics *m, uint32_t ready, uint64_t memory_bytes);
+/* The Python sessions open now and the sum of their cgroups' memory.current (0 without cgroups;
+ * issue 18.7), for the gauges. */
+void metrics_set_py_sessions(Metrics *m, uint32_t open, uint64_t memory_bytes);
 uint64_t metrics_runs_total(const Metrics *m, MetricsOutcome o);
 
 /* Prometheus text exposition format 0.0.4 (served as METRICS_CONTENT_TYPE). Returns 0 and a

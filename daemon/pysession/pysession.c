@@ -1124,6 +1124,25 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
         return any;
 }
 
+/* Read at the scrape: memory.current moves between calls too (a thread the code left running). A
+ * killed session being reaped is no longer open, as at session_open's bound. */
+static void hook_gauges(void *userdata, Metrics *metrics) {
+        PySessions *m = userdata;
+        uint32_t open = 0;
+        uint64_t memory = 0;
+        LIST_FOREACH(sessions, s, m->sessions) {
+                if (s->state == PYSESSION_DEAD)
+                        continue;
+                open++;
+                CgroupUsage u;
+                if (s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0 && cgroup_run_usage(s->cgroup, &u) >= 0)
+                        memory += u.memory_current_bytes;
+        }
+        metrics_set_py_sessions(metrics, open, memory);
+        if (m->inner && m->inner->gauges)
+                m->inner->gauges(m->inner->userdata, metrics);
+}
+
 static void hook_shutdown(void *userdata, const char *reason) {
         PySessions *m = userdata;
         pysessions_stop(m, reason);
@@ -1152,7 +1171,7 @@ int pysessions_new(const PySessionsConfig *config, PySessions **ret) {
         memcpy(m->launcher + sizeof(head) - 1, py_launch, ll + 1);
         m->launcher_len = sizeof(head) - 1 + ll;
         m->hook = (SchedulerHook) { .userdata = m, .submit = hook_submit, .has = hook_has, .cancel = hook_cancel,
-                                    .shutdown = hook_shutdown };
+                                    .shutdown = hook_shutdown, .gauges = hook_gauges };
         *ret = TAKE_PTR(m);
         return 0;
 }

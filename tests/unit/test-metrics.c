@@ -682,6 +682,8 @@ static void test_exposition(void **state) {
                 assert_true(sample_value(text, key) == 0);
         }
         assert_true(sample_value(text, "mcp_execd_run_duration_seconds_count") == 0);
+        assert_true(sample_value(text, "mcp_execd_py_sessions_open") == 0);
+        assert_true(sample_value(text, "mcp_execd_py_sessions_memory_bytes") == 0);
         assert_true(sample_value(text, "mcp_execd_build_info{version=\"0.1.0-\\\"q\\\"\\\\\",transport=\"http\"}") == 1);
         free(text);
 
@@ -704,6 +706,7 @@ static void test_exposition(void **state) {
         metrics_run_rejected(m, &(MetricsRejection) { .reason = "invalid-arguments" });
         metrics_run_rejected(m, &(MetricsRejection) { .reason = "session-queue-full" });
         metrics_set_runs(m, 3, 5);
+        metrics_set_py_sessions(m, 2, UINT64_C(5) << 30); /* past 32 bits */
 
         assert_int_equal(metrics_render(m, &text, &len), 0);
         assert_int_equal(assert_exposition(text, len), families);
@@ -737,6 +740,8 @@ static void test_exposition(void **state) {
         assert_true(sample_value(text, "mcp_execd_run_memory_peak_bytes_sum") == 2.0 * 9 * 1024 * 1024);
         assert_true(sample_value(text, "mcp_execd_runs_running") == 3);
         assert_true(sample_value(text, "mcp_execd_runs_queued") == 5);
+        assert_true(sample_value(text, "mcp_execd_py_sessions_open") == 2);
+        assert_true(sample_value(text, "mcp_execd_py_sessions_memory_bytes") == 5.0 * 1024 * 1024 * 1024);
         assert_true(dabs(sample_value(text, "mcp_execd_run_cpu_seconds_total{mode=\"user\"}") - 0.044) < 1e-9);
         assert_true(sample_value(text, "mcp_execd_start_time_seconds") > 1.7e9);
         free(text);
