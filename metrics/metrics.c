@@ -379,6 +379,11 @@ void metrics_run_finished(Metrics *m, const MetricsRun *run) {
         /* The agent's trace (issue 17.5): joins this run to it (journalctl TRACEPARENT=…). */
         if (run->traceparent)
                 record_add(&r, "TRACEPARENT", "%s", run->traceparent);
+        /* Issue 18.7: the call's session, so its calls, open and close join (journalctl PY_SESSION_ID=…). */
+        if (run->py_session_id) {
+                record_add(&r, "PY_SESSION_ID", "%s", run->py_session_id);
+                record_add(&r, "PY_SESSION_CALL", "%" PRIu64, run->py_session_call);
+        }
         if (run->error)
                 record_add(&r, "ERROR", "%s", run->error);
         record_emit(m, &r);
@@ -440,6 +445,50 @@ void metrics_daemon_stopping(Metrics *m, const char *reason) {
         record_add(&r, "RUNS_RUNNING", "%" PRIu32, m->running);
         record_add(&r, "RUNS_QUEUED", "%" PRIu32, m->queued);
         record_add(&r, "RUNS_TOTAL", "%" PRIu64, total);
+        record_emit(m, &r);
+}
+
+static void py_session_fields(Metrics *m, Record *r, const MetricsPySession *ps) {
+        record_add(r, "PY_SESSION_ID", "%s", ps->id ?: "");
+        record_add(r, "RUN_ID", "%s", ps->run_id ?: "");
+        record_add(r, "UNIT", "%s", ps->unit ?: "");
+        if (ps->unit)
+                record_add(r, "OBJECT_SYSTEMD_UNIT", "%s", ps->unit);
+        record_add(r, "TRANSPORT", "%s", m->transport);
+        record_add(r, "LIMITS", "%s", ps->limits ?: "");
+        record_add(r, "IDLE_TIMEOUT_S", "%" PRIu32, ps->idle_timeout_s);
+        record_add(r, "LIFETIME_S", "%" PRIu32, ps->lifetime_s);
+        if (ps->traceparent)
+                record_add(r, "TRACEPARENT", "%s", ps->traceparent);
+}
+
+void metrics_py_session_opened(Metrics *m, const MetricsPySession *ps) {
+        _cleanup_(record_done) Record r = { .priority = LOG_INFO };
+        record_message(&r, "python session %s opened: run %s, ready after %" PRIu64 " ms", ps->id ?: "",
+                       ps->run_id ?: "", ps->open_ms);
+        record_add(&r, "MESSAGE_ID", "%s", METRICS_MESSAGE_PY_SESSION_OPENED);
+        py_session_fields(m, &r, ps);
+        record_add(&r, "OPEN_MS", "%" PRIu64, ps->open_ms);
+        record_emit(m, &r);
+}
+
+void metrics_py_session_closed(Metrics *m, const MetricsPySession *ps) {
+        const char *reason = ps->reason ?: "";
+        /* An end the agent did not ask for and that is not a bound doing its job is worth a look. */
+        bool notice = strcmp(reason, "timeout") == 0 || strcmp(reason, "oom") == 0 || strcmp(reason, "crash") == 0 ||
+                      strcmp(reason, "error") == 0;
+        _cleanup_(record_done) Record r = { .priority = notice ? LOG_NOTICE : LOG_INFO };
+        record_message(&r, "python session %s ended (%s) after %" PRIu64 " ms and %" PRIu64 " calls%s%s", ps->id ?: "",
+                       reason, ps->age_ms, ps->calls, ps->detail ? ": " : "", ps->detail ?: "");
+        record_add(&r, "MESSAGE_ID", "%s", METRICS_MESSAGE_PY_SESSION_CLOSED);
+        py_session_fields(m, &r, ps);
+        record_add(&r, "REASON", "%s", reason);
+        if (ps->detail)
+                record_add(&r, "DETAIL", "%s", ps->detail);
+        record_add(&r, "AGE_MS", "%" PRIu64, ps->age_ms);
+        record_add(&r, "CALLS", "%" PRIu64, ps->calls);
+        record_add(&r, "MEMORY_PEAK_BYTES", "%" PRIu64, ps->memory_peak_bytes);
+        record_add(&r, "OOM_KILLED", "%s", yes_no(ps->oom_killed));
         record_emit(m, &r);
 }
 
