@@ -1247,17 +1247,15 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
  * killed session being reaped is no longer open, as at session_open's bound. */
 static void hook_gauges(void *userdata, Metrics *metrics) {
         PySessions *m = userdata;
-        uint32_t open = 0;
         uint64_t memory = 0;
         LIST_FOREACH(sessions, s, m->sessions) {
+                CgroupUsage u;
                 if (s->state == PYSESSION_DEAD)
                         continue;
-                open++;
-                CgroupUsage u;
                 if (s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0 && cgroup_run_usage(s->cgroup, &u) >= 0)
                         memory += u.memory_current_bytes;
         }
-        metrics_set_py_sessions(metrics, open, memory);
+        metrics_set_py_sessions(metrics, pysessions_count(m), memory);
         if (m->inner && m->inner->gauges)
                 m->inner->gauges(m->inner->userdata, metrics);
 }
@@ -1337,7 +1335,12 @@ bool pysessions_busy(const PySessions *m) {
 }
 
 unsigned pysessions_count(const PySessions *m) {
-        return m ? m->n_sessions : 0;
+        if (!m)
+                return 0;
+        unsigned open = 0; /* a killed one is no longer open, while its init is reaped */
+        LIST_FOREACH(sessions, s, m->sessions)
+                open += s->state != PYSESSION_DEAD;
+        return open;
 }
 
 PySessions *pysessions_free(PySessions *m) {

@@ -113,6 +113,20 @@ test('records: open, each call, and the end with its reason; the handle never ap
     assert.ok(!text.includes('print(x + 1)'));
 });
 
+test('check_environment: the sessions\' bounds, and sandbox.python_sessions_open counts the open ones', T, async (t) => {
+    const d = await startDaemon(t, { env: { ...ENV, MCP_EXEC_PY_SESSIONS_MAX: '5', MCP_EXEC_PY_SESSION_IDLE_S: '120',
+                                            MCP_EXEC_PY_SESSION_LIFETIME_S: '600' } });
+    const env = async () => (await callTool(d.client, 'check_environment', {})).sc;
+    let sc = await env();
+    assert.deepEqual(sc.python_sessions, { max: 5, idle_s: 120, lifetime_s: 600 });
+    assert.equal(sc.sandbox.python_sessions_open, 0);
+    const a = await open(d.client);
+    await open(d.client);
+    assert.equal((await env()).sandbox.python_sessions_open, 2);
+    assert.equal((await callTool(d.client, 'session_close', { session: a })).isError, false);
+    assert.equal((await env()).sandbox.python_sessions_open, 1);
+});
+
 test('HTTP /metrics: mcp_execd_py_sessions_open and mcp_execd_py_sessions_memory_bytes follow the sessions', T, async (t) => {
     const d = await startHttpDaemon(t, { env: ENV });
     const c = await connectSdk(t, d, 'http');
