@@ -5,7 +5,7 @@
 // the /metrics gauges of open sessions and their memory.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { startDaemon, sleep, test } from './lib/index.mjs';
+import { RawDaemon, startDaemon, sleep, test } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk, rawRequest } from './lib/http-daemon.mjs';
 import { callTool } from './lib/files.mjs';
 
@@ -111,6 +111,28 @@ test('records: open, each call, and the end with its reason; the handle never ap
     assert.ok(lines(text, RUN).every((l) => l.includes(' PY_SESSION_ID=')), 'only session calls ran here');
     // Never the code: the first call's text is not in the log.
     assert.ok(!text.includes('print(x + 1)'));
+});
+
+test('traceparent: session_open\'s is in the open and close records, a call\'s in its run record', T, async (t) => {
+    const TP = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const TP2 = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00';
+    const d = RawDaemon.spawn(t, { env: ENV });
+    await d.initialize();
+    const call = async (name, args, tp) =>
+        (await d.response(d.send('tools/call', { name, arguments: args, _meta: { traceparent: tp } }), 60000)).result;
+    const h = (await call('session_open', {}, TP)).structuredContent.session;
+    assert.equal((await call('exec', { code: 'print(1)', session: h }, TP2)).structuredContent.exit_code, 0);
+    assert.equal((await call('session_close', { session: h })).isError, false);
+    await d.stop();
+    const text = d.stderrText;
+    assert.ok(!text.includes(h), 'the handle is in the daemon\'s stderr');
+    const [opened] = lines(text, OPENED);
+    const [closed] = lines(text, CLOSED);
+    const [ran] = lines(text, RUN);
+    for (const l of [opened, closed, ran]) assert.equal(field(l, 'PY_SESSION_ID'), idOf(h), text);
+    assert.equal(field(opened, 'TRACEPARENT'), TP);
+    assert.equal(field(closed, 'TRACEPARENT'), TP);
+    assert.equal(field(ran, 'TRACEPARENT'), TP2);
 });
 
 test('check_environment: the sessions\' bounds, and sandbox.python_sessions_open counts the open ones', T, async (t) => {
