@@ -360,6 +360,10 @@ static int daemon_checks_start(Daemon *d) {
         return 0;
 }
 
+static unsigned daemon_py_sessions_count(const void *userdata) {
+        return pysessions_count(userdata);
+}
+
 /* The scheduler, its run records (structured into the journal when stderr is our journal stream,
  * we are a service; else one line each on stderr) and the transport. */
 static int daemon_serving_setup(Daemon *d) {
@@ -375,6 +379,7 @@ static int daemon_serving_setup(Daemon *d) {
         if (q < 0)
                 return log_error_errno(q, "cannot set up the Python sessions: %m");
         pysessions_attach(d->pysessions, &d->scheduler);
+        pyexec_set_py_sessions(d->pyexec, daemon_py_sessions_count, d->pysessions);
 
         const char *transport = cfg->transport == TRANSPORT_STDIO  ? "stdio"
                                 : cfg->transport == TRANSPORT_HTTP ? "http"

@@ -77,6 +77,8 @@ struct Metrics {
         uint64_t warm;             /* runs served by a ready sandbox */
         uint32_t pool_ready;
         uint64_t pool_memory_bytes;
+        uint32_t py_sessions_open;
+        uint64_t py_sessions_memory_bytes;
         Histogram hist[_HIST_MAX];
 };
 
@@ -377,6 +379,11 @@ void metrics_run_finished(Metrics *m, const MetricsRun *run) {
         /* The agent's trace (issue 17.5): joins this run to it (journalctl TRACEPARENT=…). */
         if (run->traceparent)
                 record_add(&r, "TRACEPARENT", "%s", run->traceparent);
+        /* Issue 18.7: the call's session, so its calls, open and close join (journalctl PY_SESSION_ID=…). */
+        if (run->py_session_id) {
+                record_add(&r, "PY_SESSION_ID", "%s", run->py_session_id);
+                record_add(&r, "PY_SESSION_CALL", "%" PRIu64, run->py_session_call);
+        }
         if (run->error)
                 record_add(&r, "ERROR", "%s", run->error);
         record_emit(m, &r);
@@ -441,6 +448,50 @@ void metrics_daemon_stopping(Metrics *m, const char *reason) {
         record_emit(m, &r);
 }
 
+static void py_session_fields(Metrics *m, Record *r, const MetricsPySession *ps) {
+        record_add(r, "PY_SESSION_ID", "%s", ps->id ?: "");
+        record_add(r, "RUN_ID", "%s", ps->run_id ?: "");
+        record_add(r, "UNIT", "%s", ps->unit ?: "");
+        if (ps->unit)
+                record_add(r, "OBJECT_SYSTEMD_UNIT", "%s", ps->unit);
+        record_add(r, "TRANSPORT", "%s", m->transport);
+        record_add(r, "LIMITS", "%s", ps->limits ?: "");
+        record_add(r, "IDLE_TIMEOUT_S", "%" PRIu32, ps->idle_timeout_s);
+        record_add(r, "LIFETIME_S", "%" PRIu32, ps->lifetime_s);
+        if (ps->traceparent)
+                record_add(r, "TRACEPARENT", "%s", ps->traceparent);
+}
+
+void metrics_py_session_opened(Metrics *m, const MetricsPySession *ps) {
+        _cleanup_(record_done) Record r = { .priority = LOG_INFO };
+        record_message(&r, "python session %s opened: run %s, ready after %" PRIu64 " ms", ps->id ?: "",
+                       ps->run_id ?: "", ps->open_ms);
+        record_add(&r, "MESSAGE_ID", "%s", METRICS_MESSAGE_PY_SESSION_OPENED);
+        py_session_fields(m, &r, ps);
+        record_add(&r, "OPEN_MS", "%" PRIu64, ps->open_ms);
+        record_emit(m, &r);
+}
+
+void metrics_py_session_closed(Metrics *m, const MetricsPySession *ps) {
+        const char *reason = ps->reason ?: "";
+        /* An end the agent did not ask for and that is not a bound doing its job is worth a look. */
+        bool notice = strcmp(reason, "timeout") == 0 || strcmp(reason, "oom") == 0 || strcmp(reason, "crash") == 0 ||
+                      strcmp(reason, "error") == 0;
+        _cleanup_(record_done) Record r = { .priority = notice ? LOG_NOTICE : LOG_INFO };
+        record_message(&r, "python session %s ended (%s) after %" PRIu64 " ms and %" PRIu64 " calls%s%s", ps->id ?: "",
+                       reason, ps->age_ms, ps->calls, ps->detail ? ": " : "", ps->detail ?: "");
+        record_add(&r, "MESSAGE_ID", "%s", METRICS_MESSAGE_PY_SESSION_CLOSED);
+        py_session_fields(m, &r, ps);
+        record_add(&r, "REASON", "%s", reason);
+        if (ps->detail)
+                record_add(&r, "DETAIL", "%s", ps->detail);
+        record_add(&r, "AGE_MS", "%" PRIu64, ps->age_ms);
+        record_add(&r, "CALLS", "%" PRIu64, ps->calls);
+        record_add(&r, "MEMORY_PEAK_BYTES", "%" PRIu64, ps->memory_peak_bytes);
+        record_add(&r, "OOM_KILLED", "%s", yes_no(ps->oom_killed));
+        record_emit(m, &r);
+}
+
 void metrics_set_runs(Metrics *m, uint32_t running, uint32_t queued) {
         m->running = running;
         m->queued = queued;
@@ -449,6 +500,11 @@ void metrics_set_runs(Metrics *m, uint32_t running, uint32_t queued) {
 void metrics_set_pool(Metrics *m, uint32_t ready, uint64_t memory_bytes) {
         m->pool_ready = ready;
         m->pool_memory_bytes = memory_bytes;
+}
+
+void metrics_set_py_sessions(Metrics *m, uint32_t open, uint64_t memory_bytes) {
+        m->py_sessions_open = open;
+        m->py_sessions_memory_bytes = memory_bytes;
 }
 
 uint64_t metrics_runs_total(const Metrics *m, MetricsOutcome o) {
@@ -549,6 +605,12 @@ int metrics_render(const Metrics *m, char **ret, size_t *ret_len) {
         put_family(&b, &err, "mcp_execd_pool_memory_bytes", "gauge",
                    "Resident memory of the ready sandboxes' interpreters when they became ready.");
         put(&b, &err, "mcp_execd_pool_memory_bytes %" PRIu64 "\n", m->pool_memory_bytes);
+        put_family(&b, &err, "mcp_execd_py_sessions_open", "gauge",
+                   "Python sessions open now, opening ones included (MCP_EXEC_PY_SESSIONS_MAX).");
+        put(&b, &err, "mcp_execd_py_sessions_open %" PRIu32 "\n", m->py_sessions_open);
+        put_family(&b, &err, "mcp_execd_py_sessions_memory_bytes", "gauge",
+                   "Memory the open Python sessions hold now (their cgroups' memory.current; 0 without cgroups).");
+        put(&b, &err, "mcp_execd_py_sessions_memory_bytes %" PRIu64 "\n", m->py_sessions_memory_bytes);
         put_family(&b, &err, "mcp_execd_start_time_seconds", "gauge", "Start time of the daemon, seconds since the epoch.");
         put(&b, &err, "mcp_execd_start_time_seconds %" PRIu64 "\n", m->start_time_sec);
 

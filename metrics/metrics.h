@@ -18,7 +18,13 @@
 #define METRICS_MESSAGE_RUN_REJECTED "017048d888fb4eca8b36e2339da3a750"
 #define METRICS_MESSAGE_DAEMON_STARTED "d5a8c22b80ff494d9f85e78d0e708fa9"
 #define METRICS_MESSAGE_DAEMON_STOPPING "d7e9c809b4394488b008f4de98b169f6"
+#define METRICS_MESSAGE_PY_SESSION_OPENED "ea0c08d045c1493297cd897030e1fc14"
+#define METRICS_MESSAGE_PY_SESSION_CLOSED "04160dcdd87a4943ac1d71636d6bb5d1"
 
+/* A Python session's id in records (issue 18.7): the first 16 hex digits of the SHA-256 of its
+ * handle. The handle is the session's only credential, so it is never written; an operator given
+ * one finds its records with `printf %s "$handle" | sha256sum | cut -c1-16`. */
+#define METRICS_PY_SESSION_ID_HEX 16
 /* How a run ended, for the runs_total{outcome} counter and the OUTCOME field. */
 typedef enum MetricsOutcome {
         METRICS_OUTCOME_OK,        /* exit status 0 */
@@ -62,6 +68,8 @@ typedef struct MetricsRun {
         bool warm;                 /* served by a ready sandbox (issue 16) */
         uint64_t memory_at_start_bytes; /* resident when the code was released */
         const char *traceparent;   /* W3C, validated at the edge (mcp_traceparent_valid()), or NULL */
+        const char *py_session_id; /* a call in a Python session: the session's id (never its handle) */
+        uint64_t py_session_call;  /* and the call's number in it, from 1 */
 } MetricsRun;
 
 /* Decides how a run ended, from our own flags and the counters, never from the signal alone:
@@ -76,6 +84,26 @@ typedef struct MetricsRejection {
         uint32_t timeout_s;
         const char *traceparent; /* as MetricsRun's */
 } MetricsRejection;
+
+/* A Python session's open (once it is ready) or its end. Strings are borrowed for the call. */
+typedef struct MetricsPySession {
+        const char *id;          /* METRICS_PY_SESSION_ID_HEX hex digits of the handle's SHA-256 */
+        const char *run_id;      /* its sandbox's run id (the scope mcp-execd-run-<id>.scope) */
+        const char *unit;        /* its scope unit, or NULL */
+        const char *limits;      /* "cgroup" or "rlimit" */
+        const char *traceparent; /* session_open's, validated at the edge, or NULL */
+        uint32_t idle_timeout_s;
+        uint32_t lifetime_s;
+        uint64_t open_ms;        /* session_open to ready */
+        /* closed only: */
+        const char *reason;      /* a fixed word: closed, idle-expiry, lifetime, timeout, oom, crash, exited,
+                                  * cancelled, daemon-stop, error */
+        const char *detail;      /* our own text saying why, or NULL */
+        uint64_t age_ms;         /* open to end */
+        uint64_t calls;
+        uint64_t memory_peak_bytes; /* the session's cgroup peak, 0 when unknown */
+        bool oom_killed;
+} MetricsPySession;
 
 /* What the daemon announces at start. */
 typedef struct MetricsStart {
@@ -105,11 +133,16 @@ void metrics_run_finished(Metrics *m, const MetricsRun *run);
 void metrics_run_rejected(Metrics *m, const MetricsRejection *rej);
 void metrics_daemon_started(Metrics *m, const MetricsStart *start);
 void metrics_daemon_stopping(Metrics *m, const char *reason);
+void metrics_py_session_opened(Metrics *m, const MetricsPySession *ps);
+void metrics_py_session_closed(Metrics *m, const MetricsPySession *ps);
 
 /* The current queue, for the gauges (the daemon sets them before rendering). */
 void metrics_set_runs(Metrics *m, uint32_t running, uint32_t queued);
 /* The ready sandboxes now and their resident memory (issue 16), for the gauges. */
 void metrics_set_pool(Metrics *m, uint32_t ready, uint64_t memory_bytes);
+/* The Python sessions open now and the sum of their cgroups' memory.current (0 without cgroups;
+ * issue 18.7), for the gauges. */
+void metrics_set_py_sessions(Metrics *m, uint32_t open, uint64_t memory_bytes);
 uint64_t metrics_runs_total(const Metrics *m, MetricsOutcome o);
 
 /* Prometheus text exposition format 0.0.4 (served as METRICS_CONTENT_TYPE). Returns 0 and a

@@ -46,6 +46,7 @@
 #include "outputs.h"
 #include "py-launch.h"
 #include "pysession.h"
+#include "sha256.h"
 #include "spawn.h"
 #include "str-util.h"
 
@@ -77,6 +78,29 @@ typedef enum PySessionState {
         PYSESSION_BUSY,    /* a call's message is written and its end line not yet read */
         PYSESSION_DEAD,    /* killed or exited: the handle is gone, the ring ops finish */
 } PySessionState;
+
+/* Why a session ended, for its close record (REASON): a fixed word, never the caller's text. */
+typedef enum PySessionEnd {
+        PYSESSION_END_CLOSED,      /* session_close */
+        PYSESSION_END_IDLE,        /* its idle timeout */
+        PYSESSION_END_LIFETIME,    /* MCP_EXEC_PY_SESSION_LIFETIME_S */
+        PYSESSION_END_TIMEOUT,     /* a call did not stop within the grace after its interrupt */
+        PYSESSION_END_OOM,         /* the memory limit killed the interpreter */
+        PYSESSION_END_CRASH,       /* the interpreter (or the sandbox's init) died of a signal */
+        PYSESSION_END_EXITED,      /* the interpreter exited (os._exit); session_kill() tells OOM and crash */
+        PYSESSION_END_CANCELLED,   /* its open was cancelled */
+        PYSESSION_END_DAEMON_STOP,
+        PYSESSION_END_ERROR,       /* ours: it could not start, or its pipes failed */
+        _PYSESSION_END_MAX,
+} PySessionEnd;
+
+static const char *const pysession_end_names[_PYSESSION_END_MAX] = {
+        [PYSESSION_END_CLOSED] = "closed",       [PYSESSION_END_IDLE] = "idle-expiry",
+        [PYSESSION_END_LIFETIME] = "lifetime",   [PYSESSION_END_TIMEOUT] = "timeout",
+        [PYSESSION_END_OOM] = "oom",             [PYSESSION_END_CRASH] = "crash",
+        [PYSESSION_END_EXITED] = "exited",       [PYSESSION_END_CANCELLED] = "cancelled",
+        [PYSESSION_END_DAEMON_STOP] = "daemon-stop", [PYSESSION_END_ERROR] = "error",
+};
 
 typedef struct PySession PySession;
 
@@ -121,6 +145,9 @@ struct PySession {
         PySessionState state;
         char handle[PYSESSION_HANDLE_MAX + 1];
         char id[17]; /* its run id: mcp-execd-run-<id>.scope */
+        char id_hash[METRICS_PY_SESSION_ID_HEX + 1]; /* what records and logs name it by (metrics.h) */
+        bool announced; /* its open record was written: its close gets one */
+        char *traceparent; /* session_open's, for the open and close records */
         char *staging;
         SandboxChild child;
         CgroupRun *cgroup;
@@ -175,7 +202,7 @@ struct PySessions {
         struct __kernel_timespec sweep_ts;
 };
 
-static void session_kill(PySession *s, const char *why);
+static void session_kill(PySession *s, PySessionEnd end, const char *why);
 static void session_finish_maybe(PySession *s);
 static void session_maybe_free(PySession *s);
 static void call_finish(PySession *s);
@@ -266,6 +293,7 @@ static void session_free(PySession *s) {
         if (s->open_call)
                 answer_error(s->open_call, s->open_owner, s->open_reply, "the session ended before it was ready");
         explicit_bzero(s->handle, sizeof(s->handle));
+        free(s->traceparent);
         free(s);
 }
 
@@ -309,24 +337,69 @@ static void stream_read(PyStream *st) {
                 io_uring_prep_read(sqe, st->fd, st->buf, sizeof(st->buf), (uint64_t) -1);
 }
 
+static Metrics *sessions_metrics(const PySessions *m) {
+        return m->scheduler ? m->scheduler->metrics : NULL;
+}
+
+static void session_record_fill(const PySession *s, MetricsPySession *ps) {
+        *ps = (MetricsPySession) {
+                .id = s->id_hash,
+                .run_id = s->id,
+                .unit = s->cgroup ? cgroup_run_unit(s->cgroup) : NULL,
+                .limits = s->cgroup ? "cgroup" : "rlimit",
+                .traceparent = s->traceparent,
+                .idle_timeout_s = (uint32_t) (s->idle_usec / 1000000u),
+                .lifetime_s = s->m->config.lifetime_s,
+        };
+}
+
+/* The close record of a session whose open was recorded (one that never became ready was
+ * answered with a tool error, and is not a session operators saw open). */
+static void session_record_closed(PySession *s, PySessionEnd end, const char *why, const CgroupStats *stats) {
+        Metrics *metrics = sessions_metrics(s->m);
+        if (!metrics || !s->announced)
+                return;
+        MetricsPySession ps;
+        session_record_fill(s, &ps);
+        ps.reason = pysession_end_names[end];
+        ps.detail = why;
+        ps.age_ms = (now_usec() - s->t_open) / 1000u;
+        ps.calls = s->calls;
+        ps.memory_peak_bytes = stats ? stats->memory_peak_bytes : 0;
+        ps.oom_killed = stats && stats->oom_killed;
+        metrics_py_session_closed(metrics, &ps);
+}
+
 /* The session is over: every process goes (payload/'s cgroup.kill, then the init's SIGKILL, which
  * ends its PID namespace); a call in flight is answered as it stands; the handle is dead at once. */
-static void session_kill(PySession *s, const char *why) {
+static void session_kill(PySession *s, PySessionEnd end, const char *why) {
         if (s->state == PYSESSION_DEAD)
                 return;
-        log_debug("python session %.8s…: ended: %s", s->handle, why);
+        log_debug("python session %s: ended: %s", s->id_hash, why);
         bool had_call = s->state == PYSESSION_BUSY && s->call;
         s->state = PYSESSION_DEAD;
+        /* The counters before they go with the init: this call's OOM kill, the session's peak. */
+        CgroupStats stats = {};
+        bool have_stats = s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0 && cgroup_run_read(s->cgroup, &stats) >= 0;
         if (had_call) {
-                /* The counters before they go with the init: this call's OOM kill, its peak. */
                 if (!s->call->t_end)
                         s->call->t_end = now_usec();
-                if (s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0) {
-                        s->call->have_stats = cgroup_run_read(s->cgroup, &s->call->stats) >= 0;
+                if (have_stats) {
+                        s->call->stats = stats;
+                        s->call->have_stats = true;
                         s->call->have_usage = s->call->have_usage_start &&
                                               cgroup_run_usage(s->cgroup, &s->call->usage) >= 0;
                 }
         }
+        /* How the interpreter ended, from the counters first (go-judge's rule, style.md): an OOM kill
+         * is a SIGKILL, which alone would read as a crash. */
+        if (end == PYSESSION_END_EXITED || end == PYSESSION_END_CRASH) {
+                if (stats.oom_killed)
+                        end = PYSESSION_END_OOM;
+                else if (s->python_exited && WIFSIGNALED(s->wait_status))
+                        end = PYSESSION_END_CRASH;
+        }
+        session_record_closed(s, end, why, have_stats ? &stats : NULL);
         if (s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0)
                 (void) cgroup_run_kill(s->cgroup);
         /* What the call printed up to its end is its answer: the pipes are read to their EOF,
@@ -358,6 +431,40 @@ static void session_kill(PySession *s, const char *why) {
 
 static uint64_t delta(uint64_t now, uint64_t before) {
         return now > before ? now - before : 0;
+}
+
+/* The call's run record, as a run's (scheduler.c's job_record()), with its session's id: sizes and
+ * counters, never the code or its output. r: the call's result, zeroed when it was not finished. */
+static void call_record(PySession *s, const PyCall *c, const McpExecResult *r, bool cancelled) {
+        Metrics *metrics = sessions_metrics(s->m);
+        if (!metrics || !c->call)
+                return;
+        const McpExecArgs *a = mcp_call_args(c->call);
+        MetricsRun m = {
+                .run_id = s->id,
+                .unit = s->cgroup ? cgroup_run_unit(s->cgroup) : NULL,
+                .limits = s->cgroup ? "cgroup" : "rlimit",
+                .cancelled = cancelled,
+                .timeout_s = a->timeout_s,
+                .code_bytes = a->code_len,
+                .stdin_bytes = a->stdin_len,
+                .traceparent = mcp_call_traceparent(c->call),
+                .exit_code = r->exit_code,
+                .signal = r->signal,
+                .timed_out = r->timed_out,
+                .oom_killed = r->oom_killed,
+                .pids_limit_hit = r->pids_limit_hit,
+                .truncated = r->truncated,
+                .duration_ms = r->duration_ms,
+                .memory_peak_bytes = r->memory_peak_bytes,
+                .cpu_user_us = r->cpu_user_us,
+                .cpu_system_us = r->cpu_system_us,
+                .stdout_bytes = r->stdout_len,
+                .stderr_bytes = r->stderr_len,
+                .py_session_id = s->id_hash,
+                .py_session_call = s->calls,
+        };
+        metrics_run_finished(metrics, &m);
 }
 
 /* Answers the call in flight from what is known now; the session lives on if it is IDLE again. */
@@ -442,6 +549,7 @@ static void call_finish(PySession *s) {
                                                           alive, "memory_peak_scope", "session", "session_calls",
                                                           (json_int_t) s->calls);
         r.extra = extra;
+        call_record(s, c, &r, !c->owner);
         if (c->owner) {
                 char *reply = mcp_call_reply_result(c->call, &r);
                 c->reply(c->owner, reply ?: mcp_call_reply_oom(c->call));
@@ -527,7 +635,7 @@ static void stream_take(PySession *s, PyStream *st, const char *p, size_t n) {
 static void session_became_ready(PySession *s) {
         s->ready[PYSESSION_READY_BYTES - 1] = 0;
         if (strncmp(s->ready, PYSESSION_READY_PREFIX, strlen(PYSESSION_READY_PREFIX)) != 0) {
-                session_kill(s, "the session's interpreter did not start");
+                session_kill(s, PYSESSION_END_ERROR, "the session's interpreter did not start");
                 return;
         }
         unsigned long long u = 0, sy = 0;
@@ -541,6 +649,16 @@ static void session_became_ready(PySession *s) {
         session_staging_remove(s);
 
         McpCall *call = TAKE_PTR(s->open_call);
+        Metrics *metrics = sessions_metrics(s->m);
+        if (metrics) {
+                const char *tp = mcp_call_traceparent(call);
+                s->traceparent = tp ? strdup(tp) : NULL; /* without it (no memory) the close has none */
+                MetricsPySession ps;
+                session_record_fill(s, &ps);
+                ps.open_ms = (s->t_last - s->t_open) / 1000u;
+                metrics_py_session_opened(metrics, &ps);
+                s->announced = true;
+        }
         uint64_t left = delta(s->t_open + (uint64_t) s->m->config.lifetime_s * 1000000u, now_usec());
         json_t *o = json_pack("{s:s, s:I, s:I, s:s}", "session", s->handle, "idle_timeout_s",
                               (json_int_t) (s->idle_usec / 1000000u), "expires_in_s", (json_int_t) (left / 1000000u),
@@ -556,7 +674,7 @@ static void on_stream(RingOp *op, int res) {
                 /* EOF: Python's exit (or its kill) follows, from the init's report or its pidfd. */
                 st->eof = true;
                 if (res < 0 && s->state != PYSESSION_DEAD)
-                        session_kill(s, "cannot read the session's output");
+                        session_kill(s, PYSESSION_END_ERROR, "cannot read the session's output");
                 session_finish_maybe(s);
                 session_maybe_free(s);
                 return;
@@ -616,19 +734,19 @@ static void on_control(RingOp *op, int res) {
                                 else
                                         snprintf(why, sizeof(why), "the interpreter exited at its start (status %d)",
                                                  WEXITSTATUS(s->wait_status));
-                                session_kill(s, why);
+                                session_kill(s, PYSESSION_END_ERROR, why);
                         } else
-                                session_kill(s, "the interpreter exited");
+                                session_kill(s, PYSESSION_END_EXITED, "the interpreter exited");
                         return;
                 case SANDBOX_REPORT_FAILED:
                         s->report.detail[sizeof(s->report.detail) - 1] = 0;
-                        session_kill(s, "the sandbox could not start the interpreter");
+                        session_kill(s, PYSESSION_END_ERROR, "the sandbox could not start the interpreter");
                         return;
                 default:
                         break;
                 }
         }
-        session_kill(s, "the session's init stopped reporting");
+        session_kill(s, PYSESSION_END_ERROR, "the session's init stopped reporting");
 }
 
 static void on_pidfd(RingOp *op, int res) {
@@ -642,7 +760,7 @@ static void on_pidfd(RingOp *op, int res) {
         }
         if (res >= 0)
                 s->init_exited = true;
-        session_kill(s, "its init exited");
+        session_kill(s, PYSESSION_END_CRASH, "its init exited");
         session_maybe_free(s);
 }
 
@@ -680,7 +798,7 @@ static void on_timer(RingOp *op, int res) {
                         cgroup_run_cancel_place(s->cgroup);
                         s->placing = false;
                 }
-                session_kill(s, "the interpreter did not become ready in time");
+                session_kill(s, PYSESSION_END_ERROR, "the interpreter did not become ready in time");
                 return;
         }
         if (s->state != PYSESSION_BUSY || !s->call)
@@ -695,7 +813,7 @@ static void on_timer(RingOp *op, int res) {
                 timer_arm(s, PYSESSION_GRACE_USEC);
                 return;
         }
-        session_kill(s, "the call did not stop within the grace after its interrupt");
+        session_kill(s, PYSESSION_END_TIMEOUT, "the call did not stop within the grace after its interrupt");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -721,11 +839,11 @@ static void on_placed(CgroupRun *cr, int error, const char *message, void *userd
                 return;
         }
         if (error < 0) {
-                session_kill(s, message ? message : "cannot place the session in its scope");
+                session_kill(s, PYSESSION_END_ERROR, message ? message : "cannot place the session in its scope");
                 return;
         }
         if (session_release(s) < 0)
-                session_kill(s, "cannot release the session's sandbox");
+                session_kill(s, PYSESSION_END_ERROR, "cannot release the session's sandbox");
 }
 
 static void sweep_arm(PySessions *m);
@@ -790,6 +908,7 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
         int r = str_random_id(s->handle, m->config.tag, PYSESSION_NONCE_HEX / 2);
         if (r >= 0)
                 r = str_random_hex(s->id, 8);
+        sha256_hex_prefix(s->handle, strlen(s->handle), METRICS_PY_SESSION_ID_HEX / 2, s->id_hash);
         if (r < 0) {
                 session_free(s);
                 answer_errorf(call, owner, reply, "cannot make a session handle: %s", strerror(-r));
@@ -837,13 +956,13 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
         _cleanup_free_ char *problem = NULL;
         r = s->cgroup ? cgroup_run_place(s->cgroup, s->child.pid, s->child.pidfd, on_placed, s, &problem) : 1;
         if (r < 0) {
-                session_kill(s, problem ? problem : "cannot place the session in its cgroup");
+                session_kill(s, PYSESSION_END_ERROR, problem ? problem : "cannot place the session in its cgroup");
                 return;
         }
         if (r == 0) {
                 s->placing = true; /* on_placed() releases it */
         } else if (session_release(s) < 0) {
-                session_kill(s, "cannot release the session's sandbox");
+                session_kill(s, PYSESSION_END_ERROR, "cannot release the session's sandbox");
                 return;
         }
         sweep_arm(m);
@@ -875,7 +994,7 @@ static void on_stdin(RingOp *op, int res) {
         }
         PyCall *c = s->call;
         if (res <= 0) {
-                session_kill(s, "cannot write the call to the interpreter");
+                session_kill(s, PYSESSION_END_ERROR, "cannot write the call to the interpreter");
                 return;
         }
         if (!c)
@@ -971,7 +1090,7 @@ static void session_close(PySessions *m, McpCall *call, void *owner, JobReplyFn 
                 /* Its caller is answered first, with what the call printed so far. */
                 s->call->t_end = now_usec();
         }
-        session_kill(s, "closed");
+        session_kill(s, PYSESSION_END_CLOSED, "closed");
         answer_json(call, owner, reply, json_pack("{s:b}", "closed", 1));
 }
 
@@ -985,10 +1104,10 @@ static void on_sweep(RingOp *op, int res) {
         uint64_t now = now_usec();
         LIST_FOREACH_SAFE(sessions, s, n, m->sessions) {
                 if (s->state == PYSESSION_IDLE && now - s->t_last >= s->idle_usec)
-                        session_kill(s, "idle timeout");
+                        session_kill(s, PYSESSION_END_IDLE, "idle timeout");
                 else if (s->state != PYSESSION_DEAD &&
                          now - s->t_open >= (uint64_t) m->config.lifetime_s * 1000000u)
-                        session_kill(s, "maximum lifetime (MCP_EXEC_PY_SESSION_LIFETIME_S)");
+                        session_kill(s, PYSESSION_END_LIFETIME, "maximum lifetime (MCP_EXEC_PY_SESSION_LIFETIME_S)");
         }
         sweep_arm(m);
 }
@@ -1105,7 +1224,7 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
                 if (s->open_call && s->open_owner == owner) {
                         s->open_reply(s->open_owner, NULL);
                         s->open_call = mcp_call_free(s->open_call);
-                        session_kill(s, "its open was cancelled");
+                        session_kill(s, PYSESSION_END_CANCELLED, "its open was cancelled");
                         continue;
                 }
                 s->call->reply(s->call->owner, NULL);
@@ -1122,6 +1241,23 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
         if (m->inner && m->inner->cancel(m->inner->userdata, owner, id_key))
                 any = true;
         return any;
+}
+
+/* Read at the scrape: memory.current moves between calls too (a thread the code left running). A
+ * killed session being reaped is no longer open, as at session_open's bound. */
+static void hook_gauges(void *userdata, Metrics *metrics) {
+        PySessions *m = userdata;
+        uint64_t memory = 0;
+        LIST_FOREACH(sessions, s, m->sessions) {
+                CgroupUsage u;
+                if (s->state == PYSESSION_DEAD)
+                        continue;
+                if (s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0 && cgroup_run_usage(s->cgroup, &u) >= 0)
+                        memory += u.memory_current_bytes;
+        }
+        metrics_set_py_sessions(metrics, pysessions_count(m), memory);
+        if (m->inner && m->inner->gauges)
+                m->inner->gauges(m->inner->userdata, metrics);
 }
 
 static void hook_shutdown(void *userdata, const char *reason) {
@@ -1152,7 +1288,7 @@ int pysessions_new(const PySessionsConfig *config, PySessions **ret) {
         memcpy(m->launcher + sizeof(head) - 1, py_launch, ll + 1);
         m->launcher_len = sizeof(head) - 1 + ll;
         m->hook = (SchedulerHook) { .userdata = m, .submit = hook_submit, .has = hook_has, .cancel = hook_cancel,
-                                    .shutdown = hook_shutdown };
+                                    .shutdown = hook_shutdown, .gauges = hook_gauges };
         *ret = TAKE_PTR(m);
         return 0;
 }
@@ -1171,13 +1307,15 @@ void pysessions_stop(PySessions *m, const char *reason) {
                 if (s->call && s->call->owner) {
                         /* Answered with the reason, not with a half result. */
                         PyCall *c = s->call;
+                        uint64_t ms = (now_usec() - c->t_release) / 1000u;
+                        call_record(s, c, &(McpExecResult) { .exit_code = -SIGKILL, .duration_ms = ms }, true);
                         answer_error(TAKE_PTR(c->call), c->owner, c->reply, reason ? reason : "mcp-execd is stopping");
                         c->owner = NULL;
                         c->call = NULL;
                         call_free(TAKE_PTR(s->call));
                         s->state = PYSESSION_IDLE;
                 }
-                session_kill(s, "mcp-execd is stopping");
+                session_kill(s, PYSESSION_END_DAEMON_STOP, "mcp-execd is stopping");
         }
         if (m->op_sweep.busy)
                 ring_cancel(m->env.ring, &m->op_sweep);
@@ -1197,7 +1335,12 @@ bool pysessions_busy(const PySessions *m) {
 }
 
 unsigned pysessions_count(const PySessions *m) {
-        return m ? m->n_sessions : 0;
+        if (!m)
+                return 0;
+        unsigned open = 0; /* a killed one is no longer open, while its init is reaped */
+        LIST_FOREACH(sessions, s, m->sessions)
+                open += s->state != PYSESSION_DEAD;
+        return open;
 }
 
 PySessions *pysessions_free(PySessions *m) {

@@ -32,7 +32,7 @@ void pysessions_stop(PySessions *p, const char *reason);
 /* Whether a session call or open is still to be answered (the teardown waits for them). A stopped
  * session's last operations are on the ring: pysessions_free() after the ring is drained. */
 bool pysessions_busy(const PySessions *p);
-/* Open sessions, for metrics and tests. */
+/* Sessions open now (opening ones included, killed ones not), for metrics and check_environment. */
 unsigned pysessions_count(const PySessions *p);
 PySessions *pysessions_free(PySessions *p);
 DEFINE_POINTER_CLEANUP(PySessions, pysessions_free)

@@ -74,6 +74,8 @@ struct PyExec {
         size_t probes_pending;
         bool probes_stopped;     /* pyexec_probe_stop(): what they report is not logged */
         PyExecProbedFn probed;   /* called once, when every probe has answered */
+        unsigned (*py_sessions_count)(const void *userdata); /* or NULL */
+        const void *py_sessions;
         void *probed_userdata;
 };
 
@@ -714,6 +716,13 @@ static void check_environment_reply(PyJob *j) {
                                                (json_int_t) c->py_session_idle_s, "lifetime_s",
                                                (json_int_t) c->py_session_lifetime_s)) < 0)
                 json_decref(TAKE_PTR(o));
+        /* The count is the moment's, so it sits in sandbox beside warm_ready (sandboxes ready now),
+         * not in python_sessions, which is the configuration and is pinned whole (pysession.test.mjs). */
+        json_t *sandbox = o ? json_object_get(o, "sandbox") : NULL;
+        if (sandbox && px->py_sessions_count &&
+            json_object_set_new(sandbox, "python_sessions_open",
+                                json_integer((json_int_t) px->py_sessions_count(px->py_sessions))) < 0)
+                json_decref(TAKE_PTR(o));
         job_reply(j, o ? mcp_call_reply_structured(j->call, o)
                        : mcp_call_reply_tool_error(j->call, "mcp-execd could not encode the result: out of memory"));
 }
@@ -1047,6 +1056,11 @@ int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const ch
 void pyexec_attach(PyExec *px, Scheduler *scheduler) {
         px->scheduler = scheduler;
         scheduler_set_hook(scheduler, &px->hook);
+}
+
+void pyexec_set_py_sessions(PyExec *px, unsigned (*count)(const void *userdata), const void *userdata) {
+        px->py_sessions_count = count;
+        px->py_sessions = userdata;
 }
 
 bool pyexec_busy(const PyExec *px) {

@@ -46,6 +46,10 @@ DEFINE_POINTER_CLEANUP(PyExec, pyexec_free)
 /* Routes the scheduler's non-exec calls (and exec calls that choose an interpreter) through px. */
 void pyexec_attach(PyExec *px, Scheduler *scheduler);
 
+/* check_environment's count of the Python sessions open now (daemon/pysession/ is not ours: the
+ * daemon passes its count here once both exist). Without it the count is not shown. */
+void pyexec_set_py_sessions(PyExec *px, unsigned (*count)(const void *userdata), const void *userdata);
+
 /* Whether a job or a probe is still in flight (its helper run killed, its no-op not yet
  * completed): px must stay until it is not. */
 bool pyexec_busy(const PyExec *px);

@@ -380,5 +380,7 @@ int scheduler_metrics_render(Scheduler *s, char **ret, size_t *ret_len) {
                 return -ENODATA;
         metrics_set_runs(s->metrics, s->n_running, s->n_queued);
         metrics_set_pool(s->metrics, run_pool_ready(s->env.pool), run_pool_memory_bytes(s->env.pool));
+        if (s->hook && s->hook->gauges)
+                s->hook->gauges(s->hook->userdata, s->metrics);
         return metrics_render(s->metrics, ret, ret_len);
 }

@@ -26,6 +26,9 @@ typedef struct SchedulerHook {
          * never answered. True if one was. */
         bool (*cancel)(void *userdata, const void *owner, const char *id_key);
         void (*shutdown)(void *userdata, const char *reason);
+        /* Sets the hook's gauges before /metrics is rendered (what it holds now, such as the Python
+         * sessions' memory, is read at the scrape, not kept up to date). Optional: NULL. */
+        void (*gauges)(void *userdata, Metrics *metrics);
 } SchedulerHook;
 
 /* What a prepared call's run gets beyond its arguments. Strings are copied. */

@@ -320,10 +320,78 @@ static void test_other_records(void **state) {
         metrics_free(m);
 }
 
+/* Issue 18.7: a Python session's open and close, and its calls' run records, name it by the same id
+ * (never the handle). */
+static void test_py_session_records(void **state) {
+        Capture c;
+        capture_open(&c);
+        Metrics *m = NULL;
+        assert_int_equal(metrics_new("1.2.3", "http", c.f, &m), 0);
+        MetricsPySession ps = { .id = "00112233aabbccdd", .run_id = "0123456789abcdef", .limits = "rlimit",
+                                .traceparent = TRACEPARENT, .idle_timeout_s = 60, .lifetime_s = 3600,
+                                .open_ms = 41 };
+        metrics_py_session_opened(m, &ps);
+        MetricsRun r = sample_run();
+        r.py_session_id = "00112233aabbccdd";
+        r.py_session_call = 1;
+        metrics_run_finished(m, &r);
+        ps.reason = "oom";
+        ps.detail = "the interpreter exited";
+        ps.age_ms = 5000;
+        ps.calls = 1;
+        ps.memory_peak_bytes = 1 << 20;
+        ps.oom_killed = true;
+        metrics_py_session_closed(m, &ps);
+        ps.reason = "closed";
+        ps.detail = NULL;
+        metrics_py_session_closed(m, &ps);
+        capture_close(&c);
+
+        char *lines[4];
+        char *save = NULL;
+        int n = 0;
+        for (char *l = strtok_r(c.data, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+                if (n < 4)
+                        lines[n++] = l;
+                else
+                        fail_msg("more than four lines");
+        assert_int_equal(n, 4);
+        const char *head = "<6>mcp-execd: python session 00112233aabbccdd opened: ";
+        assert_true(strncmp(lines[0], head, strlen(head)) == 0);
+        assert_field(lines[0], "MESSAGE_ID", METRICS_MESSAGE_PY_SESSION_OPENED);
+        assert_field(lines[0], "PY_SESSION_ID", "00112233aabbccdd");
+        assert_field(lines[0], "RUN_ID", "0123456789abcdef");
+        assert_field(lines[0], "TRANSPORT", "http");
+        assert_field(lines[0], "LIMITS", "rlimit");
+        assert_field(lines[0], "IDLE_TIMEOUT_S", "60");
+        assert_field(lines[0], "LIFETIME_S", "3600");
+        assert_field(lines[0], "OPEN_MS", "41");
+        assert_field(lines[0], "TRACEPARENT", TRACEPARENT);
+        assert_field(lines[1], "MESSAGE_ID", METRICS_MESSAGE_RUN_FINISHED);
+        assert_field(lines[1], "PY_SESSION_ID", "00112233aabbccdd");
+        assert_field(lines[1], "PY_SESSION_CALL", "1");
+        assert_true(strncmp(lines[2], "<5>", 3) == 0); /* an OOM end is a notice */
+        assert_field(lines[2], "MESSAGE_ID", METRICS_MESSAGE_PY_SESSION_CLOSED);
+        assert_field(lines[2], "PY_SESSION_ID", "00112233aabbccdd");
+        assert_field(lines[2], "REASON", "oom");
+        assert_field(lines[2], "DETAIL", "the interpreter exited");
+        assert_field(lines[2], "AGE_MS", "5000");
+        assert_field(lines[2], "CALLS", "1");
+        assert_field(lines[2], "MEMORY_PEAK_BYTES", "1048576");
+        assert_field(lines[2], "OOM_KILLED", "1");
+        assert_true(strncmp(lines[3], "<6>", 3) == 0);
+        assert_field(lines[3], "REASON", "closed");
+        char v[64];
+        assert_false(line_field(lines[3], "DETAIL", v, sizeof(v)));
+        free(c.data);
+        metrics_free(m);
+}
+
 static void test_message_ids_are_128_bit_hex(void **state) {
         const char *ids[] = { METRICS_MESSAGE_RUN_FINISHED, METRICS_MESSAGE_RUN_REJECTED,
-                              METRICS_MESSAGE_DAEMON_STARTED, METRICS_MESSAGE_DAEMON_STOPPING };
-        for (size_t i = 0; i < 4; i++) {
+                              METRICS_MESSAGE_DAEMON_STARTED, METRICS_MESSAGE_DAEMON_STOPPING,
+                              METRICS_MESSAGE_PY_SESSION_OPENED, METRICS_MESSAGE_PY_SESSION_CLOSED };
+        for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
                 assert_int_equal(strlen(ids[i]), 32);
                 for (const char *p = ids[i]; *p; p++)
                         assert_true(isdigit((unsigned char) *p) || (*p >= 'a' && *p <= 'f'));
@@ -682,6 +750,8 @@ static void test_exposition(void **state) {
                 assert_true(sample_value(text, key) == 0);
         }
         assert_true(sample_value(text, "mcp_execd_run_duration_seconds_count") == 0);
+        assert_true(sample_value(text, "mcp_execd_py_sessions_open") == 0);
+        assert_true(sample_value(text, "mcp_execd_py_sessions_memory_bytes") == 0);
         assert_true(sample_value(text, "mcp_execd_build_info{version=\"0.1.0-\\\"q\\\"\\\\\",transport=\"http\"}") == 1);
         free(text);
 
@@ -704,6 +774,7 @@ static void test_exposition(void **state) {
         metrics_run_rejected(m, &(MetricsRejection) { .reason = "invalid-arguments" });
         metrics_run_rejected(m, &(MetricsRejection) { .reason = "session-queue-full" });
         metrics_set_runs(m, 3, 5);
+        metrics_set_py_sessions(m, 2, UINT64_C(5) << 30); /* past 32 bits */
 
         assert_int_equal(metrics_render(m, &text, &len), 0);
         assert_int_equal(assert_exposition(text, len), families);
@@ -737,6 +808,8 @@ static void test_exposition(void **state) {
         assert_true(sample_value(text, "mcp_execd_run_memory_peak_bytes_sum") == 2.0 * 9 * 1024 * 1024);
         assert_true(sample_value(text, "mcp_execd_runs_running") == 3);
         assert_true(sample_value(text, "mcp_execd_runs_queued") == 5);
+        assert_true(sample_value(text, "mcp_execd_py_sessions_open") == 2);
+        assert_true(sample_value(text, "mcp_execd_py_sessions_memory_bytes") == 5.0 * 1024 * 1024 * 1024);
         assert_true(dabs(sample_value(text, "mcp_execd_run_cpu_seconds_total{mode=\"user\"}") - 0.044) < 1e-9);
         assert_true(sample_value(text, "mcp_execd_start_time_seconds") > 1.7e9);
         free(text);
@@ -753,6 +826,7 @@ int main(void) {
                 cmocka_unit_test(test_run_record_timeout_and_signal),
                 cmocka_unit_test(test_error_record_quotes_and_stays_one_line),
                 cmocka_unit_test(test_other_records),
+                cmocka_unit_test(test_py_session_records),
                 cmocka_unit_test(test_message_ids_are_128_bit_hex),
                 cmocka_unit_test(test_journal_detection),
                 cmocka_unit_test(test_exposition_checker_refuses),
