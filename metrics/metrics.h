@@ -21,9 +21,9 @@
 #define METRICS_MESSAGE_PY_SESSION_OPENED "ea0c08d045c1493297cd897030e1fc14"
 #define METRICS_MESSAGE_PY_SESSION_CLOSED "04160dcdd87a4943ac1d71636d6bb5d1"
 
-/* A Python session's id in records (issue 18.7): the first 16 hex digits of the SHA-256 of its
- * handle. The handle is the session's only credential, so it is never written; an operator given
- * one finds its records with `printf %s "$handle" | sha256sum | cut -c1-16`. */
+/* A Python session's id in records (issue 18.7): derived from its handle, never the handle (the
+ * session's only credential): the first 16 hex digits of
+ * `systemd-id128 machine-id --app-specific=<the handle's hex>` (daemon/pysession/pysession.c). */
 #define METRICS_PY_SESSION_ID_HEX 16
 /* How a run ended, for the runs_total{outcome} counter and the OUTCOME field. */
 typedef enum MetricsOutcome {
@@ -87,7 +87,7 @@ typedef struct MetricsRejection {
 
 /* A Python session's open (once it is ready) or its end. Strings are borrowed for the call. */
 typedef struct MetricsPySession {
-        const char *id;          /* METRICS_PY_SESSION_ID_HEX hex digits of the handle's SHA-256 */
+        const char *id;          /* METRICS_PY_SESSION_ID_HEX hex digits derived from the handle */
         const char *run_id;      /* its sandbox's run id (the scope mcp-execd-run-<id>.scope) */
         const char *unit;        /* its scope unit, or NULL */
         const char *limits;      /* "cgroup" or "rlimit" */

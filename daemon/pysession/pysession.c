@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <systemd/sd-id128.h>
 
 #include "cleanup.h"
 #include "fd-util.h"
@@ -46,7 +47,6 @@
 #include "outputs.h"
 #include "py-launch.h"
 #include "pysession.h"
-#include "sha256.h"
 #include "spawn.h"
 #include "str-util.h"
 
@@ -854,6 +854,22 @@ static uint32_t session_backstop_s(const PySessions *m) {
         return (uint32_t) MIN(s, (uint64_t) UINT32_MAX / 2);
 }
 
+
+/* PY_SESSION_ID (metrics.h): the first 16 hex digits of this machine's app-specific id for the
+ * handle's 128 random bits, an HMAC-SHA256 keyed by /etc/machine-id
+ * (sd_id128_get_machine_app_specific(3)). The handle, the session's only credential, is never
+ * written, nor can it be had back from this; an operator given one finds its records with
+ * `systemd-id128 machine-id --app-specific=<the handle's hex>`. Without a machine id (a bare
+ * container) the session's run id, random as well, stands in. */
+static void session_record_id(const char *handle, const char *run_id, char out[METRICS_PY_SESSION_ID_HEX + 1]) {
+        const char *hex = strrchr(handle, '-');
+        sd_id128_t app, id;
+        char text[SD_ID128_STRING_MAX];
+        if (sd_id128_from_string(hex ? hex + 1 : handle, &app) >= 0 && sd_id128_get_machine_app_specific(app, &id) >= 0)
+                run_id = sd_id128_to_string(id, text);
+        snprintf(out, METRICS_PY_SESSION_ID_HEX + 1, "%s", run_id);
+}
+
 static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
         const McpExecArgs *a = mcp_call_args(call);
         if (m->config.max == 0 || !m->env.python) {
@@ -908,7 +924,8 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
         int r = str_random_id(s->handle, m->config.tag, PYSESSION_NONCE_HEX / 2);
         if (r >= 0)
                 r = str_random_hex(s->id, 8);
-        sha256_hex_prefix(s->handle, strlen(s->handle), METRICS_PY_SESSION_ID_HEX / 2, s->id_hash);
+        if (r >= 0)
+                session_record_id(s->handle, s->id, s->id_hash);
         if (r < 0) {
                 session_free(s);
                 answer_errorf(call, owner, reply, "cannot make a session handle: %s", strerror(-r));

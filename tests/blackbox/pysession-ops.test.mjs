@@ -1,10 +1,11 @@
 // Python sessions for operators (issue 18.7): a record when a session opens and when it ends (with
 // why: closed, idle expiry, timeout, a crash, the interpreter's exit, the daemon's stop), each call's
-// run record naming the session by the same id (the first 16 hex of the handle's SHA-256), the
+// run record naming the session by the same id (derived from the handle as an operator does it:
+// `systemd-id128 machine-id --app-specific=<the handle's hex>`, its first 16 hex digits), the
 // handle itself never written (records here are lines on stderr: the daemon has no journal), and
 // the /metrics gauges of open sessions and their memory.
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { RawDaemon, startDaemon, sleep, test } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk, rawRequest } from './lib/http-daemon.mjs';
 import { callTool } from './lib/files.mjs';
@@ -16,7 +17,8 @@ const CLOSED = 'MESSAGE_ID=04160dcdd87a4943ac1d71636d6bb5d1';
 const RUN = 'MESSAGE_ID=0a6bda1f24cf4b5188307da770817b6b';
 
 const errText = (r) => r.result.content?.[0]?.text ?? '';
-const idOf = (handle) => crypto.createHash('sha256').update(handle).digest('hex').slice(0, 16);
+const idOf = (handle) => execFileSync('systemd-id128', ['machine-id', `--app-specific=${handle.split('-').pop()}`],
+    { encoding: 'utf8' }).trim().slice(0, 16);
 const lines = (text, id) => text.split('\n').filter((l) => l.includes(id));
 const field = (line, key) => new RegExp(` ${key}=("(?:[^"\\\\]|\\\\.)*"|\\S*)`).exec(line)?.[1]?.replace(/^"|"$/g, '');
 
