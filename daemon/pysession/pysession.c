@@ -854,7 +854,6 @@ static uint32_t session_backstop_s(const PySessions *m) {
         return (uint32_t) MIN(s, (uint64_t) UINT32_MAX / 2);
 }
 
-
 /* PY_SESSION_ID (metrics.h): the first 16 hex digits of this machine's app-specific id for the
  * handle's 128 random bits, an HMAC-SHA256 keyed by /etc/machine-id
  * (sd_id128_get_machine_app_specific(3)). The handle, the session's only credential, is never
