@@ -95,8 +95,10 @@ static void test_fetched_make_room(void **state) {
         assert_int_equal(task_store_create(&s, "b", 0, 3 * SEC, 3, &b1), 0);
         assert_int_equal(task_store_create(&s, "c", 0, 3 * SEC, 3, &c1), 0);
         task_end(b1, TASK_COMPLETED, strdup("{}"), 3 * SEC, 3);
+        char a2_id[TASK_ID_MAX + 1]; /* a2 is freed by the next create */
+        strcpy(a2_id, a2->id);
         assert_int_equal(task_store_create(&s, "d", 0, 4 * SEC, 4, &d1), 0);
-        assert_null(task_store_find(&s, "a", a2->id, 4 * SEC));
+        assert_null(task_store_find(&s, "a", a2_id, 4 * SEC));
         assert_ptr_equal(task_store_find(&s, "b", b1->id, 4 * SEC), b1);
         assert_int_equal(task_store_create(&s, "d", 0, 4 * SEC, 4, &d1), -EBUSY);
         assert_int_equal(s.n_tasks, 4);
