@@ -439,31 +439,13 @@ static void call_record(PySession *s, const PyCall *c, const McpExecResult *r, b
         Metrics *metrics = sessions_metrics(s->m);
         if (!metrics || !c->call)
                 return;
-        const McpExecArgs *a = mcp_call_args(c->call);
-        MetricsRun m = {
-                .run_id = s->id,
-                .unit = s->cgroup ? cgroup_run_unit(s->cgroup) : NULL,
-                .limits = s->cgroup ? "cgroup" : "rlimit",
-                .cancelled = cancelled,
-                .timeout_s = a->timeout_s,
-                .code_bytes = a->code_len,
-                .stdin_bytes = a->stdin_len,
-                .traceparent = mcp_call_traceparent(c->call),
-                .exit_code = r->exit_code,
-                .signal = r->signal,
-                .timed_out = r->timed_out,
-                .oom_killed = r->oom_killed,
-                .pids_limit_hit = r->pids_limit_hit,
-                .truncated = r->truncated,
-                .duration_ms = r->duration_ms,
-                .memory_peak_bytes = r->memory_peak_bytes,
-                .cpu_user_us = r->cpu_user_us,
-                .cpu_system_us = r->cpu_system_us,
-                .stdout_bytes = r->stdout_len,
-                .stderr_bytes = r->stderr_len,
-                .py_session_id = s->id_hash,
-                .py_session_call = s->calls,
-        };
+        MetricsRun m = scheduler_record_of(c->call, r);
+        m.run_id = s->id;
+        m.unit = s->cgroup ? cgroup_run_unit(s->cgroup) : NULL;
+        m.limits = s->cgroup ? "cgroup" : "rlimit";
+        m.cancelled = cancelled;
+        m.py_session_id = s->id_hash;
+        m.py_session_call = s->calls;
         metrics_run_finished(metrics, &m);
 }
 

@@ -102,26 +102,15 @@ static void job_answer_error(Job *j, const char *message) {
 
 static void scheduler_pump(Scheduler *s);
 
-/* The run's journal record (metadata only: sizes, never the bytes) and counters. r is the run's
- * result, zeroed when the run failed to run. */
-static void job_record(Job *j, Run *run, const McpExecResult *r) {
-        Scheduler *s = j->scheduler;
-        if (!s->metrics)
-                return;
-        const McpExecArgs *a = mcp_call_args(j->call);
-        MetricsRun m = {
-                .run_id = s->run_ops->id(run),
-                .unit = s->run_ops->unit(run),
-                .error = s->run_ops->error(run),
-                .cancelled = j->cancelled || j->shutdown,
-                .queue_ms = j->queue_ms,
+MetricsRun scheduler_record_of(const McpCall *call, const McpExecResult *r) {
+        const McpExecArgs *a = mcp_call_args(call);
+        return (MetricsRun) {
                 .timeout_s = a->timeout_s,
                 .code_bytes = a->code_len,
                 .stdin_bytes = a->stdin_len,
-                .scope_start_usec = s->run_ops->place_usec(run),
+                .traceparent = mcp_call_traceparent(call),
                 .warm = r->warm,
                 .memory_at_start_bytes = r->memory_at_start_bytes,
-                .traceparent = mcp_call_traceparent(j->call),
                 .limits = r->limits,
                 .exit_code = r->exit_code,
                 .signal = r->signal,
@@ -136,6 +125,21 @@ static void job_record(Job *j, Run *run, const McpExecResult *r) {
                 .stdout_bytes = r->stdout_len,
                 .stderr_bytes = r->stderr_len,
         };
+}
+
+/* The run's journal record (metadata only: sizes, never the bytes) and counters. r is the run's
+ * result, zeroed when the run failed to run. */
+static void job_record(Job *j, Run *run, const McpExecResult *r) {
+        Scheduler *s = j->scheduler;
+        if (!s->metrics)
+                return;
+        MetricsRun m = scheduler_record_of(j->call, r);
+        m.run_id = s->run_ops->id(run);
+        m.unit = s->run_ops->unit(run);
+        m.error = s->run_ops->error(run);
+        m.cancelled = j->cancelled || j->shutdown;
+        m.queue_ms = j->queue_ms;
+        m.scope_start_usec = s->run_ops->place_usec(run);
         metrics_set_runs(s->metrics, s->n_running, s->n_queued);
         metrics_run_finished(s->metrics, &m);
 }

@@ -275,6 +275,18 @@ static void test_error_record_quotes_and_stays_one_line(void **state) {
         metrics_free(m);
 }
 
+/* The n lines of text, split in place into lines[]: exactly n, no more, no fewer. */
+static void split_lines(char *text, char **lines, int n) {
+        char *save = NULL;
+        int k = 0;
+        for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                if (k >= n)
+                        fail_msg("more than %d lines", n);
+                lines[k++] = l;
+        }
+        assert_int_equal(k, n);
+}
+
 static void test_other_records(void **state) {
         Capture c;
         capture_open(&c);
@@ -291,14 +303,7 @@ static void test_other_records(void **state) {
         capture_close(&c);
 
         char *lines[4];
-        char *save = NULL;
-        int n = 0;
-        for (char *l = strtok_r(c.data, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-                if (n < 4)
-                        lines[n++] = l;
-                else
-                        fail_msg("more than four lines");
-        assert_int_equal(n, 4);
+        split_lines(c.data, lines, 4);
         assert_field(lines[0], "MESSAGE_ID", METRICS_MESSAGE_DAEMON_STARTED);
         assert_field(lines[0], "VERSION", "1.2.3");
         assert_field(lines[0], "LIMITS", "rlimit");
@@ -348,39 +353,36 @@ static void test_py_session_records(void **state) {
         capture_close(&c);
 
         char *lines[4];
-        char *save = NULL;
-        int n = 0;
-        for (char *l = strtok_r(c.data, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-                if (n < 4)
-                        lines[n++] = l;
-                else
-                        fail_msg("more than four lines");
-        assert_int_equal(n, 4);
+        split_lines(c.data, lines, 4);
         const char *head = "<6>mcp-execd: python session 00112233aabbccdd opened: ";
         assert_true(strncmp(lines[0], head, strlen(head)) == 0);
-        assert_field(lines[0], "MESSAGE_ID", METRICS_MESSAGE_PY_SESSION_OPENED);
-        assert_field(lines[0], "PY_SESSION_ID", "00112233aabbccdd");
-        assert_field(lines[0], "RUN_ID", "0123456789abcdef");
-        assert_field(lines[0], "TRANSPORT", "http");
-        assert_field(lines[0], "LIMITS", "rlimit");
-        assert_field(lines[0], "IDLE_TIMEOUT_S", "60");
-        assert_field(lines[0], "LIFETIME_S", "3600");
-        assert_field(lines[0], "OPEN_MS", "41");
-        assert_field(lines[0], "TRACEPARENT", TRACEPARENT);
-        assert_field(lines[1], "MESSAGE_ID", METRICS_MESSAGE_RUN_FINISHED);
-        assert_field(lines[1], "PY_SESSION_ID", "00112233aabbccdd");
-        assert_field(lines[1], "PY_SESSION_CALL", "1");
+        static const struct { int line; const char *key, *want; } fields[] = {
+                { 0, "MESSAGE_ID", METRICS_MESSAGE_PY_SESSION_OPENED },
+                { 0, "PY_SESSION_ID", "00112233aabbccdd" },
+                { 0, "RUN_ID", "0123456789abcdef" },
+                { 0, "TRANSPORT", "http" },
+                { 0, "LIMITS", "rlimit" },
+                { 0, "IDLE_TIMEOUT_S", "60" },
+                { 0, "LIFETIME_S", "3600" },
+                { 0, "OPEN_MS", "41" },
+                { 0, "TRACEPARENT", TRACEPARENT },
+                { 1, "MESSAGE_ID", METRICS_MESSAGE_RUN_FINISHED },
+                { 1, "PY_SESSION_ID", "00112233aabbccdd" },
+                { 1, "PY_SESSION_CALL", "1" },
+                { 2, "MESSAGE_ID", METRICS_MESSAGE_PY_SESSION_CLOSED },
+                { 2, "PY_SESSION_ID", "00112233aabbccdd" },
+                { 2, "REASON", "oom" },
+                { 2, "DETAIL", "the interpreter exited" },
+                { 2, "AGE_MS", "5000" },
+                { 2, "CALLS", "1" },
+                { 2, "MEMORY_PEAK_BYTES", "1048576" },
+                { 2, "OOM_KILLED", "1" },
+                { 3, "REASON", "closed" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++)
+                assert_field(lines[fields[i].line], fields[i].key, fields[i].want);
         assert_true(strncmp(lines[2], "<5>", 3) == 0); /* an OOM end is a notice */
-        assert_field(lines[2], "MESSAGE_ID", METRICS_MESSAGE_PY_SESSION_CLOSED);
-        assert_field(lines[2], "PY_SESSION_ID", "00112233aabbccdd");
-        assert_field(lines[2], "REASON", "oom");
-        assert_field(lines[2], "DETAIL", "the interpreter exited");
-        assert_field(lines[2], "AGE_MS", "5000");
-        assert_field(lines[2], "CALLS", "1");
-        assert_field(lines[2], "MEMORY_PEAK_BYTES", "1048576");
-        assert_field(lines[2], "OOM_KILLED", "1");
         assert_true(strncmp(lines[3], "<6>", 3) == 0);
-        assert_field(lines[3], "REASON", "closed");
         char v[64];
         assert_false(line_field(lines[3], "DETAIL", v, sizeof(v)));
         free(c.data);
