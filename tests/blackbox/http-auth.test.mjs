@@ -129,7 +129,9 @@ function spawnHttp(t, env, wrap) {
     const proc = spawn(cmd, wrap ? [...args, binaryPath()] : args, { env: full, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     proc.stderr.on('data', (b) => { stderr += b.toString('utf8'); });
-    const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+    // 'close', not 'exit': what the daemon wrote just before it exited may still be in the pipe
+    // when 'exit' comes (CI once saw an empty stderr there).
+    const exited = new Promise((resolve) => proc.on('close', (code, signal) => resolve({ code, signal })));
     t.after(() => { try { proc.kill('SIGKILL'); } catch { /* gone */ } });
     return { proc, exited, stderr: () => stderr };
 }

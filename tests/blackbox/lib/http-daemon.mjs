@@ -18,6 +18,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { binaryPath, daemonEnv, sleep } from './env.mjs';
+import { afterStderr } from './proc.mjs';
 
 export const MCP_ACCEPT = 'application/json, text/event-stream';
 
@@ -71,11 +72,11 @@ function makeDaemon(proc, host, port) {
         stderr += b.toString('utf8');
         for (const w of [...lineWaiters]) if (w.re.test(stderr)) { lineWaiters.splice(lineWaiters.indexOf(w), 1); w.resolve(true); }
     });
-    proc.on('exit', (code, signal) => {
+    proc.on('exit', (code, signal) => afterStderr(proc, () => {
         exit = { code, signal };
         for (const w of exitWaiters) w(exit);
         for (const w of lineWaiters) w.resolve(false);
-    });
+    }));
     const base = `http://${host}:${port}`;
     const d = {
         proc, pid: proc.pid, port, host, base,

@@ -138,3 +138,15 @@ export function daemonCopyForUid(uid, prefix) {
     fs.chownSync(tmp, uid, uid);
     return { dir, binary, tmp };
 }
+
+/** Calls done() once the process's stderr has ended, or after 1 s: what a daemon wrote just before it
+ * exited may still be in the pipe when 'exit' comes (a child that keeps the pipe open only delays
+ * this by the second). */
+export function afterStderr(proc, done) {
+    if (proc.stderr.readableEnded) { done(); return; }
+    let called = false;
+    const once = () => { if (!called) { called = true; clearTimeout(timer); done(); } };
+    const timer = setTimeout(once, 1000);
+    proc.stderr.once('end', once);
+    proc.stderr.once('close', once);
+}

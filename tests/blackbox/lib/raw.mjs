@@ -14,6 +14,7 @@
 
 import { spawn } from 'node:child_process';
 import { binaryPath, daemonEnv } from './env.mjs';
+import { afterStderr } from './proc.mjs';
 
 export class RawDaemon {
     /**
@@ -52,11 +53,11 @@ export class RawDaemon {
         proc.stdout.on('data', (chunk) => this._onData(chunk));
         proc.stderr.on('data', (b) => { this.stderrText += b.toString('utf8'); });
         proc.stdin.on('error', () => { /* EPIPE when the daemon is gone: the test sees the exit */ });
-        proc.on('exit', (code, signal) => {
+        proc.on('exit', (code, signal) => afterStderr(proc, () => {
             this.exit = { code, signal };
             for (const w of this._exitWaiters) w(this.exit);
             this._exitWaiters = [];
-        });
+        }));
         // Once stdout is closed and the process gone, nothing more can arrive: fail waiters now.
         proc.on('close', () => {
             this.closed = true;
