@@ -138,6 +138,9 @@ def remove():
     for p in PORTS:
         sh("systemctl", "stop", "mcp-execd@%d.socket" % p, unit(p))
         sh("systemctl", "reset-failed", unit(p))
+        # The instance's slice stays after its service (systemd keeps a slice until it is stopped):
+        # the next tests should find mcp-execd.slice as they would on a fresh machine.
+        sh("systemctl", "stop", "mcp-execd-%d.slice" % p)
     for u in ("mcp-execd@.service", "mcp-execd@.socket", "mcp-execd.slice"):
         try:
             os.unlink("/run/systemd/system/" + u)

@@ -21,21 +21,12 @@ import uuid
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 import fleet  # noqa: E402
 from mcpclient import TestFailure, run, wait_for  # noqa: E402
-from scopes import CGROUP, marker_pids  # noqa: E402
+from scopes import all_scope_dirs, marker_pids  # noqa: E402
 from service import install_units, remove_units, run_units, sh  # noqa: E402
 
 PORT = 8080
 TOKEN = secrets.token_hex(16)
 N = 50
-SLICE_DIR = os.path.join(CGROUP, "mcp.slice", "mcp-execd.slice")
-
-
-def slice_cgroups():
-    """The cgroups below mcp-execd.slice (the runs' and sessions' scopes, and anything in them)."""
-    out = []
-    for root, dirs, _ in os.walk(SLICE_DIR):
-        out.extend(os.path.join(root, d) for d in dirs)
-    return out
 
 
 def runtime_dirs():
@@ -82,9 +73,18 @@ def open_sessions(marker, n, **open_args):
 
 
 def nothing_left(marker):
-    """What is left of the sessions: processes with the marker, run scopes, cgroups in the slice."""
-    left = {"processes": marker_pids(marker), "scopes": run_units(), "cgroups": slice_cgroups()}
+    """What is left of the sessions: processes with the marker, run scope units, run scope cgroups
+    (only those: other tests leave slices of their own in mcp-execd.slice, such as the fleet's
+    mcp-execd-8081.slice)."""
+    left = {"processes": marker_pids(marker), "scopes": run_units(), "cgroups": all_scope_dirs()}
     return {k: v for k, v in left.items() if v}
+
+
+def wait_nothing_left(marker, after, timeout=120):
+    try:
+        wait_for("nothing of the sessions to be left after " + after, lambda: not nothing_left(marker), timeout)
+    except TestFailure as e:
+        raise TestFailure("%s; left: %r" % (e, nothing_left(marker)))
 
 
 def main():
@@ -134,7 +134,7 @@ def scenario():
     # --- 3. SIGKILL with the other sessions open ------------------------------------------
     t = time.monotonic()
     os.kill(pid, 9)
-    wait_for("nothing of the sessions to be left after the daemon's SIGKILL", lambda: not nothing_left(marker), 120)
+    wait_nothing_left(marker, "the daemon's SIGKILL")
     print("SIGKILL with %d sessions open: their processes, scopes and cgroups gone after %.1f s"
           % (len(handles), time.monotonic() - t))
     # The next request starts the service again (its socket): no session of before is there.
@@ -157,7 +157,7 @@ def scenario():
     more = open_sessions(marker2, 10)
     wait_for("the 10 sessions' processes", lambda: len(marker_pids(marker2)) == 10, 60)
     sh("systemctl", "stop", "mcp-execd.socket", "mcp-execd.service", check=True)
-    wait_for("nothing of the sessions to be left after systemctl stop", lambda: not nothing_left(marker2), 120)
+    wait_nothing_left(marker2, "systemctl stop")
     if runtime_dirs():
         raise TestFailure("files left under /run/mcp-execd after the stop: %r" % runtime_dirs())
     print("systemctl stop with %d sessions open: nothing left" % len(more))
