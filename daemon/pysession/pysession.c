@@ -1246,14 +1246,16 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
 static void hook_gauges(void *userdata, Metrics *metrics) {
         PySessions *m = userdata;
         uint64_t memory = 0;
+        unsigned open = 0; /* as pysessions_count(), in the same walk */
         LIST_FOREACH(sessions, s, m->sessions) {
                 CgroupUsage u;
                 if (s->state == PYSESSION_DEAD)
                         continue;
+                open++;
                 if (s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0 && cgroup_run_usage(s->cgroup, &u) >= 0)
                         memory += u.memory_current_bytes;
         }
-        metrics_set_py_sessions(metrics, pysessions_count(m), memory);
+        metrics_set_py_sessions(metrics, open, memory);
         if (m->inner && m->inner->gauges)
                 m->inner->gauges(m->inner->userdata, metrics);
 }
