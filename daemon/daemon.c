@@ -716,9 +716,10 @@ Daemon *daemon_free(Daemon *d) {
                 log_debug("teardown: %u operation(s) still in flight, left to the kernel", ring_inflight(d->ring));
 
         /* 3. Reverse order of daemon_new(). */
+        /* The sessions before the scheduler: a call they still hold gives its slot back. */
+        pysessions_free(d->pysessions);
         metrics_free(d->metrics);
         scheduler_done(&d->scheduler);
-        pysessions_free(d->pysessions);
         pyexec_free(d->pyexec);
         run_pool_free(d->pool);
         signals_free(d->signals);

@@ -56,6 +56,7 @@
 #define PYSESSION_END_PREFIX "\0MCPEXECD-END " /* 14 bytes, the NUL included */
 #define PYSESSION_END_PREFIX_LEN 14
 #define PYSESSION_NONCE_HEX 32
+#define PYSESSION_STDIN_RECORD "/dev/stdin" /* launch.py's _SESSION_STDIN */
 /* A handle: the instance tag (at most 16 characters), '-', 32 hex digits. */
 #define PYSESSION_HANDLE_MAX (16 + 1 + PYSESSION_NONCE_HEX)
 /* The end line after its prefix and nonce: five numbers and spaces; longer is not ours. */
@@ -119,6 +120,10 @@ typedef struct PyStream {
 
 /* The call in flight (exec or execute_python with this session). */
 typedef struct PyCall {
+        PySession *session;
+        SchedulerSlot slot; /* one of MCP_EXEC_MAX_CONCURRENT's while it runs: a busy session is a running call */
+        bool started;       /* its message is being written: it holds its slot and its deadline runs */
+        uint64_t t_queued;
         McpCall *call;
         void *owner; /* NULL once cancelled: the answer is dropped */
         JobReplyFn reply;
@@ -257,6 +262,9 @@ static void session_staging_remove(PySession *s) {
 static void call_free(PyCall *c) {
         if (!c)
                 return;
+        /* Held or waiting, the slot goes back with the call (the next queued call or run starts). */
+        if (c->session && c->session->m->scheduler)
+                scheduler_slot_release(c->session->m->scheduler, &c->slot);
         mcp_call_free(c->call);
         free(c->msg);
         output_done(&c->output);
@@ -489,7 +497,9 @@ static void call_finish(PySession *s) {
                 .run_id = s->id,
         };
         uint64_t end = c->t_end ? c->t_end : now_usec();
-        r.duration_ms = delta(end, c->t_release) / 1000;
+        /* A call that never started (it waited for a slot when its session ended) ran for no time. */
+        r.duration_ms = c->started ? delta(end, c->t_release) / 1000 : 0;
+        r.queue_ms = delta(c->started ? c->t_release : end, c->t_queued) / 1000;
         if (c->timed_out)
                 r.exit_code = -1; /* mcp-exec's contract: -1 when timed out */
         else if (alive)
@@ -572,7 +582,7 @@ static void call_ended(PySession *s) {
 
 static void stream_take(PySession *s, PyStream *st, const char *p, size_t n) {
         PyCall *c = s->call;
-        if (!c || st->ended)
+        if (!c || !c->started || st->ended)
                 return; /* between calls (a thread the code left running): not any call's */
         memcpy(st->hold + st->held, p, n);
         st->held += n;
@@ -1019,6 +1029,27 @@ static void answer_unknown(PySessions *m, McpCall *call, void *owner, JobReplyFn
                 answer_error(call, owner, reply, PYSESSION_UNKNOWN);
 }
 
+/* The call holds its slot: its code goes to the interpreter and its deadline runs from now. */
+static void call_start(PySession *s) {
+        PyCall *c = s->call;
+        if (s->cgroup)
+                c->have_usage_start = cgroup_run_usage(s->cgroup, &c->usage_start) >= 0;
+        c->started = true;
+        s->calls++;
+        s->in_grace = false;
+        s->streams[0].ended = s->streams[1].ended = false;
+        s->streams[0].held = s->streams[1].held = 0;
+        c->t_release = now_usec();
+        struct io_uring_sqe *sqe = ring_get_sqe(s->m->env.ring, &s->op_stdin);
+        io_uring_prep_write(sqe, s->stdin_fd, c->msg, (unsigned) MIN(c->msg_len, (size_t) 1 << 20), (uint64_t) -1);
+        timer_arm(s, (uint64_t) mcp_call_args(c->call)->timeout_s * 1000000u);
+}
+
+static void on_slot_granted(SchedulerSlot *slot) {
+        PyCall *c = container_of(slot, PyCall, slot);
+        call_start(c->session);
+}
+
 static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
         const McpExecArgs *a = mcp_call_args(call);
         PySession *s = session_find(m, a->session);
@@ -1029,11 +1060,6 @@ static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn r
         if (s->state == PYSESSION_BUSY) {
                 answer_error(call, owner, reply, "the session is running another call; a session runs one call at a "
                                                  "time: wait for its answer, or open another session");
-                return;
-        }
-        if (a->stdin_len > 0) {
-                answer_error(call, owner, reply, "invalid argument 'stdin': not supported with a session yet; "
-                                                 "pass data as a file (files) instead");
                 return;
         }
         if (a->dependencies && json_array_size(a->dependencies) > 0) {
@@ -1057,25 +1083,46 @@ static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn r
                 answer_error(call, owner, reply, "cannot make the call's nonce");
                 return;
         }
-        c->msg = run_launcher_message(c->nonce, a->code, a->code_len, a->files, a->n_files, NULL, 0, &c->msg_len);
+        /* stdin goes first among the records, under a name no input file can have (they are relative):
+         * the launcher gives it to this call's code as fd 0 and sys.stdin, and the next call none. */
+        _cleanup_free_ McpInputFile *records = NULL;
+        const McpInputFile *files = a->files;
+        size_t n_files = a->n_files;
+        if (a->stdin_len > 0) {
+                records = calloc(a->n_files + 1, sizeof(*records));
+                if (!records) {
+                        answer_error(call, owner, reply, "mcp-execd is out of memory");
+                        return;
+                }
+                records[0] = (McpInputFile) { .name = PYSESSION_STDIN_RECORD, .data = a->stdin_data, .len = a->stdin_len };
+                if (a->n_files)
+                        memcpy(records + 1, a->files, a->n_files * sizeof(*records));
+                files = records;
+                n_files++;
+        }
+        c->msg = run_launcher_message(c->nonce, a->code, a->code_len, files, n_files, NULL, 0, &c->msg_len);
         if (!c->msg) {
                 answer_error(call, owner, reply, "mcp-execd is out of memory");
                 return;
         }
         c->call = call;
-
-        if (s->cgroup)
-                c->have_usage_start = cgroup_run_usage(s->cgroup, &c->usage_start) >= 0;
+        c->session = s;
+        c->slot.granted = on_slot_granted;
+        c->t_queued = now_usec();
+        int r = m->scheduler ? scheduler_slot_request(m->scheduler, &c->slot) : 1;
+        if (r < 0) {
+                char msg[512];
+                scheduler_refusal_message(m->scheduler, r, msg, sizeof(msg));
+                c->call = NULL;
+                call_free(TAKE_PTR(c));
+                answer_error(call, owner, reply, msg);
+                return;
+        }
+        /* From here the session is busy: a second call is refused, the idle expiry waits. */
         s->call = TAKE_PTR(c);
         s->state = PYSESSION_BUSY;
-        s->calls++;
-        s->in_grace = false;
-        s->streams[0].ended = s->streams[1].ended = false;
-        s->streams[0].held = s->streams[1].held = 0;
-        s->call->t_release = now_usec();
-        struct io_uring_sqe *sqe = ring_get_sqe(m->env.ring, &s->op_stdin);
-        io_uring_prep_write(sqe, s->stdin_fd, s->call->msg, (unsigned) MIN(s->call->msg_len, (size_t) 1 << 20), (uint64_t) -1);
-        timer_arm(s, (uint64_t) a->timeout_s * 1000000u);
+        if (r > 0)
+                call_start(s);
 }
 
 static void session_close(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
@@ -1227,7 +1274,12 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
                 }
                 s->call->reply(s->call->owner, NULL);
                 s->call->owner = NULL;
-                if (!s->in_grace) {
+                if (!s->call->started) {
+                        /* Still waiting for a slot: it leaves the queue, the session never saw it. */
+                        call_free(TAKE_PTR(s->call)); /* no record: as a queued run's cancel */
+                        s->state = PYSESSION_IDLE;
+                        s->t_last = now_usec();
+                } else if (!s->in_grace) {
                         s->in_grace = true;
                         s->call->interrupted = true;
                         session_interrupt(s);
@@ -1307,7 +1359,7 @@ void pysessions_stop(PySessions *m, const char *reason) {
                 if (s->call && s->call->owner) {
                         /* Answered with the reason, not with a half result. */
                         PyCall *c = s->call;
-                        uint64_t ms = (now_usec() - c->t_release) / 1000u;
+                        uint64_t ms = c->started ? (now_usec() - c->t_release) / 1000u : 0;
                         call_record(s, c, &(McpExecResult) { .exit_code = -SIGKILL, .duration_ms = ms }, true);
                         answer_error(TAKE_PTR(c->call), c->owner, c->reply, reason ? reason : "mcp-execd is stopping");
                         c->owner = NULL;

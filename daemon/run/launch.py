@@ -123,6 +123,7 @@ def _warm_read(n):
 # handler between the ready line and the first call: the daemon may send one as soon as it has
 # written a call's message.
 _SESSION_FD = [-1]
+_SESSION_STDIN = "/dev/stdin"  # the record that holds a call's stdin (input file names are relative)
 _SESSION_EARLY = [False]
 
 
@@ -246,7 +247,8 @@ def _session():
 
     Each call is one message on the private copy of fd 0 (fd 0 itself is /dev/null, so the code
     cannot read the next call's message by accident): records, the first named by the call's nonce
-    and holding its code, then its input files. The code is compiled with its own file name
+    and holding its code, then its stdin if it has one (named _SESSION_STDIN; the code reads it on
+    fd 0 and sys.stdin, which are /dev/null otherwise), then its input files. The code is compiled with its own file name
     (<call-N>, its lines in linecache) so that tracebacks show the call's own lines. The end of a
     call is one line on fd 2 and then fd 1, after everything the call printed was flushed:
     "\\0MCPEXECD-END <nonce> <status> <user us> <system us> <maxrss bytes>". The nonce is new for
@@ -280,10 +282,31 @@ def _session():
             n -= len(b)
         return b"".join(parts)
 
+    def stdin_for(data):
+        # The call's stdin on fd 0 (an unnamed file in the working directory: nothing to clean up,
+        # nothing the code can list), or /dev/null; sys.stdin anew, so nothing a former call left
+        # in the old one's buffer is read by this call.
+        fd = None
+        if data:
+            fd = os.open(_CWD0, os.O_TMPFILE | os.O_RDWR, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.lseek(fd, 0, os.SEEK_SET)
+        else:
+            fd = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(fd, 0)
+        os.close(fd)
+        std = sys.__stdin__
+        sys.stdin = open(0, "r", encoding=std.encoding, errors=std.errors, closefd=False)
+
     calls = 0
     while True:
         records = _warm_records(read(int.from_bytes(read(8), "little")))
         nonce, code = records[0]
+        data = None
+        if len(records) > 1 and records[1][0] == _SESSION_STDIN:
+            data = records.pop(1)[1]
         calls += 1
         name = "<call-%d>" % calls
         status = 0
@@ -292,7 +315,13 @@ def _session():
             os.makedirs(_OUT, exist_ok=True)
         except OSError:
             pass
-        if not _warm_files(records[1:], exit_on_error=False):
+        try:
+            stdin_for(data)
+        except OSError as e:  # /tmp full: as a file that cannot be written
+            os.write(2, ("mcp-execd: the session could not give the call its stdin: %s\n" % e.strerror)
+                     .encode("utf-8", "replace"))
+            status = 1
+        if status or not _warm_files(records[1:], exit_on_error=False):
             status = 1
         else:
             text = code.decode("utf-8", "surrogateescape")
@@ -354,6 +383,11 @@ def _session():
             except OSError:
                 os._exit(1)
         early[0] = False  # one that came for the call just ended: it reached its end anyway
+        if data:
+            try:
+                stdin_for(None)  # its memory is not held until the next call
+            except OSError:
+                pass
 
 
 _CWD0 = os.getcwd()

@@ -1,4 +1,5 @@
 /* scheduler.c: the bounded run queue and cancellation. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@ struct Job {
         const void *session; /* session_of(owner), or NULL */
         JobReplyFn reply;
         uint64_t t_queued;
+        uint64_t seq; /* arrival (Scheduler.seq), against the slot waiters' */
         uint64_t queue_ms;
         Run *run;
         bool cancelled;
@@ -70,6 +72,7 @@ DEFINE_POINTER_CLEANUP(Job, job_free)
 
 /* The queue keeps its tail, so appending stays O(1) however long it is. */
 static void queue_append(Scheduler *s, Job *j) {
+        j->seq = s->seq++;
         LIST_INSERT_AFTER(jobs, s->queue, s->queue_tail, j);
         s->queue_tail = j;
         s->n_queued++;
@@ -201,11 +204,55 @@ static void job_start(Scheduler *s, Job *j) {
         }
 }
 
+static void slot_waiter_remove(Scheduler *s, SchedulerSlot *slot) {
+        if (s->slot_waiters_tail == slot)
+                s->slot_waiters_tail = slot->slots_prev;
+        LIST_REMOVE(slots, s->slot_waiters, slot);
+        slot->waiting = false;
+        s->n_queued--;
+}
+
+/* Free slots go to whoever came first, a queued run or a waiting slot. */
 static void scheduler_pump(Scheduler *s) {
-        while (s->queue && s->n_running < s->max_running && !s->shutting_down) {
+        while ((s->queue || s->slot_waiters) && s->n_running < s->max_running && !s->shutting_down) {
+                SchedulerSlot *w = s->slot_waiters;
+                if (w && (!s->queue || w->seq < s->queue->seq)) {
+                        slot_waiter_remove(s, w);
+                        w->held = true;
+                        s->n_running++;
+                        w->granted(w);
+                        continue;
+                }
                 Job *j = s->queue;
                 queue_remove(s, j);
                 job_start(s, j);
+        }
+}
+
+int scheduler_slot_request(Scheduler *s, SchedulerSlot *slot) {
+        assert(!slot->held && !slot->waiting);
+        if (s->shutting_down || (s->n_running >= s->max_running && s->n_queued >= s->queue_max))
+                return -EBUSY;
+        slot->seq = s->seq++;
+        if (s->n_running < s->max_running && !s->queue && !s->slot_waiters) {
+                slot->held = true;
+                s->n_running++;
+                return 1;
+        }
+        LIST_INSERT_AFTER(slots, s->slot_waiters, s->slot_waiters_tail, slot);
+        s->slot_waiters_tail = slot;
+        slot->waiting = true;
+        s->n_queued++;
+        return 0;
+}
+
+void scheduler_slot_release(Scheduler *s, SchedulerSlot *slot) {
+        if (slot->waiting)
+                slot_waiter_remove(s, slot);
+        else if (slot->held) {
+                slot->held = false;
+                s->n_running--;
+                scheduler_pump(s);
         }
 }
 

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "list.h"
 #include "mcp.h"
 #include "metrics.h"
 #include "run.h"
@@ -43,6 +44,18 @@ typedef struct JobPrep {
 
 typedef struct Job Job;
 
+/* A call of another module that holds one of the max_running slots while it runs, without being a
+ * run of ours (issue 18: a busy Python session counts as a running call). The owner embeds it and
+ * keeps it until scheduler_slot_release(). */
+typedef struct SchedulerSlot SchedulerSlot;
+struct SchedulerSlot {
+        /* Called from the pump when a waiting slot is held (never from inside scheduler_slot_request()). */
+        void (*granted)(SchedulerSlot *slot);
+        uint64_t seq;  /* arrival, against the queued jobs': first come, first served */
+        bool held, waiting;
+        LIST_FIELDS(SchedulerSlot, slots);
+};
+
 /* Read-only outside scheduler.c (main.c reads the counters): the configuration is given to
  * scheduler_init() and the scheduler_set_*() below, never written by another module. */
 typedef struct Scheduler {
@@ -59,7 +72,10 @@ typedef struct Scheduler {
 
         Job *running;              /* list, linked through Job.jobs */
         Job *queue, *queue_tail;   /* list, FIFO: appended at queue_tail, started from queue */
+        SchedulerSlot *slot_waiters, *slot_waiters_tail; /* FIFO, as the queue */
+        /* n_running counts held slots as well, n_queued waiting ones: both are calls to the caller. */
         uint32_t n_running, n_queued;
+        uint64_t seq;              /* the next arrival's number (Job.seq, SchedulerSlot.seq) */
         uint64_t n_finished;
         bool shutting_down;        /* refuse new calls, kill what runs */
         char shutdown_reason[256];
@@ -89,6 +105,13 @@ int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply)
 /* scheduler_submit() without the hook, for a call the hook prepared. prep may be NULL. On -EBUSY or
  * -ENOMEM prep's release has been called (the call is not taken). */
 int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep);
+
+/* Takes one of the max_running slots for slot: returns 1 when held now, 0 when it waits in the
+ * queue (slot->granted() is called when it is held), -EBUSY when the queue is full or the scheduler
+ * shuts down (scheduler_refusal_message()). */
+int scheduler_slot_request(Scheduler *s, SchedulerSlot *slot);
+/* Gives slot back, held or waiting (or neither: nothing happens); the queue moves on. */
+void scheduler_slot_release(Scheduler *s, SchedulerSlot *slot);
 
 /* The tool error text for a call refused with -EBUSY or -EDQUOT (names the variable that applies). */
 void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size);

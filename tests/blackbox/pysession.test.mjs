@@ -70,6 +70,25 @@ test('state is kept across calls: a variable, an import, a file in /tmp; outputs
     assert.equal(r.sc.stdout, '42\n');
 });
 
+test("a call's stdin is its own: sys.stdin and fd 0, with input files; the next call's stdin is empty", T, async (t) => {
+    const d = await startDaemon(t, { env: ENV });
+    const s = await open(d.client);
+    // Half read by the first call: what is left in its buffer must not reach the next call.
+    let r = await run(d.client, s, "import sys, os\nfirst = sys.stdin.readline()\nprint(repr(first), open('in.txt').read())",
+        { stdin: 'one\ntwo\n', files: [{ name: 'in.txt', content: 'file' }] });
+    assert.equal(r.isError, false, errText(r));
+    assert.equal(r.sc.stdout, "'one\\n' file\n", r.sc.stderr);
+    r = await run(d.client, s, "print(repr(sys.stdin.read()), repr(os.read(0, 10)), first.strip())");
+    assert.equal(r.sc.stdout, "'' b'' one\n", r.sc.stderr);
+    // Binary data on fd 0 whole, a subprocess inherits it, and nothing of it is a file in /tmp.
+    const big = 'x'.repeat(300000) + '\n';
+    r = await run(d.client, s, "import subprocess\nn = len(os.read(0, 1000))  # unbuffered: the rest stays on fd 0\n" +
+                                "rest = subprocess.run(['wc', '-c'], capture_output=True, text=True).stdout.strip()\n" +
+                                "print(n, rest, sorted(os.listdir('.')))", { stdin: big });
+    assert.equal(r.sc.stdout, `1000 ${big.length - 1000} ['in.txt', 'outputs']\n`, r.sc.stderr);
+    assert.equal(r.sc.session_alive, true);
+});
+
 test("a traceback names the call's own lines, and the session survives it", T, async (t) => {
     const d = await startDaemon(t, { env: ENV });
     const s = await open(d.client);

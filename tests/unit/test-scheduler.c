@@ -335,6 +335,75 @@ static void test_session_limit_free_slot(void **state) {
         fake_end(1);
 }
 
+/* ---- slots held by other modules (issue 18: a busy Python session) -------------------------- */
+
+static SchedulerSlot *granted[4];
+static size_t n_granted;
+
+static void on_granted(SchedulerSlot *slot) {
+        assert_true(slot->held);
+        assert_true(n_granted < ELEMENTSOF(granted));
+        granted[n_granted++] = slot;
+}
+
+static void test_slot_fifo_with_runs(void **state) {
+        n_granted = 0;
+        SchedulerSlot a = { .granted = on_granted }, b = { .granted = on_granted };
+        assert_int_equal(scheduler_slot_request(&sched, &a), 1); /* free: held at once, no callback */
+        assert_int_equal(n_granted, 0);
+        assert_int_equal(sched.n_running, 1);
+        /* The slot counts as a running call: a run waits behind it, and so does a second slot. */
+        assert_int_equal(scheduler_submit(&sched, exec_call("run"), &owner_a, on_reply), 0);
+        assert_int_equal(n_fakes, 0);
+        assert_int_equal(scheduler_slot_request(&sched, &b), 0);
+        assert_true(b.waiting);
+        assert_int_equal(sched.n_queued, 2);
+        /* First come, first served: the run, then b. */
+        scheduler_slot_release(&sched, &a);
+        assert_int_equal(n_fakes, 1);
+        assert_int_equal(n_granted, 0);
+        fake_end(0);
+        expect_reply(0, &owner_a, false, "run");
+        assert_int_equal(n_granted, 1);
+        assert_ptr_equal(granted[0], &b);
+        assert_int_equal(sched.n_running, 1);
+        assert_int_equal(sched.n_queued, 0);
+        scheduler_slot_release(&sched, &b);
+        assert_false(b.held);
+        scheduler_slot_release(&sched, &b); /* neither held nor waiting: nothing */
+        assert_int_equal(sched.n_running, 0);
+}
+
+static void test_slot_queue_bound(void **state) {
+        setup_limits(1, 1);
+        n_granted = 0;
+        SchedulerSlot a = { .granted = on_granted }, b = { .granted = on_granted }, c = { .granted = on_granted };
+        assert_int_equal(scheduler_submit(&sched, exec_call("run"), &owner_a, on_reply), 0);
+        assert_int_equal(scheduler_slot_request(&sched, &a), 0);
+        /* The queue (MCP_EXEC_QUEUE_MAX=1) is full: a slot and a run are refused alike. */
+        assert_int_equal(scheduler_slot_request(&sched, &b), -EBUSY);
+        McpCall *refused = exec_call("refused");
+        assert_int_equal(scheduler_submit(&sched, refused, &owner_a, on_reply), -EBUSY);
+        mcp_call_free(refused);
+        /* A waiting slot given back leaves the queue without ever being granted. */
+        scheduler_slot_release(&sched, &a);
+        assert_false(a.waiting);
+        assert_int_equal(sched.n_queued, 0);
+        assert_int_equal(scheduler_slot_request(&sched, &c), 0);
+        fake_end(0);
+        assert_int_equal(n_granted, 1);
+        assert_ptr_equal(granted[0], &c);
+        /* While the slot is held, nothing else runs; shutting down grants nothing more. */
+        assert_int_equal(scheduler_slot_request(&sched, &a), 0);
+        scheduler_shutdown(&sched, "stopping");
+        assert_int_equal(scheduler_slot_request(&sched, &b), -EBUSY);
+        scheduler_slot_release(&sched, &c);
+        assert_int_equal(n_granted, 1);
+        scheduler_slot_release(&sched, &a);
+        assert_int_equal(sched.n_running, 0);
+        assert_int_equal(sched.n_queued, 0);
+}
+
 static void test_start_failure(void **state) {
         start_fails = 1;
         assert_int_equal(scheduler_submit(&sched, exec_call("a"), &owner_a, on_reply), 0);
@@ -635,6 +704,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_queue_full, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_session_limit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_session_limit_free_slot, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_slot_fifo_with_runs, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_slot_queue_bound, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_start_failure, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_run_error, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_nonzero_exit_recorded, setup, teardown),
