@@ -167,6 +167,10 @@ struct PySession {
         uint64_t t_open, t_last;
         uint64_t calls;
         uint64_t ru_user_usec, ru_system_usec; /* the launcher's at the end of the last call */
+        /* The session's totals so far (each result says them): its scope's CPU counters since the
+         * open (the interpreter's start included), or in rlimit mode the interpreter's own; the
+         * sum of its calls' durations. */
+        uint64_t total_cpu_user_usec, total_cpu_system_usec, total_duration_ms;
         /* session_open's caller until the ready line */
         McpCall *open_call;
         void *open_owner;
@@ -537,9 +541,20 @@ static void call_finish(PySession *s) {
                 s->ru_user_usec = c->ru_user_usec;
                 s->ru_system_usec = c->ru_system_usec;
         }
-        _cleanup_(json_decrefp) json_t *extra = json_pack("{s:s, s:b, s:s, s:I}", "session", s->handle, "session_alive",
-                                                          alive, "memory_peak_scope", "session", "session_calls",
-                                                          (json_int_t) s->calls);
+        if (have_usage) {
+                s->total_cpu_user_usec = usage.cpu_user_usec;
+                s->total_cpu_system_usec = usage.cpu_system_usec;
+        } else if (alive && !s->cgroup) {
+                s->total_cpu_user_usec = c->ru_user_usec;
+                s->total_cpu_system_usec = c->ru_system_usec;
+        }
+        s->total_duration_ms += r.duration_ms;
+        _cleanup_(json_decrefp) json_t *extra = json_pack(
+                "{s:s, s:b, s:s, s:I, s:I, s:I, s:I}", "session", s->handle, "session_alive", alive,
+                "memory_peak_scope", "session", "session_calls", (json_int_t) s->calls,
+                "session_cpu_user_us", (json_int_t) s->total_cpu_user_usec,
+                "session_cpu_system_us", (json_int_t) s->total_cpu_system_usec,
+                "session_duration_ms", (json_int_t) s->total_duration_ms);
         r.extra = extra;
         call_record(s, c, &r, !c->owner);
         if (c->owner) {

@@ -57,6 +57,16 @@ test('state is kept across calls: a variable, an import, a file in /tmp; outputs
     assert.equal(r.sc.stdout, "42 [1] hello []\n", r.sc.stderr);
     assert.deepEqual(r.sc.files, []);
     assert.ok(Number.isInteger(r.sc.cpu_user_us) && Number.isInteger(r.sc.cpu_system_us));
+    // The session's totals: at least this call's, and they only grow.
+    const first = r.sc;
+    r = await run(d.client, s, 'sum(i * i for i in range(300000))');
+    for (const k of ['cpu_user_us', 'cpu_system_us', 'duration_ms']) {
+        assert.ok(r.sc[`session_${k}`] >= r.sc[k], `session_${k} ${r.sc[`session_${k}`]} < ${k} ${r.sc[k]}`);
+        assert.ok(r.sc[`session_${k}`] >= first[`session_${k}`], `session_${k} went down`);
+    }
+    assert.ok(r.sc.session_duration_ms >= first.session_duration_ms + r.sc.duration_ms);
+    assert.ok(r.sc.session_cpu_user_us + r.sc.session_cpu_system_us > first.session_cpu_user_us + first.session_cpu_system_us,
+        'the session\'s CPU did not grow with a call that used CPU');
     // execute_python takes the session too; input files land in the session's /tmp.
     r = await callTool(d.client, 'execute_python', { script: "print(x, open('in.txt').read())", session: s,
                                                      files: [{ name: 'in.txt', content: 'data' }] });
