@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# tier-timeout: 600
 """Python sessions (issue 18) under the cgroupfs backend: the daemon in a Delegate=yes service
 (MCP_EXEC_CGROUP=cgroupfs, as 27-cgroupfs) gives each session one child cgroup run-<id>/ of its own
 with the run limits and the two leaves, for the session's whole life.
@@ -13,12 +14,16 @@ with the run limits and the two leaves, for the session's whole life.
 4. session_close: {closed: true}; the session's cgroup is gone within a bounded wait while the
    daemon lives.
 5. A third session with a process of its own (a marker in its argv), then `systemctl stop` of the
-   unit. The unit has KillMode=process, so systemd signals only the daemon: what is gone afterwards
-   (the marker process, the session's run cgroup, every run-* cgroup) the daemon took itself.
+   unit. The unit has KillMode=process, so systemd signals only the daemon: no process of the
+   session may be left. The session's run-<id>/ must be removed by the daemon before its exit (an
+   inotify queue orders the rmdir before the daemon's leaf empties; systemd's trim of the unit's
+   cgroup would come after), and no run-* cgroup may be left.
 """
-# tier-timeout: 600
+import ctypes
+import errno
 import os
 import re
+import struct
 import subprocess
 import sys
 import time
@@ -51,6 +56,53 @@ class Bed:
 
     def run_dirs(self):
         return [e for e in self.all_run_dirs() if not is_ready_sandbox(os.path.join(self.base, e))]
+
+
+class Events:
+    """One inotify queue, read after the fact: the rmdirs of run-* cgroups in the unit's cgroup
+    (IN_DELETE on it) and the daemon's leaf daemon/ emptying (its cgroup.events changes when the
+    daemon exits: cgroup-v2.rst's "file modified event"). One queue keeps their order, so a
+    session cgroup removed before that change was removed by the daemon, not by systemd's trim of
+    the unit's cgroup after the daemon's exit."""
+    IN_MODIFY, IN_DELETE, IN_ISDIR = 0x2, 0x200, 0x40000000
+
+    def __init__(self, base):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self.fd < 0:
+            raise TestFailure("inotify_init1: %s" % os.strerror(ctypes.get_errno()))
+        self.wd_base = self.watch(base, self.IN_DELETE)
+        self.wd_daemon = self.watch(os.path.join(base, "daemon", "cgroup.events"), self.IN_MODIFY)
+
+    def watch(self, path, mask):
+        wd = self.libc.inotify_add_watch(self.fd, path.encode(), mask)
+        if wd < 0:
+            raise TestFailure("inotify_add_watch %s: %s" % (path, os.strerror(ctypes.get_errno())))
+        return wd
+
+    def read(self):
+        """The events so far, in order: ("rmdir", name) or ("daemon-leaf", None)."""
+        out, buf = [], b""
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError as e:
+                if e.errno == errno.EAGAIN:
+                    break
+                raise
+            buf += chunk
+        while len(buf) >= 16:
+            wd, mask, _, n = struct.unpack("iIII", buf[:16])
+            name = buf[16:16 + n].rstrip(b"\0").decode()
+            buf = buf[16 + n:]
+            if wd == self.wd_base and mask & self.IN_DELETE and mask & self.IN_ISDIR:
+                out.append(("rmdir", name))
+            elif wd == self.wd_daemon and mask & self.IN_MODIFY:
+                out.append(("daemon-leaf", None))
+        return out
+
+    def close(self):
+        os.close(self.fd)
 
 
 def tool(d, name, arguments):
@@ -210,7 +262,10 @@ def scenario(bed):
         if not procs:
             raise TestFailure("the third session's marker process is not there")
         pid = int(systemctl("show", "-P", "MainPID", bed.unit).stdout.strip() or 0)
+        if str(pid) not in read(os.path.join(bed.base, "daemon", "cgroup.procs")).split():
+            raise TestFailure("the daemon %d is not in its leaf %s/daemon" % (pid, bed.base))
         print("third session %s with process %r; stopping %s (daemon %d)" % (name3, procs, bed.unit, pid))
+        ev = Events(bed.base)
         t = time.monotonic()
         r = systemctl("stop", bed.unit)
         if r.returncode != 0:
@@ -232,7 +287,22 @@ def scenario(bed):
         state = systemctl("is-active", bed.unit).stdout.strip()
         if state == "active":
             raise TestFailure("%s is still active after its stop" % bed.unit)
-        print("stop with a session open: nothing left after %.1f s (unit %s)" % (time.monotonic() - t, state))
+        events = ev.read()
+        ev.close()
+        print("stop with a session open: nothing left after %.1f s (unit %s); events in order: %r"
+              % (time.monotonic() - t, state, events))
+        # Who removed the session's cgroup: the daemon (before its leaf emptied) or systemd's trim.
+        leaf = events.index(("daemon-leaf", None)) if ("daemon-leaf", None) in events else None
+        if ("rmdir", name3) not in events:
+            raise TestFailure("no rmdir of the session's cgroup %s was seen: %r" % (name3, events))
+        if leaf is None:
+            raise TestFailure("the daemon's leaf never reported its exit (cgroup.events): %r" % events)
+        if events.index(("rmdir", name3)) > leaf:
+            raise TestFailure("the session's cgroup %s was removed after the daemon exited (by systemd, not the "
+                              "daemon): %r" % (name3, events))
+        late = [n for k, n in events[leaf:] if k == "rmdir" and n.startswith("run-")]
+        print("the daemon removed %s itself, before its exit%s" % (
+            name3, "; run cgroups removed only after it: %r" % late if late else ", and every run-* cgroup"))
 
 
 run(main)
