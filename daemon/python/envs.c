@@ -333,7 +333,9 @@ static int entries_list(Envs *e, Entry **ret, size_t *ret_n) {
                         }
                         v = nv;
                 }
-                snprintf(v[n].key, sizeof(v[n].key), "%s", de->d_name);
+                /* Its length was checked above; said again for -O0, where the compiler cannot see it. */
+                if (snprintf(v[n].key, sizeof(v[n].key), "%s", de->d_name) >= (int) sizeof(v[n].key))
+                        continue;
                 v[n].size = size;
                 v[n].used = st.st_mtim;
                 n++;
