@@ -54,6 +54,7 @@ struct Daemon {
         char *python;    /* MCP_EXEC_PYTHON resolved in SANDBOX_PATH, or NULL */
         BusEvents bus;
         RunEnv env;
+        RunLauncherCode launcher_code; /* what d->env.launcher_code points at: empty until the probe */
         RunPool *pool;   /* ready sandboxes (issue 16), or NULL */
         PyExec *pyexec;
         PySessions *pysessions; /* persistent Python sessions (issue 18) */
@@ -310,6 +311,11 @@ static void daemon_on_probed(void *userdata, int r) {
                         return;
                 }
         }
+        /* From now on a cold run of the default interpreter stages the launcher's bytecode (every
+         * RunEnv points at d->launcher_code; its bytes are pyexec's, which outlives the runs). */
+        const RunLauncherCode *lc = pyexec_launcher_code(d->pyexec);
+        if (lc)
+                d->launcher_code = *lc;
         d->ready = true;
         /* What the start allocated and freed (the probes' output, the sandbox's filter compiled by
          * libseccomp) goes back to the kernel: an idle daemon's RSS (issue 16.6). */
@@ -446,6 +452,7 @@ int daemon_new(const Config *cfg, Daemon **ret) {
                 .python_name = cfg->python,
                 .max_output_bytes = cfg->max_output_bytes,
                 .max_return_bytes = cfg->max_return_bytes,
+                .launcher_code = &d->launcher_code,
         };
         r = daemon_pool_setup(d);
         if (r < 0)

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "pyexec.h"
 #include "py-helpers.h"
+#include "py-launch.h"
 #include "sandbox.h"
 #include "str-util.h"
 
@@ -34,6 +35,7 @@ typedef struct PyInterp {
         bool metadata_tools; /* has tomllib and packaging */
         json_t *packages;    /* importable packages (array), probed at start; NULL when not probed */
         char *error;   /* why it cannot be used, or NULL */
+        RunLauncherCode launcher; /* launch.py compiled by it (the probe), or empty */
 } PyInterp;
 
 typedef enum PyStep {
@@ -122,6 +124,7 @@ static void interp_done(PyInterp *i) {
         free(i->id);
         free(i->error);
         json_decref(i->packages);
+        free(i->launcher.pyc);
         *i = (PyInterp) {};
 }
 
@@ -159,6 +162,14 @@ static void probe_apply(PyInterp *i, json_t *o) {
         i->implementation = strdup(impl ? impl : "?");
         i->metadata_tools = json_is_true(json_object_get(o, "metadata_tools"));
         i->packages = json_is_array(p) ? json_incref(p) : json_array();
+        /* Without it (no memory, or a probe that could not compile it) runs stage the source. */
+        const char *pyc = json_string_value(json_object_get(o, "launcher_pyc"));
+        size_t n = pyc ? strlen(pyc) : 0;
+        if (n > 0 && (i->launcher.pyc = malloc(mcp_base64_decoded_max(n))) &&
+            mcp_base64_decode(pyc, n, i->launcher.pyc, &i->launcher.pyc_len, NULL) < 0) {
+                free(i->launcher.pyc);
+                i->launcher = (RunLauncherCode) {};
+        }
         if (asprintf(&i->id, "%s %s %s", i->path, i->implementation, i->version) < 0)
                 i->id = NULL;
 }
@@ -166,6 +177,12 @@ static void probe_apply(PyInterp *i, json_t *o) {
 /* What a second entry for an interpreter already probed learns from the first. */
 static int probe_copy(PyInterp *to, const PyInterp *from) {
         to->metadata_tools = from->metadata_tools;
+        if (from->launcher.pyc) {
+                if (!(to->launcher.pyc = malloc(from->launcher.pyc_len)))
+                        return -ENOMEM;
+                memcpy(to->launcher.pyc, from->launcher.pyc, from->launcher.pyc_len);
+                to->launcher.pyc_len = from->launcher.pyc_len;
+        }
         to->packages = json_incref(from->packages);
         if ((from->version && !(to->version = strdup(from->version))) ||
             (from->implementation && !(to->implementation = strdup(from->implementation))) ||
@@ -234,6 +251,8 @@ static void on_probe_done(Run *run, void *userdata) {
  * exec's), all at the same time, on the loop. What it finds feeds the tool descriptions and
  * check_environment alike. */
 int pyexec_probe_start(PyExec *px, PyExecProbedFn done, void *userdata) {
+        /* Each interpreter compiles the runs' launcher too (probe.py). */
+        const McpInputFile launcher = { .name = "launch.py", .data = py_launch, .len = strlen(py_launch) };
         PyInterp *all[CONFIG_PYTHONS_MAX + 2];
         size_t n = probe_entries(px, all);
         int r = 0;
@@ -255,6 +274,8 @@ int pyexec_probe_start(PyExec *px, PyExecProbedFn done, void *userdata) {
                         .code_len = strlen(py_probe),
                         .timeout_s = HELPER_TIMEOUT_S,
                         .python = all[i]->path,
+                        .files = &launcher,
+                        .n_files = 1,
                 };
                 r = run_start(&px->env, &p, on_probe_done, w, &w->run);
                 if (r >= 0)
@@ -1090,6 +1111,10 @@ const char *pyexec_names(const PyExec *px) {
 
 const char *pyexec_sources(const PyExec *px) {
         return px->sources;
+}
+
+const RunLauncherCode *pyexec_launcher_code(const PyExec *px) {
+        return px->exec.error || !px->exec.launcher.pyc ? NULL : &px->exec.launcher;
 }
 
 const char *pyexec_version(const PyExec *px) {

@@ -65,6 +65,9 @@ const char *pyexec_sources(const PyExec *px);
  * Owned by px. */
 const char *pyexec_version(const PyExec *px);
 const char *pyexec_packages(const PyExec *px);
+/* The runs' launcher compiled by exec's interpreter (RunEnv.launcher_code), or NULL: not found, its
+ * probe failed or has not answered, or it could not compile it. Owned by px. */
+const RunLauncherCode *pyexec_launcher_code(const PyExec *px);
 
 /* A bare name is looked up in SANDBOX_PATH, where the sandbox can see it, not in our own PATH (which
  * may point into home directories the sandbox hides). Returns a malloc'd absolute path or NULL. */

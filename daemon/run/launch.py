@@ -409,7 +409,10 @@ def _main():
     main = types.ModuleType("__main__")
     main.__file__ = path
     main.__builtins__ = __builtins__
-    main.__loader__ = type(__loader__)("__main__", path)  # SourceFileLoader, as for a script
+    # SourceFileLoader, as Python gives a script (this file may be bytecode: SourcelessFileLoader).
+    import importlib.machinery  # imported by Python's start already
+
+    main.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
     sys.modules["__main__"] = main
     sys.argv[0] = _SCRIPT
     try:

@@ -551,7 +551,12 @@ static int run_stage(Run *run, const RunParams *p) {
                         return r;
         }
         if (run->user_code) {
-                int r = fd_write_file_at(dfd, MCP_RUN_LAUNCHER, py_launch, strlen(py_launch), 0600);
+                /* Bytecode only for the interpreter that compiled it (its magic number and marshal
+                 * format are its own); the file keeps its name: Python knows bytecode by its magic. */
+                const RunLauncherCode *lc = run->env.launcher_code;
+                bool pyc = lc && lc->pyc && run->env.python && (!run->python || strcmp(run->python, run->env.python) == 0);
+                int r = pyc ? fd_write_file_at(dfd, MCP_RUN_LAUNCHER, lc->pyc, lc->pyc_len, 0600)
+                            : fd_write_file_at(dfd, MCP_RUN_LAUNCHER, py_launch, strlen(py_launch), 0600);
                 if (r < 0)
                         return r;
         }

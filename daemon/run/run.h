@@ -18,6 +18,14 @@ typedef struct Run Run;
  * answer from run_result() / run_error() and then calls run_release(). */
 typedef void (*RunDoneFn)(Run *run, void *userdata);
 
+/* The launcher compiled by the default interpreter (issue 16.5): a cold run of that interpreter
+ * stages its bytecode instead of its source and saves the compile. Empty until the interpreter probe
+ * has answered (then the source is staged, as for every other interpreter). */
+typedef struct RunLauncherCode {
+        char *pyc;
+        size_t pyc_len;
+} RunLauncherCode;
+
 typedef struct RunEnv {
         Ring *ring;
         Sandbox *sandbox;
@@ -28,6 +36,7 @@ typedef struct RunEnv {
         uint64_t max_output_bytes;
         uint64_t max_return_bytes; /* outputs/ files returned, in total (MCP_EXEC_MAX_RETURN_BYTES) */
         RunPool *pool;             /* ready sandboxes (issue 16), or NULL: every run is cold */
+        const RunLauncherCode *launcher_code; /* the daemon's, or NULL */
 } RunEnv;
 
 typedef struct RunParams {

@@ -209,6 +209,28 @@ test('MCP_EXEC_WARM_POOL=0: every call is cold', async (t) => {
     }
 });
 
+// Issue 16.5: the start's probe compiles the launcher with the default interpreter, and a cold run
+// of that interpreter is given the bytecode instead of the source (the frame that calls the code
+// is the launcher's: its module's loader tells which); another interpreter path gets the source.
+// The code sees what `python main.py` gives it either way.
+const LOADERS = 'import sys\nprint(type(sys._getframe(1).f_globals.get("__loader__")).__name__, ' +
+    'type(__loader__).__name__, __file__, sys.argv, __name__)\n1/0';
+test('a cold run of the default interpreter runs the launcher as bytecode; another interpreter gets the source', async (t) => {
+    const d = await startDaemon(t, { env: { MCP_EXEC_WARM_POOL: '0', MCP_EXEC_PYTHONS: 'python3=python3,py311=/usr/bin/python3.11' } });
+    const seen = {};
+    for (const [name, python] of [['default', undefined], ['other', 'py311']]) {
+        const r = await callTool(d.client, 'execute_python', { script: LOADERS, ...(python ? { python } : {}) });
+        assert.equal(r.sc.warm, false);
+        assert.equal(r.sc.exit_code, 1, r.sc.stderr);
+        const [launcher, ...rest] = r.sc.stdout.trim().split(' ');
+        seen[name] = launcher;
+        assert.equal(rest.join(' '), "SourceFileLoader /tmp/main.py ['main.py'] __main__", name);
+        assert.match(r.sc.stderr, /^Traceback \(most recent call last\):\n  File "\/tmp\/main.py", line 3, in <module>\n/, name);
+        assert.doesNotMatch(r.sc.stderr, /mcp-execd-launch/, name);
+    }
+    assert.deepEqual(seen, { default: 'SourcelessFileLoader', other: 'SourceFileLoader' });
+});
+
 test('a preload module that does not import refuses the start (exit 2, naming it); a bad list is refused too', async () => {
     const r = await runOnce({ env: { MCP_EXEC_PRELOAD: 'json,no_such_module_xyz' }, keepStdinOpen: true, timeoutMs: 30000 });
     assert.equal(r.code, 2, `exit status ${r.code}; stderr: ${r.stderr}`);
