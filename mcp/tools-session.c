@@ -17,7 +17,9 @@ static char *open_description(const McpLimits *l) {
                          "(KeyboardInterrupt): if it stops within a short grace the session lives on "
                          "(timed_out=true), otherwise the session is killed (session_alive=false). One call at a "
                          "time per session. A session idle for idle_timeout_s (default and maximum: the server's "
-                         "MCP_EXEC_PY_SESSION_IDLE_S) ends. In this version python must be the default "
+                         "MCP_EXEC_PY_SESSION_IDLE_S) ends. A session may start from a ready sandbox "
+                         "(warm=true: faster, with the server's preloaded modules imported). In this version "
+                         "python must be the default "
                          "interpreter and dependencies must be empty. Close it with session_close.") < 0)
                 return NULL;
         return d;

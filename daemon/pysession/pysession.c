@@ -1286,8 +1286,8 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
                 if (s->open_call && s->open_owner == owner) {
                         s->open_reply(s->open_owner, NULL);
                         s->open_call = mcp_call_free(s->open_call);
+                        session_open_answered(s); /* before the kill, which may free s */
                         session_kill(s, PYSESSION_END_CANCELLED, "its open was cancelled");
-                        session_open_answered(s);
                         continue;
                 }
                 s->call->reply(s->call->owner, NULL);

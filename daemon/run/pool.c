@@ -16,6 +16,7 @@
  * caller's stdin; the launcher reads exactly the message, writes the files into /tmp itself (as the
  * run's user, so charged to the run, as a cold run's copy is), and runs main.py as a cold run does.
  * The moment that write starts is the run's release: duration and the deadline count from it.
+ * session_open takes one the same way (pysession.c), and its message makes the launcher a session.
  *
  * Accounting. The launcher's ready line is written before any caller code exists in that process
  * (it is ours and the operator's preload), so its CPU figures are the preload's own CPU: run.c
@@ -242,7 +243,7 @@ static void entry_read_line(PoolEntry *e);
  * start, which follows the spawn): this + the grace every run's scope gets (daemon.c
  * CGROUP_BACKSTOP_GRACE_S, which covers the kill's grace). A ready sandbox may wait max_age
  * counted from its spawn (run_pool_take() never hands out an older one), then serve a call of up
- * to MCP_EXEC_MAX_TIMEOUT_S: 600 + 300 + 10 s with the defaults; or become a Python session, which
+ * to MCP_EXEC_MAX_TIMEOUT_S (600 + 300 + 10 s with the defaults); or become a Python session, which
  * lives up to its own backstop (pysession_backstop_s(): MCP_EXEC_PY_SESSION_LIFETIME_S and more).
  * The scope's RuntimeMaxUSec is set once, when systemd makes it: systemd's dbus-scope.c takes it
  * only while the transient unit is being created (UNIT_STUB; so in the sources read, which predate

@@ -28,8 +28,9 @@ typedef struct RunPoolConfig {
                                 * max_age / 2 replaces them when no call comes); UINT64_MAX: never */
 } RunPoolConfig;
 
-/* A ready sandbox handed to a run: the init (holding its PID namespace), the run's ends of its
- * three pipes, and what the launcher reported when it became ready. The run owns all of it. */
+/* A ready sandbox handed to a run (or to a Python session): the init (holding its PID namespace),
+ * the run's ends of its three pipes, and what the launcher reported when it became ready. The run
+ * owns all of it. */
 typedef struct RunReady {
         char id[17];        /* its run id: its scope is mcp-execd-run-<id>.scope */
         SandboxChild child;

@@ -1,8 +1,8 @@
 // The warm pool serves session_open (issue 18.7): with a ready sandbox the session is opened from it
 // (`warm: true`), keeps its state, runs in a PID namespace of its own, sees the preload (never its
-// output) and nothing of another call, keeps its state across a deadline's interrupt, and is
-// destroyed with its close; the pool refills behind the open. Without a pool (MCP_EXEC_WARM_POOL=0)
-// session_open takes the cold path (`warm: false`).
+// output) and nothing of another call, is charged no CPU of the preload, keeps its state across a
+// deadline's interrupt, and is destroyed with its close; the pool refills behind the open. Without
+// a pool (MCP_EXEC_WARM_POOL=0) session_open takes the cold path (`warm: false`).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { startDaemon, callExec, descendants, procStat, sleep, test } from './lib/index.mjs';
@@ -134,4 +134,25 @@ test('a deadline interrupts a call of a session opened from the pool, and its st
     assert.equal(r2.sc.stdout, 'kept\n');
     assert.equal(r2.sc.timed_out, false);
     assert.equal(r2.sc.session_alive, true);
+});
+
+test("the preload's CPU is charged to no call: a warm session's first call with numpy preloaded costs less than importing it", T, async (t) => {
+    const cold = await startDaemon(t, { env: { MCP_EXEC_WARM_POOL: '0' } });
+    const co = await open(cold.client);
+    assert.equal(co.sc.warm, false);
+    const c = await run(cold.client, co.sc.session, 'import numpy\nprint("numpy" in __import__("sys").modules)');
+    assert.equal(c.sc.stdout, 'True\n', c.sc.stderr);
+    const coldCpu = c.sc.cpu_user_us + c.sc.cpu_system_us;
+
+    const d = await startDaemon(t, { env: { MCP_EXEC_WARM_POOL: '1', MCP_EXEC_PRELOAD: 'numpy' } });
+    await untilReady(d.client, 1);
+    const o = await open(d.client);
+    assert.equal(o.sc.warm, true);
+    // numpy is resident before the first call.
+    assert.ok(o.sc.memory_at_start_bytes > 10 * 1024 * 1024, `memory_at_start_bytes ${o.sc.memory_at_start_bytes}`);
+    const w = await run(d.client, o.sc.session, 'import sys\nprint("numpy" in sys.modules)');
+    assert.equal(w.sc.stdout, 'True\n', 'the preload is imported before the first call');
+    const warmCpu = w.sc.cpu_user_us + w.sc.cpu_system_us;
+    t.diagnostic(`cold session, import numpy: ${coldCpu} us CPU; warm session, numpy preloaded: ${warmCpu} us CPU`);
+    assert.ok(warmCpu * 2 < coldCpu, `warm ${warmCpu} us is not well below cold ${coldCpu} us`);
 });
