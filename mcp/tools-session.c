@@ -17,7 +17,9 @@ static char *open_description(const McpLimits *l) {
                          "(KeyboardInterrupt): if it stops within a short grace the session lives on "
                          "(timed_out=true), otherwise the session is killed (session_alive=false). One call at a "
                          "time per session. A session idle for idle_timeout_s (default and maximum: the server's "
-                         "MCP_EXEC_PY_SESSION_IDLE_S) ends. In this version python must be the default "
+                         "MCP_EXEC_PY_SESSION_IDLE_S) ends. A session may start from a ready sandbox "
+                         "(warm=true: faster, with the server's preloaded modules imported). In this version "
+                         "python must be the default "
                          "interpreter and dependencies must be empty. Close it with session_close.") < 0)
                 return NULL;
         return d;
@@ -32,13 +34,20 @@ static char *close_description(const McpLimits *l) {
 }
 
 static json_t *open_output_schema(void) {
-        return json_pack("{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s,s,s,s]}",
+        return json_pack("{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}, "
+                         "s:{s:s, s:s}}, s:[s,s,s,s,s,s]}",
                          "type", "object", "properties",
                          "session", "type", "string", "description", "the handle to pass as `session`",
                          "idle_timeout_s", "type", "integer", "description", "idle seconds after which it ends",
                          "expires_in_s", "type", "integer", "description", "seconds until its maximum lifetime",
                          "limits", "type", "string", "description", "cgroup or rlimit: what enforces its limits",
-                         "required", "session", "idle_timeout_s", "expires_in_s", "limits");
+                         "warm", "type", "boolean", "description",
+                         "true when a ready sandbox served the open (its interpreter already started)",
+                         "memory_at_start_bytes", "type", "integer", "description",
+                         "memory the session's interpreter held when it became ready (a ready sandbox's "
+                         "preloaded modules included)",
+                         "required", "session", "idle_timeout_s", "expires_in_s", "limits", "warm",
+                         "memory_at_start_bytes");
 }
 
 static json_t *close_output_schema(void) {

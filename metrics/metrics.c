@@ -469,6 +469,7 @@ void metrics_py_session_opened(Metrics *m, const MetricsPySession *ps) {
         record_add(&r, "MESSAGE_ID", "%s", METRICS_MESSAGE_PY_SESSION_OPENED);
         py_session_fields(m, &r, ps);
         record_add(&r, "OPEN_MS", "%" PRIu64, ps->open_ms);
+        record_add(&r, "WARM", "%s", yes_no(ps->warm));
         record_emit(m, &r);
 }
 

@@ -95,6 +95,7 @@ typedef struct MetricsPySession {
         uint32_t idle_timeout_s;
         uint32_t lifetime_s;
         uint64_t open_ms;        /* session_open to ready */
+        bool warm;               /* opened: served by a ready sandbox of the pool */
         /* closed only: */
         const char *reason;      /* a fixed word: closed, idle-expiry, lifetime, timeout, oom, crash, exited,
                                   * cancelled, daemon-stop, error */

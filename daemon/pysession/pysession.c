@@ -22,7 +22,20 @@
  * client; HTTP: the one MCP_EXEC_AUTH_TOKEN, or none), so a handle works from any connection of it.
  *
  * Bounds: at most config.max sessions (opening ones included), each ends after its idle timeout
- * without a call or config.lifetime_s after its open (a sweep every PYSESSION_SWEEP_USEC). */
+ * without a call or config.lifetime_s after its open (a sweep every PYSESSION_SWEEP_USEC).
+ *
+ * The warm pool (issue 18.7, pool.c) serves session_open as it serves a run: a ready sandbox is the
+ * same sandbox, scope or cgroup and limits (its scope's backstop already covers a session's,
+ * pool_backstop_s()), its interpreter started and its preload imported. session_open takes one
+ * when one is ready (run_pool_take(): the runs' CPU weight and nice given back exactly as for a
+ * run) and writes it one message whose first record is named "/session" (launch.py's
+ * _SESSION_SWITCH; a call's file names are relative, so no call can send it). The launcher then does
+ * what a session's does before its ready line and writes a second ready line, after its SIGINT
+ * handler is set: its figures are the base of the first call's CPU (rlimits), so nothing of the
+ * preload or of the switch is charged to a call; the session is IDLE once that line is read, as a
+ * cold one is after its first. A ready sandbox taken by a session is that session's alone and dies
+ * with it; the pool refills behind session_open's answer. None ready, or no pool: the cold path,
+ * a sandbox of the session's own (run_launcher_spawn(), `_SESSION = True`). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -53,6 +66,8 @@
 #define PYSESSION_READ_BYTES (64u * 1024u)
 #define PYSESSION_READY_BYTES 256 /* launch.py's _READY_BYTES */
 #define PYSESSION_READY_PREFIX "MCPEXECD-READY "
+/* launch.py's _SESSION_SWITCH: absolute, so no call's input file (validated relative) is named so. */
+#define PYSESSION_SWITCH "/session"
 #define PYSESSION_END_PREFIX "\0MCPEXECD-END " /* 14 bytes, the NUL included */
 #define PYSESSION_END_PREFIX_LEN 14
 #define PYSESSION_NONCE_HEX 32
@@ -151,6 +166,7 @@ struct PySession {
         char handle[PYSESSION_HANDLE_MAX + 1];
         char id[17]; /* its run id: mcp-execd-run-<id>.scope */
         char id_hash[METRICS_PY_SESSION_ID_HEX + 1]; /* what records and logs name it by (metrics.h) */
+        bool warm;      /* a ready sandbox of the pool: its interpreter and preload were there */
         bool announced; /* its open record was written: its close gets one */
         char *traceparent; /* session_open's, for the open and close records */
         char *staging;
@@ -204,6 +220,8 @@ struct PySessions {
         SchedulerHook hook;
         char *launcher;
         size_t launcher_len;
+        char *switch_msg; /* what makes a ready sandbox a session (launch.py's _SESSION_SWITCH) */
+        size_t switch_len;
         PySession *sessions;
         unsigned n_sessions;
         bool stopped;
@@ -212,6 +230,7 @@ struct PySessions {
 };
 
 static void session_kill(PySession *s, PySessionEnd end, const char *why);
+static void session_open_answered(PySession *s);
 static void session_finish_maybe(PySession *s);
 static void session_maybe_free(PySession *s);
 static void call_finish(PySession *s);
@@ -420,6 +439,7 @@ static void session_kill(PySession *s, PySessionEnd end, const char *why) {
         if (s->open_call) {
                 McpCall *c = TAKE_PTR(s->open_call);
                 answer_errorf(c, s->open_owner, s->open_reply, "cannot open a Python session: %s", why);
+                session_open_answered(s);
         }
         /* While systemd makes the scope the init must live (run.c's placing: killed now, it would
          * empty the scope while its leaves are made, and systemd could not remove it); on_placed()
@@ -645,10 +665,16 @@ static void session_became_ready(PySession *s) {
                 session_kill(s, PYSESSION_END_ERROR, "the session's interpreter did not start");
                 return;
         }
-        unsigned long long u = 0, sy = 0;
-        (void) sscanf(s->ready + strlen(PYSESSION_READY_PREFIX), "%llu %llu", &u, &sy);
+        unsigned long long u = 0, sy = 0, rss = 0;
+        (void) sscanf(s->ready + strlen(PYSESSION_READY_PREFIX), "%llu %llu %llu", &u, &sy, &rss);
         s->ru_user_usec = u;
         s->ru_system_usec = sy;
+        /* What the interpreter holds before the first call (the preload's too, when warm), as a
+         * run's memory_at_start_bytes: payload/'s memory.current with a cgroup, else its RSS. */
+        uint64_t memory = rss;
+        CgroupUsage usage;
+        if (s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0 && cgroup_run_usage(s->cgroup, &usage) >= 0)
+                memory = usage.memory_current_bytes;
         s->state = PYSESSION_IDLE;
         s->t_last = now_usec();
         timer_clear(s);
@@ -663,14 +689,17 @@ static void session_became_ready(PySession *s) {
                 MetricsPySession ps;
                 session_record_fill(s, &ps);
                 ps.open_ms = (s->t_last - s->t_open) / 1000u;
+                ps.warm = s->warm;
                 metrics_py_session_opened(metrics, &ps);
                 s->announced = true;
         }
         uint64_t left = delta(s->t_open + (uint64_t) s->m->config.lifetime_s * 1000000u, now_usec());
-        json_t *o = json_pack("{s:s, s:I, s:I, s:s}", "session", s->handle, "idle_timeout_s",
+        json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:b, s:I}", "session", s->handle, "idle_timeout_s",
                               (json_int_t) (s->idle_usec / 1000000u), "expires_in_s", (json_int_t) (left / 1000000u),
-                              "limits", s->cgroup ? "cgroup" : "rlimit");
+                              "limits", s->cgroup ? "cgroup" : "rlimit", "warm", s->warm,
+                              "memory_at_start_bytes", (json_int_t) memory);
         answer_json(call, s->open_owner, s->open_reply, o);
+        session_open_answered(s);
 }
 
 static void on_stream(RingOp *op, int res) {
@@ -856,9 +885,16 @@ static void on_placed(CgroupRun *cr, int error, const char *message, void *userd
 static void sweep_arm(PySessions *m);
 static void on_stdin(RingOp *op, int res);
 
-static uint32_t session_backstop_s(const PySessions *m) {
-        uint64_t s = (uint64_t) m->config.lifetime_s + m->config.max_timeout_s + 60u;
+uint32_t pysession_backstop_s(uint32_t lifetime_s, uint32_t max_timeout_s) {
+        uint64_t s = (uint64_t) lifetime_s + max_timeout_s + 60u;
         return (uint32_t) MIN(s, (uint64_t) UINT32_MAX / 2);
+}
+
+/* A ready sandbox taken by session_open was the pool's: one is made behind the open's answer, whose
+ * write is on the ring already (as after a run's, scheduler.c). */
+static void session_open_answered(PySession *s) {
+        if (s->warm)
+                run_pool_refill_later(s->m->env.pool);
 }
 
 /* PY_SESSION_ID (metrics.h): the first 16 hex digits of this machine's app-specific id for the
@@ -928,7 +964,13 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
         s->state = PYSESSION_DEAD; /* until spawned: session_free() on the way out */
 
         int r = str_random_id(s->handle, m->config.tag, PYSESSION_NONCE_HEX / 2);
-        if (r >= 0)
+        /* A ready sandbox of the pool when one is there (sessions use the default interpreter, the
+         * pool's): its id names its scope, as a run that takes one. */
+        RunReady ready;
+        s->warm = r >= 0 && run_pool_take(m->env.pool, &ready) >= 0;
+        if (s->warm)
+                memcpy(s->id, ready.id, sizeof(s->id));
+        else if (r >= 0)
                 r = str_random_hex(s->id, 8);
         if (r >= 0)
                 session_record_id(s->handle, s->id, s->id_hash);
@@ -937,36 +979,48 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
                 answer_errorf(call, owner, reply, "cannot make a session handle: %s", strerror(-r));
                 return;
         }
-        if (cgroup_backend(m->env.cgroup) != CGROUP_BACKEND_NONE) {
-                r = cgroup_run_new(m->env.cgroup, s->id, session_backstop_s(m), &s->cgroup);
-                if (r < 0) {
+        if (s->warm) {
+                /* Placed, released, its ready line read by the pool: its launcher waits for a
+                 * message on stdin, which makes it a session (launch.py's _SESSION_SWITCH). */
+                s->child = ready.child;
+                s->cgroup = ready.cgroup;
+                s->stdin_fd = ready.stdin_fd;
+                s->streams[0].fd = ready.stdout_fd;
+                s->streams[1].fd = ready.stderr_fd;
+        } else {
+                if (cgroup_backend(m->env.cgroup) != CGROUP_BACKEND_NONE) {
+                        r = cgroup_run_new(m->env.cgroup, s->id,
+                                           pysession_backstop_s(m->config.lifetime_s, m->config.max_timeout_s),
+                                           &s->cgroup);
+                        if (r < 0) {
+                                session_free(s);
+                                answer_errorf(call, owner, reply, "cannot create the session's cgroup (%s backend): %s",
+                                              cgroup_backend_name(m->env.cgroup), strerror(-r));
+                                return;
+                        }
+                }
+                if (asprintf(&s->staging, "%s/session-%s", m->env.state_dir, s->id) < 0) {
+                        s->staging = NULL;
                         session_free(s);
-                        answer_errorf(call, owner, reply, "cannot create the session's cgroup (%s backend): %s",
-                                      cgroup_backend_name(m->env.cgroup), strerror(-r));
+                        answer_error(call, owner, reply, "mcp-execd is out of memory");
                         return;
                 }
+                RunLauncher l;
+                r = run_launcher_spawn(&(RunLauncherSpec) { .sandbox = m->env.sandbox, .python = m->env.python,
+                                                            .staging = s->staging, .launcher = m->launcher,
+                                                            .launcher_len = m->launcher_len, .cgroup = s->cgroup },
+                                       &l);
+                if (r < 0) {
+                        free(TAKE_PTR(s->staging)); /* removed by run_launcher_spawn() */
+                        session_free(s);
+                        answer_errorf(call, owner, reply, "cannot start the session's sandbox: %s", strerror(-r));
+                        return;
+                }
+                s->child = l.child;
+                s->stdin_fd = l.stdin_fd;
+                s->streams[0].fd = l.stdout_fd;
+                s->streams[1].fd = l.stderr_fd;
         }
-        if (asprintf(&s->staging, "%s/session-%s", m->env.state_dir, s->id) < 0) {
-                s->staging = NULL;
-                session_free(s);
-                answer_error(call, owner, reply, "mcp-execd is out of memory");
-                return;
-        }
-        RunLauncher l;
-        r = run_launcher_spawn(&(RunLauncherSpec) { .sandbox = m->env.sandbox, .python = m->env.python,
-                                                    .staging = s->staging, .launcher = m->launcher,
-                                                    .launcher_len = m->launcher_len, .cgroup = s->cgroup },
-                               &l);
-        if (r < 0) {
-                free(TAKE_PTR(s->staging)); /* removed by run_launcher_spawn() */
-                session_free(s);
-                answer_errorf(call, owner, reply, "cannot start the session's sandbox: %s", strerror(-r));
-                return;
-        }
-        s->child = l.child;
-        s->stdin_fd = l.stdin_fd;
-        s->streams[0].fd = l.stdout_fd;
-        s->streams[1].fd = l.stderr_fd;
         s->state = PYSESSION_OPENING;
         s->open_call = call;
         s->open_owner = owner;
@@ -976,6 +1030,16 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
         io_uring_prep_poll_add(sqe, s->child.pidfd, POLLIN);
         timer_arm(s, PYSESSION_OPEN_TIMEOUT_USEC);
 
+        if (s->warm) {
+                /* The switch, then its ready line: on_stream() reads it as a cold session's. */
+                sqe = ring_get_sqe(m->env.ring, &s->op_stdin);
+                io_uring_prep_write(sqe, s->stdin_fd, m->switch_msg, (unsigned) m->switch_len, (uint64_t) -1);
+                stream_read(&s->streams[0]);
+                stream_read(&s->streams[1]);
+                control_read(s);
+                sweep_arm(m);
+                return;
+        }
         _cleanup_free_ char *problem = NULL;
         r = s->cgroup ? cgroup_run_place(s->cgroup, s->child.pid, s->child.pidfd, on_placed, s, &problem) : 1;
         if (r < 0) {
@@ -1284,6 +1348,7 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
                 if (s->open_call && s->open_owner == owner) {
                         s->open_reply(s->open_owner, NULL);
                         s->open_call = mcp_call_free(s->open_call);
+                        session_open_answered(s); /* before the kill, which may free s */
                         session_kill(s, PYSESSION_END_CANCELLED, "its open was cancelled");
                         continue;
                 }
@@ -1354,6 +1419,12 @@ int pysessions_new(const PySessionsConfig *config, PySessions **ret) {
         memcpy(m->launcher, head, sizeof(head) - 1);
         memcpy(m->launcher + sizeof(head) - 1, py_launch, ll + 1);
         m->launcher_len = sizeof(head) - 1 + ll;
+        /* One record with no data: the pipe is empty when it is written, the write is whole. */
+        m->switch_msg = run_launcher_message(PYSESSION_SWITCH, "", 0, NULL, 0, NULL, 0, &m->switch_len);
+        if (!m->switch_msg) {
+                free(m->launcher);
+                return -ENOMEM;
+        }
         m->hook = (SchedulerHook) { .userdata = m, .submit = hook_submit, .has = hook_has, .cancel = hook_cancel,
                                     .shutdown = hook_shutdown, .gauges = hook_gauges };
         *ret = TAKE_PTR(m);
@@ -1425,6 +1496,7 @@ PySessions *pysessions_free(PySessions *m) {
                 free(q);
         }
         free(m->launcher);
+        free(m->switch_msg);
         free(m);
         return NULL;
 }

@@ -22,6 +22,11 @@ typedef struct PySessionsConfig {
 
 int pysessions_new(const PySessionsConfig *config, PySessions **ret);
 
+/* The backstop of a session's scope (systemd's RuntimeMaxUSec, before the runs' grace): its lifetime,
+ * a call's timeout past it, and a minute. The pool makes its ready sandboxes' scopes with at least
+ * this, since session_open may take one (pool.c). */
+uint32_t pysession_backstop_s(uint32_t lifetime_s, uint32_t max_timeout_s);
+
 /* Puts the sessions in front of the scheduler's hook (the Python tools'): session_open,
  * session_close and every call with a `session` argument are ours, the rest goes on to the hook
  * that was there. Once, after that hook was attached. */

@@ -7,7 +7,8 @@
 # of matplotlib is imported unless the code imports it.
 #
 # Session mode (issue 18, `_SESSION = True` after `_WARM = ()`): ready as in warm mode, then one
-# call after another in one __main__; see _session().
+# call after another in one __main__; see _session(). A ready sandbox of the pool becomes a session
+# the same way when its message's first record is named _SESSION_SWITCH (see _warm()).
 #
 # Warm mode (issue 16, a ready sandbox): the daemon stages this file with a first line
 # `_WARM = ("module", ...)` (MCP_EXEC_PRELOAD, maybe empty). Then, before any caller code exists,
@@ -37,6 +38,9 @@ _SCRIPT = "main.py"
 _OUT = os.path.join(os.getcwd(), "outputs")  # absolute: the code may chdir
 _saved = [0]
 _READY_BYTES = 256  # the ready line, one write (atomic on a pipe: at most PIPE_BUF)
+# A ready sandbox's message whose first record has this name makes it a session (session_open
+# served by the pool). No call can send it: input file names are validated relative, this is not.
+_SESSION_SWITCH = "/session"
 
 try:
     os.unlink(__file__)
@@ -121,7 +125,8 @@ def _warm_read(n):
 
 # Set before the ready line (_session_prepare()), so that no SIGINT can find Python's default
 # handler between the ready line and the first call: the daemon may send one as soon as it has
-# written a call's message.
+# written a call's message. A ready sandbox that becomes a session sets it before its second ready
+# line, which the daemon waits for before it writes a call.
 _SESSION_FD = [-1]
 _SESSION_STDIN = "/dev/stdin"  # the record that holds a call's stdin (input file names are relative)
 _SESSION_EARLY = [False]
@@ -146,6 +151,7 @@ def _session_prepare():
 
 def _warm():
     """Preloads, says ready, waits for the call's message and writes its files (issue 16)."""
+    global _SESSION
     # A ready sandbox made in the background weighs less than the runs until a call takes it (the
     # daemon gives the weight back): the sandbox started this process at nice 19, and its session's
     # autogroup is lowered alike here (the kernel allows an unprivileged write once per 100 ms
@@ -188,6 +194,24 @@ def _warm():
         os._exit(3)
     if _SESSION:
         _session_prepare()
+    _warm_ready()
+    if _SESSION:
+        return  # _session() runs at the end, once everything is defined
+    records = _warm_records(_warm_read(int.from_bytes(_warm_read(8), "little")))
+    if records and records[0][0] == _SESSION_SWITCH:
+        # session_open took this ready sandbox: it becomes a session, as if made with _SESSION =
+        # True. The SIGINT handler is set before the second ready line, and the daemon sends no
+        # call (so no SIGINT) before it has read that line: a SIGINT never finds Python's default
+        # handler. The line's figures include the switch's own imports: the session's, not its
+        # first call's.
+        _SESSION = True
+        _session_prepare()
+        _warm_ready()
+        return
+    _warm_files(records)
+
+
+def _warm_ready():
     import resource
 
     ru = resource.getrusage(resource.RUSAGE_SELF)
@@ -196,9 +220,6 @@ def _warm():
     with open("/proc/self/statm", "rb") as f:
         rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     _warm_line("MCPEXECD-READY %d %d %d" % (round(ru.ru_utime * 1e6), round(ru.ru_stime * 1e6), rss))
-    if _SESSION:
-        return  # _session() runs at the end, once everything is defined
-    _warm_files(_warm_records(_warm_read(int.from_bytes(_warm_read(8), "little"))))
 
 
 def _warm_records(body):

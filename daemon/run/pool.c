@@ -16,6 +16,7 @@
  * caller's stdin; the launcher reads exactly the message, writes the files into /tmp itself (as the
  * run's user, so charged to the run, as a cold run's copy is), and runs main.py as a cold run does.
  * The moment that write starts is the run's release: duration and the deadline count from it.
+ * session_open takes one the same way (pysession.c), and its message makes the launcher a session.
  *
  * Accounting. The launcher's ready line is written before any caller code exists in that process
  * (it is ours and the operator's preload), so its CPU figures are the preload's own CPU: run.c
@@ -242,12 +243,18 @@ static void entry_read_line(PoolEntry *e);
  * start, which follows the spawn): this + the grace every run's scope gets (daemon.c
  * CGROUP_BACKSTOP_GRACE_S, which covers the kill's grace). A ready sandbox may wait max_age
  * counted from its spawn (run_pool_take() never hands out an older one), then serve a call of up
- * to MCP_EXEC_MAX_TIMEOUT_S: 600 + 300 + 10 s with the defaults. Only a daemon that died, and
- * whose sandboxes outlived it (PR_SET_PDEATHSIG aside), ever meets it. */
+ * to MCP_EXEC_MAX_TIMEOUT_S (600 + 300 + 10 s with the defaults); or become a Python session, which
+ * lives up to its own backstop (pysession_backstop_s(): MCP_EXEC_PY_SESSION_LIFETIME_S and more).
+ * The scope's RuntimeMaxUSec is set once, when systemd makes it: systemd's dbus-scope.c takes it
+ * only while the transient unit is being created (UNIT_STUB; so in the sources read, which predate
+ * PIDFDs, v255), not from SetUnitProperties when a session takes the sandbox later; so a ready
+ * sandbox's scope has the longer of the two from its start.
+ * Only a daemon that died, and whose sandboxes outlived it (PR_SET_PDEATHSIG aside), ever meets
+ * it; the next start stops such scopes anyway (cgroup_stop_stale()). */
 static uint32_t pool_backstop_s(const RunPool *p) {
         uint64_t s = p->config.max_age_usec == UINT64_MAX ? UINT32_MAX / 2
                                                          : (p->config.max_age_usec + 999999u) / 1000000u;
-        s += p->config.max_timeout_s;
+        s += MAX(p->config.max_timeout_s, p->config.session_backstop_s);
         return (uint32_t) MIN(s, (uint64_t) UINT32_MAX / 2);
 }
 

@@ -20,14 +20,17 @@ typedef struct RunPoolConfig {
         Cgroup *cgroup;        /* the runs' backend: each ready sandbox has its scope or cgroup; none:
                                 * rlimits */
         uint32_t max_timeout_s; /* MCP_EXEC_MAX_TIMEOUT_S: with max_age, the scope's backstop */
+        uint32_t session_backstop_s; /* a Python session's backstop when session_open may take a ready
+                                      * sandbox (pysession_backstop_s()); 0: sessions are off */
         bool background;       /* made at a lower CPU weight, restored when taken: in rlimit mode by
                                 * nice, which needs CAP_SYS_NICE; with a cgroup by its cpu.weight */
         uint64_t max_age_usec; /* a ready sandbox older than this is replaced, not used (a timer every
                                 * max_age / 2 replaces them when no call comes); UINT64_MAX: never */
 } RunPoolConfig;
 
-/* A ready sandbox handed to a run: the init (holding its PID namespace), the run's ends of its
- * three pipes, and what the launcher reported when it became ready. The run owns all of it. */
+/* A ready sandbox handed to a run (or to a Python session): the init (holding its PID namespace),
+ * the run's ends of its three pipes, and what the launcher reported when it became ready. The run
+ * owns all of it. */
 typedef struct RunReady {
         char id[17];        /* its run id: its scope is mcp-execd-run-<id>.scope */
         SandboxChild child;

@@ -334,7 +334,7 @@ static void test_py_session_records(void **state) {
         assert_int_equal(metrics_new("1.2.3", "http", c.f, &m), 0);
         MetricsPySession ps = { .id = "00112233aabbccdd", .run_id = "0123456789abcdef", .limits = "rlimit",
                                 .traceparent = TRACEPARENT, .idle_timeout_s = 60, .lifetime_s = 3600,
-                                .open_ms = 41 };
+                                .open_ms = 41, .warm = true };
         metrics_py_session_opened(m, &ps);
         MetricsRun r = sample_run();
         r.py_session_id = "00112233aabbccdd";
@@ -365,6 +365,7 @@ static void test_py_session_records(void **state) {
                 { 0, "IDLE_TIMEOUT_S", "60" },
                 { 0, "LIFETIME_S", "3600" },
                 { 0, "OPEN_MS", "41" },
+                { 0, "WARM", "1" },
                 { 0, "TRACEPARENT", TRACEPARENT },
                 { 1, "MESSAGE_ID", METRICS_MESSAGE_RUN_FINISHED },
                 { 1, "PY_SESSION_ID", "00112233aabbccdd" },
