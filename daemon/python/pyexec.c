@@ -908,6 +908,9 @@ static void hook_shutdown(void *userdata, const char *reason) {
                 j->reply(j->owner, reply ?: mcp_call_reply_oom(j->call)); /* answered in every case (issue 15) */
                 job_cancel(j);
         }
+        /* An install nobody waits for any more would otherwise run on past the drain (a slow index)
+         * and be left in flight at the teardown. */
+        envs_stop(px->envs);
 }
 
 /* ---------------------------------------------------------------------------------------------
