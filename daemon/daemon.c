@@ -374,6 +374,12 @@ static unsigned daemon_py_sessions_count(const void *userdata) {
         return pysessions_count(userdata);
 }
 
+/* A session_open that pyexec prepared (its interpreter, its dependencies) goes back to the sessions:
+ * the two folders do not know each other, the daemon joins them. */
+static void daemon_py_session_open(void *userdata, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep) {
+        pysessions_open_prepared(userdata, call, owner, reply, prep);
+}
+
 /* The scheduler, its run records (structured into the journal when stderr is our journal stream,
  * we are a service; else one line each on stderr) and the transport. */
 static int daemon_serving_setup(Daemon *d) {
@@ -390,6 +396,7 @@ static int daemon_serving_setup(Daemon *d) {
                 return log_error_errno(q, "cannot set up the Python sessions: %m");
         pysessions_attach(d->pysessions, &d->scheduler);
         pyexec_set_py_sessions(d->pyexec, daemon_py_sessions_count, d->pysessions);
+        pyexec_set_session_open(d->pyexec, daemon_py_session_open, d->pysessions);
 
         const char *transport = cfg->transport == TRANSPORT_STDIO  ? "stdio"
                                 : cfg->transport == TRANSPORT_HTTP ? "http"

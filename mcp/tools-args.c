@@ -303,10 +303,13 @@ static json_t *python_schema_new(const McpLimits *l, const char *description) {
 
 static json_t *dependencies_schema_new(const McpLimits *l, const char *description) {
         char d[256];
-        snprintf(d, sizeof(d),
-                 "PEP 508 requirements to install before the run (at most %d), merged with the script's PEP 723 "
-                 "block; for the same package this list wins, e.g. [\"requests>=2.31\"]",
-                 DEPENDENCIES_MAX);
+        if (description) /* a tool without a script (session_open) says what they are for */
+                snprintf(d, sizeof(d), "%s (at most %d), e.g. [\"requests>=2.31\"]", description, DEPENDENCIES_MAX);
+        else
+                snprintf(d, sizeof(d),
+                         "PEP 508 requirements to install before the run (at most %d), merged with the script's PEP "
+                         "723 block; for the same package this list wins, e.g. [\"requests>=2.31\"]",
+                         DEPENDENCIES_MAX);
         return json_pack("{s:s, s:{s:s, s:i}, s:i, s:s}", "type", "array", "items", "type", "string", "maxLength",
                          REQUIREMENT_MAX_BYTES, "maxItems", DEPENDENCIES_MAX, "description", d);
 }

@@ -18,9 +18,11 @@ static char *open_description(const McpLimits *l) {
                          "(timed_out=true), otherwise the session is killed (session_alive=false). One call at a "
                          "time per session. A session idle for idle_timeout_s (default and maximum: the server's "
                          "MCP_EXEC_PY_SESSION_IDLE_S) ends. A session may start from a ready sandbox "
-                         "(warm=true: faster, with the server's preloaded modules imported). In this version "
-                         "python must be the default "
-                         "interpreter and dependencies must be empty. Close it with session_close.") < 0)
+                         "(warm=true: faster, with the server's preloaded modules imported). `python` chooses "
+                         "the session's interpreter (%s; default: exec's); `dependencies` are installed once, "
+                         "as for execute_python, from %s, and importable in every call of the session (a call "
+                         "cannot add any); a session with either starts cold. Close it with session_close.",
+                      mcp_tools_pythons(l), l->sources ? l->sources : "no source (none is configured)") < 0)
                 return NULL;
         return d;
 }
@@ -33,9 +35,12 @@ static char *close_description(const McpLimits *l) {
         return d;
 }
 
+/* python, python_version, dependencies and environment are there when session_open named an
+ * interpreter or had dependencies, in execute_python's shape. */
 static json_t *open_output_schema(void) {
         return json_pack("{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}, "
-                         "s:{s:s, s:s}}, s:[s,s,s,s,s,s]}",
+                         "s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:{s:s}, s:s}, s:{s:[s,s], s:s}}, "
+                         "s:[s,s,s,s,s,s]}",
                          "type", "object", "properties",
                          "session", "type", "string", "description", "the handle to pass as `session`",
                          "idle_timeout_s", "type", "integer", "description", "idle seconds after which it ends",
@@ -46,6 +51,12 @@ static json_t *open_output_schema(void) {
                          "memory_at_start_bytes", "type", "integer", "description",
                          "memory the session's interpreter held when it became ready (a ready sandbox's "
                          "preloaded modules included)",
+                         "python", "type", "string", "description", "the interpreter the session runs",
+                         "python_version", "type", "string", "description", "its version",
+                         "dependencies", "type", "array", "items", "type", "string", "description",
+                         "the requirements installed, normalized",
+                         "environment", "type", "object", "null", "description",
+                         "the environment mounted at /venv: key, reused, install_ms, mount; null without dependencies",
                          "required", "session", "idle_timeout_s", "expires_in_s", "limits", "warm",
                          "memory_at_start_bytes");
 }
@@ -57,7 +68,8 @@ static json_t *close_output_schema(void) {
 
 static const McpToolArg open_args[] = {
         { "python", MCP_ARG_PYTHON, false, "Interpreter, one of: " },
-        { "dependencies", MCP_ARG_DEPENDENCIES, false, NULL },
+        { "dependencies", MCP_ARG_DEPENDENCIES, false,
+          "PEP 508 requirements installed once for the whole session, as execute_python's" },
         { "idle_timeout_s", MCP_ARG_IDLE_TIMEOUT, false,
           "Seconds without a call after which the session ends (at most the server's MCP_EXEC_PY_SESSION_IDLE_S)" },
 };

@@ -17,6 +17,16 @@
  * session_alive: false. Python's exit or death (a crash, an OOM kill, os._exit) ends the session
  * the same way. One call at a time per session: a second gets a tool error at once.
  *
+ * Interpreter and dependencies. Without them a session runs exec's interpreter (MCP_EXEC_PYTHON).
+ * A session_open that names `python` or has `dependencies` is handed on to the hook we sit in front
+ * of (pyexec's): it resolves the interpreter and installs the environment exactly as for an
+ * execute_python run, and hands the call back (pysessions_open_prepared()) with the interpreter's
+ * path and the environment's directory, which is mounted read-only at SANDBOX_ENV_DIR as a run's
+ * and held (never evicted) until the session is freed. While it is there, the call is that hook's:
+ * a cancellation or a shutdown reaches it through our hook's cancel and shutdown, which pass on.
+ * A session's calls run its interpreter: one naming another gets a tool error, and dependencies
+ * are session_open's alone (a call cannot add any to the running interpreter's environment).
+ *
  * Handles: 128 random bits (getrandom), hex; compared in constant time. Every wrong handle (garbage,
  * closed, expired, killed) gets the same tool error. The daemon serves one credential (stdio: its
  * client; HTTP: the one MCP_EXEC_AUTH_TOKEN, or none), so a handle works from any connection of it.
@@ -120,6 +130,24 @@ static const char *const pysession_end_names[_PYSESSION_END_MAX] = {
 
 typedef struct PySession PySession;
 
+/* A prepared session_open's environment (JobPrep's release): held while its sandbox may use it. */
+typedef struct PyHold {
+        void (*release)(void *userdata);
+        void *userdata;
+} PyHold;
+
+static void hold_release(PyHold *h) {
+        if (h->release)
+                h->release(h->userdata);
+        *h = (PyHold) {};
+}
+
+static PyHold hold_take(PyHold *h) {
+        PyHold v = *h;
+        *h = (PyHold) {};
+        return v;
+}
+
 typedef struct PyStream {
         RingOp op;
         PySession *session;
@@ -169,6 +197,11 @@ struct PySession {
         bool warm;      /* a ready sandbox of the pool: its interpreter and preload were there */
         bool announced; /* its open record was written: its close gets one */
         char *traceparent; /* session_open's, for the open and close records */
+        char *python_name; /* the interpreter session_open named or was given (prepared), or NULL:
+                            * exec's (m->env.python_name) */
+        json_t *prepared;  /* what the preparation adds to session_open's result (python,
+                            * python_version, dependencies, environment), or NULL */
+        PyHold env_hold;   /* the environment mounted in the sandbox, released when it is gone */
         char *staging;
         SandboxChild child;
         CgroupRun *cgroup;
@@ -317,14 +350,18 @@ static void session_free(PySession *s) {
                 }
                 sandbox_child_done(&s->child);
         }
-        /* After the init is reaped: nothing of the session is left in its cgroup or scope. */
+        /* After the init is reaped: nothing of the session is left in its cgroup or scope, and
+         * nothing mounts its environment any more (the cache may evict it). */
         s->cgroup = cgroup_run_free(s->cgroup);
+        hold_release(&s->env_hold);
         session_staging_remove(s);
         call_free(s->call);
         if (s->open_call)
                 answer_error(s->open_call, s->open_owner, s->open_reply, "the session ended before it was ready");
         explicit_bzero(s->handle, sizeof(s->handle));
         free(s->traceparent);
+        free(s->python_name);
+        json_decref(s->prepared);
         free(s);
 }
 
@@ -698,6 +735,9 @@ static void session_became_ready(PySession *s) {
                               (json_int_t) (s->idle_usec / 1000000u), "expires_in_s", (json_int_t) (left / 1000000u),
                               "limits", s->cgroup ? "cgroup" : "rlimit", "warm", s->warm,
                               "memory_at_start_bytes", (json_int_t) memory);
+        /* What was prepared, in execute_python's shape: the interpreter, what was installed. */
+        if (o && s->prepared && json_object_update_missing(o, s->prepared) < 0)
+                json_decref(TAKE_PTR(o));
         answer_json(call, s->open_owner, s->open_reply, o);
         session_open_answered(s);
 }
@@ -912,31 +952,43 @@ static void session_record_id(const char *handle, const char *run_id, char out[M
         snprintf(out, METRICS_PY_SESSION_ID_HEX + 1, "%s", run_id);
 }
 
-static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
+/* Whether session_open needs the inner hook first: an interpreter named, or dependencies. */
+static bool session_open_prepares(const McpExecArgs *a) {
+        return a->python || json_array_size(a->dependencies) > 0;
+}
+
+/* prep: NULL when the call comes from our hook; else what the inner hook prepared (the interpreter,
+ * the environment, held by prep->release from here on, and what the result adds). */
+static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep) {
         const McpExecArgs *a = mcp_call_args(call);
-        if (m->config.max == 0 || !m->env.python) {
+        /* Whatever becomes of the call, the environment is the session's once it exists, else it
+         * is given back on the way out. */
+        _cleanup_(hold_release) PyHold hold = prep ? (PyHold) { prep->release, prep->userdata } : (PyHold) {};
+        const char *python = prep && prep->python ? prep->python : m->env.python;
+        if (m->config.max == 0 || !python) {
                 answer_error(call, owner, reply, m->config.max == 0
                         ? "Python sessions are disabled on this server (MCP_EXEC_PY_SESSIONS_MAX=0)"
                         : "Python sessions need the default interpreter, which was not found (MCP_EXEC_PYTHON)");
                 return;
         }
-        if (a->dependencies && json_array_size(a->dependencies) > 0) {
-                answer_error(call, owner, reply, "invalid argument 'dependencies': not supported by session_open yet; "
-                                                 "install nothing, or use execute_python without a session");
-                return;
-        }
-        if (a->python && m->env.python_name && strcmp(a->python, m->env.python_name) != 0) {
-                answer_errorf(call, owner, reply, "invalid argument 'python': sessions use the default interpreter "
-                                                  "(%s) in this version", m->env.python_name);
-                return;
-        }
         unsigned live = 0; /* a killed one is no longer counted, while its init is reaped */
         LIST_FOREACH(sessions, o, m->sessions)
                 live += o->state != PYSESSION_DEAD;
+        /* Counted before the preparation too: nothing is installed for a session that has no place. */
         if (live >= m->config.max) {
                 answer_errorf(call, owner, reply, "too many Python sessions open: %u of %u "
                                                   "(MCP_EXEC_PY_SESSIONS_MAX); close one with session_close",
                               live, m->config.max);
+                return;
+        }
+        if (!prep && session_open_prepares(a)) {
+                /* The interpreter registry and the environments are the inner hook's (pyexec's): it
+                 * answers an interpreter that cannot be used or a dependency that cannot be
+                 * installed, and hands the rest back to pysessions_open_prepared(). */
+                int r = m->inner ? m->inner->submit(m->inner->userdata, call, owner, reply) : -EOPNOTSUPP;
+                if (r < 0)
+                        answer_errorf(call, owner, reply,
+                                      "cannot prepare the session's interpreter and dependencies: %s", strerror(-r));
                 return;
         }
 
@@ -957,6 +1009,7 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
         s->op_stdin.callback = on_stdin;
         s->op_pidfd.callback = on_pidfd;
         s->op_timer.callback = on_timer;
+        s->env_hold = hold_take(&hold);
         uint32_t idle = a->idle_timeout_s && a->idle_timeout_s < m->config.idle_s ? a->idle_timeout_s : m->config.idle_s;
         s->idle_usec = (uint64_t) idle * 1000000u;
         LIST_PREPEND(sessions, m->sessions, s);
@@ -964,10 +1017,17 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
         s->state = PYSESSION_DEAD; /* until spawned: session_free() on the way out */
 
         int r = str_random_id(s->handle, m->config.tag, PYSESSION_NONCE_HEX / 2);
-        /* A ready sandbox of the pool when one is there (sessions use the default interpreter, the
-         * pool's): its id names its scope, as a run that takes one. */
+        if (r >= 0 && prep && prep->extra) {
+                const char *name = json_string_value(json_object_get(prep->extra, "python"));
+                s->prepared = json_incref(prep->extra);
+                if (name && !(s->python_name = strdup(name)))
+                        r = -ENOMEM;
+        }
+        /* A ready sandbox of the pool when one is there and the session is the pool's kind (the
+         * default interpreter, no environment: a prepared session is always made for itself): its
+         * id names its scope, as a run that takes one. Nothing fails after the take. */
         RunReady ready;
-        s->warm = r >= 0 && run_pool_take(m->env.pool, &ready) >= 0;
+        s->warm = r >= 0 && !prep && run_pool_take(m->env.pool, &ready) >= 0;
         if (s->warm)
                 memcpy(s->id, ready.id, sizeof(s->id));
         else if (r >= 0)
@@ -1006,7 +1066,8 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
                         return;
                 }
                 RunLauncher l;
-                r = run_launcher_spawn(&(RunLauncherSpec) { .sandbox = m->env.sandbox, .python = m->env.python,
+                r = run_launcher_spawn(&(RunLauncherSpec) { .sandbox = m->env.sandbox, .python = python,
+                                                            .env_dir = prep ? prep->env_dir : NULL,
                                                             .staging = s->staging, .launcher = m->launcher,
                                                             .launcher_len = m->launcher_len, .cgroup = s->cgroup },
                                        &l);
@@ -1141,13 +1202,15 @@ static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn r
                                                  "time: wait for its answer, or open another session");
                 return;
         }
-        if (a->dependencies && json_array_size(a->dependencies) > 0) {
-                answer_error(call, owner, reply, "invalid argument 'dependencies': not supported with a session yet");
+        if (json_array_size(a->dependencies) > 0) {
+                answer_error(call, owner, reply, "invalid argument 'dependencies': a session's dependencies are given "
+                                                 "to session_open (installed once, for the session's whole life); "
+                                                 "open a session with them, or call without the session");
                 return;
         }
-        if (a->python && m->env.python_name && strcmp(a->python, m->env.python_name) != 0) {
-                answer_errorf(call, owner, reply, "invalid argument 'python': the session runs %s",
-                              m->env.python_name);
+        const char *python = s->python_name ? s->python_name : m->env.python_name;
+        if (a->python && python && strcmp(a->python, python) != 0) {
+                answer_errorf(call, owner, reply, "invalid argument 'python': the session runs %s", python);
                 return;
         }
         _cleanup_(call_freep) PyCall *c = calloc(1, sizeof(*c));
@@ -1255,7 +1318,7 @@ static bool is_ours(const McpExecArgs *a) {
 static void pending_run(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
         switch (mcp_call_args(call)->tool) {
         case MCP_TOOL_SESSION_OPEN:
-                session_open(m, call, owner, reply);
+                session_open(m, call, owner, reply, NULL);
                 break;
         case MCP_TOOL_SESSION_CLOSE:
                 session_close(m, call, owner, reply);
@@ -1435,6 +1498,16 @@ void pysessions_attach(PySessions *m, Scheduler *s) {
         m->scheduler = s;
         m->inner = s->hook;
         scheduler_set_hook(s, &m->hook);
+}
+
+void pysessions_open_prepared(PySessions *m, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep) {
+        if (m->stopped) {
+                if (prep->release)
+                        prep->release(prep->userdata);
+                answer_error(call, owner, reply, "mcp-execd is stopping");
+                return;
+        }
+        session_open(m, call, owner, reply, prep);
 }
 
 void pysessions_stop(PySessions *m, const char *reason) {

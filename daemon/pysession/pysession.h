@@ -32,6 +32,13 @@ uint32_t pysession_backstop_s(uint32_t lifetime_s, uint32_t max_timeout_s);
  * that was there. Once, after that hook was attached. */
 void pysessions_attach(PySessions *p, Scheduler *s);
 
+/* A session_open we handed on to the hook we sit in front of (it names `python` or has
+ * `dependencies`) comes back here once that hook (pyexec's) has prepared it: prep->python runs in
+ * the session's sandbox, prep->env_dir is mounted there read-only (held until prep->release, which
+ * is called once the session's sandbox is gone), prep->extra's members are added to the result.
+ * Takes the call and prep's release in every case; call from the loop. */
+void pysessions_open_prepared(PySessions *p, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep);
+
 /* Kills every session (a call in flight is answered with a tool error giving reason). Idempotent. */
 void pysessions_stop(PySessions *p, const char *reason);
 /* Whether a session call or open is still to be answered (the teardown waits for them). A stopped

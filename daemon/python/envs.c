@@ -93,6 +93,7 @@ struct Envs {
         Install *installs;
         EnvUse *uses;
         uint64_t n_installed;
+        bool stopped; /* envs_stop(): nothing more is started */
 };
 
 static char *path_join(const char *a, const char *b) {
@@ -651,6 +652,8 @@ static json_t *request_json(Envs *e, const EnvRequest *req, const char *mode, co
 
 static int install_start(Envs *e, const EnvRequest *req, bool check, Install **ret) {
         char rnd[17];
+        if (e->stopped)
+                return -ECANCELED;
         int r = str_random_hex(rnd, 8);
         if (r < 0)
                 return r;
@@ -749,7 +752,7 @@ static void installs_next(Envs *e) {
                 oldest->pending = false;
                 _cleanup_free_ char *args_json = TAKE_PTR(oldest->args_json);
                 oldest->t_start = now_usec();
-                int r = install_launch(oldest, args_json);
+                int r = e->stopped ? -ECANCELED : install_launch(oldest, args_json);
                 if (r < 0) {
                         /* Answered like an installer that could not be confined. */
                         if (asprintf(&oldest->place_error, "cannot start the installer: %s", strerror(-r)) < 0)
@@ -763,6 +766,22 @@ static void installs_next(Envs *e) {
 
 /* ---------------------------------------------------------------------------------------------
  * The API. */
+
+void envs_stop(Envs *e) {
+        if (!e)
+                return;
+        e->stopped = true;
+        /* Killed as at their deadline (on_install_timer()): pip's process group and its cgroup.
+         * Their pidfd, pipe and timer operations then complete during the daemon's drain of the
+         * ring, and each install is freed as usual; a pending one fails when the next ends. */
+        LIST_FOREACH(installs, i, e->installs) {
+                if (i->pending || i->exited || i->child.pid <= 0)
+                        continue;
+                if (i->cgroup)
+                        (void) cgroup_run_kill(i->cgroup);
+                (void) kill(-i->child.pid, SIGKILL);
+        }
+}
 
 static void on_waiter_nop(RingOp *op, int res) {
         EnvWaiter *w = container_of(op, EnvWaiter, op_nop);

@@ -82,6 +82,11 @@ int envs_check(Envs *e, const EnvRequest *req, EnvCheckFn done, void *userdata, 
  * wait for goes on; one nobody waits for still completes (it is cached). */
 void envs_waiter_cancel(EnvWaiter *w);
 
+/* The daemon stops: every install in flight is killed now, so that its operations on the ring
+ * complete (and it is freed) during the teardown's drain, not left to envs_free() with operations
+ * still in flight; nothing more is started (a pending or new install fails). Idempotent. */
+void envs_stop(Envs *e);
+
 /* A run that used the environment is over: it may be evicted again. */
 void envs_release(Envs *e, const char *key);
 

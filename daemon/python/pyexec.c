@@ -1,4 +1,5 @@
-/* pyexec.c: execute_python, validate_script and check_environment, and the interpreter registry.
+/* pyexec.c: execute_python, validate_script and check_environment, the interpreter registry, and
+ * the preparation of a session_open that names an interpreter or has dependencies (pyexec.h).
  * A call is prepared in steps, each an asynchronous operation on the loop: the PEP 723 metadata
  * helper (a sandboxed run of the tools interpreter with tomllib and packaging), the syntax check
  * (a sandboxed run of the chosen interpreter), the source check or the environment (envs.c), and
@@ -77,6 +78,8 @@ struct PyExec {
         bool probes_stopped;     /* pyexec_probe_stop(): what they report is not logged */
         PyExecProbedFn probed;   /* called once, when every probe has answered */
         unsigned (*py_sessions_count)(const void *userdata); /* or NULL */
+        PyExecSessionOpenFn session_open; /* daemon/pysession/'s, or NULL */
+        void *session_open_userdata;
         const void *py_sessions;
         void *probed_userdata;
 };
@@ -429,11 +432,14 @@ static json_t *execute_extra(PyJob *j, json_t *environment) {
                          reqs ? json_incref(reqs) : json_array(), "environment", environment ? environment : json_null());
 }
 
+/* The prepared call goes to the scheduler, or a session_open back to daemon/pysession/, which
+ * spawns the session's sandbox with python and env_dir and holds the environment for its life. */
 static void job_submit_run(PyJob *j, const char *python, const char *env_dir, json_t *environment,
                            const char *env_key) {
         PyExec *px = j->px;
+        McpTool tool = mcp_call_args(j->call)->tool;
         /* environment is consumed here (exec calls never have one). */
-        _cleanup_(json_decrefp) json_t *extra = mcp_call_args(j->call)->tool == MCP_TOOL_EXECUTE_PYTHON
+        _cleanup_(json_decrefp) json_t *extra = tool == MCP_TOOL_EXECUTE_PYTHON || tool == MCP_TOOL_SESSION_OPEN
                                                         ? execute_extra(j, environment)
                                                         : NULL;
         EnvHold *hold = NULL;
@@ -454,6 +460,17 @@ static void job_submit_run(PyJob *j, const char *python, const char *env_dir, js
                 .release = hold ? env_hold_release : NULL,
                 .userdata = hold,
         };
+        if (tool == MCP_TOOL_SESSION_OPEN) {
+                if (!px->session_open) {
+                        if (hold)
+                                env_hold_release(hold);
+                        job_tool_error(j, "Python sessions are not served by this server");
+                        return;
+                }
+                px->session_open(px->session_open_userdata, TAKE_PTR(j->call), j->owner, j->reply, &prep);
+                job_free(j);
+                return;
+        }
         Scheduler *s = px->scheduler;
         int r = scheduler_submit_prepared(s, j->call, j->owner, j->reply, &prep);
         if (r >= 0) {
@@ -579,15 +596,19 @@ static void validate_after_meta(PyJob *j) {
 }
 
 /* execute_python, once the metadata is parsed: refused if it is invalid, else run, with its
- * environment made first when it has dependencies. */
+ * environment made first when it has dependencies. A session_open's dependencies alike, the
+ * session's sandbox taking the place of the run. */
 static void execute_after_meta(PyJob *j) {
         PyExec *px = j->px;
         json_t *problems = json_object_get(j->meta, "problems");
         json_t *reqs = json_object_get(j->meta, "requirements");
+        bool session = mcp_call_args(j->call)->tool == MCP_TOOL_SESSION_OPEN;
 
         if (json_array_size(problems) > 0) {
                 _cleanup_free_ char *text = problems_text(problems);
-                job_tool_errorf(j, "the script's PEP 723 metadata or dependencies are invalid:\n%s", text ? text : "");
+                const char *what = session ? "the session's dependencies"
+                                           : "the script's PEP 723 metadata or dependencies";
+                job_tool_errorf(j, "%s are invalid:\n%s", what, text ? text : "");
                 return;
         }
         if (json_array_size(reqs) == 0) {
@@ -596,10 +617,10 @@ static void execute_after_meta(PyJob *j) {
         }
         if (!px->envs) {
                 _cleanup_free_ char *list = json_dumps(reqs, JSON_COMPACT);
-                job_tool_errorf(j, "the script needs dependencies %s, but no dependency source is configured: the "
+                job_tool_errorf(j, "the %s needs dependencies %s, but no dependency source is configured: the "
                                    "operator must set MCP_EXEC_INDEX_URL (the URL of a PEP 503 simple index, which may "
                                    "be a local mirror) or MCP_EXEC_WHEELHOUSE (a directory of wheels) for mcp-execd",
-                                list ? list : "");
+                                session ? "session" : "script", list ? list : "");
                 return;
         }
         const char *v[72];
@@ -768,7 +789,9 @@ static void script_begin(PyJob *j) {
         PyExec *px = j->px;
         const McpExecArgs *a = mcp_call_args(j->call);
         _cleanup_(json_decrefp) json_t *in = json_pack(
-                "{s:s%, s:O?, s:{s:s, s:s, s:s, s:s}}", "script", a->code, a->code_len, "dependencies", a->dependencies,
+                /* session_open has no script: its dependencies alone */
+                "{s:s%, s:O?, s:{s:s, s:s, s:s, s:s}}", "script", a->code ?: "", a->code_len, "dependencies",
+                a->dependencies,
                 "python", "name", j->interp->name, "version", j->interp->version, "implementation",
                 j->interp->implementation, "id", j->interp->id);
         _cleanup_free_ char *text = in ? json_dumps(in, JSON_COMPACT) : NULL;
@@ -785,6 +808,18 @@ static void script_begin(PyJob *j) {
                 job_tool_error(j, "mcp-execd is out of memory");
 }
 
+/* session_open naming an interpreter or with dependencies (daemon/pysession/ handed it on): the
+ * dependencies go through the metadata helper as execute_python's argument does, with no script,
+ * so that they are normalized, keyed and installed alike; without any, straight back with the
+ * interpreter. */
+static void session_begin(PyJob *j) {
+        if (json_array_size(mcp_call_args(j->call)->dependencies) == 0) {
+                job_submit_run(j, j->interp->path, NULL, NULL, NULL);
+                return;
+        }
+        script_begin(j);
+}
+
 /* What each tool this module serves does: its handler (the first step), and for the script tools
  * the step after the metadata. The tool's name, schema and argument checks are mcp/'s registry. */
 typedef struct PyTool {
@@ -798,6 +833,7 @@ static const PyTool py_tools[_MCP_TOOL_MAX] = {
         [MCP_TOOL_EXECUTE_PYTHON] = { .interpreter = true, .begin = script_begin, .after_meta = execute_after_meta },
         [MCP_TOOL_VALIDATE_SCRIPT] = { .interpreter = true, .begin = script_begin, .after_meta = validate_after_meta },
         [MCP_TOOL_CHECK_ENVIRONMENT] = { .begin = check_environment_reply },
+        [MCP_TOOL_SESSION_OPEN] = { .interpreter = true, .begin = session_begin, .after_meta = execute_after_meta },
 };
 
 /* The first step of every call, from the loop (never an answer from inside submit). */
@@ -893,6 +929,9 @@ static void hook_shutdown(void *userdata, const char *reason) {
                 j->reply(j->owner, reply ?: mcp_call_reply_oom(j->call)); /* answered in every case (issue 15) */
                 job_cancel(j);
         }
+        /* An install nobody waits for any more would otherwise run on past the drain (a slow index)
+         * and be left in flight at the teardown. */
+        envs_stop(px->envs);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1077,6 +1116,11 @@ int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const ch
 void pyexec_attach(PyExec *px, Scheduler *scheduler) {
         px->scheduler = scheduler;
         scheduler_set_hook(scheduler, &px->hook);
+}
+
+void pyexec_set_session_open(PyExec *px, PyExecSessionOpenFn open, void *userdata) {
+        px->session_open = open;
+        px->session_open_userdata = userdata;
 }
 
 void pyexec_set_py_sessions(PyExec *px, unsigned (*count)(const void *userdata), const void *userdata) {

@@ -46,6 +46,17 @@ DEFINE_POINTER_CLEANUP(PyExec, pyexec_free)
 /* Routes the scheduler's non-exec calls (and exec calls that choose an interpreter) through px. */
 void pyexec_attach(PyExec *px, Scheduler *scheduler);
 
+/* session_open with `python` or `dependencies` (issue 18). daemon/pysession/ sits in front of our
+ * hook and hands such a call on to it; we resolve the interpreter and install the environment
+ * exactly as for execute_python (the same helper, key and cache), then hand the call back to open
+ * instead of the scheduler, with prep: python (its path inside the sandbox), env_dir (held until
+ * prep->release), extra ({python, python_version, dependencies, environment}, execute_python's).
+ * open takes the call and prep's release in every case; it is called from the loop. Until it is
+ * set, such a call gets a tool error. Cancellation and shutdown reach the call while it is ours
+ * through our hook, as every call being prepared. */
+typedef void (*PyExecSessionOpenFn)(void *userdata, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep);
+void pyexec_set_session_open(PyExec *px, PyExecSessionOpenFn open, void *userdata);
+
 /* check_environment's count of the Python sessions open now (daemon/pysession/ is not ours: the
  * daemon passes its count here once both exist). Without it the count is not shown. */
 void pyexec_set_py_sessions(PyExec *px, unsigned (*count)(const void *userdata), const void *userdata);

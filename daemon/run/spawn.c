@@ -38,6 +38,7 @@ int run_launcher_spawn(const RunLauncherSpec *spec, RunLauncher *ret) {
         }
         SandboxRunSpec s = {
                 .python = spec->python,
+                .env_dir = spec->env_dir,
                 .staging_dir = spec->staging,
                 .script = MCP_RUN_LAUNCHER,
                 .stdin_fd = in[0],

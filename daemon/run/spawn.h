@@ -12,6 +12,8 @@
 typedef struct RunLauncherSpec {
         Sandbox *sandbox;
         const char *python;   /* resolved interpreter path */
+        const char *env_dir;  /* host directory bound read-only at SANDBOX_ENV_DIR (a session's
+                               * dependencies; python is then SANDBOX_ENV_DIR "/bin/python"), or NULL */
         const char *staging;  /* host directory to create (0700) holding only the launcher */
         const char *launcher; /* the launcher's text: a first line of ours, then launch.py */
         size_t launcher_len;
