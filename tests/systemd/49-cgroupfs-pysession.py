@@ -2,10 +2,11 @@
 # tier-timeout: 600
 """Python sessions (issue 18) under the cgroupfs backend: the daemon in a Delegate=yes service
 (MCP_EXEC_CGROUP=cgroupfs, as 27-cgroupfs) gives each session one child cgroup run-<id>/ of its own
-with the run limits and the two leaves, for the session's whole life.
+with the run limits and the two leaves, for the session's whole life; run with the warm pool
+(sessions served by ready sandboxes) and without it.
 
-1. session_open: one new run-* cgroup (not a ready sandbox of the warm pool), the one the call's
-   file URIs name (mcp-execd://run/<id>/...); memory.max, pids.max, cpu.max are the configured
+1. session_open: a run-* cgroup of its own, the one the call's file URIs name
+   (mcp-execd://run/<id>/...): a ready sandbox's when the pool served it (warm), else a new one; memory.max, pids.max, cpu.max are the configured
    limits; supervisor/ and payload/ exist, the interpreter is in payload/.
 2. State persists: x = 41 (exec), then print(x + 1) (execute_python) prints 42; the results say
    limits "cgroup", a memory peak > 0, session_alive true, session_calls 1 and 2.
@@ -116,17 +117,14 @@ def tool_error(result):
 
 
 def open_session(d, bed):
-    """session_open; returns (handle, run cgroup name). The run cgroup is the one new run-* dir that
-    is not a ready sandbox, and the one a call's returned file names by its run id."""
-    before = set(bed.run_dirs())
+    """session_open; returns (handle, run cgroup name, warm). The run cgroup is the one a call's returned
+    file names by its run id: a ready sandbox's when the pool served the open (warm: true; its CPU
+    weight given back, so no longer a ready one), else a new one; never another run's."""
+    before_ready, before_runs = set(bed.ready_dirs()), set(bed.run_dirs())
     o = sc(tool(d, "session_open", {}))
     if o.get("limits") != "cgroup" or not o.get("session"):
         raise TestFailure("session_open answered %r" % o)
     h = o["session"]
-    new = wait_until(lambda: sorted(set(bed.run_dirs()) - before), 20)
-    if len(new) != 1:
-        raise TestFailure("expected one new run cgroup for the session in %s, found %r (all: %r, ready: %r)"
-                          % (bed.base, new, bed.all_run_dirs(), bed.ready_dirs()))
     r = tool(d, "exec", {"session": h, "code": "open('outputs/id.txt', 'w').write('id')"})
     s = sc(r)
     if not s.get("session_alive"):
@@ -135,9 +133,17 @@ def open_session(d, bed):
     ids = [m.group(1) for m in (re.match(r"mcp-execd://run/([0-9a-z]+)/outputs/id\.txt$", u) for u in uris) if m]
     if len(ids) != 1:
         raise TestFailure("no file URI naming the session's run id in %r" % r["content"])
-    if new[0] != "run-" + ids[0]:
-        raise TestFailure("the new run cgroup %s is not the session's (its run id is %s)" % (new[0], ids[0]))
-    return h, new[0]
+    name = "run-" + ids[0]
+    path = os.path.join(bed.base, name)
+    print("session %s: warm %s, cgroup %s" % (h[:6], o.get("warm"), name))
+    if name in before_runs:
+        raise TestFailure("the session's cgroup %s was another run's" % name)
+    if o.get("warm") != (name in before_ready):
+        raise TestFailure("warm %r, but its cgroup %s %s a ready sandbox's (ready before: %r)"
+                          % (o.get("warm"), name, "was" if name in before_ready else "was not", sorted(before_ready)))
+    if not os.path.isdir(path) or is_ready_sandbox(path):
+        raise TestFailure("the session's cgroup %s is missing or still weighted as a ready sandbox" % path)
+    return h, name, o.get("warm")
 
 
 def check_unknown(d, h, after):
@@ -147,12 +153,15 @@ def check_unknown(d, h, after):
 
 
 def main():
-    unit = "mcp-execd-cgfs-sess-%s" % uuid.uuid4().hex[:8]
-    bed = Bed(unit)
-    try:
-        return scenario(bed)
-    finally:
-        cleanup(bed)
+    # Twice: with the warm pool (the default: sessions are served by ready sandboxes, whose cgroups
+    # they take over) and without it (each session's cgroup made for it).
+    for pool in (2, 0):
+        print("--- MCP_EXEC_WARM_POOL=%d" % pool)
+        bed = Bed("mcp-execd-cgfs-sess-%s" % uuid.uuid4().hex[:8])
+        try:
+            scenario(bed, pool)
+        finally:
+            cleanup(bed)
 
 
 def cleanup(bed):
@@ -182,7 +191,7 @@ def cleanup(bed):
     systemctl("reset-failed", bed.unit)
 
 
-def scenario(bed):
+def scenario(bed, pool):
     d = Daemon(verbose=False, deadline=DEADLINE)
     # As 27: systemd-run --pipe gives the service our stdin/stdout. KillMode=process: at the stop
     # systemd signals only the daemon, so whatever of the sessions is gone, the daemon removed.
@@ -190,18 +199,20 @@ def scenario(bed):
         ["systemd-run", "--quiet", "--pipe", "--wait", "--unit=" + bed.unit, "-p", "Delegate=yes",
          "-p", "KillMode=process",
          "-E", "MCP_EXEC_CGROUP=cgroupfs", "-E", "MCP_EXEC_MEMORY_MAX=128M", "-E", "MCP_EXEC_PIDS_MAX=32",
-         "-E", "MCP_EXEC_CPU_QUOTA=50%", os.environ["MCP_EXECD"]],
+         "-E", "MCP_EXEC_CPU_QUOTA=50%", "-E", "MCP_EXEC_WARM_POOL=%d" % pool, os.environ["MCP_EXECD"]],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     with d:
         d.initialize()
-        # The probe's run cgroup gone and the warm pool full (two ready sandboxes, run-* cgroups too).
-        if not wait_until(lambda: not bed.run_dirs() and len(bed.ready_dirs()) == 2, 90, 0.2):
+        # The probe's run cgroup gone and the warm pool full (its ready sandboxes: run-* cgroups too).
+        if not wait_until(lambda: not bed.run_dirs() and len(bed.ready_dirs()) == pool, 90, 0.2):
             raise TestFailure("the probe's run cgroup is still there, or the pool is not full: runs %s, ready %s"
                               % (bed.run_dirs(), bed.ready_dirs()))
 
         # --- 1. the session's cgroup ---------------------------------------------------------
         t = time.monotonic()
-        h, name = open_session(d, bed)
+        h, name, warm = open_session(d, bed)
+        if warm != (pool > 0):  # the pool is full: the first open takes a ready sandbox if there is a pool
+            raise TestFailure("with MCP_EXEC_WARM_POOL=%d the first session_open said warm %r" % (pool, warm))
         rc = os.path.join(bed.base, name)
         got = {k: read(os.path.join(rc, k)) for k in LIMITS}
         print("session open in %.1f s, its cgroup %s: %r" % (time.monotonic() - t, rc, got))
@@ -238,7 +249,7 @@ def scenario(bed):
         print("OOM: oom_killed, session_alive false, its cgroup gone, the handle unknown")
 
         # --- 4. session_close ---------------------------------------------------------------
-        h2, name2 = open_session(d, bed)
+        h2, name2, _ = open_session(d, bed)
         rc2 = os.path.join(bed.base, name2)
         c = sc(tool(d, "session_close", {"session": h2}))
         if c.get("closed") is not True:
@@ -251,7 +262,7 @@ def scenario(bed):
 
         # --- 5. the daemon's stop with a session open ---------------------------------------
         marker = "cgfs-sess-%s" % uuid.uuid4().hex[:12]
-        h3, name3 = open_session(d, bed)
+        h3, name3, _ = open_session(d, bed)
         rc3 = os.path.join(bed.base, name3)
         k = sc(tool(d, "exec", {"session": h3, "code": (
             "import subprocess\n"
