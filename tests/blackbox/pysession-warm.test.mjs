@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { startDaemon, callExec, descendants, procStat, sleep, test } from './lib/index.mjs';
 import { callTool } from './lib/files.mjs';
+import { assertInterruptKeepsState } from './lib/pysession.mjs';
 
 const T = { timeout: 90000 };
 const errText = (r) => r.result.content?.[0]?.text ?? '';
@@ -122,18 +123,7 @@ test('a deadline interrupts a call of a session opened from the pool, and its st
     const o = await open(d.client);
     assert.equal(o.sc.warm, true);
     const s = o.sc.session;
-    await run(d.client, s, 'z = "kept"');
-    const r = await run(d.client, s, 'import time\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print("interrupted")\n    raise',
-                        { timeout_s: 1 });
-    assert.equal(r.sc.timed_out, true);
-    assert.equal(r.sc.exit_code, -1);
-    assert.equal(r.sc.session_alive, true);
-    assert.equal(r.sc.stdout, 'interrupted\n');
-    assert.match(r.sc.stderr, /KeyboardInterrupt/);
-    const r2 = await run(d.client, s, 'print(z)');
-    assert.equal(r2.sc.stdout, 'kept\n');
-    assert.equal(r2.sc.timed_out, false);
-    assert.equal(r2.sc.session_alive, true);
+    await assertInterruptKeepsState(d.client, s);
 });
 
 test("the preload's CPU is charged to no call: a warm session's first call with numpy preloaded costs less than importing it", T, async (t) => {

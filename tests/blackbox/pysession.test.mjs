@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import { startDaemon, descendants, procStat, sleep, test } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk } from './lib/http-daemon.mjs';
 import { callTool } from './lib/files.mjs';
+import { assertInterruptKeepsState } from './lib/pysession.mjs';
 
 const T = { timeout: 90000 };
 // Sessions are not served by the pool: no ready sandbox blurs the process counts below.
@@ -116,17 +117,7 @@ test("a traceback names the call's own lines, and the session survives it", T, a
 test('a deadline interrupts the call (KeyboardInterrupt) and the session keeps its state', T, async (t) => {
     const d = await startDaemon(t, { env: ENV });
     const s = await open(d.client);
-    await run(d.client, s, 'z = "kept"');
-    const r = await run(d.client, s, 'import time\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print("interrupted")\n    raise',
-                        { timeout_s: 1 });
-    assert.equal(r.sc.timed_out, true);
-    assert.equal(r.sc.exit_code, -1);
-    assert.equal(r.sc.session_alive, true);
-    assert.equal(r.sc.stdout, 'interrupted\n');
-    assert.match(r.sc.stderr, /KeyboardInterrupt/);
-    const r2 = await run(d.client, s, 'print(z)');
-    assert.equal(r2.sc.stdout, 'kept\n');
-    assert.equal(r2.sc.timed_out, false);
+    await assertInterruptKeepsState(d.client, s);
 });
 
 test('code that ignores the interrupt gets its session killed; the handle is dead, nothing is left', T, async (t) => {
