@@ -207,6 +207,12 @@ def scenario(bed, pool):
         if not wait_until(lambda: not bed.run_dirs() and len(bed.ready_dirs()) == pool, 90, 0.2):
             raise TestFailure("the probe's run cgroup is still there, or the pool is not full: runs %s, ready %s"
                               % (bed.run_dirs(), bed.ready_dirs()))
+        # A ready sandbox's cgroup is there before its interpreter has said ready, and only then may
+        # a call or a session take it: the daemon's own count says when the pool is full.
+        def warm_ready():
+            return sc(tool(d, "check_environment", {})).get("sandbox", {}).get("warm_ready")
+        if not wait_until(lambda: warm_ready() == pool, 90, 0.5):
+            raise TestFailure("check_environment's warm_ready is %r, not %d" % (warm_ready(), pool))
 
         # --- 1. the session's cgroup ---------------------------------------------------------
         t = time.monotonic()
