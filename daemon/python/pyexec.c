@@ -254,7 +254,7 @@ static void on_probe_done(Run *run, void *userdata) {
  * exec's), all at the same time, on the loop. What it finds feeds the tool descriptions and
  * check_environment alike. */
 int pyexec_probe_start(PyExec *px, PyExecProbedFn done, void *userdata) {
-        /* Each interpreter compiles the runs' launcher too (probe.py). */
+        /* exec's interpreter compiles the runs' launcher too (probe.py). */
         const McpInputFile launcher = { .name = "launch.py", .data = py_launch, .len = strlen(py_launch) };
         PyInterp *all[CONFIG_PYTHONS_MAX + 2];
         size_t n = probe_entries(px, all);
@@ -277,8 +277,9 @@ int pyexec_probe_start(PyExec *px, PyExecProbedFn done, void *userdata) {
                         .code_len = strlen(py_probe),
                         .timeout_s = HELPER_TIMEOUT_S,
                         .python = all[i]->path,
+                        /* Only exec's interpreter: runs stage no other's bytecode. */
                         .files = &launcher,
-                        .n_files = 1,
+                        .n_files = px->exec.path && strcmp(all[i]->path, px->exec.path) == 0,
                 };
                 r = run_start(&px->env, &p, on_probe_done, w, &w->run);
                 if (r >= 0)
