@@ -94,9 +94,13 @@ def main():
 
 
 PERF_EVENTS = ["sched:sched_process_fork", "sched:sched_process_exec", "sched:sched_process_exit",
-               "syscalls:sys_exit_pivot_root", "syscalls:sys_exit_umount"]
+               "syscalls:sys_exit_pivot_root", "syscalls:sys_exit_umount", "syscalls:sys_exit_unshare",
+               "syscalls:sys_exit_seccomp", "syscalls:sys_enter_execve", "syscalls:sys_enter_execveat",
+               "syscalls:sys_exit_prctl"]
 INSIDE = ["init cloned", "helper forked", "pivot_root", "old root detached", "helper exited",
-          "python child forked", "init exec'd sandbox-init", "python exec'd", "python exited", "init exited"]
+          "python child forked", "child: own cgroup namespace", "child: seccomp loaded", "init: execveat entered",
+          "init exec'd sandbox-init", "sandbox-init: first prctl", "child: execve entered", "python exec'd",
+          "python exited", "init exited"]
 
 
 def inside(perf_data, runs):
@@ -113,9 +117,11 @@ def inside(perf_data, runs):
         init, t0 = run["init"], run["call-at-usec"]
         kids = [int(re.search(r"child_pid=(\d+)", tr).group(1)) for t, pid, e, tr in ev
                 if e == "sched:sched_process_fork" and pid == init]
-        if len(kids) < 2:
+        if not kids:
             continue
-        helper, python = kids[0], kids[1]
+        # Two children: the mount helper, then Python's. One: Python's child built the root itself
+        # (rlimit mode since issue 16.5's merge: SpawnPlan.mount_in_child).
+        helper, python = (kids[0], kids[1]) if len(kids) > 1 else (kids[0], kids[0])
         at = {}
 
         def first(name, pred):
@@ -125,12 +131,24 @@ def inside(perf_data, runs):
                     return
 
         first("init cloned", lambda pid, e, tr: e == "sched:sched_process_fork" and f"child_pid={init}" in tr)
-        first("helper forked", lambda pid, e, tr: e == "sched:sched_process_fork" and f"child_pid={helper}" in tr)
+        if helper != python:
+            first("helper forked", lambda pid, e, tr: e == "sched:sched_process_fork" and f"child_pid={helper}" in tr)
         first("pivot_root", lambda pid, e, tr: pid == helper and e.endswith("pivot_root"))
         first("old root detached", lambda pid, e, tr: pid == helper and e.endswith("umount"))
-        first("helper exited", lambda pid, e, tr: pid == helper and e.endswith("exit") and "sched" in e)
+        if helper != python:
+            first("helper exited", lambda pid, e, tr: pid == helper and e.endswith("exit") and "sched" in e)
         first("python child forked", lambda pid, e, tr: e == "sched:sched_process_fork" and f"child_pid={python}" in tr)
         first("init exec'd sandbox-init", lambda pid, e, tr: pid == init and e.endswith("exec"))
+        first("child: own cgroup namespace", lambda pid, e, tr: pid == python and e.endswith("exit_unshare"))
+        first("child: seccomp loaded", lambda pid, e, tr: pid == python and e.endswith("exit_seccomp"))
+        first("init: execveat entered", lambda pid, e, tr: pid == init and e.endswith("enter_execveat"))
+        first("child: execve entered", lambda pid, e, tr: pid == python and e.endswith("enter_execve"))
+        if "init exec'd sandbox-init" in at:
+            t_exec = at["init exec'd sandbox-init"] * 1000 + t0
+            for t, pid, e, tr in ev:
+                if pid == init and t > t_exec and e.endswith("exit_prctl"):
+                    at["sandbox-init: first prctl"] = (t - t0) / 1000
+                    break
         first("python exec'd", lambda pid, e, tr: pid == python and e.endswith("exec"))
         first("python exited", lambda pid, e, tr: pid == python and e == "sched:sched_process_exit")
         first("init exited", lambda pid, e, tr: pid == init and e == "sched:sched_process_exit")
@@ -138,7 +156,7 @@ def inside(perf_data, runs):
             table[k].append(v)
     print(f"inside the sandbox (perf tracepoints, {len(runs)} calls; ms from the call):")
     prev = 0.0
-    for k in INSIDE:
+    for k in sorted(INSIDE, key=lambda k: statistics.median(table[k]) if table[k] else 1e9):
         if table[k]:
             med = statistics.median(table[k])
             print(f"  {k:<26} at {med:8.3f} ms   (+{med - prev:.3f})   n={len(table[k])}")

@@ -43,6 +43,12 @@ static uint64_t timeval_usec(const struct timeval *tv) {
         return (uint64_t) tv->tv_sec * 1000000 + (uint64_t) tv->tv_usec;
 }
 
+/* The kernel keeps a process's utime and stime from going backwards (cputime_adjust()), so the
+ * base is never above the total; should it be, 0 rather than a wrapped number. */
+static uint64_t usec_minus(uint64_t total, int64_t base) {
+        return total > (uint64_t) base ? total - (uint64_t) base : 0;
+}
+
 static int64_t arg_number(const char *s) {
         char *end;
         errno = 0;
@@ -99,9 +105,16 @@ int main(int argc, char **argv) {
          * ran while PID 1 was still a copy of the daemon, or while it was dumpable. */
         SandboxChildError e;
         ssize_t n;
-        do
+        for (;;) {
                 n = read((int) exec_fd, &e, sizeof(e));
-        while (n < 0 && errno == EINTR);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n != (ssize_t) sizeof(e) || e.err != 0)
+                        break;
+                /* The child's setup (the run's root) before its failure or EOF: not the run's. */
+                base_utime += (int64_t) e.utime_usec;
+                base_stime += (int64_t) e.stime_usec;
+        }
         (void) close((int) exec_fd);
         bool running = true;
         if (n == (ssize_t) sizeof(e)) {
@@ -142,8 +155,8 @@ int main(int argc, char **argv) {
                         exited = (SandboxReport) {
                                 .kind = SANDBOX_REPORT_EXITED,
                                 .value = status,
-                                .utime_usec = timeval_usec(&ru.ru_utime) - (uint64_t) base_utime,
-                                .stime_usec = timeval_usec(&ru.ru_stime) - (uint64_t) base_stime,
+                                .utime_usec = usec_minus(timeval_usec(&ru.ru_utime), base_utime),
+                                .stime_usec = usec_minus(timeval_usec(&ru.ru_stime), base_stime),
                                 .maxrss_bytes = (uint64_t) ru.ru_maxrss * 1024,
                         };
                         running = false;

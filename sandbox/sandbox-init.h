@@ -6,12 +6,18 @@
 
 #include "sandbox.h"
 
-/* A step of the mount helper or the Python child that failed, written to exec_fd before the child
- * exits 127; EOF on exec_fd (every write end gone: the helper exited, or Python's execve closed
- * its O_CLOEXEC end) means success. */
+/* What the mount helper or the Python child writes to exec_fd, one whole record per write (smaller
+ * than PIPE_BUF: atomic, so every read returns whole records):
+ * - err != 0: a step failed (step names it); the writer exits 127;
+ * - err == 0: the Python child's own CPU time so far, which built the run's root (it did the mount
+ *   helper's work itself: SpawnPlan.mount_in_child), not the run's: subtracted from what is reported
+ *   as the helper's is.
+ * EOF on exec_fd (every write end gone: the helper exited, or Python's execve closed its O_CLOEXEC
+ * end) means success. */
 typedef struct SandboxChildError {
         int32_t err;
         char step[SANDBOX_REPORT_DETAIL_MAX];
+        uint64_t utime_usec, stime_usec;
 } SandboxChildError;
 
 /* argv of the init program, all decimal: no pointer and no string of the daemon crosses the exec. */

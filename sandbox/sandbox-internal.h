@@ -31,7 +31,7 @@ typedef struct SandboxSeed {
 } SandboxSeed;
 
 /* A per-user-namespace limit of /proc/sys/user written in each run's own user namespace by the
- * mount helper (see sandbox_shares_compute() in sandbox.c). */
+ * mount helper, or by the Python child in rlimit mode (see sandbox_shares_compute() in sandbox.c). */
 typedef struct SandboxUcountLimit {
         const char *path;  /* /proc/sys/user/… */
         char value[24];    /* decimal, newline-terminated; empty: the kernel has no such file */
@@ -59,6 +59,8 @@ typedef struct SpawnPlan {
         bool privileged;
         bool rlimits;
         bool background;       /* SandboxRunSpec.background */
+        bool mount_in_child;   /* the Python child, forked before the id maps, builds the root itself
+                                  (no mount helper): rlimits */
         const char *python;
         const char *staging_dir;
         const char *env_dir;   /* bound read-only at SANDBOX_ENV_DIR, or NULL */
@@ -74,6 +76,7 @@ typedef struct SpawnPlan {
         int payload_cgroup_fd; /* or -EBADF */
         int exec_fd;           /* child → init: SandboxChildError on failure, EOF on success */
         int go_fd;             /* the Python child's: EOF once PID 1 is the init program */
+        int maps_fd;           /* the Python child's: EOF once the id maps exist (mount_in_child) */
         int init_fd;           /* the Sandbox's init_fd, exec'd by the init */
 
         /* sandbox-fs.c */
@@ -94,7 +97,8 @@ typedef struct SpawnPlan {
 /* sandbox-fs.c */
 int sandbox_fs_plan(const Sandbox *s, const SandboxRunSpec *spec, SpawnPlan *plan);
 int sandbox_fs_prepare(SpawnPlan *plan);  /* the init, daemon's uid: open the staging files */
-int sandbox_fs_setup(SpawnPlan *plan);    /* mount helper, uid 65532: new root, /proc, /dev, /tmp, pivot */
+int sandbox_fs_setup(SpawnPlan *plan);    /* mount helper (or the Python child in rlimit mode), uid
+                                              65532: new root, /proc, /dev, /tmp, pivot */
 int sandbox_fs_populate(SpawnPlan *plan); /* Python child, uid 65532: staged files and seeds into /tmp */
 
 /* sandbox-lockdown.c */

@@ -37,6 +37,13 @@
  *           copies the staged files, drops caps, no_new_privs, seccomp, waits for the go pipe,
  *           execve
  *
+ * Without a cgroup (rlimit mode: nothing comes with the release) there is no mount helper: the
+ * Python child is forked at once, before 'M' (its fork overlaps the daemon's writing of the id
+ * maps), waits on the maps pipe, which the init closes at 'M', then builds the new root itself and
+ * goes on as above, while the init waits for 'R' and execs the init program (that exec overlaps
+ * the mounts). One process and two hand-overs fewer on the way to Python (issue 16.5); the child's
+ * CPU time up to then is reported to the init program and not charged to the run.
+ *
  * Up to here the init is a clone of the daemon (the setup). Once the Python child exists, the init
  * execs the run's init program (sandbox-init.c, from a sealed memfd, empty environment), which
  * holds nothing of the daemon, makes itself non-dumpable and closes the go pipe's write end; only
@@ -575,6 +582,10 @@ int sandbox_close_all_but(const int *keep, size_t n) {
 
 typedef SandboxChildError ChildError;
 
+static uint64_t timeval_usec(const struct timeval *tv) {
+        return (uint64_t) tv->tv_sec * 1000000 + (uint64_t) tv->tv_usec;
+}
+
 _Noreturn static void child_fail(int exec_fd, int err, const char *step, const char *what) {
         ChildError e = { .err = err };
         str_copy(e.step, sizeof(e.step), step, what);
@@ -602,6 +613,15 @@ _Noreturn static void child_main(SpawnPlan *plan) {
         }
         sandbox_signals_reset();
 
+        /* Forked before the id maps (mount_in_child): nothing below works until they exist. EOF
+         * once the init has seen 'M'; if the init dies instead, so do we, with its namespace. */
+        if (plan->maps_fd >= 0) {
+                char c;
+                while (read(plan->maps_fd, &c, 1) < 0 && errno == EINTR)
+                        ;
+                plan->maps_fd = safe_close(plan->maps_fd);
+        }
+
         /* Drop the daemon's supplementary groups while we still may (only root's gid_map allows
          * setgroups; unprivileged the kernel keeps them and "deny" was written). */
         if (plan->privileged)
@@ -611,7 +631,27 @@ _Noreturn static void child_main(SpawnPlan *plan) {
         CHILD_CHECK(setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID), "setresuid", NULL);
         /* No uid 0 is mapped in the run's user namespace, so the switch keeps the namespace
          * capabilities (capabilities(7): the "root" that loses them on setuid is uid 0 of the
-         * namespace): unshare() below needs one. All are dropped in sandbox_lockdown(). */
+         * namespace): unshare() below needs one, and so do the mounts. All are dropped in
+         * sandbox_lockdown(). */
+
+        /* Without a cgroup (rlimits) we were forked at the id maps, not at the release: build the
+         * run's root ourselves, as the mount helper does (helper_main()), while PID 1 becomes the
+         * init program; one process fewer, and the init's exec overlaps the mounts. What that work
+         * cost is not the run's: its CPU time goes to the init program, which subtracts it. */
+        if (plan->mount_in_child) {
+                int r = sandbox_fs_setup(plan);
+                if (r < 0)
+                        child_fail(plan->exec_fd, -r, plan->fail_step, plan->fail_what);
+                struct rusage ru = {};
+                (void) getrusage(RUSAGE_SELF, &ru);
+                ChildError base = { .utime_usec = timeval_usec(&ru.ru_utime), .stime_usec = timeval_usec(&ru.ru_stime) };
+                ssize_t n;
+                do
+                        n = write(plan->exec_fd, &base, sizeof(base));
+                while (n < 0 && errno == EINTR);
+                if (n != (ssize_t) sizeof(base))
+                        _exit(127); /* the init program is gone: so is the run */
+        }
 
         /* A new session: no controlling terminal of the daemon's is reachable (TIOCSTI). */
         CHILD_CHECK(setsid(), "setsid", NULL);
@@ -689,10 +729,6 @@ typedef struct InitState {
         struct rusage base; /* RUSAGE_CHILDREN once the mount helper was reaped: not the run's */
 } InitState;
 
-static uint64_t timeval_usec(const struct timeval *tv) {
-        return (uint64_t) tv->tv_sec * 1000000 + (uint64_t) tv->tv_usec;
-}
-
 /* Reaps every child that has exited. Only reached when Python never ran (its reaping and the
  * EXITED report are the init program's, sandbox-init.c). */
 static void init_reap(void) {
@@ -768,23 +804,36 @@ static void init_exec_program(InitState *st, const SpawnPlan *plan, pid_t python
                        AT_EMPTY_PATH);
 }
 
+/* A failure of init_start_python(): reported once the daemon listens (after the release). */
+static int init_start_failed(InitState *st, SpawnPlan *plan, bool released, int err, const char *step,
+                             const char *what) {
+        if (!released && !init_wait_message(st->control_fd, RELEASE_MESSAGE, &plan->payload_cgroup_fd))
+                _exit(0);
+        report_failed(st->control_fd, err, step, what);
+        return -1;
+}
+
 /* Starts the Python child, then execs the init program, which reports whether Python started.
- * Returns only on failure, -1 with the report already sent. */
-static int init_start_python(InitState *st, SpawnPlan *plan) {
-        int p[2], go[2];
-        if (pipe2(p, O_CLOEXEC) < 0) {
-                report_failed(st->control_fd, errno, "pipe2", NULL);
-                return -1;
-        }
-        if (pipe2(go, O_CLOEXEC) < 0) {
+ * Returns only on failure, -1 with the report already sent.
+ *
+ * Not released yet (mount_in_child, called before the id maps): the child is forked now, so that
+ * its fork overlaps the daemon's writing of the maps, and waits on the maps pipe; this process
+ * lets it go at 'M' (after sethostname), then waits for the release before the exec. */
+static int init_start_python(InitState *st, SpawnPlan *plan, bool released) {
+        int p[2], go[2] = { -EBADF, -EBADF }, maps[2] = { -EBADF, -EBADF };
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return init_start_failed(st, plan, released, errno, "pipe2", NULL);
+        if (pipe2(go, O_CLOEXEC) < 0 || (!released && pipe2(maps, O_CLOEXEC) < 0)) {
                 int e = errno;
                 safe_close(p[0]);
                 safe_close(p[1]);
-                report_failed(st->control_fd, e, "pipe2", NULL);
-                return -1;
+                safe_close(go[0]); /* pipe2() leaves the array as it was when it fails */
+                safe_close(go[1]);
+                return init_start_failed(st, plan, released, e, "pipe2", NULL);
         }
         plan->exec_fd = p[1];
         plan->go_fd = go[0];
+        plan->maps_fd = maps[0];
 
         pid_t pid = raw_clone3(0, NULL, plan->payload_cgroup_fd);
         if (pid < 0) {
@@ -793,19 +842,22 @@ static int init_start_python(InitState *st, SpawnPlan *plan) {
                 safe_close(p[1]);
                 safe_close(go[0]);
                 safe_close(go[1]);
-                report_failed(st->control_fd, e, "clone3 python",
-                              plan->payload_cgroup_fd >= 0 ? " into the payload cgroup" : NULL);
-                return -1;
+                safe_close(maps[0]);
+                safe_close(maps[1]);
+                return init_start_failed(st, plan, released, e, "clone3 python",
+                                         plan->payload_cgroup_fd >= 0 ? " into the payload cgroup" : NULL);
         }
         if (pid == 0) {
                 safe_close(p[0]);
                 safe_close(go[1]);
+                safe_close(maps[1]);
                 safe_close(st->control_fd);
                 safe_close(st->signal_fd);
                 child_main(plan);
         }
         safe_close(p[1]);
         plan->go_fd = safe_close(go[0]);
+        plan->maps_fd = safe_close(maps[0]);
         /* The init holds no end of the run's pipes: EOF on stdout must mean no process of the run
          * holds it any more. */
         plan->stdin_fd = safe_close(plan->stdin_fd);
@@ -814,6 +866,25 @@ static int init_start_python(InitState *st, SpawnPlan *plan) {
         plan->payload_cgroup_fd = safe_close(plan->payload_cgroup_fd);
         for (size_t i = 0; i < plan->n_staged; i++)
                 plan->staged[i].fd = safe_close(plan->staged[i].fd);
+        plan->env_fd = safe_close(plan->env_fd);
+
+        if (!released) {
+                /* EOF instead of a message: the daemon dropped the run. Python never ran (the go
+                 * pipe is still ours), and our exit ends the namespace with the child in it. */
+                if (!init_wait_message(st->control_fd, MAPS_MESSAGE, &plan->payload_cgroup_fd))
+                        _exit(0);
+                if (sethostname("sandbox", strlen("sandbox")) < 0) {
+                        int e = errno;
+                        (void) kill(pid, SIGKILL);
+                        safe_close(p[0]);
+                        safe_close(go[1]);
+                        safe_close(maps[1]);
+                        return init_start_failed(st, plan, false, e, "sethostname", NULL);
+                }
+                safe_close(maps[1]); /* the child may switch to the run's uid now */
+                if (!init_wait_message(st->control_fd, RELEASE_MESSAGE, &plan->payload_cgroup_fd))
+                        _exit(0);
+        }
 
         init_exec_program(st, plan, pid, p[0], go[1]);
 
@@ -826,6 +897,8 @@ static int init_start_python(InitState *st, SpawnPlan *plan) {
         report_failed(st->control_fd, e, "execve", " of the run's init program (sandbox-init)");
         return -1;
 }
+
+_Noreturn static void init_serve_failed(InitState *st);
 
 _Noreturn static void init_main(SpawnPlan *plan) {
         /* We are a copy of the daemon: its signal handlers, mask and fds are ours until we drop
@@ -871,6 +944,19 @@ _Noreturn static void init_main(SpawnPlan *plan) {
         if (r < 0) {
                 setup.err = -r;
                 str_copy(setup.step, sizeof(setup.step), plan->fail_step, plan->fail_what);
+        }
+
+        /* No cgroup comes with the release: the Python child is started now and builds the root
+         * itself (no mount helper), while this process waits for the maps and the release and
+         * becomes the init program. */
+        if (setup.err == 0 && plan->mount_in_child) {
+                st.signal_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+                if (st.signal_fd >= 0) {
+                        (void) init_start_python(&st, plan, false);
+                        init_serve_failed(&st);
+                }
+                setup.err = errno;
+                str_copy(setup.step, sizeof(setup.step), "signalfd", NULL);
         }
 
         if (!init_wait_message(st.control_fd, MAPS_MESSAGE, &plan->payload_cgroup_fd))
@@ -932,28 +1018,31 @@ _Noreturn static void init_main(SpawnPlan *plan) {
         if (setup.err != 0)
                 report_failed(st.control_fd, setup.err, setup.step, NULL);
         else
-                (void) init_start_python(&st, plan);
+                (void) init_start_python(&st, plan, true);
+        init_serve_failed(&st);
+}
 
-        /* Python never ran (a failure was reported): reap until the daemon closes control_fd. Returning from PID 1 kills whatever is left in
-         * the namespace (SIGKILL to every process, by the kernel). */
+/* Python never ran (a failure was reported): reap until the daemon closes control_fd. Exiting as
+ * PID 1 kills whatever is left in the namespace (SIGKILL to every process, by the kernel). */
+_Noreturn static void init_serve_failed(InitState *st) {
         for (;;) {
                 init_reap();
                 struct pollfd pfd[2] = {
-                        { .fd = st.control_fd, .events = POLLIN },
-                        { .fd = st.signal_fd, .events = POLLIN },
+                        { .fd = st->control_fd, .events = POLLIN },
+                        { .fd = st->signal_fd, .events = POLLIN },
                 };
-                int n = poll(pfd, st.signal_fd >= 0 ? 2 : 1, -1);
+                int n = poll(pfd, st->signal_fd >= 0 ? 2 : 1, -1);
                 if (n < 0 && errno != EINTR)
                         _exit(1);
                 if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
                         char buf[16];
-                        ssize_t k = recv(st.control_fd, buf, sizeof(buf), MSG_DONTWAIT);
+                        ssize_t k = recv(st->control_fd, buf, sizeof(buf), MSG_DONTWAIT);
                         if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
                                 _exit(0);
                 }
-                if (n > 0 && st.signal_fd >= 0 && (pfd[1].revents & POLLIN)) {
+                if (n > 0 && st->signal_fd >= 0 && (pfd[1].revents & POLLIN)) {
                         struct signalfd_siginfo si;
-                        while (read(st.signal_fd, &si, sizeof(si)) > 0)
+                        while (read(st->signal_fd, &si, sizeof(si)) > 0)
                                 ;
                 }
         }
@@ -1023,9 +1112,13 @@ static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, bool self_te
                 .stderr_fd = spec->stderr_fd,
                 .payload_cgroup_fd = spec->payload_cgroup_fd,
                 .rlimits = spec->rlimits,
+                /* No cgroup: nothing comes with the release, so the Python child may exist before
+                 * it and do the mount helper's work itself (init_main()). */
+                .mount_in_child = spec->rlimits,
                 .background = spec->background,
                 .exec_fd = -EBADF,
                 .go_fd = -EBADF,
+                .maps_fd = -EBADF,
                 .init_fd = s->init_fd,
                 .control_fd = -EBADF,
         };

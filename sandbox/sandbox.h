@@ -117,7 +117,8 @@ typedef struct SandboxReport {
         int32_t kind;  /* SandboxReportKind */
         int32_t value;
         /* EXITED only: getrusage(RUSAGE_CHILDREN) of the init at the time Python was reaped
-         * (every process of the run that was reaped so far; the init's mount helper excluded).
+         * (every process of the run that was reaped so far; the init's mount helper, or the Python
+         * child's own building of the root in rlimit mode, excluded).
          * maxrss is at least the daemon's RSS at spawn: Python's process is a copy of it until
          * its execve, and the kernel keeps that high-water mark. */
         uint64_t utime_usec;

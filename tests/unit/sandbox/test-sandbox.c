@@ -668,6 +668,14 @@ static void test_rlimits(void **state) {
         assert_int_equal(run_code(code, &run), 0);
         assert_string_equal(run.out, "0 1024 8388608 -1 False -1\n");
 
+        /* Without a cgroup nothing comes with the release, so the Python child is forked before
+         * the id maps and builds the run's root itself (SpawnPlan.mount_in_child): it is the
+         * init's first and only child, PID 2. With a cgroup the mount helper came first. */
+        assert_int_equal(run_code_opts("import os\nprint(os.getpid(), os.getppid())\n", &with, &run), 0);
+        assert_string_equal(run.out, "2 1\n");
+        assert_int_equal(run_code("import os\nprint(os.getpid(), os.getppid())\n", &run), 0);
+        assert_string_equal(run.out, "3 1\n");
+
         /* RLIMIT_NPROC holds (and is per run: every run has its own user namespace). */
         assert_int_equal(run_code_opts("import os, errno, time\n"
                                        "n = 0\n"
