@@ -634,10 +634,11 @@ _Noreturn static void child_main(SpawnPlan *plan) {
          * namespace): unshare() below needs one, and so do the mounts. All are dropped in
          * sandbox_lockdown(). */
 
-        /* Without a cgroup (rlimits) we were forked at the id maps, not at the release: build the
-         * run's root ourselves, as the mount helper does (helper_main()), while PID 1 becomes the
-         * init program; one process fewer, and the init's exec overlaps the mounts. What that work
-         * cost is not the run's: its CPU time goes to the init program, which subtracts it. */
+        /* Without a cgroup (rlimits) we were forked before the id maps, not after the release:
+         * build the run's root ourselves, as the mount helper does (helper_main()), while PID 1
+         * becomes the init program; one process fewer, and the init's exec overlaps the mounts.
+         * What that work cost is not the run's: our CPU time so far goes to the init program
+         * (a ChildError with err 0), which subtracts it. */
         if (plan->mount_in_child) {
                 int r = sandbox_fs_setup(plan);
                 if (r < 0)
