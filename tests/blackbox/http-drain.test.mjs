@@ -5,7 +5,7 @@
 // the calls left are stopped and answered as in any stop.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { callExec, uniqueMarker, pySleeperExec, waitMarkerPresent, waitMarkerGone, sleep } from './lib/index.mjs';
+import { callExec, uniqueMarker, pySleeperExec, waitMarkerPresent, waitMarkerGone } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk, rawRequest, postHeaders, until } from './lib/http-daemon.mjs';
 
 const TOKEN = 'drain-test-token-0123456789';
@@ -73,7 +73,12 @@ test('MCP_EXEC_DRAIN_S: SIGTERM drains: 503 + Retry-After for new requests, the 
     assert.equal(r.sc.stdout, "finished\n");
     const { code } = await d.waitExit(20000);
     assert.equal(code, 0, d.stderr().slice(-2000));
-    assert.match(d.stderr(), /draining/);
+    // The daemon's own account (daemon.c, daemon_on_signal and daemon_drain_check): the drain began
+    // with the one call in flight, and the stop came because that call finished, not because the
+    // bound ran out or a second signal came.
+    assert.match(d.stderr(), /received TERM: draining: new requests get 503, the 1 call\(s\) in flight finish within 120 s \(MCP_EXEC_DRAIN_S\)/);
+    assert.match(d.stderr(), /drained: no call is in flight any more; stopping/);
+    assert.doesNotMatch(d.stderr(), /are over with|during the drain/);
 });
 
 test('MCP_EXEC_DRAIN_S: past the bound the call left is stopped and answered, naming the variable', async (t) => {
@@ -87,6 +92,7 @@ test('MCP_EXEC_DRAIN_S: past the bound the call left is stopped and answered, na
     assert.equal(r.isError, true, JSON.stringify(r.result));
     assert.match(r.text, /MCP_EXEC_DRAIN_S/);
     assert.equal((await d.waitExit(20000)).code, 0, d.stderr().slice(-2000));
+    assert.match(d.stderr(), /the drain's 1 s \(MCP_EXEC_DRAIN_S\) are over with 1 call\(s\) in flight: they are stopped/);
     assert.deepEqual(await waitMarkerGone(marker, 5000), []);
 });
 
@@ -103,12 +109,17 @@ test('MCP_EXEC_DRAIN_S: a second SIGTERM during the drain stops at once', async 
     assert.equal(r.isError, true, JSON.stringify(r.result));
     assert.match(r.text, /shutting down/);
     assert.equal((await d.waitExit(20000)).code, 0, d.stderr().slice(-2000));
+    assert.match(d.stderr(), /received TERM during the drain: stopping now/);
     assert.deepEqual(await waitMarkerGone(marker, 5000), []);
 });
 
 test('MCP_EXEC_DRAIN_S: with nothing in flight SIGTERM stops without waiting for the bound', async (t) => {
+    // startHttpDaemon returns once the daemon logs that it serves: its checks are over, so the
+    // signal takes the drain's path (a daemon still starting stops without one).
     const d = await startHttpDaemon(t, { env: { MCP_EXEC_DRAIN_S: '300' } });
-    await sleep(100);
     d.kill('SIGTERM');
     assert.equal((await d.waitExit(20000)).code, 0, d.stderr().slice(-2000));
+    // The drain began, and ended because nothing was in flight (not at the bound: we are 300 s short of it).
+    assert.match(d.stderr(), /received TERM: draining: new requests get 503, the 0 call\(s\) in flight/);
+    assert.match(d.stderr(), /drained: no call is in flight any more; stopping/);
 });
