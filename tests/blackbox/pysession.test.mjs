@@ -6,7 +6,7 @@
 // expires, and no process of a session is left after its close, expiry or kill.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { startDaemon, descendants, procStat, sleep, test } from './lib/index.mjs';
+import { startDaemon, descendants, procStat, sleep, test, uniqueMarker, waitMarkerPresent, findByMarker } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk } from './lib/http-daemon.mjs';
 import { callTool } from './lib/files.mjs';
 import { assertInterruptKeepsState } from './lib/pysession.mjs';
@@ -260,19 +260,25 @@ test('a cancelled call is interrupted like a deadline: the session and its state
 test('the daemon stopping (SIGTERM) answers a session call in flight and leaves no process', T, async (t) => {
     const d = await startDaemon(t, { env: ENV });
     const s = await open(d.client);
-    const pending = run(d.client, s, 'import time\ntime.sleep(60)', { timeout_s: 120 }).catch((e) => ({ thrown: e }));
-    await sleep(800);
+    // The call starts a child with a marker in its argv: once the host sees it, the call is running
+    // (the signal comes while it is in flight, not before it reached the session).
+    const marker = uniqueMarker('pysession-sigterm');
+    const code = `import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'import time; time.sleep(60)', ${JSON.stringify(marker)}])`;
+    const pending = run(d.client, s, code, { timeout_s: 120 }).catch((e) => ({ thrown: e }));
+    assert.ok((await waitMarkerPresent(marker, 15000)).length > 0, 'the session call never started');
     const kids = descendants(d.pid);
     assert.ok(kids.length > 0);
     process.kill(d.pid, 'SIGTERM');
+    // The call must be answered: a daemon that exits without answering it makes the SDK reject the
+    // request (connection closed), and that is a failure, not a pass.
     const r = await pending;
-    if (!r.thrown) {
-        assert.equal(r.isError, true, JSON.stringify(r.result));
-        assert.match(errText(r), /shutting down|stopping/);
-    }
+    assert.equal(r.thrown, undefined, `the call in flight got no answer: ${r.thrown}; stderr: ${d.stderr().slice(-1500)}`);
+    assert.equal(r.isError, true, JSON.stringify(r.result));
+    assert.match(errText(r), /shutting down|stopping/);
     await d.exited;
     for (let i = 0; i < 50 && kids.some(alive); i++) await sleep(100);
     assert.deepEqual(kids.filter(alive), []);
+    assert.deepEqual(findByMarker(marker), []);
 });
 
 test('check_environment shows the sessions bounds', T, async (t) => {
