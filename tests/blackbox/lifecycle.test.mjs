@@ -206,7 +206,9 @@ test('tools/call without a name is -32602', async (t) => {
 });
 
 // What the description promises must be true of the runs: the Python version and the
-// packages it names as importable.
+// packages it names as importable. Both ways: the packages it names are the ones a run finds (so a
+// description that stops naming installed packages fails too, and a machine with none of them
+// still checks that it names none), and the named ones import.
 test('the description tells the truth about the Python version and importable packages', async (t) => {
     const d = await startDaemon(t);
     const { tools } = await d.client.listTools();
@@ -214,26 +216,50 @@ test('the description tells the truth about the Python version and importable pa
     const r = await d.client.callTool({ name: 'exec', arguments: { code: 'import sys; print(sys.version.split()[0])' } });
     const version = r.structuredContent.stdout.trim();
     const m = desc.match(/Python (3\.\d+(\.\d+)?)/);
-    if (m) assert.ok(version.startsWith(m[1]), `description says Python ${m[1]}, runs have ${version}`);
+    assert.ok(m, `the description names no Python version: ${desc.slice(0, 300)}`);
+    assert.ok(version.startsWith(m[1]), `description says Python ${m[1]}, runs have ${version}`);
     const modules = {
         PyYAML: 'yaml', Jinja2: 'jinja2', Pillow: 'PIL', numpy: 'numpy', pandas: 'pandas', matplotlib: 'matplotlib',
         scipy: 'scipy', 'scikit-learn': 'sklearn', statsmodels: 'statsmodels', networkx: 'networkx',
     };
-    const named = Object.entries(modules).filter(([pkg]) => desc.includes(pkg));
-    t.diagnostic(`description names: ${named.map(([p]) => p).join(', ') || 'no packages'}`);
-    if (named.length === 0) return;
-    const code = named.map(([, mod]) => `import ${mod}`).join('\n') + '\nprint("all imported")';
+    // "Importable: the standard library, PyYAML, numpy." (the standard library alone when the probe
+    // found none of them).
+    const sentence = desc.match(/Importable: the standard library((?:, [^,.]+)*)\./);
+    assert.ok(sentence, `the description has no "Importable:" sentence: ${desc}`);
+    const named = sentence[1].split(', ').filter(Boolean);
+    for (const pkg of named) assert.ok(pkg in modules, `the description names ${pkg}, which this test does not know`);
+    t.diagnostic(`description names: ${named.join(', ') || 'no packages'}`);
+    const look = `import importlib.util, json\nprint(json.dumps({m: importlib.util.find_spec(m) is not None for m in ${JSON.stringify(Object.values(modules))}}))`;
+    const found = await d.client.callTool({ name: 'exec', arguments: { code: look, timeout_s: 60 } }, undefined, { timeout: 70000 });
+    const present = JSON.parse(found.structuredContent.stdout);
+    const runsFind = Object.entries(modules).filter(([, mod]) => present[mod]).map(([pkg]) => pkg);
+    assert.deepEqual(named, runsFind, 'the packages the description names are the ones a run finds');
+    const code = named.map((pkg) => `import ${modules[pkg]}`).join('\n') + '\nprint("all imported")';
     const imp = await d.client.callTool({ name: 'exec', arguments: { code, timeout_s: 60 } }, undefined, { timeout: 70000 });
     assert.equal(imp.structuredContent?.stdout, 'all imported\n', JSON.stringify(imp.structuredContent));
 });
 
 // 2025-03-26 (only) says implementations MUST support receiving JSON-RPC batches; 2025-06-18
-// removed them. Open question for the lead: the daemon refuses every array.
-test('a batch after negotiating 2025-03-26 is answered with an array', { todo: 'open question: batches under 2025-03-26' }, async (t) => {
+// removed them. README.md (the protocol table) documents the choice: batch arrays are -32600 in
+// every version, 2025-03-26 included (no SDK client sends them). So: one -32600 (id null or
+// absent), no member of the batch run or answered, and the daemon serves on.
+test('a batch after negotiating 2025-03-26 is refused with one -32600; none of its members is answered', async (t) => {
     const d = RawDaemon.spawn(t);
-    await d.initialize('2025-03-26');
+    const init = await d.initialize('2025-03-26');
+    assert.equal(init.result.protocolVersion, '2025-03-26', JSON.stringify(init));
     d.sendLine('[{"jsonrpc":"2.0","id":"b1","method":"ping"},{"jsonrpc":"2.0","id":"b2","method":"ping"}]');
-    const arr = await d.waitFor((m) => Array.isArray(m) || m.error, 3000, 'a batch answer');
-    assert.ok(Array.isArray(arr), JSON.stringify(arr));
-    assert.deepEqual(arr.map((m) => m.id).sort(), ['b1', 'b2']);
+    const err = await d.waitFor((m) => Array.isArray(m) || m.error, 3000, 'the batch\'s answer');
+    assert.ok(!Array.isArray(err), `answered with an array: ${JSON.stringify(err)}`);
+    assert.equal(err.error.code, -32600, JSON.stringify(err));
+    assert.match(err.error.message, /batch/);
+    assert.ok(!('id' in err) || err.id === null, `id must be null or absent: ${JSON.stringify(err)}`);
+    // A ping sent after the batch is answered; the batch's pings, read before it, never are: once
+    // the daemon has exited (EOF) nothing more can come.
+    const ping = await d.request('ping');
+    assert.deepEqual(ping.result, {});
+    d.endStdin();
+    assert.equal((await d.waitClosed(10000)).code, 0);
+    const members = d.messages.filter((m) => !Array.isArray(m) && (m.id === 'b1' || m.id === 'b2'));
+    assert.deepEqual(members, [], 'a member of the refused batch was answered');
+    assert.equal(d.messages.filter((m) => m.error?.code === -32600).length, 1, JSON.stringify(d.messages));
 });

@@ -196,6 +196,20 @@ export class RawDaemon {
         }
     }
 
+    /**
+     * Resolve once the daemon is gone and its stdout is drained (nothing more can arrive: after
+     * this, `messages` is all it ever sent); reject after timeoutMs. The end of a negative check
+     * ("no answer for this id"): wait for this instead of for a while.
+     */
+    waitClosed(timeoutMs = 5000) {
+        if (this.closed) return Promise.resolve(this.exit);
+        return new Promise((resolve, reject) => {
+            const timer = setTimeout(() => reject(new Error(
+                `mcp-execd's stdout was not closed within ${timeoutMs} ms; stderr: ${this.stderrText.slice(-1500)}`)), timeoutMs);
+            this.proc.once('close', () => { clearTimeout(timer); resolve(this.exit); });
+        });
+    }
+
     /** Resolve with {code, signal} when the daemon exits; reject after timeoutMs. */
     waitExit(timeoutMs = 5000) {
         if (this.exit) return Promise.resolve(this.exit);
