@@ -5,9 +5,7 @@
 // __del__ run, cycles collected), the std streams and C stdio flushed, the exit status of
 // sys.exit(). Each case runs on the cold path and on a ready sandbox: both end the same way.
 import assert from 'node:assert/strict';
-import { startDaemon, callExec, assertResultShape, test } from './lib/index.mjs';
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+import { startDaemon, callExec, assertResultShape, waitPoolFull, test } from './lib/index.mjs';
 
 const CASES = [
     { name: 'a file left open in __main__ is flushed', code: "f = open('outputs/a.txt', 'w')\nf.write('x' * 10)\n",
@@ -45,14 +43,12 @@ const CASES = [
 ];
 
 async function check(client, c, warm) {
-    let r;
-    // A ready sandbox may not be there yet (the pool fills after each answer): try again.
-    for (let i = 0; i < 150; i++) {
-        r = await callExec(client, { code: c.code });
-        assertResultShape(r);
-        if (r.sc.warm === warm) break;
-        await sleep(200);
-    }
+    // On the pooled pass, the pool refills after each answer: wait until check_environment says it
+    // is full, then make the call once; it must be served warm (a cold answer fails, it is not
+    // retried away).
+    if (warm) await waitPoolFull(client);
+    const r = await callExec(client, { code: c.code });
+    assertResultShape(r);
     const what = `${c.name} (${warm ? 'warm' : 'cold'}): ${JSON.stringify(r.sc)}`;
     assert.equal(r.sc.warm, warm, what);
     assert.equal(r.sc.exit_code, c.exit ?? 0, what);

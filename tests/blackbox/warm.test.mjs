@@ -5,7 +5,7 @@
 // Behaviour only: no timed assertion (bench/rtt.py measures the speed).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { startDaemon, callExec, assertResultShape, runOnce, RawDaemon, descendants, procStat, test } from './lib/index.mjs';
+import { startDaemon, callExec, assertResultShape, runOnce, RawDaemon, descendants, procStat, test, waitPoolFull } from './lib/index.mjs';
 import { startHttpDaemon, rawRequest, connectSdk } from './lib/http-daemon.mjs';
 import { callTool, makeSources, pep723, tempDir } from './lib/pydeps.mjs';
 
@@ -16,16 +16,14 @@ const alive = (pid) => { const st = procStat(pid); return st !== null && st.stat
 
 // The pool is filled once the daemon's loop runs and again after each answer: a call made right
 // away may find none ready and take the cold path, and ready sandboxes are made at a low CPU weight
-// (slow on a loaded machine). Calls until one is served warm (at most ~30 s).
+// (slow on a loaded machine). So wait until check_environment says the pool is full, then make the
+// call once: it must be served warm, and a cold answer fails (it is never retried away).
 async function callWarm(client, args) {
-    let r;
-    for (let i = 0; i < 150; i++) {
-        r = await callExec(client, args);
-        assertResultShape(r);
-        if (r.sc.warm) return r;
-        await sleep(200);
-    }
-    assert.fail(`no call was served by a ready sandbox: ${JSON.stringify(r.sc)}`);
+    await waitPoolFull(client);
+    const r = await callExec(client, args);
+    assertResultShape(r);
+    assert.equal(r.sc.warm, true, `the pool was full, yet the call was served cold: ${JSON.stringify(r.sc)}`);
+    return r;
 }
 
 // What a call can see of its sandbox's identity and of its neighbours.
@@ -169,29 +167,24 @@ test('accounting excludes the preload: a warm call with numpy preloaded is charg
 
 test('another interpreter takes the cold path; the default one through execute_python is served warm', async (t) => {
     const d = await startDaemon(t, { env: { MCP_EXEC_PYTHONS: 'python3=python3,py311=/usr/bin/python3.11' } });
-    await callWarm(d.client, { code: 'pass' }); // the pool is up
-    await sleep(500);
+    // Ready sandboxes are there, and the call still takes the cold path.
+    await waitPoolFull(d.client);
     const other = await callTool(d.client, 'execute_python', { script: 'print(2)', python: 'py311' });
     assert.equal(other.isError, false, other.text);
     assert.equal(other.sc.stdout, '2\n');
     assert.equal(other.sc.warm, false);
-    let def;
-    for (let i = 0; i < 50; i++) {
-        def = await callTool(d.client, 'execute_python', { script: 'print(3)' });
-        assert.equal(def.isError, false, def.text);
-        if (def.sc.warm) break;
-        await sleep(200);
-    }
+    await waitPoolFull(d.client);
+    const def = await callTool(d.client, 'execute_python', { script: 'print(3)' });
+    assert.equal(def.isError, false, def.text);
     assert.equal(def.sc.stdout, '3\n');
-    assert.equal(def.sc.warm, true);
+    assert.equal(def.sc.warm, true, JSON.stringify(def.sc));
 });
 
 test('a call with dependencies takes the cold path', { timeout: 600000 }, async (t) => {
     const src = await makeSources(t, [{ name: 'hellopkg', version: '1.0' }]);
     const cache = tempDir(t, 'mcp-execd-cache-');
     const d = await startDaemon(t, { env: { MCP_EXEC_WHEELHOUSE: src.wheelhouse, MCP_EXEC_ENV_CACHE_DIR: cache } });
-    await callWarm(d.client, { code: 'pass' }); // the pool is up
-    await sleep(500);
+    await waitPoolFull(d.client); // ready sandboxes are there, and the call still takes the cold path
     const r = await callTool(d.client, 'execute_python', { script: pep723(['hellopkg==1.0'], 'import hellopkg\nprint(hellopkg.GREETING)\n') });
     assert.equal(r.isError, false, r.text);
     assert.equal(r.sc.stdout, 'hello from hellopkg 1.0\n');
@@ -200,7 +193,11 @@ test('a call with dependencies takes the cold path', { timeout: 600000 }, async 
 
 test('MCP_EXEC_WARM_POOL=0: every call is cold', async (t) => {
     const d = await startDaemon(t, { env: { MCP_EXEC_WARM_POOL: '0' } });
-    await sleep(500);
+    // The daemon's own report: no pool, none ready (check_environment is answered after the
+    // start's checks, which is when a pool would be filled).
+    const env = await callTool(d.client, 'check_environment', {});
+    assert.equal(env.sc.sandbox.warm_pool, 0, JSON.stringify(env.sc.sandbox));
+    assert.equal(env.sc.sandbox.warm_ready, 0, JSON.stringify(env.sc.sandbox));
     for (let i = 0; i < 2; i++) {
         const r = await callExec(d.client, { code: 'print(1)' });
         assertResultShape(r);

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { binaryPath, daemonEnv } from './env.mjs';
+import { binaryPath, daemonEnv, sleep } from './env.mjs';
 
 /**
  * Start mcp-execd under an SDK Client and connect (initialize + notifications/initialized).
@@ -134,4 +134,24 @@ export function assertResultShape(r) {
     assert.equal(r.result.content.filter((c) => c.type === 'text').length, 1, JSON.stringify(r.result.content));
     assert.equal(r.result.content[0].type, 'text');
     assert.deepEqual(r.textJson, r.sc, 'text content is not the same JSON as structuredContent');
+}
+
+/**
+ * Until the daemon's pool of ready sandboxes is full (check_environment's sandbox.warm_ready ≥
+ * warm_pool), at most timeoutMs, else fail; returns the sandbox report. Ready sandboxes are made
+ * after each answer, at a low CPU weight (slow on a loaded machine): wait for this instead of
+ * calling until a call happens to be served warm. After it, one call of the default interpreter
+ * without dependencies must be served warm (README, "Ready sandboxes": a call takes the oldest
+ * ready one), so a test requires `warm` of that one call, and a cold answer is a failure.
+ */
+export async function waitPoolFull(client, timeoutMs = 60000) {
+    const t0 = Date.now();
+    for (;;) {
+        const r = await client.callTool({ name: 'check_environment', arguments: {} });
+        const sb = r.structuredContent?.sandbox;
+        assert.ok(sb?.warm_pool > 0, `the daemon has no pool: ${JSON.stringify(sb)}`);
+        if (sb.warm_ready >= sb.warm_pool) return sb;
+        if (Date.now() - t0 > timeoutMs) assert.fail(`the pool did not fill within ${timeoutMs} ms: ${JSON.stringify(sb)}`);
+        await sleep(100);
+    }
 }
