@@ -1,42 +1,139 @@
 #!/usr/bin/env bash
 # run-all.sh: the whole test suite, as README.md's test command. On a fresh Debian 12 machine as
 # root it installs what it needs, builds, and runs every tier:
-#   unit      cmocka tests of each module, and the sandbox's API tests (meson test)
-#   blackbox  the real binary driven over stdio by the official MCP SDK client (tests/blackbox)
-#   systemd   real scopes and cgroup v2: directly under systemd, else in a small VM (tests/vm)
+#   unit      cmocka tests of each module, the sandbox's API tests, the fuzz corpora replayed,
+#             and the short soak (meson test --suite unit --suite fuzz --suite soak)
+#   blackbox  the real binary driven over stdio and HTTP by real MCP clients (tests/blackbox)
 #   asan      a second build with -Db_sanitize=address,undefined (gcc; $ASAN_BUILD_DIR, default
-#             build-asan): the meson tests (unit, fuzz corpora) and the black-box tier again under
-#             it; any sanitizer report (ASan, LSan, UBSan) anywhere is a failure
-# Each tier prints its own results; the last line is the total: "N passed, M failed".
-# Exit status 0 iff nothing failed.
+#             build-asan): the meson tests and the black-box files that drive the daemon's
+#             memory-owning code (asan_files below says which and why); any sanitizer report
+#             (ASan, LSan, UBSan) anywhere is a failure
+#   systemd   real scopes and cgroup v2: directly under systemd, else in a small VM (tests/vm).
+#             It starts right after the build and runs beside the other tiers (the VM is
+#             emulated and mostly waits on itself); its lines are printed when it ends
+# Each tier prints its own results; then a recap of where the time went (each tier's seconds,
+# the ten slowest test files), and last the total: "N passed, M failed" (", K skipped" follows
+# when K > 0: skipped and todo tests of every tier). Exit status 0 iff nothing failed.
+# Under CI=true a test that skips because of its own environment (meson's exit 77) fails.
+#
+#   tests/run-all.sh                    every tier (what CI runs)
+#   tests/run-all.sh --quick            the everyday loop: unit and fuzz, and the black-box
+#                                       files that finish fast (not those in slow_files below)
 #   TIERS="unit blackbox" tests/run-all.sh     runs only some tiers
 set -uo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd -P)
 build=${BUILD_DIR:-$src/build-test}
-tiers=${TIERS:-unit blackbox asan systemd}
-passed=0 failed=0
+quick=
+case ${1:-} in
+"") ;;
+--quick) quick=1 ;;
+-h|--help) sed -n '2,24s/^# \{0,1\}//p' "$0"; exit 0 ;;
+*) echo "run-all.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
+esac
+if [ -n "$quick" ]; then
+        tiers=${TIERS:-unit blackbox}
+else
+        tiers=${TIERS:-unit blackbox asan systemd}
+fi
+passed=0 failed=0 skipped=0
+t_all=$SECONDS
+# The whole run's wall time above which the recap warns (it still passes): CI cuts a run off at
+# 90 minutes, so growth must show long before it gets there.
+warn_secs=${RUN_ALL_WARN_SECS:-2700}
 
-add() { passed=$((passed + $1)); failed=$((failed + $2)); }
-# Reads the "tier X: N passed, M failed" line of a tier's output file.
+# The black-box files the everyday loop (--quick) leaves out, each with its seconds in a full run
+# of this machine (2 cores, 2026-12-05): they wait on purpose (deadlines, idle expiry, drain,
+# slowloris), install packages, or run every escape attempt again on another path. Everything
+# else is quick, new files included, until the recap shows it slow.
+slow_files=(
+        task-10min.long.test.mjs        # 600: a ten-minute task, both eras
+        http-badinput.test.mjs          # the 30 s / 60 s connection deadlines
+        http-limits.test.mjs            # 5000 sessions, idle expiry
+        http-conformance.test.mjs http-conformance-2026.test.mjs http-conformance-next.test.mjs
+        escape-warm.test.mjs escape-task.test.mjs escape-session.test.mjs
+        py-deps-wheelhouse.test.mjs py-deps-index.test.mjs py-deps-cache.test.mjs
+        py-deps-limits.test.mjs py-deps-confine.test.mjs py-deps-share.test.mjs
+        py-deps-sources.test.mjs py-deps-requirements.test.mjs pysession-deps.test.mjs
+        http-load.test.mjs http-stall.test.mjs
+)
+
+# The black-box files the asan tier runs again under the sanitizers: those whose calls go
+# through the daemon's memory-owning code (JSON-RPC and HTTP parsing, bad input, the MCP
+# lifecycle in both eras, faults and the fd/clone error paths, the scheduler's queue and
+# cancellation, output capping and UTF-8 repair, input and output files, streamed output,
+# sessions, tasks, the warm pool, the dependency cache's bookkeeping). The others add nothing
+# under ASan that these do not: the escape suites exercise the sandbox (its child side runs
+# after seccomp and is built without sanitizers) through the same exec path as exec.test.mjs;
+# the conformance suites repeat what http-contract and proto2026 send; py-deps-* spend their
+# time in pip; the ten-minute task only waits.
+asan_files=(
+        badinput.test.mjs http-badinput.test.mjs lifecycle.test.mjs proto2026.test.mjs
+        http-contract.test.mjs http-status.test.mjs http-auth.test.mjs http-limits.test.mjs
+        http-streams.test.mjs http-drain.test.mjs http-queue.test.mjs stdio.test.mjs
+        faults.test.mjs robustness.test.mjs config.test.mjs
+        exec.test.mjs output.test.mjs concurrency.test.mjs cancel.test.mjs deadline.test.mjs
+        files-input.test.mjs files-outputs.test.mjs stream.test.mjs
+        tasks.test.mjs pysession.test.mjs pysession-slots.test.mjs pysession-ops.test.mjs
+        warm.test.mjs fleet-ids.test.mjs py-tools.test.mjs py-meta.test.mjs py-deps-cache.test.mjs
+)
+
+add() { passed=$((passed + $1)); failed=$((failed + $2)); skipped=$((skipped + $3)); }
+# Reads the "tier X: N passed, M failed[, K skipped]" line of a tier's output file: "N M K".
 tier_counts() {
         local line
         line=$(grep -E "^tier $2: [0-9]+ passed, [0-9]+ failed" "$1" | tail -n 1)
         if [ -z "$line" ]; then
                 if grep -qE "^tier $2: SKIPPED" "$1"; then
-                        echo "0 0"
+                        echo "0 0 1"
                 else
-                        echo "0 1" # the tier died without a summary: that is a failure
+                        echo "0 1 0" # the tier died without a summary: that is a failure
                 fi
                 return
         fi
-        sed -E 's/^tier [a-z]+: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/' <<< "$line"
+        sed -E 's/^tier [a-z]+: ([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?.*/\1 \2 \4/' <<< "$line" |
+                awk '{ print $1, $2, ($3 == "" ? 0 : $3) }'
+}
+# tier_line TIER P F K: the tier's summary line.
+tier_line() { echo "tier $1: $2 passed, $3 failed$([ "$4" -gt 0 ] && echo ", $4 skipped")"; }
+
+# meson_counts TESTLOG TIER: "P F K" of a meson test run; each test's seconds go to $out/times.
+# A test's cmocka-level skips count as skipped; a whole test that skips (exit 77) does too, but
+# under CI=true it fails: these tests skip only where the machine refuses namespaces, and CI's
+# machine must not.
+meson_counts() {
+        /usr/bin/python3 - "$1" "$2" "$out/times" <<'PY'
+import json, os, re, sys
+log, tier, times = sys.argv[1:4]
+ci = os.environ.get("CI") == "true"
+ok = bad = skip = 0
+try:
+    with open(log) as f, open(times, "a") as t:
+        for line in f:
+            r = json.loads(line)
+            res, name = r["result"], r["name"]
+            t.write(f"{r.get('duration', 0):.1f}\t{tier}\tmeson: {name}\n")
+            # cmocka prints "[  SKIPPED ] N test(s), listed below:" once per skipping binary
+            m = re.search(r"\[  SKIPPED \] (\d+) test", r.get("stdout") or "")
+            skip += int(m.group(1)) if m else 0
+            if res in ("OK", "EXPECTEDFAIL"):
+                ok += 1
+            elif res == "SKIP" and not ci:
+                skip += 1
+            else:
+                if res == "SKIP":
+                    print(f"meson: {name} skipped, which CI=true does not allow", file=sys.stderr)
+                bad += 1
+except OSError:
+    bad += 1
+print(ok, bad, skip)
+PY
 }
 
 # The asan tier: everything runs with reports fatal and also written to files, so a report from a
 # daemon whose exit status no test looks at (a leak at exit, say) still fails the tier.
 asan_tier() {
-        local b=${ASAN_BUILD_DIR:-$src/build-asan} t0=$SECONDS p=0 f=0 reports
+        local b=${ASAN_BUILD_DIR:-$src/build-asan} t0=$SECONDS p=0 f=0 k=0 reports
         reports=$(mktemp -d)
         # GCC's -Wformat-truncation misfires on code instrumented by -fsanitize (false positives
         # on fixed-size snprintf buffers), so that one warning is not fatal here; the default
@@ -49,32 +146,26 @@ asan_tier() {
         if ! ninja -C "$b" >"$b.log" 2>&1; then
                 tail -n 40 "$b.log"; echo "tier asan: 0 passed, 1 failed"; return
         fi
+        echo "asan: built in $((SECONDS - t0)) s"
         export ASAN_OPTIONS="abort_on_error=1:halt_on_error=1:detect_leaks=1:log_path=$reports/asan"
         export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan"
         export LSAN_OPTIONS="log_path=$reports/lsan"
-        meson test -C "$b" --print-errorlogs --num-processes 2 >"$out/asan.meson" 2>&1
+        meson test -C "$b" --suite unit --suite fuzz --suite soak --print-errorlogs --num-processes 2 \
+                >"$out/asan.meson" 2>&1
         grep -E '^ *[0-9]+/[0-9]+ ' "$out/asan.meson" | sed 's/^/meson: /'
-        read -r mp mf < <(/usr/bin/python3 - "$b/meson-logs/testlog.json" <<'PY'
-import json, sys
-ok = bad = 0
-try:
-    for line in open(sys.argv[1]):
-        r = json.loads(line)["result"]
-        ok += r in ("OK", "EXPECTEDFAIL", "SKIP")
-        bad += r not in ("OK", "EXPECTEDFAIL", "SKIP")
-except OSError:
-    bad = 1
-print(ok, bad)
-PY
-)
-        p=$((p + mp)) f=$((f + mf))
+        read -r mp mf mk < <(meson_counts "$b/meson-logs/testlog.json" asan)
+        p=$((p + mp)) f=$((f + mf)) k=$((k + mk))
         # Sanitized daemons are slower: a longer per-file budget than the plain tier's.
+        local files=()
+        for n in "${asan_files[@]}"; do files+=("./$n"); done
+        BLACKBOX_FILES="${files[*]}" BLACKBOX_TIMES="$out/asan.times" \
         BLACKBOX_PASS_ENV="ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS" \
         BLACKBOX_TEST_TIMEOUT_MS=${BLACKBOX_TEST_TIMEOUT_MS:-180000} \
                 "$src/tests/blackbox/run.sh" "$b/daemon/mcp-execd" >"$out/asan.blackbox" 2>&1
         sed 's/^/blackbox: /' "$out/asan.blackbox" | grep -vE '^blackbox: (# |run.sh: npm)' || true
-        read -r bp bf < <(tier_counts "$out/asan.blackbox" blackbox)
-        p=$((p + bp)) f=$((f + bf))
+        read -r bp bf bk < <(tier_counts "$out/asan.blackbox" blackbox)
+        p=$((p + bp)) f=$((f + bf)) k=$((k + bk))
+        sed 's/\t/\tasan\tblackbox: /' "$out/asan.times" >> "$out/times" 2>/dev/null
         local n
         n=$(find "$reports" -type f | wc -l)
         if [ "$n" -gt 0 ]; then
@@ -86,16 +177,19 @@ PY
         fi
         unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
         rm -rf "$reports"
-        echo "tier asan: $p passed, $f failed ($((SECONDS - t0)) s)"
+        echo "$(tier_line asan $p $f $k) ($((SECONDS - t0)) s)"
 }
 
 echo "== dependencies"
+t0=$SECONDS
 if ! "$src/scripts/deps.sh" test; then
         echo "0 passed, 1 failed"
         exit 1
 fi
+t_deps=$((SECONDS - t0))
 
 echo "== build ($build)"
+t0=$SECONDS
 if [ ! -f "$build/build.ninja" ]; then
         meson setup "$build" "$src" --werror >/dev/null || { echo "0 passed, 1 failed"; exit 1; }
 fi
@@ -105,55 +199,81 @@ if ! ninja -C "$build" >"$build.log" 2>&1; then
         echo "0 passed, 1 failed"
         exit 1
 fi
+t_build=$((SECONDS - t0))
 
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+sd_pid=
+trap '[ -n "$sd_pid" ] && kill -- -"$sd_pid" 2>/dev/null; rm -rf "$out"' EXIT
+: > "$out/times"
+declare -A tier_secs=()
+
+# The systemd tier first, in the background: most of its time is the emulated guest's, which
+# would otherwise add to the host tiers' instead of overlapping them. setsid: its own process
+# group, so that an interrupted run takes the VM down with it (the trap above).
+case " $tiers " in
+*" systemd "*)
+        echo "== tier systemd (started; it runs beside the other tiers, its lines follow theirs)"
+        setsid bash -c 't0=$SECONDS; "$1/tests/vm/run-tier.sh" --build-dir "$2" > "$3/systemd" 2>&1
+                        echo $((SECONDS - t0)) > "$3/systemd.secs"' _ "$src" "$build" "$out" &
+        sd_pid=$!
+        ;;
+esac
 
 for tier in $tiers; do
+        [ "$tier" = systemd ] && continue
         echo "== tier $tier"
+        t0=$SECONDS
         case $tier in
         unit)
-                meson test -C "$build" --print-errorlogs --num-processes 2 2>&1 | tee "$out/unit.raw" |
-                        grep -E '^ *[0-9]+/[0-9]+ ' || true
-                log="$build/meson-logs/testlog.json"
-                if [ -f "$log" ]; then
-                        /usr/bin/python3 - "$log" > "$out/unit" <<'PY'
-import json, sys
-ok = bad = skip = 0
-for line in open(sys.argv[1]):
-    r = json.loads(line)["result"]
-    if r in ("OK", "EXPECTEDFAIL"):
-        ok += 1
-    elif r == "SKIP":
-        skip += 1
-    else:
-        bad += 1
-print(f"tier unit: {ok} passed, {bad} failed" + (f", {skip} skipped" if skip else ""))
-PY
-                else
-                        echo "tier unit: 0 passed, 1 failed" > "$out/unit"
-                fi
-                cat "$out/unit"
+                # The soak is a slow suite, left out of a plain `meson test` (meson.build's default
+                # setup) and named here; --quick runs meson's default.
+                suites=(--suite unit --suite fuzz --suite soak)
+                [ -n "$quick" ] && suites=()
+                meson test -C "$build" "${suites[@]}" --print-errorlogs --num-processes 2 2>&1 |
+                        tee "$out/unit.raw" | grep -E '^ *[0-9]+/[0-9]+ ' || true
+                read -r p f k < <(meson_counts "$build/meson-logs/testlog.json" unit)
+                tier_line unit "$p" "$f" "$k" | tee "$out/unit"
                 ;;
         blackbox)
-                "$src/tests/blackbox/run.sh" "$build/daemon/mcp-execd" 2>&1 | tee "$out/blackbox"
+                files=()
+                if [ -n "$quick" ] && [ -z "${BLACKBOX_FILES:-}" ]; then
+                        for f in "$src"/tests/blackbox/*.test.mjs; do
+                                f=${f##*/}
+                                [[ " ${slow_files[*]} " == *" $f "* ]] || files+=("./$f")
+                        done
+                fi
+                BLACKBOX_FILES="${BLACKBOX_FILES:-${files[*]}}" BLACKBOX_TIMES="$out/blackbox.times" \
+                        "$src/tests/blackbox/run.sh" "$build/daemon/mcp-execd" 2>&1 | tee "$out/blackbox"
+                sed 's/\t/\tblackbox\t/' "$out/blackbox.times" >> "$out/times" 2>/dev/null
                 ;;
         asan)
                 asan_tier 2>&1 | tee "$out/asan"
-                ;;
-        systemd)
-                "$src/tests/vm/run-tier.sh" --build-dir "$build" 2>&1 | tee "$out/systemd"
                 ;;
         *)
                 echo "run-all.sh: unknown tier $tier" | tee "$out/$tier"
                 ;;
         esac
-        read -r p f < <(tier_counts "$out/$tier" "$tier")
-        add "$p" "$f"
+        tier_secs[$tier]=$((SECONDS - t0))
+        read -r p f k < <(tier_counts "$out/$tier" "$tier")
+        add "$p" "$f" "$k"
 done
 
-# A recap of what failed, last before the total: when only the end of the output is kept (a CI
-# log's tail), it still names each failing test and the first lines of its error.
+if [ -n "$sd_pid" ]; then
+        t0=$SECONDS
+        wait "$sd_pid"
+        sd_pid=
+        echo "== tier systemd (the host tiers were done $((SECONDS - t0)) s before it)"
+        cat "$out/systemd"
+        tier_secs[systemd]=$(cat "$out/systemd.secs" 2>/dev/null || echo '?')
+        # "PASS name (12.3s)", "FAIL name (exit N, 12.3s)"
+        sed -nE 's/^(PASS|FAIL) ([^ ]+) \((exit [0-9]+, )?([0-9.]+)s.*/\4\tsystemd\t\2/p' "$out/systemd" >> "$out/times"
+        read -r p f k < <(tier_counts "$out/systemd" systemd)
+        add "$p" "$f" "$k"
+fi
+
+# A recap of what failed, then of where the time went, last before the total: when only the end
+# of the output is kept (a CI log's tail), it still names each failing test and the first lines
+# of its error, and what grew.
 if [ "$failed" -gt 0 ]; then
         echo "== failed"
         for tier in $tiers; do
@@ -162,5 +282,24 @@ if [ "$failed" -gt 0 ]; then
                         "$out/$tier" | cut -c1-300 | head -n 60 | sed "s/^/$tier: /"
         done
 fi
-echo "$passed passed, $failed failed"
+echo "== time"
+echo "dependencies ${t_deps} s, build ${t_build} s"
+for tier in $tiers; do
+        note=
+        [ "$tier" = systemd ] && note=" (beside the others)"
+        echo "tier $tier: ${tier_secs[$tier]:-?} s$note"
+done
+echo "the ten slowest test files:"
+sort -t "$(printf '\t')" -k1,1 -rn "$out/times" | head -n 10 |
+        awk -F '\t' '{ printf "  %7.1f s  %-8s %s\n", $1, $2, $3 }'
+total=$((SECONDS - t_all))
+echo "whole run: $total s"
+if [ "$total" -gt "$warn_secs" ]; then
+        echo "WARNING: the whole run took $((total / 60)) minutes, more than $((warn_secs / 60)): CI cuts a run off at 90; find the time in the lines above"
+fi
+if [ "$skipped" -gt 0 ]; then
+        echo "$passed passed, $failed failed, $skipped skipped"
+else
+        echo "$passed passed, $failed failed"
+fi
 [ "$failed" -eq 0 ]

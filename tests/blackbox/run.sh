@@ -8,8 +8,9 @@
 # here with node's test runner (files one after another, each test with a timeout), prints
 # one line per test and ends with exactly one line:
 #
-#   tier blackbox: N passed, M failed
+#   tier blackbox: N passed, M failed, K skipped
 #
+# (skipped: tests marked skip or todo; ", K skipped" is left out when K is 0.)
 # Files named *.long.test.mjs (a test that mostly waits, such as a 10-minute task) run in a
 # second test runner beside the others, so their wait overlaps the tier instead of adding to it;
 # their lines are printed after the others' and their counts added.
@@ -17,10 +18,11 @@
 # Knobs: BLACKBOX_TEST_TIMEOUT_MS (per test, default 60000: tests take `test` from lib/),
 # BLACKBOX_FILE_TIMEOUT_MS (per test file, default 900000: node 20 applies --test-timeout to a
 # whole file), BLACKBOX_CGROUP (MCP_EXEC_CGROUP given to the daemons, default none),
-# BLACKBOX_FILES (space-separated test files to run).
+# BLACKBOX_FILES (space-separated test files to run), BLACKBOX_TIMES (a file to write each test
+# file's wall time to, "seconds<TAB>file" a line).
 set -uo pipefail
 
-summary() { echo "tier blackbox: $1 passed, $2 failed"; }
+summary() { echo "tier blackbox: $1 passed, $2 failed$([ "${3:-0}" -gt 0 ] && echo ", $3 skipped")"; }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bin=${1:-${MCP_EXECD:-}}
@@ -72,21 +74,21 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # runner NAME FILES...: one node test runner, its lines to stdout, its counts to $tmp/NAME.
 runner() {
-        local name=$1 rc p f; shift
-        BLACKBOX_COUNTS=$tmp/$name node --test \
+        local name=$1 rc p f k; shift
+        BLACKBOX_COUNTS=$tmp/$name BLACKBOX_TIMES=$tmp/$name.times node --test \
                 --test-concurrency=1 \
                 --test-timeout="${BLACKBOX_FILE_TIMEOUT_MS:-900000}" \
                 --test-reporter=./lib/reporter.mjs --test-reporter-destination=stdout \
                 "$@"
         rc=$?
-        read -r p f < "$tmp/$name" 2>/dev/null || { p=0; f=0; }
-        p=${p:-0}; f=${f:-0}
+        read -r p f k < "$tmp/$name" 2>/dev/null || { p=0; f=0; k=0; }
+        p=${p:-0}; f=${f:-0}; k=${k:-0}
         # The runner failed without a failing test to show for it (crash, bad flag): count it.
         if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
                 echo "run.sh: node --test ($name) exited with $rc" >&2
                 f=1
         fi
-        echo "$p $f" > "$tmp/$name"
+        echo "$p $f $k" > "$tmp/$name"
 }
 
 echo "mcp-execd: $MCP_EXECD"
@@ -101,11 +103,12 @@ if [ -n "$long_pid" ]; then
         cat "$tmp/long.out"
 fi
 
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 for name in short long; do
         [ -f "$tmp/$name" ] || continue
-        read -r p f < "$tmp/$name"
-        passed=$((passed + p)) failed=$((failed + f))
+        read -r p f k < "$tmp/$name"
+        passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + k))
+        [ -n "${BLACKBOX_TIMES:-}" ] && cat "$tmp/$name.times" >> "$BLACKBOX_TIMES" 2>/dev/null
 done
-summary "$passed" "$failed"
+summary "$passed" "$failed" "$skipped"
 [ "$failed" -eq 0 ]

@@ -26,6 +26,9 @@ printf '%s\n' "tiersrc $TIER_SRC" "tierbuild $TIER_BUILD" | awk '{ print length(
 
 export MCP_EXECD="$TIER_MCP_EXECD" MCP_EXECD_SRC="$TIER_SRC" MCP_EXECD_BUILD="$TIER_BUILD"
 unset MCP_EXEC_CGROUP
+# What the host's run passes on to the tests: CI (a skip that could hide a regression fails under
+# CI=true) and MCP_EXECD_SOAK_RUNS (45-soak's length).
+[ -n "${TIER_ENV:-}" ] && eval "export $TIER_ENV"
 export HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 tests=()
 for t in $TIER_TESTS; do tests+=("$TIER_SRC/$t"); done

@@ -290,6 +290,7 @@ TIER_GUEST_RESULTS=/run/mcp-execd-tier/results
 TIER_TESTS=$(q "${tests[*]}")
 TIER_TEST_TIMEOUT=$(q "$test_timeout")
 TIER_SHELL=$(q "$shell")
+TIER_ENV=$(q "$(for v in CI MCP_EXECD_SOAK_RUNS; do [ -n "${!v:-}" ] && printf '%s=%q ' "$v" "${!v}"; done)")
 CONF
 cp "$here/guest-tier.sh" "$here/mcp-execd-tier.service" "$stage/tier/"
 echo tier-vm > "$stage/tier/marker"
