@@ -14,6 +14,8 @@ pkgs=(
 if [ "${1:-}" = test ]; then
         # haproxy: the fleet test of the systemd tier (tests/systemd/47-fleet.py, issue 19).
         pkgs+=(libcmocka-dev haproxy)
+        # systemd-socket-activate: the black-box tests of a socket passed by systemd (sd_listen_fds).
+        pkgs+=(systemd)
         # The Debian package's build and lintian (debian/; the systemd tier's 46-debian-package).
         pkgs+=(debhelper devscripts lintian fakeroot dpkg-dev)
         # The official MCP SDK client runs on Node.js >= 18 (Debian 12 has 18.19); keep a newer
