@@ -89,9 +89,11 @@ function makeDaemon(proc, host, port) {
             if (re.test(stderr)) return Promise.resolve(true);
             if (exit) return Promise.resolve(false);
             return new Promise((resolve) => {
-                const w = { re, resolve };
+                // The timer is cleared once the line comes: left pending, it kept the test file's
+                // process alive up to timeoutMs after its last test.
+                const w = { re, resolve: (v) => { clearTimeout(w.timer); resolve(v); } };
                 lineWaiters.push(w);
-                setTimeout(() => { const i = lineWaiters.indexOf(w); if (i >= 0) { lineWaiters.splice(i, 1); resolve(false); } }, timeoutMs);
+                w.timer = setTimeout(() => { const i = lineWaiters.indexOf(w); if (i >= 0) { lineWaiters.splice(i, 1); resolve(false); } }, timeoutMs);
             });
         },
         waitListening(timeoutMs) { return d.waitFor(/serving MCP over/, timeoutMs); },
