@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startDaemon, sleep } from './lib/index.mjs';
+import { startDaemon, sleep, descendants, procCmdline, procStat, findByMarker } from './lib/index.mjs';
 import { callTool, makeSources, pep723, tempDir, cacheState, installsLogged } from './lib/pydeps.mjs';
 
 const T = { timeout: 600000 };
@@ -65,10 +65,22 @@ test('a daemon killed in the middle of an install leaves no environment a later 
         tmp = cacheState(cache).tmp;
     }
     assert.ok(tmp.length > 0, 'the install never started');
+    // Only a process of the killed daemon's install could still publish an environment: its
+    // processes (the installer, pip) are taken now, and the check below waits until none of them,
+    // and no process naming the cache, is left (the installer dies with the daemon). Nothing can
+    // add an environment after that, so the look is final, not a look after a while.
+    const kids = descendants(d.pid);
+    assert.ok(kids.some((p) => (procCmdline(p) ?? []).some((a) => a.includes(cache))), 'no installer process found');
     process.kill(d.pid, 'SIGKILL');
     await d.exited;
     await call;
-    await sleep(1000);
+    const alive = (p) => { const st = procStat(p); return st !== null && st.state !== 'Z'; };
+    let left;
+    for (const t0 = Date.now(); ; await sleep(50)) {
+        left = [...kids.filter(alive).map((pid) => ({ pid, argv: procCmdline(pid) })), ...findByMarker(cache)];
+        if (left.length === 0 || Date.now() - t0 > 10000) break;
+    }
+    assert.deepEqual(left, [], 'processes of the killed install are still at work 10 s after the daemon was killed');
     assert.deepEqual(cacheState(cache).envs, [], 'an environment appeared although its install was killed');
 
     // The next daemon (the same cache, a fast source) cleans tmp/ and installs it properly.
@@ -80,7 +92,6 @@ test('a daemon killed in the middle of an install leaves no environment a later 
     assert.equal(r.sc.environment.reused, false, 'the half-installed environment was used');
     assert.equal(r.sc.stdout, 'hello from slowpkg 1.0\n');
     assert.equal(installsLogged(d2.stderr()), 1);
-    // Nothing the killed daemon started is still at work.
-    await sleep(500);
+    // Only the new install's environment (nothing of the killed daemon is at work: checked above).
     assert.deepEqual(cacheState(cache).envs, [r.sc.environment.key]);
 });
