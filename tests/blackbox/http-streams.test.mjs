@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import net from 'node:net';
-import { callExec, uniqueMarker, pySleeperExec, waitMarkerPresent, waitMarkerGone, sleep } from './lib/index.mjs';
+import { callExec, uniqueMarker, pySleeperExec, waitMarkerPresent, waitMarkerGone, findByMarker, sleep } from './lib/index.mjs';
 import {
     startHttpDaemon, connectSdk, mcpPost, initSession, readSse, openLegacy, rawRequest, postHeaders, INIT,
 } from './lib/http-daemon.mjs';
@@ -132,11 +132,19 @@ test('DELETE of a session cancels its runs (queued and running) and answers noth
     assert.deepEqual(await waitMarkerGone(m1, 3000), []);
     const [b1, b2] = await Promise.all([p1, p2]);
     assert.ok(!b1.includes('"result"') && !b2.includes('"result"'), `answered: ${b1} ${b2}`);
-    await sleep(300);
-    assert.deepEqual(await waitMarkerGone(m2, 100), [], 'the queued run started after DELETE');
-    // the slot is free for another session
+    // The slot is free for another session: its call runs at once. Had the queued run not been
+    // dropped, it would have taken the one slot when the first was killed (it was queued first)
+    // and held it for 60 s, and this call would wait behind it.
     const c = await connectSdk(t, d, 'http');
-    assert.equal((await callExec(c, { code: 'print(1)' })).sc.stdout, '1\n');
+    const r = await callExec(c, { code: 'print(1)' });
+    assert.equal(r.sc.stdout, '1\n');
+    assert.ok(r.sc.queue_ms < 1000, `queue_ms ${r.sc.queue_ms}: the slot was taken`);
+    assert.deepEqual(findByMarker(m2), [], 'the queued run started after DELETE');
+    // And at the end, the daemon's own count: nothing queued, and only two runs ever started (the
+    // killed one and this one), so the queued one never ran, early or late.
+    d.kill('SIGTERM');
+    assert.equal((await d.waitExit(10000)).code, 0, d.stderr().slice(-2000));
+    assert.match(d.stderr(), /stopping \(SIGTERM\): .* RUNS_RUNNING=0 RUNS_QUEUED=0 RUNS_TOTAL=2\b/, d.stderr().slice(-2000));
 });
 
 test('an idle session expires after MCP_EXEC_SESSION_IDLE_S (then 404); a busy one does not', async (t) => {
