@@ -6,7 +6,7 @@
 // expires, and no process of a session is left after its close, expiry or kill.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { startDaemon, descendants, procStat, sleep, test, uniqueMarker, waitMarkerPresent, findByMarker } from './lib/index.mjs';
+import { startDaemon, descendants, procStat, sleep, test, uniqueMarker, waitMarkerPresent, waitMarkerGone, findByMarker } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk } from './lib/http-daemon.mjs';
 import { callTool } from './lib/files.mjs';
 import { assertInterruptKeepsState } from './lib/pysession.mjs';
@@ -150,8 +150,10 @@ test('the interpreter exiting (os._exit) ends the session clearly', T, async (t)
 test('wrong, closed and garbage handles get one identical error; a second call at once is refused', T, async (t) => {
     const d = await startDaemon(t, { env: ENV });
     const s = await open(d.client);
-    const busy = run(d.client, s, 'import time\ntime.sleep(2)\nprint("done")');
-    await sleep(300);
+    // The first call is known to be running once the host sees its marked child.
+    const marker = uniqueMarker('pysession-busy');
+    const busy = run(d.client, s, `import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'import time; time.sleep(2)', ${JSON.stringify(marker)}])\nprint("done")`);
+    assert.ok((await waitMarkerPresent(marker, 15000)).length > 0, 'the first call never started');
     const second = await run(d.client, s, 'print(2)');
     assert.equal(second.isError, true);
     assert.match(errText(second), /running another call/);
@@ -235,11 +237,17 @@ test('a cancelled call is interrupted like a deadline: the session and its state
     await run(d.client, s, 'cancelled = None');
     const ac = new AbortController();
     // Aborting makes the SDK send notifications/cancelled for this request.
+    // The call starts a marked child first thing inside its try: once the host sees it, the code
+    // runs, and the interrupt can only land inside the try (the child is killed on the way out).
+    const marker = uniqueMarker('pysession-cancel');
     const call = d.client.callTool({ name: 'exec', arguments: {
         session: s, timeout_s: 120,
-        code: 'import time\ncancelled = False\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    cancelled = True',
+        code: 'import subprocess, sys, time\ncancelled = False\nchild = None\ntry:\n' +
+              `    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', ${JSON.stringify(marker)}])\n` +
+              '    time.sleep(60)\nexcept KeyboardInterrupt:\n    cancelled = True\nfinally:\n' +
+              '    if child:\n        child.kill()\n        child.wait()',
     } }, undefined, { signal: ac.signal, timeout: 150000 }).then(() => 'answered', () => 'aborted');
-    await sleep(800);
+    assert.ok((await waitMarkerPresent(marker, 15000)).length > 0, 'the call never started');
     ac.abort();
     assert.equal(await call, 'aborted');
     // The interrupt ends the call within its grace; the next call waits for nothing.
@@ -251,10 +259,10 @@ test('a cancelled call is interrupted like a deadline: the session and its state
         await sleep(200);
     }
     assert.equal(r.isError, false, errText(r));
-    // True: interrupted while it slept; None: the interrupt came before the code started (a loaded
-    // machine), which interrupts the code as it starts. Either way the session lives.
-    assert.ok(['True\n', 'None\n'].includes(r.sc.stdout), r.sc.stdout + r.sc.stderr);
+    // Interrupted inside its try (the code was seen running before the cancellation).
+    assert.equal(r.sc.stdout, 'True\n', r.sc.stdout + r.sc.stderr);
     assert.equal(r.sc.session_alive, true);
+    assert.deepEqual(await waitMarkerGone(marker, 5000), []);
 });
 
 test('the daemon stopping (SIGTERM) answers a session call in flight and leaves no process', T, async (t) => {
