@@ -94,6 +94,39 @@ def wait_reply(d, rid, timeout=DEADLINE):
     return reply["result"]
 
 
+def check_environment(d):
+    """The check_environment tool's result (structuredContent)."""
+    return sc(d.call("tools/call", {"name": "check_environment", "arguments": {}}))
+
+
+def wait_pool_full(d, timeout=DEADLINE):
+    """Waits until the daemon's warm pool is full: check_environment's sandbox.warm_ready (sandboxes
+    that have said ready, not merely been spawned: a scope or cgroup exists before its Python is up)
+    equals sandbox.warm_pool. Then the next call is served by a ready sandbox, and no refill is
+    running beside it (refills start only after an answer, and only while the pool is short).
+    Fails if there is no pool or it is not full within timeout seconds; returns the sandbox object."""
+    end = time.monotonic() + timeout
+    while True:
+        sb = check_environment(d).get("sandbox") or {}
+        if not sb.get("warm_pool"):
+            raise TestFailure("check_environment says there is no warm pool: %r" % sb)
+        if sb.get("warm_ready", 0) >= sb["warm_pool"]:
+            return sb
+        if time.monotonic() >= end:
+            raise TestFailure("the warm pool is not full after %.0f s: warm_ready %r of warm_pool %r"
+                              % (timeout, sb.get("warm_ready"), sb["warm_pool"]))
+        time.sleep(0.5)
+
+
+def warm_exec(d, code, timeout=DEADLINE, **arguments):
+    """An exec call made once the pool is full (wait_pool_full()), which must be served warm."""
+    wait_pool_full(d, timeout)
+    r = sc(d.exec_code(code, **arguments))
+    if not r.get("warm"):
+        raise TestFailure("a call made while the warm pool was full was not served warm: %r" % r)
+    return r
+
+
 def sc(result):
     if result.get("isError"):
         raise TestFailure("tool error: %s" % result["content"][0]["text"])
