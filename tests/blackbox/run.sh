@@ -5,20 +5,22 @@
 #
 # Installs the npm dependencies (npm ci, from the committed package-lock.json) when
 # node_modules is missing or was installed from another lock file, runs every *.test.mjs
-# here with node's test runner (files one after another, each test with a timeout), prints
-# one line per test and ends with exactly one line:
+# here with node's test runner (BLACKBOX_JOBS files at a time, default 2, each file's lines
+# printed whole when it ends; each test with a timeout), prints one line per test and ends
+# with exactly one line:
 #
 #   tier blackbox: N passed, M failed, K skipped
 #
 # (skipped: tests marked skip or todo; ", K skipped" is left out when K is 0.)
-# Files named *.long.test.mjs (a test that mostly waits, such as a 10-minute task) run in a
-# second test runner beside the others, so their wait overlaps the tier instead of adding to it;
-# their lines are printed after the others' and their counts added.
+# Files named *.long.test.mjs (a test that mostly waits, such as a 10-minute task) run beside
+# the others, so their wait overlaps the tier instead of adding to it; their lines are printed
+# after the others' and their counts added.
 # Exit status 0 iff M == 0.
 # Knobs: BLACKBOX_TEST_TIMEOUT_MS (per test, default 60000: tests take `test` from lib/),
 # BLACKBOX_FILE_TIMEOUT_MS (per test file, default 900000: node 20 applies --test-timeout to a
 # whole file), BLACKBOX_CGROUP (MCP_EXEC_CGROUP given to the daemons, default none),
-# BLACKBOX_FILES (space-separated test files to run), BLACKBOX_TIMES (a file to write each test
+# BLACKBOX_FILES (space-separated test files to run), BLACKBOX_JOBS (files run at once, default
+# 2; 1 runs them one after another), BLACKBOX_TIMES (a file to write each test
 # file's wall time to, "seconds<TAB>file" a line).
 set -uo pipefail
 
@@ -69,46 +71,83 @@ short=() long=()
 for f in "${files[@]}"; do
         case $f in *.long.test.mjs) long+=("$f") ;; *) short+=("$f") ;; esac
 done
+# The files that take longest start first, so that the workers end together (seconds in a full
+# run on a 2-core machine, 2026-12-05); the rest follow in name order.
+first=(http-badinput escape-task http-limits escape-warm http-exec-sse escape http-exec-streamable
+       escape-session exec)
+ordered=()
+for n in "${first[@]}"; do
+        for f in "${short[@]}"; do [ "$f" = "./$n.test.mjs" ] && ordered+=("$f"); done
+done
+for f in "${short[@]}"; do [[ " ${ordered[*]} " == *" $f "* ]] || ordered+=("$f"); done
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# runner NAME FILES...: one node test runner, its lines to stdout, its counts to $tmp/NAME.
-runner() {
-        local name=$1 rc p f k; shift
-        BLACKBOX_COUNTS=$tmp/$name BLACKBOX_TIMES=$tmp/$name.times node --test \
+mkdir "$tmp/out"
+# one FILE: one node test runner for one file; its lines to $tmp/out/FILE.log, its counts
+# ("passed failed skipped") to $tmp/out/FILE.counts, its wall time to $tmp/out/FILE.times.
+one() {
+        local f=$1 base rc p fl k t0
+        base=$tmp/out/${f##*/}
+        t0=$(date +%s.%N)
+        BLACKBOX_COUNTS=$base.counts node --test \
                 --test-concurrency=1 \
                 --test-timeout="${BLACKBOX_FILE_TIMEOUT_MS:-900000}" \
                 --test-reporter=./lib/reporter.mjs --test-reporter-destination=stdout \
-                "$@"
+                "$f" > "$base.log" 2>&1
         rc=$?
-        read -r p f k < "$tmp/$name" 2>/dev/null || { p=0; f=0; k=0; }
-        p=${p:-0}; f=${f:-0}; k=${k:-0}
+        printf '%s\t%s\n' "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')" \
+                "${f##*/}" > "$base.times"
+        read -r p fl k < "$base.counts" 2>/dev/null || { p=0; fl=0; k=0; }
+        p=${p:-0}; fl=${fl:-0}; k=${k:-0}
         # The runner failed without a failing test to show for it (crash, bad flag): count it.
-        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-                echo "run.sh: node --test ($name) exited with $rc" >&2
-                f=1
+        if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
+                echo "run.sh: node --test $f exited with $rc" >> "$base.log"
+                fl=1
         fi
-        echo "$p $f $k" > "$tmp/$name"
+        echo "$p $fl $k" > "$base.counts"
+}
+# worker: takes the next file of the queue until none is left, and prints each file's lines
+# whole once the file is done (so two workers' lines never interleave).
+worker() {
+        local i f
+        while :; do
+                i=$(flock "$tmp/queue" bash -c 'n=$(cat "$1"); echo $((n + 1)) > "$1"; echo "$n"' _ "$tmp/queue")
+                [ "$i" -lt ${#ordered[@]} ] || return 0
+                f=${ordered[$i]}
+                one "$f"
+                flock "$tmp/print" cat "$tmp/out/${f##*/}.log"
+        done
 }
 
 echo "mcp-execd: $MCP_EXECD"
+# Files named *.long.test.mjs mostly wait: they run one after another beside the workers, and
+# their lines come last.
 long_pid=
 if [ ${#long[@]} -gt 0 ]; then
-        runner long "${long[@]}" > "$tmp/long.out" 2>&1 &
+        ( for f in "${long[@]}"; do one "$f"; done ) &
         long_pid=$!
 fi
-[ ${#short[@]} -gt 0 ] && runner short "${short[@]}"
+# BLACKBOX_JOBS workers (default 2) take the other files: every file starts its own daemons, and
+# most of a file's time is spent waiting on them (deadlines, expiries, sleeps in the runs).
+echo 0 > "$tmp/queue"
+jobs=${BLACKBOX_JOBS:-2}
+pids=()
+for _ in $(seq "$jobs"); do worker & pids+=($!); done
+wait "${pids[@]}"
 if [ -n "$long_pid" ]; then
         wait "$long_pid"
-        cat "$tmp/long.out"
+        for f in "${long[@]}"; do cat "$tmp/out/${f##*/}.log"; done
 fi
 
 passed=0 failed=0 skipped=0
-for name in short long; do
-        [ -f "$tmp/$name" ] || continue
-        read -r p f k < "$tmp/$name"
-        passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + k))
-        [ -n "${BLACKBOX_TIMES:-}" ] && cat "$tmp/$name.times" >> "$BLACKBOX_TIMES" 2>/dev/null
+for f in "${files[@]}"; do
+        base=$tmp/out/${f##*/}
+        if ! read -r p fl k < "$base.counts" 2>/dev/null; then
+                echo "run.sh: $f left no counts"; p=0 fl=1 k=0
+        fi
+        passed=$((passed + p)) failed=$((failed + fl)) skipped=$((skipped + k))
+        [ -n "${BLACKBOX_TIMES:-}" ] && cat "$base.times" >> "$BLACKBOX_TIMES" 2>/dev/null
 done
 summary "$passed" "$failed" "$skipped"
 [ "$failed" -eq 0 ]

@@ -1,8 +1,7 @@
 // node:test reporter used by run.sh: one line per test (leaf tests only: a test that has
 // subtests is not counted itself), failures with their error, diagnostics written with
 // t.diagnostic(), the counts written to $BLACKBOX_COUNTS as "passed failed skipped" (a skipped
-// or todo test counts as skipped: nothing the runner saw is left out of the total), and each
-// file's wall time to $BLACKBOX_TIMES as "seconds<TAB>file" lines (the recap's slowest files).
+// or todo test counts as skipped: nothing the runner saw is left out of the total).
 //
 // node reports a test's result after its subtests' results, in order; so a result at nesting
 // n directly after one at nesting n+1 belongs to a parent.
@@ -12,20 +11,13 @@ import path from 'node:path';
 
 export default async function* reporter(source) {
     let passed = 0, failed = 0, skipped = 0;
-    const times = [];   // [seconds, file]: each file's wall time
-    // node 20 reports no result for a file as a whole, but dequeues it when its subprocess starts;
-    // files run one at a time (run.sh), so a file's time runs from its dequeue to the next one's.
-    let fileStart = 0;
-    const fileDone = () => { if (current) times.push([((Date.now() - fileStart) / 1000).toFixed(1), path.basename(current)]); };
     let prevNesting = -1;
     const names = [];   // names[n] = name of the latest test at nesting n (for the breadcrumb)
     let current = null; // the test file being run (files run one at a time)
     for await (const ev of source) {
         const d = ev.data ?? {};
         if (ev.type === 'test:dequeue' && d.nesting === 0 && d.file && d.name === d.file) {
-            fileDone();
             current = d.file;
-            fileStart = Date.now();
             continue;
         }
         if (ev.type === 'test:start') {
@@ -75,11 +67,8 @@ export default async function* reporter(source) {
             yield `FAIL  ${label(d, names, current)} (${ms} ms)\n${formatError(d.details?.error)}`;
         }
     }
-    fileDone();
     const out = process.env.BLACKBOX_COUNTS;
     if (out) fs.writeFileSync(out, `${passed} ${failed} ${skipped}\n`);
-    const timesOut = process.env.BLACKBOX_TIMES;
-    if (timesOut) fs.writeFileSync(timesOut, times.map(([s, f]) => `${s}\t${f}\n`).join(''));
 }
 
 // "<file run> › <parent> › <test>"; a test defined in another file that the running file
