@@ -124,7 +124,8 @@ try:
                 if res == "SKIP":
                     print(f"meson: {name} skipped, which CI=true does not allow", file=sys.stderr)
                 bad += 1
-except OSError:
+except (OSError, ValueError, KeyError) as e:  # no log, or a broken one: the tier failed
+    print(f"meson: cannot read {log}: {e}", file=sys.stderr)
     bad += 1
 print(ok, bad, skip)
 PY
@@ -132,21 +133,35 @@ PY
 
 # The asan tier: everything runs with reports fatal and also written to files, so a report from a
 # daemon whose exit status no test looks at (a leak at exit, say) still fails the tier.
-asan_tier() {
-        local b=${ASAN_BUILD_DIR:-$src/build-asan} t0=$SECONDS p=0 f=0 k=0 reports
-        reports=$(mktemp -d)
+asan_build_dir=${ASAN_BUILD_DIR:-$src/build-asan}
+# The asan build: started in the background right after the plain build, so that it overlaps the
+# unit tier (mostly one serial test at a time) instead of adding to the asan tier. Its exit
+# status and seconds go to $out/asan.build.
+asan_build() {
+        local b=$asan_build_dir t0=$SECONDS rc=0
         # GCC's -Wformat-truncation misfires on code instrumented by -fsanitize (false positives
         # on fixed-size snprintf buffers), so that one warning is not fatal here; the default
         # build keeps it.
         if [ ! -f "$b/build.ninja" ] &&
            ! meson setup "$b" "$src" -Db_sanitize=address,undefined -Dc_args=-Wno-format-truncation \
                 >"$b.setup.log" 2>&1; then
-                tail -n 20 "$b.setup.log"; echo "tier asan: 0 passed, 1 failed"; return
+                cp "$b.setup.log" "$b.log"; rc=1
+        elif ! ninja -C "$b" >"$b.log" 2>&1; then
+                rc=1
         fi
-        if ! ninja -C "$b" >"$b.log" 2>&1; then
+        echo "$rc $((SECONDS - t0))" > "$out/asan.build"
+}
+
+asan_tier() {
+        local b=$asan_build_dir t0=$SECONDS p=0 f=0 k=0 reports rc secs
+        # (a pipeline's subshell runs this, and cannot wait() for its parent's child)
+        while [ ! -s "$out/asan.build" ] && kill -0 "$asan_build_pid" 2>/dev/null; do sleep 1; done
+        read -r rc secs < "$out/asan.build" 2>/dev/null || rc=1
+        if [ "$rc" != 0 ]; then
                 tail -n 40 "$b.log"; echo "tier asan: 0 passed, 1 failed"; return
         fi
-        echo "asan: built in $((SECONDS - t0)) s"
+        echo "asan: built in $secs s (beside the unit tier), waited $((SECONDS - t0)) s for it"
+        reports=$(mktemp -d)
         export ASAN_OPTIONS="abort_on_error=1:halt_on_error=1:detect_leaks=1:log_path=$reports/asan"
         export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan"
         export LSAN_OPTIONS="log_path=$reports/lsan"
@@ -154,9 +169,11 @@ asan_tier() {
                 >"$out/asan.meson" 2>&1
         grep -E '^ *[0-9]+/[0-9]+ ' "$out/asan.meson" | sed 's/^/meson: /'
         read -r mp mf mk < <(meson_counts "$b/meson-logs/testlog.json" asan)
+        mp=${mp:-0} mf=${mf:-1} mk=${mk:-0}   # nothing read: the counting itself failed
         p=$((p + mp)) f=$((f + mf)) k=$((k + mk))
         # Sanitized daemons are slower: a longer per-file budget than the plain tier's.
         local files=()
+        [ -n "${ASAN_FILES:-}" ] && read -r -a asan_files <<< "$ASAN_FILES"   # to try one
         for n in "${asan_files[@]}"; do files+=("./$n"); done
         BLACKBOX_FILES="${files[*]}" BLACKBOX_TIMES="$out/asan.times" \
         BLACKBOX_PASS_ENV="ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS" \
@@ -219,6 +236,9 @@ case " $tiers " in
         ;;
 esac
 
+asan_build_pid=
+case " $tiers " in *" asan "*) asan_build & asan_build_pid=$! ;; esac
+
 for tier in $tiers; do
         [ "$tier" = systemd ] && continue
         echo "== tier $tier"
@@ -232,6 +252,7 @@ for tier in $tiers; do
                 meson test -C "$build" "${suites[@]}" --print-errorlogs --num-processes 2 2>&1 |
                         tee "$out/unit.raw" | grep -E '^ *[0-9]+/[0-9]+ ' || true
                 read -r p f k < <(meson_counts "$build/meson-logs/testlog.json" unit)
+                p=${p:-0} f=${f:-1} k=${k:-0}
                 tier_line unit "$p" "$f" "$k" | tee "$out/unit"
                 ;;
         blackbox)
