@@ -5,12 +5,12 @@ cgroups (the same two leaves) with the limits, and passes the OOM, pids and peak
 import os
 import subprocess
 import sys
-import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
-from scopes import DEADLINE, is_ready_sandbox, read, sc, start_call, wait_reply, wait_until  # noqa: E402
+from scopes import (DEADLINE, is_ready_sandbox, read, sc, start_call, wait_reply, wait_until,  # noqa: E402
+                    warm_exec)
 
 
 def main():
@@ -64,16 +64,12 @@ def main():
             raise TestFailure("pids_limit_hit false: %r" % bomb)
         for _ in range(2):
             sc(d.exec_code("print(1)"))
-        # Both on the same path: a ready sandbox's peak counts what its launcher held, a cold run's
-        # what its Python's start held (a call that finds no ready sandbox takes the cold path).
-        for _ in range(4):
-            baser = sc(d.exec_code("print(1)"))
-            bigr = sc(d.exec_code("b = b'\\x01' * (64 * 1024 * 1024)"))
-            if baser["warm"] == bigr["warm"]:
-                break
-            time.sleep(5)
+        # Both on the same path, the warm one (the default): a ready sandbox's peak counts what its
+        # launcher held, a cold run's what its Python's start held. Each call waits for the pool
+        # to be full (check_environment's warm_ready), so it is served warm, and must be.
+        baser = warm_exec(d, "print(1)")
+        bigr = warm_exec(d, "b = b'\\x01' * (64 * 1024 * 1024)")
         base_peak, big = baser["memory_peak_bytes"], bigr["memory_peak_bytes"]
-        print("peaks compared on the %s path" % ("warm" if baser["warm"] else "cold"))
         delta = (big - base_peak) / 1048576
         print("oom_killed ok, pids_limit_hit ok, 64 MiB run peak difference %.2f MiB" % delta)
         if abs(delta - 64) > 3.2:

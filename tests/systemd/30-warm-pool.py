@@ -15,7 +15,7 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
-from scopes import DEADLINE, read, run_units, sc, start_call, wait_reply, wait_until  # noqa: E402
+from scopes import DEADLINE, read, run_units, sc, start_call, wait_pool_full, wait_reply, wait_until  # noqa: E402
 from scopes import all_scope_dirs as scope_dirs  # noqa: E402
 
 LIMITS = {"MCP_EXEC_MEMORY_MAX": "128M", "MCP_EXEC_PIDS_MAX": "32", "MCP_EXEC_CPU_QUOTA": "50%"}
@@ -43,15 +43,15 @@ def timed_call(d, code, **arguments):
     return r
 
 
-def warm_call(d, code, tries=8, **arguments):
-    """A call served by a ready sandbox: one that found none ready (refills come after answers, and
-    under emulation Python's start takes seconds) took the cold path; wait and call again."""
-    for _ in range(tries):
-        r = timed_call(d, code, **arguments)
-        if r.get("warm"):
-            return r
-        time.sleep(4)
-    raise TestFailure("no call was served warm in %d tries: %r" % (tries, r))
+def warm_call(d, code, **arguments):
+    """A call made once the pool is full (refills come after answers, and under emulation Python's
+    start takes seconds: check_environment's warm_ready says when they are ready); it must be
+    served by a ready sandbox. The round trip is the call's alone: no refill runs beside it."""
+    wait_pool_full(d)
+    r = timed_call(d, code, **arguments)
+    if not r.get("warm"):
+        raise TestFailure("a call made while the pool was full was not served warm: %r" % r)
+    return r
 
 
 def cpu_us(r):
@@ -82,8 +82,9 @@ def systemd_part():
                 raise TestFailure("ready scope %s: limits %r, cpu.weight %s" % (s, got, weight))
 
         # A call in one of them: during the call one of the two ready scopes is at the runs' weight
-        # (no other scope is made before the answer: refills come after it), with its limits.
-        time.sleep(5)  # both ready lines read
+        # (no other scope is made before the answer: refills come after it), with its limits. A
+        # scope exists before its Python has said ready: the daemon's count says when both have.
+        wait_pool_full(d)
         rid = start_call(d, "import time, sys\ntime.sleep(6)\nprint('json' in sys.modules)", timeout_s=60)
         taken = wait_until(lambda: [s for s in scope_dirs() if readq(os.path.join(s, "cpu.weight")) == RUN_WEIGHT],
                            30, step=0.2)
@@ -105,7 +106,6 @@ def systemd_part():
 
         warm = []
         for _ in range(3):
-            time.sleep(3)  # the refill after the previous answer, so the round trip is the call's alone
             w = warm_call(d, "pass")
             check_accounting(w)
             warm.append(w)
@@ -114,10 +114,12 @@ def systemd_part():
               % ([cpu_us(w) for w in warm], [w["memory_at_start_bytes"] for w in warm],
                  [w["memory_peak_bytes"] for w in warm], [round(w["_round_trip_ms"]) for w in warm]))
 
-        # SIGTERM: ready sandboxes and their scopes go with the daemon.
-        time.sleep(5)
-        if len(scope_dirs()) < 1:
-            raise TestFailure("no ready scope before SIGTERM")
+        # SIGTERM: ready sandboxes and their scopes go with the daemon (the pool full first, so
+        # there are some: two scopes at the ready sandboxes' weight).
+        wait_pool_full(d)
+        ready = [s for s in scope_dirs() if readq(os.path.join(s, "cpu.weight")) == REFILL_WEIGHT]
+        if len(ready) != 2:
+            raise TestFailure("with the pool full, ready scopes before SIGTERM: %r (all: %r)" % (ready, scope_dirs()))
         d.proc.send_signal(signal.SIGTERM)
         d.proc.wait(timeout=60)
         if not wait_until(lambda: not scope_dirs() and not run_units(), 30):
@@ -210,6 +212,7 @@ def cgroupfs_part():
             raise TestFailure("no OOM kill in a warm run: %r" % oom)
         print("cgroupfs: warm call and warm OOM kill ok")
         wait_ready_cgroups(base)
+        wait_pool_full(d)  # SIGTERM with both sandboxes ready, not one still starting
         pid = main_pid(unit)
         os.kill(pid, signal.SIGTERM)
         if not wait_until(lambda: not os.path.exists("/proc/%d" % pid), 60):
