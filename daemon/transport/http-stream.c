@@ -119,18 +119,23 @@ void http_request_complete(HttpRequest *req) {
 
 /* ---- event streams -------------------------------------------------------------------------- */
 
+/* Past the cap, what the client has left unread when something more comes for it (an event, or a
+ * keep-alive while the stream is quiet): measured before it is queued, so that one answer larger
+ * than the cap (a 64 MiB output is a 128 MiB reply) still reaches a client that reads. */
+static bool stream_unread_past_cap(HttpRequest *req) {
+        size_t pending = req->out.len - req->out_off;
+        if (pending <= 4 * req->http->policy.max_body_bytes + HTTP_STREAM_SLACK_BYTES)
+                return false;
+        log_warning("an HTTP client is not reading its event stream (%zu bytes pending); closing it", pending);
+        http_stream_fail(req);
+        return true;
+}
+
 void http_stream_push(HttpRequest *req, const char *event, const char *data) {
-        Http *h = req->http;
-        if (req->stream_end || req->stream_failed)
+        if (req->stream_end || req->stream_failed || stream_unread_past_cap(req))
                 return;
         if (mcp_http_sse_event(&req->out, event, data, strlen(data)) < 0) {
                 log_error("out of memory queueing an event; closing the stream");
-                http_stream_fail(req);
-                return;
-        }
-        if (req->out.len - req->out_off > 4 * h->policy.max_body_bytes + HTTP_STREAM_SLACK_BYTES) {
-                log_warning("an HTTP client is not reading its event stream (%zu bytes pending); closing it",
-                            req->out.len - req->out_off);
                 http_stream_fail(req);
                 return;
         }
@@ -138,7 +143,7 @@ void http_stream_push(HttpRequest *req, const char *event, const char *data) {
 }
 
 void http_stream_comment(HttpRequest *req, const char *text) {
-        if (req->stream_end || req->stream_failed)
+        if (req->stream_end || req->stream_failed || stream_unread_past_cap(req))
                 return;
         if (mcp_http_sse_comment(&req->out, text) < 0)
                 return;
