@@ -9,7 +9,7 @@
 // the daemon says so, closes the stream, the session is gone (404) and the sleeper is killed; a
 // second client is served all along.
 import assert from 'node:assert/strict';
-import net from 'node:net';
+import http from 'node:http';
 import { test, callExec, summarize, uniqueMarker, pySleeperExec, waitMarkerPresent, waitMarkerGone, findByMarker, procMemory } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk, until } from './lib/http-daemon.mjs';
 
@@ -22,28 +22,35 @@ const OUTPUT = 2 * MiB;
 const ANSWER_MAX = 2 * OUTPUT + 64 * 1024;
 const BIG_CALLS = 40;                        // 160 MiB of answers: past the cap and any socket buffers
 
-// One request on a raw socket: `GET /sse`, then the endpoint event; reading stops after it.
-function openUnreadLegacy(d) {
+// `GET /sse` with node:http (it undoes the chunked framing), then the endpoint event; reading stops
+// after it (the response is paused: node then stops reading the socket) unless `keepReading`,
+// when everything that comes is kept in st.chunks.
+function openUnreadLegacy(d, keepReading = false) {
     return new Promise((resolve, reject) => {
-        const s = net.connect(d.port, '127.0.0.1');
-        let buf = '';
-        const st = { socket: s, ended: false, endpoint: null };
-        s.on('error', () => { st.ended = true; });
-        s.on('close', () => { st.ended = true; });
-        const onData = (b) => {
-            buf += b.toString('latin1');
-            const m = /event: endpoint\r?\ndata: (\S+)\r?\n/.exec(buf);
-            if (!m) return;
-            s.off('data', onData);
-            // From here on nothing is read: what the daemon sends fills the socket buffers, then
-            // waits in the daemon.
-            s.pause();
-            st.endpoint = new URL(m[1], d.base).toString();
-            resolve(st);
-        };
-        s.on('data', onData);
-        s.once('connect', () => s.write(`GET /sse HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nAccept: text/event-stream\r\n\r\n`));
-        s.once('error', reject);
+        const st = { socket: null, res: null, ended: false, endpoint: null, chunks: [], bytes: 0 };
+        const req = http.request({ host: '127.0.0.1', port: d.port, path: '/sse', headers: { Accept: 'text/event-stream' }, agent: false }, (res) => {
+            st.res = res;
+            let buf = '';
+            const onData = (b) => {
+                buf += b.toString('latin1');
+                const m = /event: endpoint\r?\ndata: (\S+)\r?\n/.exec(buf);
+                if (!m) return;
+                res.off('data', onData);
+                if (keepReading) res.on('data', (c) => { st.chunks.push(c); st.bytes += c.length; });
+                // From here on nothing is read: what the daemon sends fills the socket buffers,
+                // then waits in the daemon.
+                else res.pause();
+                st.endpoint = new URL(m[1], d.base).toString();
+                resolve(st);
+            };
+            res.on('data', onData);
+            res.on('end', () => { st.ended = true; });
+            res.on('error', () => { st.ended = true; });
+            res.on('close', () => { st.ended = true; });
+        });
+        req.on('socket', (sock) => { st.socket = sock; });
+        req.on('error', (e) => { st.ended = true; reject(e); });
+        req.end();
     });
 }
 
@@ -91,7 +98,7 @@ test('a legacy stream whose client stops reading is closed past 4 × MCP_EXEC_MA
     // Its session went with it.
     assert.equal(await post(lazy.endpoint, { jsonrpc: '2.0', id: 99, method: 'ping' }), 404);
     // The client's socket is closed by the daemon: read what is buffered, then the end.
-    lazy.socket.resume();
+    lazy.res.resume();
     assert.ok(await until(() => lazy.ended, 15000), 'the daemon did not close the unread stream');
 
     // Nobody else was slowed for good: another client is served.
@@ -99,4 +106,28 @@ test('a legacy stream whose client stops reading is closed past 4 × MCP_EXEC_MA
     assert.equal(r.sc?.stdout, 'still here\n', summarize(r));
     assert.equal(d.exit, null, 'the daemon exited');
     t.diagnostic(`closed with ${pending} bytes pending (cap ${CAP}); daemon RSS now ${Math.round(procMemory(d.pid).rss / MiB)} MiB`);
+});
+
+test('a client that reads gets an answer larger than the cap: the cap counts what is left unread', { timeout: 120000 }, async (t) => {
+    const BIG = 34 * MiB; // an answer of about 68 MiB, past the 64 MiB cap
+    const d = await startHttpDaemon(t, { env: {
+        MCP_EXEC_MAX_MESSAGE_BYTES: MAX_MESSAGE, MCP_EXEC_MAX_OUTPUT_BYTES: BIG, MCP_EXEC_WARM_POOL: 0,
+    } });
+    const reader = await openUnreadLegacy(d, true);
+    t.after(() => reader.socket.destroy());
+    assert.equal(await post(reader.endpoint, { jsonrpc: '2.0', id: 1, method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'reader', version: '0' } } }), 202);
+    assert.equal(await post(reader.endpoint, { jsonrpc: '2.0', method: 'notifications/initialized' }), 202);
+    assert.equal(await post(reader.endpoint, { jsonrpc: '2.0', id: 2, method: 'tools/call',
+        params: { name: 'exec', arguments: { code: `import sys\nsys.stdout.write("x" * ${BIG})`, timeout_s: 60 } } }), 202);
+    // The answer is in once more than twice BIG came and the last event is complete.
+    const whole = () => reader.bytes > 2 * BIG && reader.chunks.at(-1).toString('latin1').endsWith('\n\n');
+    assert.ok(await until(() => whole() || reader.ended, 60000), `${reader.bytes} bytes came`);
+    assert.equal(reader.ended, false, `the stream was closed after ${reader.bytes} bytes; stderr:\n${d.stderr().slice(-1000)}`);
+    const events = Buffer.concat(reader.chunks).toString('latin1').split(/\r?\n\r?\n/);
+    const answer = events.map((e) => /^data: (.*)$/m.exec(e)?.[1]).filter(Boolean).map((x) => JSON.parse(x)).find((m) => m.id === 2);
+    assert.ok(answer, 'no answer to the call on the stream');
+    assert.equal(answer.result.structuredContent.stdout.length, BIG);
+    assert.equal(answer.result.structuredContent.truncated, false);
+    assert.doesNotMatch(d.stderr(), /not reading its event stream/);
 });
