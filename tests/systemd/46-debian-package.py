@@ -38,6 +38,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import TestFailure, run, wait_for  # noqa: E402
+from mcpclient import skip as skip_test  # noqa: E402
 
 PKG_DIR = os.path.join(os.environ["MCP_EXECD_BUILD"], "debian-pkg")
 PORT = 8080
@@ -207,8 +208,7 @@ def readme_score():
 def main():
     skip = os.path.join(PKG_DIR, "skip")
     if os.path.exists(skip):
-        print("SKIP: the packages were not built on the host: %s" % open(skip).read().strip())
-        return 77
+        return skip_test("the packages were not built on the host: %s" % open(skip).read().strip())
     v1 = glob.glob(os.path.join(PKG_DIR, "v1", "mcp-execd_*.deb"))
     v2 = glob.glob(os.path.join(PKG_DIR, "v2", "mcp-execd_*.deb"))
     if len(v1) != 1 or len(v2) != 1:

@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 import fleet  # noqa: E402
-from mcpclient import TestFailure, stable_daemon_path, run, wait_for  # noqa: E402
+from mcpclient import TestFailure, skip, stable_daemon_path, run, wait_for  # noqa: E402
 
 LB = 8080
 PORTS = (8081, 8082, 8083)
@@ -153,8 +153,7 @@ def remove():
 
 def main():
     if not os.path.exists("/usr/sbin/haproxy"):
-        print("SKIP: haproxy is not installed (scripts/deps.sh test installs it)")
-        return 77
+        return skip("haproxy is not installed (scripts/deps.sh test installs it)")
     install()
     hap = subprocess.Popen(["haproxy", "-f", HAPROXY_CFG, "-db"], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
