@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
 import { spawn, spawnSync } from 'node:child_process';
-import { callExec, daemonEnv, binaryPath } from './lib/index.mjs';
+import { callExec, daemonEnv, binaryPath, skipUnlessCI } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk, rawRequest, postHeaders, INIT, openLegacy, until } from './lib/http-daemon.mjs';
 
 const TOKEN = 'tok-3f9a1c77e2b845d0a1b2c3d4e5f60718';
@@ -158,7 +158,9 @@ for (const addr of ['0.0.0.0', '', '[::]']) {
 }
 
 test(`a non-loopback socket from systemd without a token: exit 2 naming the address`, async (t) => {
-    if (spawnSync('systemd-socket-activate', ['--help']).status !== 0) { t.skip('systemd-socket-activate is not installed'); return; }
+    // systemd-socket-activate comes with `scripts/deps.sh test` (the systemd package): under CI its
+    // absence would silently drop this check of the daemon's sd_listen_fds path, so it fails there.
+    if (spawnSync('systemd-socket-activate', ['--help']).status !== 0) { skipUnlessCI(t, 'systemd-socket-activate is not installed'); return; }
     const port = freePort();
     const d = spawnHttp(t, { MCP_EXEC_ADDR: '127.0.0.1:1' }, (env) => ['systemd-socket-activate',
         ['-l', `0.0.0.0:${port}`, ...Object.entries(env).flatMap(([k, v]) => ['-E', `${k}=${v}`])]]);

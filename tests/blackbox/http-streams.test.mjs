@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import net from 'node:net';
-import { callExec, uniqueMarker, pySleeperExec, waitMarkerPresent, waitMarkerGone, findByMarker, sleep } from './lib/index.mjs';
+import { callExec, uniqueMarker, pySleeperExec, waitMarkerPresent, waitMarkerGone, findByMarker, sleep, skipUnlessCI } from './lib/index.mjs';
 import {
     startHttpDaemon, connectSdk, mcpPost, initSession, readSse, openLegacy, rawRequest, postHeaders, INIT,
 } from './lib/http-daemon.mjs';
@@ -221,7 +221,9 @@ test('MCP_EXEC_ADDR with an IPv6 literal ([::1]:port) serves over IPv6', async (
 });
 
 test('a socket passed by systemd (sd_listen_fds, via systemd-socket-activate) is used', async (t) => {
-    if (spawnSync('systemd-socket-activate', ['--help']).status !== 0) { t.skip('systemd-socket-activate is not installed'); return; }
+    // systemd-socket-activate comes with `scripts/deps.sh test` (the systemd package): under CI its
+    // absence would silently drop this check of the daemon's sd_listen_fds path, so it fails there.
+    if (spawnSync('systemd-socket-activate', ['--help']).status !== 0) { skipUnlessCI(t, 'systemd-socket-activate is not installed'); return; }
     const d = await startHttpDaemon(t, {
         // MCP_EXEC_ADDR names a port nobody listens on: only the passed socket can answer.
         env: { MCP_EXEC_ADDR: '127.0.0.1:1' },

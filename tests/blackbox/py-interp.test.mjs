@@ -2,14 +2,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { startDaemon, callExec } from './lib/index.mjs';
+import { startDaemon, callExec, skipUnlessCI } from './lib/index.mjs';
 import { callTool, pep723 } from './lib/pydeps.mjs';
 
 const T = { timeout: 240000 };
 const PYTHONS = 'python3=/usr/bin/python3,pypy3=/usr/bin/pypy3';
 const havePypy = fs.existsSync('/usr/bin/pypy3');
 
-test('pypy3 chosen by the python argument runs and reports its version; exec takes python too', { ...T, skip: !havePypy && 'pypy3 is not installed' }, async (t) => {
+test('pypy3 chosen by the python argument runs and reports its version; exec takes python too', T, async (t) => {
+    // pypy3 comes with `scripts/deps.sh test`: under CI its absence would silently drop this check
+    // of another interpreter, so it fails there.
+    if (!havePypy) { skipUnlessCI(t, 'pypy3 is not installed'); return; }
     const d = await startDaemon(t, { env: { MCP_EXEC_PYTHONS: PYTHONS }, listTools: true });
     const r = await callTool(d.client, 'execute_python', {
         script: 'import platform, sys\nprint(platform.python_implementation(), sys.version.split()[0])', python: 'pypy3',
@@ -28,7 +31,10 @@ test('pypy3 chosen by the python argument runs and reports its version; exec tak
     assert.equal(v.sc.problems[0].line, 2);
 });
 
-test('check_environment reports both interpreters, the backend, sources, cache, version; no secrets', { ...T, skip: !havePypy && 'pypy3 is not installed' }, async (t) => {
+test('check_environment reports both interpreters, the backend, sources, cache, version; no secrets', T, async (t) => {
+    // pypy3 comes with `scripts/deps.sh test`: under CI its absence would silently drop this check
+    // of another interpreter, so it fails there.
+    if (!havePypy) { skipUnlessCI(t, 'pypy3 is not installed'); return; }
     const secret = 'tok-' + Math.random().toString(36).slice(2);
     const d = await startDaemon(t, { env: { MCP_EXEC_PYTHONS: PYTHONS, MCP_EXEC_AUTH_TOKEN: secret }, listTools: true });
     const r = await callTool(d.client, 'check_environment', {});
