@@ -10,7 +10,8 @@ exactly the runs made. Then `systemctl stop` during a run: the run is answered o
 closed, the service stops cleanly and nothing of the run remains. Then the watchdog: SIGSTOP
 the daemon and systemd restarts it within WatchdogSec + TimeoutAbortSec.
 
-Skips (77) while the binary refuses MCP_EXEC_TRANSPORT=http.
+A binary that refuses MCP_EXEC_TRANSPORT=http fails the test: the daemon serves HTTP (README), so a
+refusal is a regression, never a reason to skip.
 """
 # tier-timeout: 600
 import http.client
@@ -28,6 +29,7 @@ import prometheus  # noqa: E402
 from journal import wait_records  # noqa: E402
 from mcpclient import TestFailure, daemon_path, run, wait_for  # noqa: E402
 from service import install_units, remove_units, run_units  # noqa: E402
+from scopes import scope_dirs  # noqa: E402
 
 FINISHED = "0a6bda1f24cf4b5188307da770817b6b"
 PORT = 8080
@@ -123,11 +125,27 @@ def get(path, token=TOKEN):
     return r.status, r.getheader("Content-Type"), body
 
 
+def readq(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def pool_full(c):
+    """check_environment's sandbox when its warm pool is full (warm_ready == warm_pool > 0), else None."""
+    r = c.request("tools/call", {"name": "check_environment", "arguments": {}})
+    sb = ((r.get("result") or {}).get("structuredContent") or {}).get("sandbox")
+    if not sb or not sb.get("warm_pool"):
+        raise TestFailure("check_environment: no warm pool under the service: %r" % r)
+    return sb if sb.get("warm_ready", 0) >= sb["warm_pool"] else None
+
+
 def main():
     why = http_refused()
     if why:
-        print("SKIP: the binary refuses MCP_EXEC_TRANSPORT=http (%s)" % why.splitlines()[-1])
-        return 77
+        raise TestFailure("the binary refuses MCP_EXEC_TRANSPORT=http (%s)" % why.splitlines()[-1])
     install_units(TOKEN)
     try:
         return scenario()
@@ -170,26 +188,25 @@ def scenario():
     st, ctype, body = get("/metrics", token=None)
     if st != 401:
         raise TestFailure("GET /metrics without the token: HTTP %d (expected 401)" % st)
+    # The route is the daemon's (MCP_HTTP_METRICS_GET in daemon/transport/http-server.c): a 404 is
+    # a regression like any other answer but 200.
     st, ctype, body = get("/metrics")
-    if st == 404:
-        print("NOTE: GET /metrics answers 404: the route is not in daemon/transport/http-server.c yet")
-    else:
-        if st != 200 or not (ctype or "").startswith("text/plain; version=0.0.4"):
-            raise TestFailure("GET /metrics: HTTP %d, Content-Type %r" % (st, ctype))
-        try:
-            _, before = prometheus.parse(body)
-        except ValueError as e:
-            raise TestFailure("/metrics is not valid exposition text: %s" % e)
-        c.exec_code("import sys\nsys.exit(4)\n")
-        c.exec_code("   ")
-        _, after = prometheus.parse(get("/metrics")[2])
-        for key, delta in [('mcp_execd_runs_total{outcome="ok"}', 0), ('mcp_execd_runs_total{outcome="nonzero"}', 1),
-                           ('mcp_execd_runs_total{outcome="rejected"}', 1), ("mcp_execd_run_duration_seconds_count", 1)]:
-            if after[key] - before[key] != delta:
-                raise TestFailure("%s moved by %s, expected %d" % (key, after[key] - before[key], delta))
-        if before['mcp_execd_runs_total{outcome="ok"}'] != 1:
-            raise TestFailure("runs_total{outcome=ok} is %s after one ok run" % before['mcp_execd_runs_total{outcome="ok"}'])
-        print("/metrics: valid, counters moved by exactly the runs made")
+    if st != 200 or not (ctype or "").startswith("text/plain; version=0.0.4"):
+        raise TestFailure("GET /metrics: HTTP %d, Content-Type %r" % (st, ctype))
+    try:
+        _, before = prometheus.parse(body)
+    except ValueError as e:
+        raise TestFailure("/metrics is not valid exposition text: %s" % e)
+    c.exec_code("import sys\nsys.exit(4)\n")
+    c.exec_code("   ")
+    _, after = prometheus.parse(get("/metrics")[2])
+    for key, delta in [('mcp_execd_runs_total{outcome="ok"}', 0), ('mcp_execd_runs_total{outcome="nonzero"}', 1),
+                       ('mcp_execd_runs_total{outcome="rejected"}', 1), ("mcp_execd_run_duration_seconds_count", 1)]:
+        if after[key] - before[key] != delta:
+            raise TestFailure("%s moved by %s, expected %d" % (key, after[key] - before[key], delta))
+    if before['mcp_execd_runs_total{outcome="ok"}'] != 1:
+        raise TestFailure("runs_total{outcome=ok} is %s after one ok run" % before['mcp_execd_runs_total{outcome="ok"}'])
+    print("/metrics: valid, counters moved by exactly the runs made")
 
     # outputs/ comes back under the unit's hardening too (RestrictSUIDSGID= refuses openat2).
     out = c.exec_code("open('outputs/r.txt', 'w').write('hi')\n")
@@ -198,9 +215,12 @@ def scenario():
         raise TestFailure("outputs/ under the service: %r" % out)
     # The ready sandboxes work under the unit's hardening too: the launcher once died at its start
     # on os.nice(0) (setpriority is refused by SystemCallFilter=~@resources) and every call was cold.
-    warm = wait_for("a call served by a ready sandbox", lambda: (c.exec_code("print(1)\n").get(
-        "structuredContent") or {}).get("warm"), 90)
-    print("a call was served warm under the service: %r" % warm)
+    # Once the daemon says its pool is full (check_environment's warm_ready), one call must be warm.
+    sb = wait_for("the warm pool full (check_environment)", lambda: pool_full(c), 90)
+    w = c.exec_code("print(1)\n").get("structuredContent") or {}
+    if not w.get("warm") or w.get("stdout") != "1\n":
+        raise TestFailure("with the pool full (%r), a call was not served warm under the service: %r" % (sb, w))
+    print("a call was served warm under the service (warm_ready %d of warm_pool %d)" % (sb["warm_ready"], sb["warm_pool"]))
 
     # --- systemctl stop during a run ---------------------------------------------------------
     answer = {}
@@ -212,8 +232,10 @@ def scenario():
             answer["e"] = repr(e)
     t = threading.Thread(target=long_run)
     t.start()
-    wait_for("the long run's scope", lambda: run_units() or (sc["limits"] != "cgroup"), 60)
-    time.sleep(1)
+    # The run's own scope, with its Python in payload/: not run_units(), which the ready sandboxes'
+    # scopes (mcp-execd-run-* too) satisfy before the call has even reached the daemon.
+    wait_for("the long run in its scope", lambda: sc["limits"] != "cgroup" or [
+        s for s in scope_dirs() if (readq(os.path.join(s, "payload/cgroup.procs")) or "").split()], 60)
     stop_pid = int(prop("MainPID"))
     t0 = time.monotonic()
     sh("systemctl", "stop", "mcp-execd.service", check=True)
