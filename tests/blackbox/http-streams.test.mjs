@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import { callExec, uniqueMarker, pySleeperExec, waitMarkerPresent, waitMarkerGone, findByMarker, sleep, skipUnlessCI } from './lib/index.mjs';
 import {
-    startHttpDaemon, connectSdk, mcpPost, initSession, readSse, openLegacy, rawRequest, postHeaders, INIT,
+    startHttpDaemon, connectSdk, mcpPost, initSession, readSse, openLegacy, rawRequest, postHeaders, INIT, until,
 } from './lib/http-daemon.mjs';
 
 const call = (id, args, meta) => ({
@@ -165,7 +165,8 @@ test('an idle session expires after MCP_EXEC_SESSION_IDLE_S (then 404); a busy o
 test('keep-alive comments on a quiet SSE stream every MCP_EXEC_SSE_KEEPALIVE_S', async (t) => {
     const d = await startHttpDaemon(t, { env: { MCP_EXEC_SSE_KEEPALIVE_S: 1 } });
     const l = await openLegacy(d);
-    await sleep(3500);
+    // Two comments within 3.5 s at one a second: waited for, with that bound, not slept through.
+    await until(() => l.sse.comments.length >= 2, 3500);
     assert.ok(l.sse.comments.length >= 2, `comments: ${JSON.stringify(l.sse.comments)}`);
     await l.close();
     const sid = await initSession(d);
