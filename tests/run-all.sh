@@ -82,11 +82,13 @@ slow_files=(
 asan_files=(
         badinput.test.mjs http-badinput.test.mjs lifecycle.test.mjs proto2026.test.mjs
         http-contract.test.mjs http-status.test.mjs http-auth.test.mjs http-limits.test.mjs
-        http-streams.test.mjs http-drain.test.mjs http-queue.test.mjs stdio.test.mjs
+        http-streams.test.mjs http-drain.test.mjs http-queue.test.mjs http-unread.test.mjs
+        http-connections.test.mjs stdio.test.mjs
         faults.test.mjs robustness.test.mjs config.test.mjs
         exec.test.mjs output.test.mjs concurrency.test.mjs cancel.test.mjs deadline.test.mjs
         files-input.test.mjs files-outputs.test.mjs stream.test.mjs
         tasks.test.mjs pysession.test.mjs pysession-slots.test.mjs pysession-ops.test.mjs
+        pysession-lifetime.test.mjs
         warm.test.mjs fleet-ids.test.mjs py-tools.test.mjs py-meta.test.mjs py-deps-cache.test.mjs
 )
 
