@@ -146,7 +146,9 @@ export class RawDaemon {
 
     /**
      * Wait `ms` and resolve with the first message matching pred that arrived (before or
-     * during the wait), or null if there was none. Use to prove that something is NOT sent.
+     * during the wait), or null if there was none. It only proves that nothing came within the
+     * window: to prove that something is never sent, end the daemon, await waitClosed() and look
+     * at `messages` (nothing can arrive after that).
      */
     async expectNone(pred, ms) {
         const have = this.messages.find(pred);
