@@ -19,7 +19,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 src=$(cd "$here/../.." && pwd -P)
 build= results= mode=${MCP_EXECD_TIER_MODE:-auto}
 # The whole tier, boot included. The target is under 10 minutes on an idle 2-core machine without
-# the 1 000-run soak (45-soak.py, issue 9), which alone takes 10-25 minutes under emulation (the
+# the full 1 000-run soak (MCP_EXECD_SOAK_RUNS=1000), which alone takes 10-25 minutes under emulation (the
 # tier reports every test's time); this deadline only cuts off a hung guest, and leaves room for a
 # loaded host, where emulation slows down several times (CI's whole run has 90 minutes).
 timeout=${MCP_EXECD_TIER_TIMEOUT:-3600}
