@@ -301,7 +301,10 @@ function listTree(dir) {
     }
     return out;
 }
-async function treeSettles(dir, pred, ms = 1000) {
+// The bound only matters when something is left: a ready sandbox the pool is refilling stages
+// its files here too until it is built, which takes seconds on a loaded machine (a 1 s bound saw
+// one being built as "left behind").
+async function treeSettles(dir, pred, ms = 15000) {
     const end = Date.now() + ms;
     for (;;) {
         const tree = listTree(dir);
