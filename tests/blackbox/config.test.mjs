@@ -127,7 +127,8 @@ async function startsAndAnswers(env) {
         const ping = await d.request('ping', undefined, { timeoutMs: 3000 });
         assert.deepEqual(ping.result, {});
         d.endStdin();
-        const ex = await d.waitExit(5000);
+        // stdout closed, not only the exit: badLines then holds everything the daemon wrote.
+        const ex = await d.waitClosed(5000);
         assert.equal(ex.code, 0, `exit on EOF: ${JSON.stringify(ex)}; stderr: ${d.stderrText}`);
         assert.deepEqual(d.badLines, [], 'non-JSON lines on stdout');
         return d;

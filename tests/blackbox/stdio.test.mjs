@@ -3,7 +3,10 @@
 import assert from 'node:assert/strict';
 import { RawDaemon, procMemory, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent, pySleeperExec, test } from './lib/index.mjs';
 
+// Called once the daemon's stdout is closed (RawDaemon.waitClosed, not waitExit: the last bytes it
+// wrote may still be in the pipe at 'exit'), so it judges everything the daemon ever wrote.
 function assertCleanStdout(d) {
+    assert.ok(d.closed, 'assertCleanStdout before the daemon\'s stdout was closed');
     assert.deepEqual(d.badLines, [], 'lines on stdout that are not JSON');
     assert.equal(d.partialLine, '', 'bytes on stdout after the last newline');
     for (const line of d.lines) {
@@ -32,6 +35,8 @@ test('stdout carries nothing but JSON-RPC lines, whatever the runs print', async
         const res = await d.response(d.callExec({ code }), 10000);
         assert.ok(res.result, JSON.stringify(res));
     }
+    d.endStdin();
+    assert.equal((await d.waitClosed(5000)).code, 0);
     assertCleanStdout(d);
     assert.ok(!d.lines.some((l) => l.includes('INJECTED') && !l.startsWith('{')), 'a run wrote to the daemon\'s stdout');
 });
@@ -46,7 +51,7 @@ test('daemon logs go to stderr and never contain caller code, stdin or output', 
     }), 10000);
     assert.ok(res.result?.structuredContent?.stdout?.includes(`${canary}-stdin-out`), JSON.stringify(res));
     d.endStdin();
-    await d.waitExit(5000);
+    await d.waitClosed(5000);
     assert.ok(!d.stderrText.includes(canary), `caller data in the daemon's log: ${d.stderrText}`);
     assertCleanStdout(d);
 });
@@ -70,7 +75,7 @@ test('stdin EOF with a call in flight: the answer still arrives, then exit 0', a
     d.endStdin();
     const res = await d.response(id, 5000);
     assert.equal(res.result?.structuredContent?.stdout, 'done\n', JSON.stringify(res));
-    const ex = await d.waitExit(5000);
+    const ex = await d.waitClosed(5000);
     assert.deepEqual(ex, { code: 0, signal: null }, `stderr: ${d.stderrText}`);
     assertCleanStdout(d);
 });
@@ -104,7 +109,7 @@ for (const sig of ['SIGTERM', 'SIGINT']) {
         const d = RawDaemon.spawn(t);
         await d.initialize();
         d.kill(sig);
-        const ex = await d.waitExit(3000);
+        const ex = await d.waitClosed(3000);
         assert.deepEqual(ex, { code: 0, signal: null }, `stderr: ${d.stderrText}`);
         assertCleanStdout(d);
     });
@@ -118,7 +123,7 @@ test('SIGTERM with a run in progress: the daemon exits promptly and the run is g
     d.callExec({ code: pySleeperExec(marker, 120), timeout_s: 100 });
     assert.ok((await waitMarkerPresent(marker, 3000)).length > 0, 'the run never started');
     d.kill('SIGTERM');
-    const ex = await d.waitExit(5000);
+    const ex = await d.waitClosed(5000);
     t.diagnostic(`exit ${JSON.stringify(ex)}`);
     assert.equal(ex.signal, null, `killed by ${ex.signal} instead of exiting`);
     assert.deepEqual(await waitMarkerGone(marker, 2000), [], 'the run outlived the daemon');

@@ -204,11 +204,14 @@ export class RawDaemon {
      * ("no answer for this id"): wait for this instead of for a while.
      */
     waitClosed(timeoutMs = 5000) {
-        if (this.closed) return Promise.resolve(this.exit);
+        // 'close' comes after 'exit' and after stdout and stderr have ended, so this.exit is set
+        // by then; the process's own status stands in should it not be.
+        const status = () => this.exit ?? { code: this.proc.exitCode, signal: this.proc.signalCode };
+        if (this.closed) return Promise.resolve(status());
         return new Promise((resolve, reject) => {
             const timer = setTimeout(() => reject(new Error(
                 `mcp-execd's stdout was not closed within ${timeoutMs} ms; stderr: ${this.stderrText.slice(-1500)}`)), timeoutMs);
-            this.proc.once('close', () => { clearTimeout(timer); resolve(this.exit); });
+            this.proc.once('close', () => { clearTimeout(timer); resolve(status()); });
         });
     }
 
