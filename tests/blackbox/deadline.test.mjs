@@ -6,15 +6,16 @@ import {
     startDaemon, callExec, summarize, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent, sleep, descendants,
     test } from './lib/index.mjs';
 
-test('while True: pass with timeout_s 1 → timed_out, exit_code -1, answered in < 4 s', async (t) => {
+test('while True: pass with timeout_s 1 → timed_out, exit_code -1, answered', async (t) => {
     const d = await startDaemon(t);
     const r = await callExec(d.client, { code: 'while True: pass', timeout_s: 1 });
     assert.equal(r.isError, false, summarize(r));
     assert.equal(r.sc.timed_out, true, summarize(r));
     assert.equal(r.sc.exit_code, -1, summarize(r));
     assert.ok(r.ms >= 900, `answered after ${Math.round(r.ms)} ms, before the 1 s deadline`);
-    assert.ok(r.ms < 4000, `answered after ${Math.round(r.ms)} ms`);
-    assert.ok(r.sc.duration_ms >= 900 && r.sc.duration_ms < 3000, `duration_ms ${r.sc.duration_ms}`);
+    // An endless loop is answered only if the deadline killed it; the daemon's own duration says
+    // when (with room for a loaded machine: the bounds are not a speed test).
+    assert.ok(r.sc.duration_ms >= 900 && r.sc.duration_ms < 5000, `duration_ms ${r.sc.duration_ms}`);
     await d.client.ping();
 });
 
@@ -87,7 +88,7 @@ test('setsid() grandchild, parent sleeps too: timed_out at the deadline, nothing
     assert.match(r.sc.stdout, /parent-done/, `the parent never saw the grandchild up: ${summarize(r)}`);
     assert.equal(r.sc.timed_out, true, summarize(r));
     assert.equal(r.sc.exit_code, -1);
-    assert.ok(r.ms < 6000, `answered after ${Math.round(r.ms)} ms`);
+    assert.ok(r.sc.duration_ms < 8000, `duration_ms ${r.sc.duration_ms}: not cut at the 3 s deadline`);
     assert.deepEqual(await waitMarkerGone(marker, 2000), [], 'processes of the run survived the deadline');
 });
 
@@ -109,7 +110,8 @@ test('a run that ends normally leaves no background process behind', async (t) =
     const r = await callExec(d.client, { code, timeout_s: 10 });
     assert.equal(r.isError, false, summarize(r));
     assert.equal(r.sc.stdout, 'ok\n');
-    assert.ok(r.ms < 4000, `answered after ${Math.round(r.ms)} ms`);
+    // the background child sleeps 300 s: a call that waited for it would end at the 10 s deadline
+    assert.equal(r.sc.timed_out, false, summarize(r));
     assert.deepEqual(await waitMarkerGone(marker, 2000), [], 'a background process of the run outlived it');
 });
 
@@ -165,18 +167,21 @@ test('no process of the run is alive when its answer arrives; its init is reaped
 
 test('deadlines of concurrent runs are independent', async (t) => {
     const d = await startDaemon(t, { env: { MCP_EXEC_MAX_CONCURRENT: 3 } });
-    const t0 = performance.now();
     const [a, b, c] = await Promise.all([
         callExec(d.client, { code: 'while True: pass', timeout_s: 1 }),
         callExec(d.client, { code: 'import time; time.sleep(2); print("b")', timeout_s: 5 }),
         callExec(d.client, { code: 'import time; time.sleep(30)', timeout_s: 2 }),
     ]);
+    // Independent: none waited for a slot (queue_ms, the daemon's own count), each was cut at its
+    // own deadline (duration_ms), and the 1 s one was answered before the 2 s one. No bound on the
+    // whole: on a loaded machine it says nothing the daemon's own figures do not.
+    for (const r of [a, b, c]) assert.ok(r.sc.queue_ms < 1000, `queue_ms ${r.sc.queue_ms}: a run waited for a slot`);
     assert.equal(a.sc.timed_out, true, summarize(a));
-    assert.ok(a.ms < 3000, `the 1 s run answered after ${Math.round(a.ms)} ms`);
+    assert.ok(a.sc.duration_ms >= 900 && a.sc.duration_ms < 1900, `the 1 s run's duration_ms ${a.sc.duration_ms}`);
+    assert.ok(a.ms < c.ms, `the 1 s run answered after the 2 s one (${Math.round(a.ms)} >= ${Math.round(c.ms)} ms)`);
     assert.equal(b.sc.timed_out, false, summarize(b));
     assert.equal(b.sc.stdout, 'b\n');
     assert.equal(c.sc.timed_out, true, summarize(c));
-    assert.ok(c.ms >= 1900 && c.ms < 4500, `the 2 s run answered after ${Math.round(c.ms)} ms`);
-    assert.ok(performance.now() - t0 < 5000);
+    assert.ok(c.sc.duration_ms >= 1900 && c.sc.duration_ms < 5000, `the 2 s run's duration_ms ${c.sc.duration_ms}`);
     await sleep(0);
 });

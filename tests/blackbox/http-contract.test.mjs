@@ -63,7 +63,8 @@ for (const kind of ['http', 'sse']) {
         assert.equal(r.sc.timed_out, true);
         assert.equal(r.sc.exit_code, -1);
         assert.equal(r.sc.stdout, 'x\n');
-        assert.ok(r.ms < 4000, `took ${r.ms} ms`);
+        // an endless loop answered at all was cut; its own duration says at the deadline
+        assert.ok(r.sc.duration_ms >= 900 && r.sc.duration_ms < 5000, `duration_ms ${r.sc.duration_ms}`);
     });
 
     test(`${name}: invalid arguments are tool errors naming the field`, async (t) => {

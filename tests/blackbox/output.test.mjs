@@ -86,7 +86,7 @@ test('a flood that never ends is still killed at the deadline and capped', async
     assert.equal(r.sc.timed_out, true, summarize(r));
     assert.equal(r.sc.truncated, true);
     assert.equal(r.sc.stdout, 'x'.repeat(4096));
-    assert.ok(r.ms < 4000, `answered after ${Math.round(r.ms)} ms`);
+    assert.ok(r.sc.duration_ms >= 900 && r.sc.duration_ms < 5000, `duration_ms ${r.sc.duration_ms}: not cut at the 1 s deadline`);
     const m = procMemory(d.pid);
     assert.ok(m.hwm < 64 * 1024 * 1024, `daemon VmHWM ${m.hwm}`);
     assert.ok(m.hwm - before.hwm < 8 * 1024 * 1024, `daemon VmHWM grew by ${m.hwm - before.hwm} bytes during the flood`);
