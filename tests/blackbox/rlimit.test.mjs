@@ -10,8 +10,7 @@
 // for a single thread) kills a run whose threads burn more CPU than wall time; limits "rlimit" and
 // unbounded lists what rlimits leave open.
 import assert from 'node:assert/strict';
-import { startDaemon, callExec, summarize, sleep, test, assertResultShape, RLIMIT_UNBOUNDED } from './lib/index.mjs';
-import { callTool } from './lib/files.mjs';
+import { startDaemon, callExec, summarize, test, waitPoolFull, assertResultShape, RLIMIT_UNBOUNDED } from './lib/index.mjs';
 
 const MIB = 1 << 20;
 const MEMORY_MAX = 96 * MIB;
@@ -97,17 +96,6 @@ for fd in fds:
 print(json.dumps(out))
 `;
 
-// Until check_environment says the pool is full (ready sandboxes are made at a low CPU weight:
-// slow on a loaded machine), at most 60 s.
-async function untilReady(client, ms = 60000) {
-    let sb;
-    for (const t0 = Date.now(); Date.now() - t0 < ms; await sleep(100)) {
-        sb = (await callTool(client, 'check_environment', {})).sc?.sandbox;
-        if (sb?.warm_pool > 0 && sb.warm_ready >= sb.warm_pool) return;
-    }
-    assert.fail(`the pool did not fill within ${ms} ms: ${JSON.stringify(sb)}`);
-}
-
 function checkProbe(r) {
     assertResultShape(r);
     assert.equal(r.sc.exit_code, 0, summarize(r));
@@ -149,7 +137,7 @@ test('rlimit mode, cold path: memory, processes, file size and descriptors are e
 
 test('rlimit mode, on a ready sandbox: the same limits', async (t) => {
     const d = await startDaemon(t, { env: { ...ENV, MCP_EXEC_WARM_POOL: '1' } });
-    await untilReady(d.client);
+    await waitPoolFull(d.client);
     const r = await callExec(d.client, { code: PROBE, timeout_s: 30 });
     assert.equal(r.sc?.warm, true, `not served warm: ${summarize(r)}`);
     const v = checkProbe(r);

@@ -3,8 +3,7 @@
 // exit 1 with "mcp-execd: the sandbox could not start the run: cannot write …" on stderr, where a
 // cold run gets a tool error. The caller's code never runs either way, and the daemon goes on.
 import assert from 'node:assert/strict';
-import { startDaemon, callExec, summarize, sleep, test } from './lib/index.mjs';
-import { callTool } from './lib/files.mjs';
+import { startDaemon, callExec, summarize, test, waitPoolFull } from './lib/index.mjs';
 
 // /tmp at its smallest (1M; also RLIMIT_FSIZE), input files allowed well past it, so the
 // argument check lets the call through and only /tmp refuses it.
@@ -13,20 +12,9 @@ const BIG = 'x'.repeat(2 << 20);
 const CODE = 'print("the code ran")';
 const FILES = [{ name: 'small.txt', content: 'fits' }, { name: 'big.txt', content: BIG }];
 
-// Until check_environment says the pool's one sandbox is ready (made at a low CPU weight: slow
-// on a loaded machine), at most 60 s.
-async function untilReady(client, ms = 60000) {
-    let sb;
-    for (const t0 = Date.now(); Date.now() - t0 < ms; await sleep(100)) {
-        sb = (await callTool(client, 'check_environment', {})).sc?.sandbox;
-        if (sb?.warm_pool > 0 && sb.warm_ready >= sb.warm_pool) return;
-    }
-    assert.fail(`the pool did not fill within ${ms} ms: ${JSON.stringify(sb)}`);
-}
-
 test('a warm call whose files overflow /tmp: exit 1 with the launcher\'s message, the code never runs; the next warm call works', async (t) => {
     const d = await startDaemon(t, { env: ENV });
-    await untilReady(d.client);
+    await waitPoolFull(d.client);
     const r = await callExec(d.client, { code: CODE, files: FILES, timeout_s: 30 });
     assert.equal(r.isError, false, summarize(r));
     assert.equal(r.sc.warm, true, `not served by the ready sandbox: ${summarize(r)}`);
@@ -40,7 +28,7 @@ test('a warm call whose files overflow /tmp: exit 1 with the launcher\'s message
         summarize(r));
 
     // The pool refills behind the answer; the next warm call is an ordinary run.
-    await untilReady(d.client);
+    await waitPoolFull(d.client);
     const ok = await callExec(d.client, { code: 'print(open("small.txt").read())', files: [FILES[0]], timeout_s: 30 });
     assert.equal(ok.sc.warm, true, summarize(ok));
     assert.equal(ok.sc.exit_code, 0, summarize(ok));
