@@ -251,10 +251,23 @@ int envs_sources_check(const char *index_url, const char *wheelhouse, char **ret
 Envs *envs_free(Envs *e) {
         if (!e)
                 return NULL;
-        /* Installs still running: kill them and let tmp/ be cleaned by the next start. */
-        LIST_FOREACH(installs, i, e->installs)
-                if (!i->exited && i->child.pid > 0)
+        /* Installs not finished (killed by envs_stop() but not yet seen to end by the ring when the
+         * transport finished first, as on a loaded machine): kill them, wait for the installer's
+         * end (its pidfd; SIGKILL is prompt, 1 s bounds it), and remove what it half-made, so a
+         * stopped daemon leaves no tmp/ entry (the next start would clean it, but until then the
+         * cache holds a dead install's files). */
+        LIST_FOREACH(installs, i, e->installs) {
+                if (i->finished || i->pending || !i->tmp)
+                        continue;
+                if (!i->exited && i->child.pid > 0) {
                         (void) kill(-i->child.pid, SIGKILL);
+                        if (i->child.pidfd >= 0) {
+                                struct pollfd p = { .fd = i->child.pidfd, .events = POLLIN };
+                                (void) poll(&p, 1, 1000);
+                        }
+                }
+                (void) rm_rf(i->tmp);
+        }
         for (EnvUse *u; (u = LIST_POP(uses, e->uses));) {
                 free(u->key);
                 free(u);
