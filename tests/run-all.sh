@@ -108,8 +108,10 @@ tier_counts() {
         sed -E 's/^tier [a-z]+: ([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?.*/\1 \2 \4/' <<< "$line" |
                 awk '{ print $1, $2, ($3 == "" ? 0 : $3) }'
 }
+# counts_line P F K: "P passed, F failed", and ", K skipped" when K > 0 (the tiers' and the total's).
+counts_line() { echo "$1 passed, $2 failed$([ "$3" -gt 0 ] && echo ", $3 skipped")"; }
 # tier_line TIER P F K: the tier's summary line.
-tier_line() { echo "tier $1: $2 passed, $3 failed$([ "$4" -gt 0 ] && echo ", $4 skipped")"; }
+tier_line() { echo "tier $1: $(counts_line "$2" "$3" "$4")"; }
 
 # meson_counts TESTLOG TIER: "P F K" of a meson test run; each test's seconds go to $out/times.
 # A test's cmocka-level skips count as skipped; a whole test that skips (exit 77) does too, but
@@ -332,9 +334,5 @@ echo "whole run: $total s"
 if [ "$total" -gt "$warn_secs" ]; then
         echo "WARNING: the whole run took $((total / 60)) minutes, more than $((warn_secs / 60)): CI cuts a run off at 90; find the time in the lines above"
 fi
-if [ "$skipped" -gt 0 ]; then
-        echo "$passed passed, $failed failed, $skipped skipped"
-else
-        echo "$passed passed, $failed failed"
-fi
+counts_line "$passed" "$failed" "$skipped"
 [ "$failed" -eq 0 ]
