@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # serve.sh: installs the build dependencies, builds mcp-execd (release) and runs it on stdio.
-# Configuration comes from the MCP_EXEC_* environment variables (see README.md); arguments are
+# Configuration comes from the MCP_EXEC_* environment variables (see mcp-execd(8)); arguments are
 # passed through (--help, --version).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)

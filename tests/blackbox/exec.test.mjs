@@ -378,11 +378,11 @@ test('runs work when $TMPDIR is a private (0700) directory', async (t) => {
     assert.equal(r.sc.stdout, '1\n');
 });
 
-// README.md (the result's fields): with a cgroup, cpu_user_us/cpu_system_us are its cpu.stat and
+// docs/tools.md (the result's fields): with a cgroup, cpu_user_us/cpu_system_us are its cpu.stat and
 // memory_peak_bytes its memory.peak, so a killed run's are counted; with rlimits they come from the
 // processes reaped before Python exited, and are 0 after a timeout. This asserts what the mode in
 // force documents, for a cold run and for one served by a ready sandbox. One refinement the field
-// table does not spell out (README "Ready sandboxes", run.c): the peak is never below
+// table does not spell out (docs/ready-sandboxes.md, run.c): the peak is never below
 // memory_at_start_bytes, so with rlimits a timed-out warm run's peak is its memory at start, not 0
 // (a cold run's memory_at_start_bytes is 0).
 test('a timed-out busy loop reports its CPU time and peak with a cgroup, and 0 with rlimits (as documented)', async (t) => {

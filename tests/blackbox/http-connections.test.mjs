@@ -1,4 +1,4 @@
-// The HTTP connection cap (README, "Limits": "HTTP connections | 1024 at once (fixed) | further
+// The HTTP connection cap (docs/protocol.md, "The daemon's own limits": "HTTP connections | 1024 at once (fixed) | further
 // connections wait in the kernel's listen backlog until one of the 1024 ends"). 1024 idle
 // connections are opened; the daemon holds exactly 1024, a 1025th waits in the listening
 // socket's accept queue (seen in /proc/net/tcp) with its request unanswered, and is served as soon

@@ -1,4 +1,4 @@
-// The cap on answers a client never reads (README, "Limits": "unread answers of an event stream |
+// The cap on answers a client never reads (docs/protocol.md, "The daemon's own limits": "unread answers of an event stream |
 // 4 × MCP_EXEC_MAX_MESSAGE_BYTES + 64 MiB | the stream is closed and its runs cancelled (a client
 // that does not read slows nobody else)"; HTTP: "its answers wait in the daemon (capped; past the
 // cap the stream is closed and its runs cancelled)").

@@ -44,7 +44,7 @@ test('k8s: the validator refuses what the API would (it can fail)', () => {
     assert.throws(() => new Deployment(bad2).validate(), /containerPort/);
 });
 
-test('k8s: isolation as the README says: no privileged container, user namespaces, capabilities, no egress', () => {
+test('k8s: isolation as docs/fleet.md says: no privileged container, user namespaces, capabilities, no egress', () => {
     const docs = load();
     const dep = docs.find((d) => d.kind === 'Deployment');
     const pod = dep.spec.template.spec;

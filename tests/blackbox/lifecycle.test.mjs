@@ -240,7 +240,7 @@ test('the description tells the truth about the Python version and importable pa
 });
 
 // 2025-03-26 (only) says implementations MUST support receiving JSON-RPC batches; 2025-06-18
-// removed them. README.md (the protocol table) documents the choice: batch arrays are -32600 in
+// removed them. docs/protocol.md (the daemon's own limits) documents the choice: batch arrays are -32600 in
 // every version, 2025-03-26 included (no SDK client sends them). So: one -32600 (id null or
 // absent), no member of the batch run or answered, and the daemon serves on.
 test('a batch after negotiating 2025-03-26 is refused with one -32600; none of its members is answered', async (t) => {

@@ -1,4 +1,4 @@
-// The pool's pause (README, "Ready sandboxes", Preload: "A preload that stops importing later (an
+// The pool's pause (docs/ready-sandboxes.md, Preload: "A preload that stops importing later (an
 // upgrade) is logged and, after three failures in a row, the pool pauses for a minute (calls go
 // cold meanwhile)"). A module of the test's own, put where the sandbox's Python finds it
 // (/usr/local/lib/python3.X/dist-packages: the sandbox sees the host's /usr), is preloaded; once

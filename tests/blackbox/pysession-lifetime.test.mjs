@@ -1,4 +1,4 @@
-// A Python session's lifetime (README, "Python sessions", Bounds; MCP_EXEC_PY_SESSION_LIFETIME_S:
+// A Python session's lifetime (docs/sessions.md, Bounds; MCP_EXEC_PY_SESSION_LIFETIME_S:
 // "a Python session ends this long after its open, busy or not"): a session that is never idle
 // and one whose call is still running both end at the lifetime, its handle then gets the one
 // "unknown session" error, the call in flight is answered with what it printed and

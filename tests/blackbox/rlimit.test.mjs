@@ -1,8 +1,8 @@
-// rlimit mode end to end through the server (README, "The exec tool" result fields, "Limits of
-// rlimit mode", MCP_EXEC_MEMORY_MAX / MCP_EXEC_PIDS_MAX / MCP_EXEC_TMP_SIZE): this tier's daemons
+// rlimit mode end to end through the server (docs/tools.md, the result fields; SECURITY.md, "rlimit
+// mode: what is not bounded"; MCP_EXEC_MEMORY_MAX / MCP_EXEC_PIDS_MAX / MCP_EXEC_TMP_SIZE): this tier's daemons
 // run with MCP_EXEC_CGROUP=none, so every limit a run meets is an rlimit the sandbox set from the
 // configuration. Each is hit for real by the caller's code, on the cold path and on a ready
-// sandbox, and the result reports it as the README says: an allocation past MCP_EXEC_MEMORY_MAX
+// sandbox, and the result reports it as the docs say: an allocation past MCP_EXEC_MEMORY_MAX
 // fails with MemoryError (RLIMIT_AS, per process, children too) and oom_killed stays false; a fork
 // past MCP_EXEC_PIDS_MAX fails with EAGAIN (RLIMIT_NPROC) and pids_limit_hit stays false; a file
 // or a memfd past MCP_EXEC_TMP_SIZE gets EFBIG (RLIMIT_FSIZE); at most 1024 fds (RLIMIT_NOFILE);

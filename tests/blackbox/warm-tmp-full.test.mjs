@@ -1,4 +1,4 @@
-// A warm call whose input files do not fit in the run's /tmp (README, "Ready sandboxes", "Taken by
+// A warm call whose input files do not fit in the run's /tmp (docs/ready-sandboxes.md, "Taken by
 // a call"): the launcher writes the files itself, so when /tmp cannot hold them the result is
 // exit 1 with "mcp-execd: the sandbox could not start the run: cannot write …" on stderr, where a
 // cold run gets a tool error. The caller's code never runs either way, and the daemon goes on.

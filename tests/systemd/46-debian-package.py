@@ -12,7 +12,7 @@ installed, as the guest boots from the host's root, so `apt-get install ./x.deb`
 Checks, in order: lintian on v1 (no error, no warning that debian/ does not override); install v1
 with apt: the token is created 0600 and the postinst says so, the socket is enabled and listens on
 127.0.0.1:8080, the service waits for its first connection; a call over HTTP without the token is
-401, with it an exec works; `systemd-analyze security` scores at most README's figure; upgrade to
+401, with it an exec works; `systemd-analyze security` scores at most docs/operations.md's figure; upgrade to
 v2 with apt while one call runs and new connections keep arriving: the socket is never restarted,
 the call in flight is answered, every connection made during the upgrade is answered (200, or
 503 "shutting down" for a request the old daemon had accepted when its SIGTERM came; one made
@@ -197,11 +197,11 @@ def check_lintian():
         raise TestFailure("lintian reports errors or warnings not overridden in debian/: %r" % bad)
 
 
-def readme_score():
-    text = open(os.path.join(os.environ["MCP_EXECD_SRC"], "README.md")).read()
+def documented_score():
+    text = open(os.path.join(os.environ["MCP_EXECD_SRC"], "docs", "operations.md")).read()
     m = re.search(r"`systemd-analyze security mcp-execd\.service` scores ([0-9.]+)", text)
     if not m:
-        raise TestFailure("README.md does not state the unit's systemd-analyze security score")
+        raise TestFailure("docs/operations.md does not state the unit's systemd-analyze security score")
     return float(m.group(1))
 
 
@@ -285,14 +285,14 @@ def scenario(v1, v2):
     print("HTTP: 401 without the token; exec with it: %r (limits %s)" % (sc["stdout"], sc["limits"]))
 
     # --- hardening as installed -----------------------------------------------------------------
-    limit = readme_score()
+    limit = documented_score()
     sec = sh("systemd-analyze", "security", "--no-pager", "mcp-execd.service").stdout
     m = re.search(r"Overall exposure level for mcp-execd\.service: ([0-9.]+)", sec)
     if not m:
         raise TestFailure("systemd-analyze security printed no score:\n%s" % sec[-500:])
     if float(m.group(1)) > limit:
-        raise TestFailure("systemd-analyze security: %s, README says %s" % (m.group(1), limit))
-    print("systemd-analyze security mcp-execd.service: %s (README: %s)" % (m.group(1), limit))
+        raise TestFailure("systemd-analyze security: %s, docs/operations.md says %s" % (m.group(1), limit))
+    print("systemd-analyze security mcp-execd.service: %s (docs/operations.md: %s)" % (m.group(1), limit))
 
     # --- upgrade with a call in flight and connections arriving ---------------------------------
     sock_since = prop("ActiveEnterTimestampMonotonic", "mcp-execd.socket")

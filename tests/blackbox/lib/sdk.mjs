@@ -141,7 +141,7 @@ export function assertResultShape(r) {
  * warm_pool), at most timeoutMs, else fail; returns the sandbox report. Ready sandboxes are made
  * after each answer, at a low CPU weight (slow on a loaded machine): wait for this instead of
  * calling until a call happens to be served warm. After it, one call of the default interpreter
- * without dependencies must be served warm (README, "Ready sandboxes": a call takes the oldest
+ * without dependencies must be served warm (docs/ready-sandboxes.md: a call takes the oldest
  * ready one), so a test requires `warm` of that one call, and a cold answer is a failure.
  */
 export async function waitPoolFull(client, timeoutMs = 60000) {
