@@ -1141,6 +1141,12 @@ static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, bool self_te
         plan->envp[n++] = "LANG=C.UTF-8";
         plan->envp[n++] = "MPLBACKEND=Agg";
         plan->envp[n++] = "PYTHONDONTWRITEBYTECODE=1";
+        /* PyPy sizes its nursery at half the cache size /proc/cpuinfo reports, and that is the
+         * host's: a host claiming 480 MB of cache gave a 240 MB nursery, which the run's 256M
+         * RLIMIT_AS refused ("cannot allocate nursery", issue 29 #6). 4M is PyPy's own choice where
+         * it finds no size, a generous nursery for any real cache, and fits every run's limit.
+         * CPython ignores it. */
+        plan->envp[n++] = "PYPY_GC_NURSERY=4M";
         for (size_t i = 0; i < ELEMENTSOF(thread_vars); i++) {
                 str_copy(plan->thread_env[i], sizeof(plan->thread_env[i]), thread_vars[i], plan->threads);
                 plan->envp[n++] = plan->thread_env[i];
