@@ -142,7 +142,7 @@ static int daemon_sandbox_setup(Daemon *d) {
         SandboxConfig scfg = {
                 .tmp_size_bytes = cfg->tmp_size_bytes,
                 .cpu_threads = MAX(threads, 1u),
-                .max_concurrent = cfg->max_concurrent,
+                .max_sandboxes = cfg->max_concurrent + cfg->py_sessions_max,
                 .rlimit_as_bytes = cfg->memory_max_bytes == UINT64_MAX ? 0 : cfg->memory_max_bytes,
                 .rlimit_nproc = cfg->pids_max == UINT64_MAX ? 0 : cfg->pids_max,
                 .rlimit_cpu_sec = (uint64_t) cfg->max_timeout_s + 1,
@@ -259,8 +259,10 @@ static void daemon_announce(Daemon *d) {
         if (d->announced || !d->ready || !d->running)
                 return;
         d->announced = true;
-        log_info("%s %s serving MCP over %s (max %u concurrent runs, queue %u)", PROJECT_NAME, PROJECT_VERSION,
-                 d->transport_name, cfg->max_concurrent, cfg->queue_max);
+        log_info("%s %s serving MCP over %s (max %u concurrent runs, queue %u, %u Python sessions; the "
+                 "per-user kernel budgets are shared by %u sandboxes)", PROJECT_NAME, PROJECT_VERSION,
+                 d->transport_name, cfg->max_concurrent, cfg->queue_max, cfg->py_sessions_max,
+                 cfg->max_concurrent + cfg->py_sessions_max);
         metrics_daemon_started(d->metrics, &(MetricsStart) { .limits = daemon_limits_by(d),
                                                              .max_concurrent = cfg->max_concurrent,
                                                              .queue_max = cfg->queue_max });

@@ -14,74 +14,18 @@
 #include "mcp-internal.h"
 #include "str-util.h"
 
-/* The name as a message can show it: control characters, NUL and '"' as \xNN, at most ~80 bytes. */
-static void name_quote(char *out, size_t size, const char *s, size_t n) {
-        size_t o = 0;
-        for (size_t i = 0; i < n && o + 5 < size; i++) {
-                unsigned char c = (unsigned char) s[i];
-                if (o > 80) {
-                        o += (size_t) snprintf(out + o, size - o, "...");
-                        break;
-                }
-                if (c < 0x20 || c == 0x7f || c == '"' || c == '\\')
-                        o += (size_t) snprintf(out + o, size - o, "\\x%02x", c);
-                else
-                        out[o++] = (char) c;
-        }
-        out[MIN(o, size - 1)] = '\0';
-}
-
-/* Length of the valid UTF-8 sequence at s (1-4), 0 if there is none (overlong forms, surrogates and
- * code points above U+10FFFF are not valid: jansson refuses them). */
-static size_t utf8_seq_len(const unsigned char *s, size_t n) {
-        unsigned char c = s[0];
-        size_t k = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-        if (k == 0 || k > n)
-                return 0;
-        for (size_t j = 1; j < k; j++)
-                if ((s[j] & 0xc0) != 0x80)
-                        return 0;
-        if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
-            (c == 0xf4 && s[1] > 0x8f))
-                return 0;
-        return k;
-}
-
-/* Escaping rather than U+FFFD: two names that differ only in their invalid bytes stay two names,
- * and a client can tell what the run wrote. '\\' is escaped too, so "\\x" always starts an escape. */
+/* Escaped as a message escapes a caller's value (mcp_escape), but whole. */
 char *mcp_file_name_display(const char *name) {
-        const unsigned char *s = (const unsigned char *) name;
         size_t n = strlen(name);
         char *out = malloc(n * 4 + 1); /* worst case: every byte as \xNN */
-        if (!out)
-                return NULL;
-        size_t o = 0;
-        for (size_t i = 0; i < n;) {
-                size_t k = utf8_seq_len(s + i, n - i), esc = 0;
-                if (k == 0)
-                        esc = 1;
-                else if (k == 1 && (s[i] < 0x20 || s[i] == 0x7f || s[i] == '\\'))
-                        esc = 1;
-                else if (k == 2 && s[i] == 0xc2 && s[i + 1] <= 0x9f) /* C1: U+0080..U+009F */
-                        esc = 2;
-                if (esc == 0) {
-                        memcpy(out + o, s + i, k);
-                        o += k;
-                        i += k;
-                        continue;
-                }
-                for (size_t j = 0; j < esc; j++, i++) {
-                        snprintf(out + o, 5, "\\x%02x", s[i]);
-                        o += 4;
-                }
-        }
-        out[o] = '\0';
+        if (out)
+                mcp_escape(out, name, n, SIZE_MAX, "", NULL);
         return out;
 }
 
 char *mcp_file_name_check(const char *name, size_t n) {
-        char q[128];
-        name_quote(q, sizeof(q), name, n);
+        McpQuote buf;
+        const char *q = mcp_quote(&buf, name, n);
         if (n == 0)
                 return mcp_problem("must not be empty");
         if (n > MCP_FILE_NAME_MAX_BYTES)

@@ -125,8 +125,10 @@ static bool token_matches(const char *token, const char *value) {
 }
 
 bool mcp_http_authorized(const char *token, const char *authorization, const char *x_mcp_auth) {
-        if (!token || !*token)
+        if (!token)
                 return true;
+        if (!*token)
+                return false; /* config refuses a blank token; were one to get here, it admits nobody */
         bool ok = false;
         if (authorization)
                 ok |= token_matches(token, bearer_value(authorization));

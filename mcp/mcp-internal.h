@@ -65,6 +65,20 @@ char *mcp_problemv(const char *fmt, va_list ap) __attribute__((format(printf, 1,
 int mcp_refuse(char **ret, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *mcp_json_type_name(const json_t *v);
 
+/* A caller's value as a message may show it (nothing a caller sent is echoed back unbounded): its
+ * first MCP_QUOTE_MAX_BYTES bytes, cut at a character, control characters, invalid UTF-8, '"' and
+ * '\\' as \xNN, and "… (N bytes)" when it was cut. Returns q->text. MCP_QUOTE(s) for a C string,
+ * valid until the end of the enclosing block. */
+#define MCP_QUOTE_MAX_BYTES 64
+typedef struct McpQuote {
+        char text[MCP_QUOTE_MAX_BYTES * 4 + 48]; /* every byte as \xNN, one C1 pair over, the tail */
+} McpQuote;
+const char *mcp_quote(McpQuote *q, const char *s, size_t n);
+/* The escaping of mcp_quote, of at most max_in bytes of s, with the characters of also escaped too;
+ * out holds max_in * 4 + 5 bytes (or n * 4 + 1). Returns the bytes written; *ret_used, those read. */
+size_t mcp_escape(char *out, const char *s, size_t n, size_t max_in, const char *also, size_t *ret_used);
+#define MCP_QUOTE(s) mcp_quote(&(McpQuote) {}, (s), strlen(s))
+
 /* reply.c: a JSON-RPC result reply (takes result; NULL on ENOMEM), and a tool error (isError: true).
  * stamp: NULL for a 2025-era request; for a 2026-07-28 one the members every result carries
  * (resultType, _meta with serverInfo), merged into the result. */

@@ -283,8 +283,9 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *s
         }
         const McpToolDef *tool = mcp_json_name(name) ? mcp_tool_find(json_string_value(name)) : NULL;
         if (!tool) {
+                McpQuote q;
                 ret->reply = reply_errorf(id, MCP_ERROR_INVALID_PARAMS, "Unknown tool: %s%s",
-                                          json_string_value(name),
+                                          mcp_quote(&q, json_string_value(name), json_string_length(name)),
                                           mcp_json_name(name) ? "" : " (followed by a NUL character)");
                 return ret->reply ? 0 : -ENOMEM;
         }
@@ -383,7 +384,7 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
         if (!known) {
                 /* Also the 2026-07-28 `server/discover` probe: an immediate -32601 makes dual-era
                  * clients fall back to initialize (mcp.md §1.11). */
-                ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s", method);
+                ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s", MCP_QUOTE(method));
                 return ret->reply ? 0 : -ENOMEM;
         }
         if (s->held && s->refused) {
@@ -439,16 +440,23 @@ static char *reply_unsupported_version(json_t *id, json_t *requested) {
         _cleanup_(json_decrefp) json_t *supported = supported_versions_new();
         if (!supported)
                 return NULL;
-        _cleanup_free_ char *shown = mcp_json_name(requested) ? NULL : mcp_json_dump(requested);
+        /* Never echoed unbounded: a short string goes back as it came (what the client compares),
+         * anything else (a long string, a NUL inside, another JSON type) as its quoted prefix. */
+        const char *name = mcp_json_name(requested);
+        _cleanup_free_ char *dumped = name ? NULL : mcp_json_dump(requested);
+        McpQuote q;
+        const char *shown = name ? mcp_quote(&q, name, strlen(name)) : dumped ? MCP_QUOTE(dumped) : "?";
+        bool as_is = name && strcmp(shown, name) == 0;
         _cleanup_free_ char *msg = mcp_problem(
                 "Unsupported protocol version %s: this server speaks 2026-07-28 per request, and 2025-11-25 and "
-                "older through initialize",
-                mcp_json_name(requested) ?: (shown ?: "?"));
-        _cleanup_(json_decrefp) json_t *m = msg ? json_pack("{s:s, s:O, s:{s:i, s:s, s:{s:O, s:O}}}", "jsonrpc",
-                                                            "2.0", "id", id, "error", "code",
-                                                            MCP_ERROR_UNSUPPORTED_PROTOCOL_VERSION, "message", msg,
-                                                            "data", "supported", supported, "requested", requested)
-                                                : NULL;
+                "older through initialize", shown);
+        _cleanup_(json_decrefp) json_t *echo = as_is ? json_incref(requested) : json_string(shown);
+        _cleanup_(json_decrefp) json_t *m = msg && echo ? json_pack("{s:s, s:O, s:{s:i, s:s, s:{s:O, s:O}}}",
+                                                                    "jsonrpc", "2.0", "id", id, "error", "code",
+                                                                    MCP_ERROR_UNSUPPORTED_PROTOCOL_VERSION, "message",
+                                                                    msg, "data", "supported", supported,
+                                                                    "requested", echo)
+                                                        : NULL;
         return m ? mcp_json_dump(m) : NULL;
 }
 
@@ -524,7 +532,7 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
                 ret->rejected = MCP_ERROR_METHOD_NOT_FOUND;
                 bool removed = strcmp(method, "initialize") == 0 || strcmp(method, "ping") == 0 ||
                                strcmp(method, "logging/setLevel") == 0;
-                ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s%s", method,
+                ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s%s", MCP_QUOTE(method),
                                           removed ? " (removed in protocol version 2026-07-28)" : "");
                 return ret->reply ? 0 : -ENOMEM;
         }
@@ -710,7 +718,7 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
                 ret->rejected = modern ? MCP_ERROR_METHOD_NOT_FOUND : 0;
                 ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND,
                                           "Method not found: %s (followed by a NUL character)",
-                                          json_string_value(method));
+                                          MCP_QUOTE(json_string_value(method)));
                 return ret->reply ? 0 : -ENOMEM;
         }
         if (modern)

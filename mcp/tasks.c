@@ -150,14 +150,14 @@ static json_t *reply_result_get(const char *reply) {
 static char *reply_unknown(const McpTaskRequest *r) {
         _cleanup_free_ char *msg = mcp_problem(
                 "Invalid params: no task %s (unknown, expired, not yours, or lost when mcp-execd restarted)",
-                r->task_id);
+                MCP_QUOTE(r->task_id));
         return msg ? error_reply(r->id, MCP_ERROR_INVALID_PARAMS, msg) : NULL;
 }
 
 char *mcp_task_reply_other_instance(const McpTaskRequest *r, const char *tag) {
         _cleanup_free_ char *msg = mcp_problem(
                 "Invalid params: no task %s here: it was made by instance %s, which is gone or unreachable, "
-                "and its tasks with it; run the call again", r->task_id, tag);
+                "and its tasks with it; run the call again", MCP_QUOTE(r->task_id), tag);
         return msg ? error_reply(r->id, MCP_ERROR_INVALID_PARAMS, msg) : NULL;
 }
 

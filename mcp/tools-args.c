@@ -110,7 +110,7 @@ static int python_check(const McpLimits *l, const char *name, json_t *v, McpExec
                         p++;
         }
         return mcp_refuse(ret_problem, "invalid argument '%s': unknown interpreter '%s'; configured (MCP_EXEC_PYTHONS): %s", name,
-                           want, mcp_tools_pythons(l));
+                           MCP_QUOTE(want), mcp_tools_pythons(l));
 }
 
 static int dependencies_check(const McpLimits *l, const char *name, json_t *v, McpExecArgs *a, char **ret_problem) {
@@ -191,7 +191,7 @@ static int files_check(const McpLimits *l, const char *name, json_t *v, McpExecA
                 json_object_foreach(f, key, x)
                         if (strcmp(key, "name") != 0 && strcmp(key, "content") != 0 && strcmp(key, "encoding") != 0)
                                 return mcp_refuse(ret_problem, "invalid argument '%s[%zu].%s': unknown property; a file has name, "
-                                                   "content and encoding", name, i, key);
+                                                   "content and encoding", name, i, MCP_QUOTE(key));
                 json_t *fname = json_object_get(f, "name"), *content = json_object_get(f, "content");
                 json_t *enc = json_object_get(f, "encoding");
                 if (!json_is_string(fname))
@@ -224,10 +224,11 @@ static int files_check(const McpLimits *l, const char *name, json_t *v, McpExecA
                         size_t la = json_string_length(na), lb = json_string_length(nb);
                         const char *sa = json_string_value(na), *sb = json_string_value(nb);
                         if (a1 < b && la == lb && memcmp(sa, sb, la) == 0)
-                                return mcp_refuse(ret_problem, "invalid argument '%s[%zu].name': \"%s\" is given twice", name, b, sb);
+                                return mcp_refuse(ret_problem, "invalid argument '%s[%zu].name': \"%s\" is given twice", name, b,
+                                                  mcp_quote(&(McpQuote) {}, sb, lb));
                         if (lb > la && memcmp(sa, sb, la) == 0 && sb[la] == '/')
                                 return mcp_refuse(ret_problem, "invalid argument '%s[%zu].name': \"%s\" is a file, and %s[%zu] "
-                                                   "needs it as a directory", name, a1, sa, name, b);
+                                                   "needs it as a directory", name, a1, mcp_quote(&(McpQuote) {}, sa, la), name, b);
                 }
 
         size_t cap = 0;

@@ -104,12 +104,12 @@ static char *arg_names_new(const McpToolDef *t) {
 
 static int unknown_property(const McpToolDef *t, const char *key, char **ret_problem) {
         if (t->n_args == 0)
-                return mcp_refuse(ret_problem, "invalid argument '%s': unknown property; %s takes no arguments", key,
+                return mcp_refuse(ret_problem, "invalid argument '%s': unknown property; %s takes no arguments", MCP_QUOTE(key),
                                   t->name);
         _cleanup_free_ char *names = arg_names_new(t);
         if (!names)
                 return -ENOMEM;
-        return mcp_refuse(ret_problem, "invalid argument '%s': unknown property; %s accepts only %s", key, t->name,
+        return mcp_refuse(ret_problem, "invalid argument '%s': unknown property; %s accepts only %s", MCP_QUOTE(key), t->name,
                           names);
 }
 

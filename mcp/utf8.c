@@ -69,6 +69,11 @@ char *mcp_utf8_repair(const char *s, size_t len, size_t *ret_len) {
         return out;
 }
 
+size_t mcp_utf8_seq_len(const char *s, size_t n) {
+        size_t bad = 0;
+        return n == 0 ? 0 : utf8_seq((const unsigned char *) s, n, &bad);
+}
+
 size_t mcp_utf8_incomplete_tail(const char *s, size_t len) {
         const unsigned char *p = (const unsigned char *) s;
         for (size_t k = 1; k <= 3 && k <= len; k++) {

@@ -354,8 +354,10 @@ int sandbox_warm_up(Sandbox *s, const char *python) {
  * (RLIMIT_SIGPENDING). Unbounded, one run holding 128 inotify_init1 made every inotify_init1 of
  * root on the host fail with EMFILE; 9 mq_open made root's mq_open fail. So each run gets a share:
  * what the daemon's user may hold, halved (the other half stays for that user and the host: PID 1
- * under the shipped unit, the desktop's file watchers over stdio), divided by
- * MCP_EXEC_MAX_CONCURRENT. With the kernel's defaults and 4 runs at once:
+ * under the shipped unit, the desktop's file watchers over stdio), divided by every sandbox that
+ * may hold caller code at once: MCP_EXEC_MAX_CONCURRENT runs plus MCP_EXEC_PY_SESSIONS_MAX
+ * sessions (a session keeps what it holds between calls: four idle sessions of a 1-run daemon took
+ * all 128 inotify instances of root, issue 29 #2). With the kernel's defaults and 4 sandboxes:
  *   max_inotify_instances 128          → 16 per run      max_inotify_watches 8192‥~1M → 1/8 each
  *   max_fanotify_groups 128            → 16 per run      max_fanotify_marks           → 1/8
  *   RLIMIT_MSGQUEUE 819200 bytes       → 102400 bytes: one default queue (10 × 8192 B) per run
@@ -390,7 +392,7 @@ static void sandbox_shares_compute(Sandbox *s) {
                 "/proc/sys/user/max_fanotify_groups",
                 "/proc/sys/user/max_fanotify_marks",
         };
-        uint64_t runs = MAX(s->config.max_concurrent, 1u);
+        uint64_t runs = MAX(s->config.max_sandboxes, 1u);
         for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
                 bool found;
                 /* The daemon's own user namespace's limit (in the initial one, the same as
@@ -1139,6 +1141,12 @@ static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, bool self_te
         plan->envp[n++] = "LANG=C.UTF-8";
         plan->envp[n++] = "MPLBACKEND=Agg";
         plan->envp[n++] = "PYTHONDONTWRITEBYTECODE=1";
+        /* PyPy sizes its nursery at half the cache size /proc/cpuinfo reports, and that is the
+         * host's: a host claiming 480 MB of cache gave a 240 MB nursery, which the run's 256M
+         * RLIMIT_AS refused ("cannot allocate nursery", issue 29 #6). 4M is PyPy's own choice where
+         * it finds no size, a generous nursery for any real cache, and fits every run's limit.
+         * CPython ignores it. */
+        plan->envp[n++] = "PYPY_GC_NURSERY=4M";
         for (size_t i = 0; i < ELEMENTSOF(thread_vars); i++) {
                 str_copy(plan->thread_env[i], sizeof(plan->thread_env[i]), thread_vars[i], plan->threads);
                 plan->envp[n++] = plan->thread_env[i];

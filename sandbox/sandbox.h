@@ -18,8 +18,9 @@ typedef struct Sandbox Sandbox;
 typedef struct SandboxConfig {
         uint64_t tmp_size_bytes; /* size of the run's private tmpfs /tmp (MCP_EXEC_TMP_SIZE) */
         unsigned cpu_threads;    /* OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, … given to Python */
-        unsigned max_concurrent; /* runs at once (MCP_EXEC_MAX_CONCURRENT): they share the daemon
-                                  * user's per-user budgets (inotify, mqueue, pending signals) */
+        unsigned max_sandboxes;  /* sandboxes that may hold caller code at once (runs and Python
+                                  * sessions): they share the daemon user's per-user budgets
+                                  * (inotify, fanotify, mqueue, pending signals) */
         /* rlimits applied only when no cgroup enforces the limits (limits: "rlimit"); 0 = leave unset */
         uint64_t rlimit_as_bytes;
         uint64_t rlimit_nproc;

@@ -372,9 +372,22 @@ static int refuse(char **reterr, const char *name, const char *value, const char
         return -EINVAL;
 }
 
+/* A token that is empty or only white space is a mistake (an empty file, `$(cat missing)`), never
+ * "no token": serving HTTP unauthenticated because a secret went missing is the one outcome the
+ * operator did not ask for (issue 29 #4). White space at either end is not part of a token either:
+ * clients cannot send it (a header value is trimmed), so it is cut, and what is left must be there. */
+static bool token_blank(const char *s) {
+        return s[strspn(s, " \t\r\n\v\f")] == '\0';
+}
+
+/* Longest token read from the credential; a longer file is refused, never cut short. */
+#define TOKEN_MAX_BYTES 4095
+
 /* The auth token may come from a systemd credential (LoadCredential=auth-token:…), so the secret
- * need not sit in the environment (systemd.exec(5), "Credentials"). */
-static int read_credential(char *(*env)(const char *), char **ret) {
+ * need not sit in the environment (systemd.exec(5), "Credentials"). 0: no credential; 1: *ret set;
+ * -EBADMSG: the file is empty or blank; -EFBIG: longer than TOKEN_MAX_BYTES. *ret_path names the
+ * file in both refusals. */
+static int read_credential(char *(*env)(const char *), char **ret, char **ret_path) {
         const char *dir = env("CREDENTIALS_DIRECTORY");
         if (!dir)
                 return 0;
@@ -384,26 +397,57 @@ static int read_credential(char *(*env)(const char *), char **ret) {
         FILE *f = fopen(path, "re");
         if (!f)
                 return errno == ENOENT ? 0 : -errno;
-        char buf[4096];
+        char buf[TOKEN_MAX_BYTES + 2];
         size_t n = fread(buf, 1, sizeof(buf) - 1, f);
         (void) fclose(f);
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-                n--;
         buf[n] = '\0';
-        if (n == 0)
-                return 0;
-        *ret = strdup(buf);
-        explicit_bzero(buf, n); /* the secret stays only in *ret */
-        return *ret ? 1 : -ENOMEM;
+        int r;
+        if (n > TOKEN_MAX_BYTES)
+                r = -EFBIG;
+        else if (n != strlen(buf) || token_blank(buf))
+                r = -EBADMSG; /* a NUL inside cannot be sent either */
+        else {
+                size_t start = strspn(buf, " \t\r\n\v\f");
+                while (n > start && strchr(" \t\r\n\v\f", buf[n - 1]))
+                        n--;
+                *ret = strndup(buf + start, n - start);
+                r = *ret ? 1 : -ENOMEM;
+        }
+        explicit_bzero(buf, sizeof(buf)); /* the secret stays only in *ret */
+        if (r == -EFBIG || r == -EBADMSG)
+                *ret_path = TAKE_PTR(path);
+        return r;
 }
 
 static int then_credential(const ConfigVariable *row, const char *value, Config *c,
                            char *(*env)(const char *), char **reterr) {
+        /* Never quote the value: it is a secret, even when it is a wrong one. */
+        if (value && token_blank(value)) {
+                if (reterr && asprintf(reterr, "%s is set but empty or only white space: a token is "
+                                               "required there (unset it to serve without one, on "
+                                               "loopback only)", row->name) < 0) {
+                        *reterr = NULL;
+                        return -ENOMEM;
+                }
+                return -EINVAL;
+        }
         if (value)
                 return 0;
-        int r = read_credential(env, &c->auth_token);
-        if (r < 0 && reterr &&
-            asprintf(reterr, "cannot read the credential auth-token: %s", strerror(-r)) < 0) {
+        _cleanup_free_ char *path = NULL;
+        int r = read_credential(env, &c->auth_token, &path);
+        if (r >= 0 || !reterr)
+                return r;
+        int k;
+        if (r == -EBADMSG)
+                k = asprintf(reterr, "the credential auth-token (%s) is empty or only white space: a "
+                                     "token is required there (write one, or remove the file's "
+                                     "LoadCredential= to serve without one, on loopback only)", path);
+        else if (r == -EFBIG)
+                k = asprintf(reterr, "the credential auth-token (%s) is longer than %d bytes", path,
+                             TOKEN_MAX_BYTES);
+        else
+                k = asprintf(reterr, "cannot read the credential auth-token: %s", strerror(-r));
+        if (k < 0) {
                 *reterr = NULL;
                 return -ENOMEM; /* as refuse(): an error without its message is the allocation's */
         }
@@ -475,8 +519,8 @@ const ConfigVariable config_table[] = {
           .accepted = "an interpreter name (looked up in " SANDBOX_PATH ") or an absolute path, "
                       "without spaces",
           .help = "interpreter: a name looked up in the sandbox, or a path" },
-        { "MCP_EXEC_AUTH_TOKEN", STRING(auth_token), .flags = CONFIG_EMPTY_IS_UNSET,
-          .then = then_credential, /* any value: no refusal, no accepted text */
+        { "MCP_EXEC_AUTH_TOKEN", STRING(auth_token),
+          .then = then_credential, /* any value but a blank one; never quoted in a refusal */
           .help = "HTTP token (else the systemd credential auth-token)" },
         { "MCP_EXEC_ALLOW_UNAUTHENTICATED_NETWORK", BOOL(allow_unauthenticated_network), .fallback = "0",
           .accepted = "a boolean: 1, yes, true, on, 0, no, false or off",

@@ -244,6 +244,36 @@ test('an unknown request method gets -32601 naming it', async (t) => {
     await stillServing(t);
 });
 
+// Issue 29 #7: nothing a caller sent comes back unbounded. Each error that names a caller's value
+// quotes its first bytes and says how long it was; the whole answer stays small (the id is echoed
+// exactly, as JSON-RPC requires: it is short here).
+test('a 200 kB value in a method, tool name, argument name, interpreter, protocol version or task id is quoted by a short prefix', async (t) => {
+    const big = (c) => c.repeat(200 * 1024);
+    const cases = [
+        ['method', { method: big('m') }, (r) => r.error?.message],
+        ['tool name', { method: 'tools/call', params: { name: big('t'), arguments: {} } }, (r) => r.error?.message],
+        ['argument name', { method: 'tools/call', params: { name: 'exec', arguments: { code: 'pass', [big('a')]: 1 } } },
+            (r) => r.result?.content?.[0]?.text],
+        ['file property', { method: 'tools/call', params: { name: 'exec', arguments: { code: 'pass', files: [{ name: 'f', content: '', [big('p')]: 1 }] } } },
+            (r) => r.result?.content?.[0]?.text],
+        ['interpreter', { method: 'tools/call', params: { name: 'execute_python', arguments: { script: 'pass', python: big('p') } } },
+            (r) => r.result?.content?.[0]?.text],
+        ['task id', { method: 'tasks/get', params: { taskId: big('k') } }, (r) => r.error?.message],
+        ['protocol version (2026-07-28 request)', { method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': big('v') } } },
+            (r) => r.error?.message],
+    ];
+    for (const [what, obj, text] of cases) {
+        const r = await req(obj);
+        const len = JSON.stringify(r).length;
+        const msg = text(r);
+        assert.ok(typeof msg === 'string', `${what}: no message in ${JSON.stringify(r).slice(0, 300)}`);
+        t.diagnostic(`${what}: ${len} bytes: ${msg.slice(0, 160)}`);
+        assert.ok(len < 2048, `${what}: the answer is ${len} bytes: ${JSON.stringify(r).slice(0, 300)}`);
+        assert.match(msg, /\u2026 \(204800 bytes\)/, `${what}: ${msg.slice(0, 300)}`);
+    }
+    await stillServing(t);
+});
+
 test('unknown notification methods, and responses from the client, are never answered', async (t) => {
     const before = d.messages.length;
     d.notify('notifications/whatever', { x: 1 });

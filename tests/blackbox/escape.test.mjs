@@ -936,6 +936,9 @@ function hostCheck(ids = {}) {
 
 test('runs holding all the inotify instances and message queues they can leave the host user\'s inotify_init1 and mq_open working', async (t) => {
     const runs = 2; // the shared daemon's MCP_EXEC_MAX_CONCURRENT
+    // Every sandbox that may hold caller code at once shares the budgets: the runs and the Python
+    // sessions (MCP_EXEC_PY_SESSIONS_MAX, its default 8 here; issue 29 #2).
+    const sandboxes = runs + 8;
     const hostInstances = Number(fs.readFileSync('/proc/sys/fs/inotify/max_user_instances', 'utf8'));
     const hostWatches = Number(fs.readFileSync('/proc/sys/fs/inotify/max_user_watches', 'utf8'));
     // The daemon inherits the test's rlimits: its user's budgets as the sandbox sees them.
@@ -943,7 +946,7 @@ test('runs holding all the inotify instances and message queues they can leave t
     const soft = (name) => Number(limits.split('\n').find((l) => l.startsWith(name)).slice(26).trim().split(/\s+/)[0]);
     const hostMsgqueue = soft('Max msgqueue size');
     const hostSigpending = soft('Max pending signals');
-    const share = Math.floor(hostInstances / 2 / runs);
+    const share = Math.floor(hostInstances / 2 / sandboxes);
 
     let done = false;
     const calls = Promise.all(Array.from({ length: runs }, () => verdict(shared, HOLD_ALL, { timeout_s: 30 })))
@@ -965,26 +968,27 @@ test('runs holding all the inotify instances and message queues they can leave t
     for (const v of vs) {
         // Each run stopped at its own share with a clear error, not a crash.
         assert.equal(v.ino_lim, share, JSON.stringify(v));
-        assert.equal(v.watch_lim, Math.floor(hostWatches / 2 / runs), JSON.stringify(v));
+        assert.equal(v.watch_lim, Math.floor(hostWatches / 2 / sandboxes), JSON.stringify(v));
         assert.ok(v.ino <= share, JSON.stringify(v));
         assert.equal(v.ino_err, 'EMFILE', JSON.stringify(v));
         // In rlimit mode the filter refuses mq_open outright (issue 15 #6); with a cgroup the run
         // gets its share and then EMFILE.
         assert.equal(v.mq_err, rlimitMode ? 'ENOSPC' : 'EMFILE', JSON.stringify(v));
-        assert.equal(v.msgqueue, Math.floor(hostMsgqueue / 2 / runs), JSON.stringify(v));
+        assert.equal(v.msgqueue, Math.floor(hostMsgqueue / 2 / sandboxes), JSON.stringify(v));
         assert.ok(v.mq * 10 * 8192 <= v.msgqueue, JSON.stringify(v));
-        assert.equal(v.sigpending, Math.floor(hostSigpending / 2 / runs), JSON.stringify(v));
+        assert.equal(v.sigpending, Math.floor(hostSigpending / 2 / sandboxes), JSON.stringify(v));
     }
 });
 
 test('the same as an unprivileged daemon: its user keeps inotify_init1 and mq_open while a run holds all it can', { skip: process.getuid?.() !== 0 && 'needs root (a uid of its own)' }, async (t) => {
     // A uid of its own (its budgets then are the run's and the test's only) and a copy of the
-    // daemon it may execute; one run at a time, so the run's share is half the user's budget.
+    // daemon it may execute; one run at a time and no sessions, so the run's share is half the
+    // user's budget.
     const uid = 30000 + ((process.pid + 7) % 20000);
     const { dir, binary, tmp } = daemonCopyForUid(uid, 'mcp-execd-budget.');
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
     const d = RawDaemon.spawn(t, { binary, uid, gid: uid,
-                                   env: { TMPDIR: tmp, HOME: tmp, MCP_EXEC_CGROUP: 'none', MCP_EXEC_MAX_CONCURRENT: 1 } });
+                                   env: { TMPDIR: tmp, HOME: tmp, MCP_EXEC_CGROUP: 'none', MCP_EXEC_MAX_CONCURRENT: 1, MCP_EXEC_PY_SESSIONS_MAX: 0 } });
     await d.initialize('2025-11-25', 30000);
     const share = Math.floor(Number(fs.readFileSync('/proc/sys/fs/inotify/max_user_instances', 'utf8')) / 2);
 

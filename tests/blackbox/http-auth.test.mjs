@@ -143,6 +143,36 @@ async function exitsWithin(d, ms) {
 
 const freePort = () => 20000 + Math.floor(Math.random() * 40000);
 
+// Issue 29 #4: an empty or blank token is a mistake (an empty file, `$(cat missing)`), never "no
+// token": the daemon refuses to start, naming the file or the variable, and serves nothing.
+for (const [what, content] of [['empty', ''], ['a newline', '\n'], ['white space', ' \t \r\n']]) {
+    test(`the credential auth-token holding ${what}: exit 2 naming the file, nothing served`, async (t) => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-execd-cred-'));
+        t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+        const file = path.join(dir, 'auth-token');
+        fs.writeFileSync(file, content, { mode: 0o600 });
+        const d = spawnHttp(t, { CREDENTIALS_DIRECTORY: dir, MCP_EXEC_ADDR: `127.0.0.1:${freePort()}` });
+        const e = await exitsWithin(d, 10000);
+        assert.ok(e, `the daemon serves with a blank credential; stderr: ${d.stderr()}`);
+        assert.equal(e.code, 2, `exit ${JSON.stringify(e)}; stderr: ${d.stderr()}`);
+        assert.ok(d.stderr().includes(file), `stderr does not name the file: ${d.stderr()}`);
+        assert.match(d.stderr(), /empty or only white space/);
+        assert.doesNotMatch(d.stderr(), /listening on/);
+    });
+}
+
+for (const [what, value] of [['empty', ''], ['white space', '  \t']]) {
+    test(`MCP_EXEC_AUTH_TOKEN set but ${what}: exit 2 naming the variable, over HTTP and stdio`, async (t) => {
+        for (const transport of ['http', 'stdio']) {
+            const d = spawnHttp(t, { MCP_EXEC_TRANSPORT: transport, MCP_EXEC_AUTH_TOKEN: value, MCP_EXEC_ADDR: `127.0.0.1:${freePort()}` });
+            const e = await exitsWithin(d, 10000);
+            assert.ok(e, `${transport}: the daemon runs with a blank token; stderr: ${d.stderr()}`);
+            assert.equal(e.code, 2, `${transport}: exit ${JSON.stringify(e)}; stderr: ${d.stderr()}`);
+            assert.match(d.stderr(), /MCP_EXEC_AUTH_TOKEN is set but empty or only white space/);
+        }
+    });
+}
+
 for (const addr of ['0.0.0.0', '', '[::]']) {
     test(`MCP_EXEC_ADDR=${addr}:port without a token: exit 2 naming MCP_EXEC_AUTH_TOKEN, the address and ${ALLOW}`, async (t) => {
         const port = freePort();

@@ -25,6 +25,11 @@ test('pypy3 chosen by the python argument runs and reports its version; exec tak
     assert.equal(e.sc?.stdout, 'pypy\n', e.text);
     const c = await callExec(d.client, { code: 'import sys; print(sys.implementation.name)' });
     assert.equal(c.sc?.stdout, 'cpython\n');
+    // Issue 29 #6: PyPy sizes its nursery from the host's /proc/cpuinfo "cache size" (a host that
+    // claimed 480 MB got a nursery the run's RLIMIT_AS refused); a run gives it 4 MiB, whatever
+    // the host says.
+    const g = await callExec(d.client, { code: 'import gc; print(gc.get_stats()._s.nursery_size)', python: 'pypy3' });
+    assert.equal(g.sc?.stdout, `${4 << 20}\n`, g.text);
     const v = await callTool(d.client, 'validate_script', { script: 'print(f"{1=}")\nmatch 1:\n    case 1: pass\n', python: 'pypy3' });
     assert.equal(v.sc.valid, false, 'match is Python 3.10 syntax; PyPy 3.9 refuses it');
     assert.equal(v.sc.problems[0].check, 'syntax');

@@ -6,6 +6,7 @@
 // expires, and no process of a session is left after its close, expiry or kill.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { startDaemon, descendants, procStat, sleep, test, uniqueMarker, waitMarkerPresent, waitMarkerGone, findByMarker } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk } from './lib/http-daemon.mjs';
 import { callTool } from './lib/files.mjs';
@@ -310,4 +311,46 @@ test('a crash of the interpreter (SIGSEGV) ends the session and says so; a Memor
     assert.equal(r.sc.stdout, '1\n');
     assert.match(errText(await run(d.client, s, 'print(1)')), UNKNOWN);
     await untilNoSandbox(d.pid);
+});
+
+// Issue 29 #2: a session keeps what it holds between calls, so sessions share the daemon user's
+// per-user kernel budgets with the runs. Four idle sessions of a one-run daemon, each holding every
+// inotify instance it may, once took all 128 of root's on the host (each had a run's share, half
+// the budget). Now each sandbox gets half the budget divided by runs + sessions, and the daemon's
+// user keeps its inotify_init1 while every session holds all it can.
+test('idle sessions holding all the inotify instances they can leave the daemon user its own (shares: runs + sessions)', T, async (t) => {
+    const SESSIONS = 4;
+    const d = await startDaemon(t, { env: { MCP_EXEC_MAX_CONCURRENT: 1, MCP_EXEC_PY_SESSIONS_MAX: SESSIONS, MCP_EXEC_WARM_POOL: '0' } });
+    const budget = Number(fs.readFileSync('/proc/sys/user/max_inotify_instances', 'utf8'));
+    const share = Math.floor(budget / 2 / (1 + SESSIONS));
+    const hold = [
+        'import ctypes, os',
+        'libc = ctypes.CDLL(None, use_errno=True)',
+        '_held = []',
+        'while len(_held) < 4096:',
+        '    fd = libc.inotify_init1(os.O_CLOEXEC)',
+        '    if fd < 0: break',
+        '    _held.append(fd)',
+        'print(len(_held), ctypes.get_errno(), open("/proc/sys/user/max_inotify_instances").read().strip())',
+    ].join('\n');
+    const counts = [];
+    for (let i = 0; i < SESSIONS; i++) {
+        const s = await open(d.client);
+        const r = await run(d.client, s, hold);
+        assert.equal(r.sc.exit_code, 0, JSON.stringify(r.sc));
+        const [held, err, lim] = r.sc.stdout.trim().split(' ').map(Number);
+        counts.push(held);
+        assert.equal(lim, share, `session ${i}: its limit ${lim}, expected ${budget} / 2 / (1 run + ${SESSIONS} sessions)`);
+        assert.ok(held <= share, `session ${i} holds ${held} instances, over its share ${share}`);
+        assert.equal(err, 24 /* EMFILE */, `session ${i}: stopped by errno ${err}`);
+    }
+    // The sessions are idle now, each holding its instances. The daemon's user on the host:
+    const out = execFileSync('python3', ['-c', [
+        'import ctypes, os',
+        'libc = ctypes.CDLL(None, use_errno=True)',
+        'fd = libc.inotify_init1(os.O_CLOEXEC)',
+        'print("OK" if fd >= 0 else "errno %d" % ctypes.get_errno())',
+    ].join('\n')], { encoding: 'utf8' }).trim();
+    t.diagnostic(`sessions hold ${counts.join(', ')} inotify instances (share ${share} of ${budget}); the host user's inotify_init1: ${out}`);
+    assert.equal(out, 'OK', 'the daemon user\'s inotify_init1 failed while the sessions held their shares');
 });

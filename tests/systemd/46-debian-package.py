@@ -368,6 +368,36 @@ def scenario(v1, v2):
         raise TestFailure("exec after the upgrade: %r" % res)
     print("upgrade: socket kept (never restarted), every connection answered, %s serves" % want)
 
+    # --- the token on a later configure (issue 29 #4) -------------------------------------------
+    # A token that is there is kept, and made root-only again whoever loosened it; one that is
+    # empty or blank (the daemon refuses it: never "no token") is replaced, and said so. The
+    # maintainer script is run as dpkg runs it on a reconfigure: `postinst configure <version>`.
+    postinst = "/var/lib/dpkg/info/mcp-execd.postinst"
+    os.chmod(TOKEN_FILE, 0o644)
+    os.chmod("/etc/mcp-execd", 0o755)
+    r = sh(postinst, "configure", want)
+    st = os.stat(TOKEN_FILE)
+    if r.returncode != 0 or token() != tok or st.st_mode & 0o777 != 0o600 or \
+            os.stat("/etc/mcp-execd").st_mode & 0o777 != 0o700:
+        raise TestFailure("postinst configure with a loosened token: exit %d, token kept %s, modes %o/%o\n%s"
+                          % (r.returncode, token() == tok, st.st_mode & 0o777,
+                             os.stat("/etc/mcp-execd").st_mode & 0o777, r.stdout[-800:] + r.stderr[-800:]))
+    with open(TOKEN_FILE, "w") as f:
+        f.write(" \n")
+    r = sh(postinst, "configure", want)
+    new_tok = token()
+    st = os.stat(TOKEN_FILE)
+    if r.returncode != 0 or not re.fullmatch(r"[0-9a-f]{64}", new_tok) or st.st_mode & 0o777 != 0o600 \
+            or "is empty or only white space" not in r.stdout:
+        raise TestFailure("postinst configure with a blank token: exit %d, token %d characters, mode %o\n%s"
+                          % (r.returncode, len(new_tok), st.st_mode & 0o777, r.stdout[-800:] + r.stderr[-800:]))
+    tok = new_tok
+    sh("systemctl", "restart", "mcp-execd.service")  # the credential is read at start
+    res = exec_code(tok, "print('new token')\n")
+    if (res.get("structuredContent") or {}).get("stdout") != "new token\n":
+        raise TestFailure("exec with the replaced token: %r" % res)
+    print("configure: a loosened token kept and made 0600/0700 again; a blank one replaced (said so), and it serves")
+
     # --- remove with a run in flight ------------------------------------------------------------
     with open("/var/cache/mcp-execd/tier46-env-marker", "w") as f:   # as a kept environment would be
         f.write("x\n")

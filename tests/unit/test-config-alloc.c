@@ -338,16 +338,21 @@ static void test_each_rule(void **state) {
                   "MCP_EXEC_REQUIRE_CGROUP=\"1\" is invalid: expected 0 when MCP_EXEC_CGROUP=none (the two "
                   "contradict each other)" },
                 /* value NULL: a path too long to open */
-                { "CREDENTIALS_DIRECTORY", NULL, "MCP_EXEC_AUTH_TOKEN", "", -ENAMETOOLONG,
+                { "CREDENTIALS_DIRECTORY", NULL, NULL, NULL, -ENAMETOOLONG,
                   "cannot read the credential auth-token: File name too long" },
+                /* a blank token is refused, not taken for "no token" (and never quoted) */
+                { "MCP_EXEC_AUTH_TOKEN", " ", NULL, NULL, -EINVAL,
+                  "MCP_EXEC_AUTH_TOKEN is set but empty or only white space: a token is required there "
+                  "(unset it to serve without one, on loopback only)" },
         };
         static char long_dir[PATH_MAX + 16];
         memset(long_dir, 'a', sizeof(long_dir) - 1);
         for (size_t i = 0; i < ELEMENTSOF(rules); i++) {
                 env_good();
                 env_set(rules[i].name, rules[i].value ?: long_dir);
-                env_set(rules[i].name2, rules[i].value2);
-                print_message("%s, %s\n", rules[i].name, rules[i].name2);
+                if (rules[i].name2)
+                        env_set(rules[i].name2, rules[i].value2);
+                print_message("%s, %s\n", rules[i].name, rules[i].name2 ?: "-");
                 char *err;
                 assert_int_equal(load_failing_each_allocation(rules[i].error, &err), rules[i].error);
                 assert_string_equal(err, rules[i].message);

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "cleanup.h"
 #include "config-internal.h"
 
 /* A fake environment: pairs of name, value. */
@@ -233,6 +234,13 @@ static void test_parsers(void **state) {
         assert_int_equal(config_parse_addr("[fe80::1:80"), -EINVAL);
 }
 
+static void write_file(const char *path, const char *text) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
 static void test_credential_token(void **state) {
         char dir[] = "/tmp/test-config-XXXXXX";
         assert_non_null(mkdtemp(dir));
@@ -255,6 +263,57 @@ static void test_credential_token(void **state) {
         assert_int_equal(load(env2, &c, &err), 0);
         assert_string_equal(c.auth_token, "env");
         config_done(&c);
+
+        /* White space around the token is not part of it (a client cannot send it). */
+        write_file(path, "  \tfrom-credential \r\n\n");
+        assert_int_equal(load(env, &c, &err), 0);
+        assert_string_equal(c.auth_token, "from-credential");
+        config_done(&c);
+
+        /* An empty or blank credential is an error naming the file, never "no token" (issue 29 #4). */
+        const char *const blank[] = { "", "\n", " \t \r\n", "\n\n\n" };
+        for (size_t i = 0; i < ELEMENTSOF(blank); i++) {
+                write_file(path, blank[i]);
+                assert_int_equal(load(env, &c, &err), -EBADMSG);
+                assert_non_null(err);
+                assert_non_null(strstr(err, path));
+                assert_non_null(strstr(err, "empty or only white space"));
+                free(err);
+                err = NULL;
+        }
+        /* A NUL inside cannot be sent by a client: refused like a blank one. */
+        f = fopen(path, "w");
+        assert_non_null(f);
+        fwrite("ab\0cd\n", 1, 6, f);
+        fclose(f);
+        assert_int_equal(load(env, &c, &err), -EBADMSG);
+        free(err);
+        err = NULL;
+        /* Longer than the reader takes: refused, never cut short. */
+        char big[5000];
+        memset(big, 'x', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        write_file(path, big);
+        assert_int_equal(load(env, &c, &err), -EFBIG);
+        assert_non_null(strstr(err, path));
+        free(err);
+        err = NULL;
+        big[4095] = '\0'; /* the longest accepted */
+        write_file(path, big);
+        assert_int_equal(load(env, &c, &err), 0);
+        assert_int_equal(strlen(c.auth_token), 4095);
+        config_done(&c);
+
+        /* MCP_EXEC_AUTH_TOKEN set but blank: an error that names the variable and quotes nothing. */
+        const char *const blank_env[] = { "", " ", "\t\n" };
+        for (size_t i = 0; i < ELEMENTSOF(blank_env); i++) {
+                const char *const env3[] = { "CREDENTIALS_DIRECTORY", dir, "MCP_EXEC_AUTH_TOKEN", blank_env[i], NULL };
+                assert_int_equal(load(env3, &c, &err), -EINVAL);
+                assert_non_null(strstr(err, "MCP_EXEC_AUTH_TOKEN is set but empty"));
+                assert_null(strchr(err, '"'));
+                free(err);
+                err = NULL;
+        }
         unlink(path);
         rmdir(dir);
 }

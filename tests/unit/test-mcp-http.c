@@ -92,7 +92,10 @@ static void test_origin_allow_list(void **state) {
 static void test_token(void **state) {
         const char *t = "s3cret-token";
         assert_true(mcp_http_authorized(NULL, NULL, NULL));
-        assert_true(mcp_http_authorized("", NULL, NULL));
+        /* an empty token admits nobody, not everybody (config refuses one before it gets here) */
+        assert_false(mcp_http_authorized("", NULL, NULL));
+        assert_false(mcp_http_authorized("", "Bearer ", NULL));
+        assert_false(mcp_http_authorized("", NULL, ""));
         assert_false(mcp_http_authorized(t, NULL, NULL));
         assert_true(mcp_http_authorized(t, "Bearer s3cret-token", NULL));
         assert_true(mcp_http_authorized(t, "bearer   s3cret-token", NULL));

@@ -1,4 +1,5 @@
-/* test-mcp-text.c: UTF-8 repair of captured output and the stdio line framing. */
+/* test-mcp-text.c: UTF-8 repair of captured output, the stdio line framing, and how a message quotes
+ * a caller's value (mcp-internal.h: a unit test of mcp/ sees its internals). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "mcp-internal.h"
 #include "mcp.h"
 
 static void check_repair_n(const char *in, size_t n, const char *want, size_t want_len) {
@@ -115,8 +117,51 @@ static void test_lines_unterminated_at_eof(void **state) {
         mcp_line_reader_done(&r);
 }
 
+/* A caller's value in a message: bounded, cut at a character, escaped, and valid UTF-8 whatever
+ * came in (issue 29 #7: a 200 kB task id came back whole). */
+static void check_quote(const char *in, size_t n, const char *want) {
+        McpQuote q;
+        const char *out = mcp_quote(&q, in, n);
+        assert_string_equal(out, want);
+        size_t len;
+        char *repaired = mcp_utf8_repair(out, strlen(out), &len);
+        assert_non_null(repaired);
+        assert_string_equal(repaired, out); /* nothing to repair: valid UTF-8 */
+        free(repaired);
+}
+
+static void test_quote(void **state) {
+        check_quote("tools/lsit", 10, "tools/lsit");
+        check_quote("", 0, "");
+        check_quote("a\"b\\c\n\x7f", 7, "a\\x22b\\x5cc\\x0a\\x7f");
+        check_quote("x\xffy\xc3", 4, "x\\xffy\\xc3");           /* invalid and cut sequences as bytes */
+        check_quote("\xc2\x85z", 3, "\\xc2\\x85z");                 /* C1 controls too */
+        check_quote("a\0b", 3, "a\\x00b");                          /* a NUL inside (with its length) */
+
+        char big[200 * 1024];
+        memset(big, 'k', sizeof(big));
+        char want[MCP_QUOTE_MAX_BYTES + 64];
+        snprintf(want, sizeof(want), "%.*s\u2026 (%zu bytes)", MCP_QUOTE_MAX_BYTES, big, sizeof(big));
+        check_quote(big, sizeof(big), want);
+
+        /* A character across the cut is left out whole, never split. */
+        memset(big, 'k', MCP_QUOTE_MAX_BYTES - 1);
+        memcpy(big + MCP_QUOTE_MAX_BYTES - 1, "\xe2\x82\xac", 3);
+        snprintf(want, sizeof(want), "%.*s\u2026 (%d bytes)", MCP_QUOTE_MAX_BYTES - 1, big, MCP_QUOTE_MAX_BYTES + 2);
+        check_quote(big, MCP_QUOTE_MAX_BYTES + 2, want);
+
+        /* Every byte escaped, to the limit: the buffer holds it. */
+        memset(big, '\x01', sizeof(big));
+        McpQuote q;
+        const char *out = mcp_quote(&q, big, sizeof(big));
+        assert_int_equal(strncmp(out, "\\x01\\x01", 8), 0);
+        assert_non_null(strstr(out, "\u2026 (204800 bytes)"));
+        assert_true(strlen(out) < sizeof(q.text));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_quote),
                 cmocka_unit_test(test_utf8_valid_passes),
                 cmocka_unit_test(test_utf8_invalid_replaced),
                 cmocka_unit_test(test_utf8_incomplete_tail),

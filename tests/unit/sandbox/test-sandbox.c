@@ -446,7 +446,7 @@ static void test_identity(void **state) {
                   "assert sorted(os.listdir('/proc/self/fd')) == ['0', '1', '2', '3']\n" /* 3: listdir's own */
                   "assert os.environ.get('HOME') == '/tmp' and 'MCP_EXEC_AUTH_TOKEN' not in os.environ\n"
                   "assert sorted(os.environ) == sorted(['PATH', 'HOME', 'TMPDIR', 'LANG', 'MPLBACKEND',\n"
-                  "    'PYTHONDONTWRITEBYTECODE', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS',\n"
+                  "    'PYTHONDONTWRITEBYTECODE', 'PYPY_GC_NURSERY', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS',\n"
                   "    'MKL_NUM_THREADS', 'NUMEXPR_NUM_THREADS']), sorted(os.environ)\n"
                   "assert os.environ['OMP_NUM_THREADS'] == '2'\n"
                   "assert '0::/\\n' in open('/proc/self/cgroup').read()\n"
