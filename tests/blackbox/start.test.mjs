@@ -194,3 +194,12 @@ test('a failing sandbox check with stdin closed at once: still exit 1, not 0', {
     assert.equal(code, 1, d.stderrText);
     assert.match(d.stderrText, REFUSED);
 });
+
+// Issue 29 #2: runs and Python sessions share the daemon user's per-user kernel budgets, and the
+// start message says by how many sandboxes they are divided.
+test('the start message states the runs, the sessions, and their sum sharing the per-user kernel budgets', async (t) => {
+    const d = RawDaemon.spawn(t, { env: { MCP_EXEC_MAX_CONCURRENT: 3, MCP_EXEC_PY_SESSIONS_MAX: 5 } });
+    await d.initialize('2025-11-25', 10000);
+    await waitStderr(d, STARTED, 30000);
+    assert.match(d.stderrText, /max 3 concurrent runs, queue \d+, 5 Python sessions; the per-user kernel budgets are shared by 8 sandboxes/);
+});
