@@ -1,8 +1,11 @@
 // Stalled clients (issue 6, point 4 and "Load"): a client that opens a stream and never reads it
-// does not slow the others or the loop (measured against the same calls without it), and when it
-// finally goes, its session and fds go with it.
+// neither blocks the others nor makes the loop spin, and when it finally goes, its session and
+// fds go with it. Conditions, not speeds: every other call and ping is answered, and the daemon's
+// own CPU time (the kernel's count) while nothing else happens stays far below what a loop retrying
+// the stalled writes would burn. The round trips with and without it are printed for the record.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
 import { callExec, procMemory, sleep } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk, fdCount, until, median, rawRequest, postHeaders, INIT } from './lib/http-daemon.mjs';
@@ -27,7 +30,7 @@ async function stalledLegacyClient(d) {
     return { sock, sid };
 }
 
-test('a client that opens a stream and never reads it does not slow the others (measured)', { timeout: 180000 }, async (t) => {
+test('a client that opens a stream and never reads it blocks nobody and does not make the loop spin', { timeout: 180000 }, async (t) => {
     const d = await startHttpDaemon(t, { env: { MCP_EXEC_MAX_CONCURRENT: 2 } });
     const c = await connectSdk(t, d, 'http');
     const measure = async (n) => {
@@ -56,8 +59,19 @@ test('a client that opens a stream and never reads it does not slow the others (
     t.diagnostic(`median print(1) round trip ${before.call.toFixed(1)} ms without the stalled client, ` +
         `${during.call.toFixed(1)} ms with it; ping ${before.ping.toFixed(2)} → ${during.ping.toFixed(2)} ms; ` +
         `daemon RSS with ~8 MiB held for it: ${(rssDuring / MiB).toFixed(1)} MiB`);
-    assert.ok(during.call < before.call * 2 + 50, `calls slowed from ${before.call} to ${during.call} ms`);
-    assert.ok(during.ping < before.ping * 3 + 5, `ping slowed from ${before.ping} to ${during.ping} ms`);
+    // measure() answered every call and ping: nothing waited for the stalled socket. Now the loop at
+    // rest with ~8 MiB waiting for it: a retrying write would spend the whole window on CPU (half
+    // of it even on a machine with a CPU kept busy); an idle loop spends milliseconds.
+    const cpu = () => {
+        const stat = fs.readFileSync(`/proc/${d.pid}/stat`, 'utf8');
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return (Number(f[11]) + Number(f[12])) * 10; // utime + stime, in ms (USER_HZ 100)
+    };
+    const cpu0 = cpu();
+    await sleep(2000);
+    const spent = cpu() - cpu0;
+    t.diagnostic(`daemon CPU in 2 s at rest with the stalled client: ${spent} ms`);
+    assert.ok(spent < 500, `the daemon spent ${spent} ms of CPU in 2 s with nothing to do but a stalled client`);
 
     // When it finally goes away, its session goes with it.
     const fdsWith = fdCount(d.pid);

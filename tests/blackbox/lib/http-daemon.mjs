@@ -19,6 +19,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { binaryPath, daemonEnv, sleep } from './env.mjs';
 import { afterStderr } from './proc.mjs';
+import { recordWire } from './sdk.mjs';
 
 export const MCP_ACCEPT = 'application/json, text/event-stream';
 
@@ -123,6 +124,7 @@ export async function connectSdk(t, d, kind, opts = {}) {
     client.transportKind = kind;
     client.httpTransport = transport;
     await client.connect(transport, { timeout: opts.connectTimeoutMs ?? 10000 });
+    client.wire = recordWire(transport);
     if (t) t.after(async () => { try { await client.close(); } catch { /* gone */ } });
     return client;
 }
