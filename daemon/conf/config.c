@@ -16,6 +16,7 @@
 #include "config-internal.h"
 #include "log.h"
 #include "sandbox.h"
+#include "str-util.h"
 
 #define MAX_BYTES_LIMIT ((uint64_t) 64 << 20) /* output, stdin, code: the SDK's stdio buffer is 10 MiB */
 
@@ -377,7 +378,7 @@ static int refuse(char **reterr, const char *name, const char *value, const char
  * operator did not ask for (issue 29 #4). White space at either end is not part of a token either:
  * clients cannot send it (a header value is trimmed), so it is cut, and what is left must be there. */
 static bool token_blank(const char *s) {
-        return s[strspn(s, " \t\r\n\v\f")] == '\0';
+        return str_is_blank(s, strlen(s));
 }
 
 /* Longest token read from the credential; a longer file is refused, never cut short. */
