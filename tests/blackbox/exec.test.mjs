@@ -338,7 +338,12 @@ for (const how of ['EOF', 'SIGTERM']) {
             skipUnlessCI(t, 'the daemon does not stage runs under $TMPDIR: nothing to observe');
             return;
         }
-        const onlyDirs = (tree) => tree.every((p) => fs.existsSync(p) && fs.statSync(p).isDirectory() && !/run-/.test(path.basename(p)));
+        // an entry the daemon removes between the listing and the stat is not left behind (the
+        // ready pool drops and makes its directories while the test looks)
+        const onlyDirs = (tree) => tree.every((p) => {
+            const st = fs.statSync(p, { throwIfNoEntry: false });
+            return st === undefined || (st.isDirectory() && !/run-/.test(path.basename(p)));
+        });
         const calls = [
             [{ code: 'print(1)' }, { exit_code: 0, timed_out: false }],
             [{ code: 'while True: pass', timeout_s: 1 }, { exit_code: -1, timed_out: true }],
