@@ -21,6 +21,7 @@
 #include "cleanup.h"
 #include "fd-util.h"
 #include "run-internal.h"
+#include "proc.h"
 #include "run.h"
 #include "str-util.h"
 
@@ -476,13 +477,7 @@ static void test_warm_run(void **state) {
         /* A ready sandbox killed behind the pool's back is not handed out. */
         RunReady ready;
         assert_int_equal(run_pool_take(p, &ready), 0);
-        (void) sandbox_child_kill(&ready.child);
-        siginfo_t si;
-        (void) waitid((idtype_t) P_PIDFD, (id_t) ready.child.pidfd, &si, WEXITED);
-        sandbox_child_done(&ready.child);
-        safe_close(ready.stdin_fd);
-        safe_close(ready.stdout_fd);
-        safe_close(ready.stderr_fd);
+        proc_free(ready.proc); /* killed and reaped */
         assert_int_equal(run_pool_take(p, &ready), -EAGAIN);
 
         env.pool = NULL;
