@@ -478,56 +478,42 @@ static void call_finish(PySession *s) {
         }
         (void) output_finish(&c->output);
 
-        McpExecResult r = {
-                .stdout_data = c->output.stream[0].data,
-                .stdout_len = c->output.stream[0].len,
-                .stderr_data = c->output.stream[1].data,
-                .stderr_len = c->output.stream[1].len,
-                .truncated = c->output.truncated,
-                .timed_out = c->timed_out,
-                .limits = proc_limits(s->proc),
-                .files = c->outputs.files,
-                .n_files = c->outputs.n_files,
-                .files_unlisted = c->outputs.unlisted,
-                .run_id = s->id,
-        };
+        /* How the call ended. Alive, the session's launcher said it (its status; a call that timed
+         * out was interrupted, not killed: -1 without a signal); dead, the init's report of Python's
+         * exit, or else the kill (-SIGKILL: a session's contract, where a run says -1). */
+        RunEnd e = {};
+        if (alive)
+                e.exit_code = c->status;
+        else if (s->python_exited)
+                run_end_wait_status(s->wait_status, &e);
+        else {
+                e.exit_code = -SIGKILL;
+                snprintf(e.signal, sizeof(e.signal), "SIGKILL");
+        }
+        if (c->timed_out)
+                e.exit_code = -1; /* mcp-exec's contract: -1 when timed out */
+        if (have_stats) {
+                e.oom_killed = stats.oom_killed;
+                e.pids_limit_hit = stats.pids_limit_hit;
+                e.memory_peak_bytes = stats.memory_peak_bytes;
+        } else
+                e.memory_peak_bytes = c->ru_maxrss_bytes;
+        if (have_usage) {
+                e.cpu_user_usec = delta(usage.cpu_user_usec, c->usage_start.cpu_user_usec);
+                e.cpu_system_usec = delta(usage.cpu_system_usec, c->usage_start.cpu_system_usec);
+        } else if (alive) {
+                /* rlimits: what the launcher measured of itself and its reaped children. */
+                e.cpu_user_usec = delta(c->ru_user_usec, s->ru_user_usec);
+                e.cpu_system_usec = delta(c->ru_system_usec, s->ru_system_usec);
+        }
+
+        McpExecResult r;
+        run_result_build(s->id, proc_limits(s->proc), &c->output, &c->outputs, &e, &r);
+        r.timed_out = c->timed_out;
         uint64_t end = c->t_end ? c->t_end : now_usec();
         /* A call that never started (it waited for a slot when its session ended) ran for no time. */
         r.duration_ms = c->started ? delta(end, c->t_release) / 1000 : 0;
         r.queue_ms = delta(c->started ? c->t_release : end, c->t_queued) / 1000;
-        if (c->timed_out)
-                r.exit_code = -1; /* mcp-exec's contract: -1 when timed out */
-        else if (alive)
-                r.exit_code = c->status;
-        else if (s->python_exited && WIFEXITED(s->wait_status))
-                r.exit_code = WEXITSTATUS(s->wait_status);
-        else if (s->python_exited && WIFSIGNALED(s->wait_status))
-                r.exit_code = -WTERMSIG(s->wait_status);
-        else
-                r.exit_code = -SIGKILL;
-        char sig[16] = "";
-        if (!alive) {
-                int signo = s->python_exited && WIFSIGNALED(s->wait_status) ? WTERMSIG(s->wait_status)
-                            : s->python_exited                               ? 0
-                                                                             : SIGKILL;
-                if (signo)
-                        snprintf(sig, sizeof(sig), "SIG%s", sigabbrev_np(signo) ?: "UNKNOWN");
-        }
-        r.signal = sig[0] ? sig : NULL;
-        if (have_stats) {
-                r.oom_killed = stats.oom_killed;
-                r.pids_limit_hit = stats.pids_limit_hit;
-                r.memory_peak_bytes = stats.memory_peak_bytes;
-        } else
-                r.memory_peak_bytes = c->ru_maxrss_bytes;
-        if (have_usage) {
-                r.cpu_user_us = delta(usage.cpu_user_usec, c->usage_start.cpu_user_usec);
-                r.cpu_system_us = delta(usage.cpu_system_usec, c->usage_start.cpu_system_usec);
-        } else if (alive) {
-                /* rlimits: what the launcher measured of itself and its reaped children. */
-                r.cpu_user_us = delta(c->ru_user_usec, s->ru_user_usec);
-                r.cpu_system_us = delta(c->ru_system_usec, s->ru_system_usec);
-        }
         if (alive) {
                 s->ru_user_usec = c->ru_user_usec;
                 s->ru_system_usec = c->ru_system_usec;

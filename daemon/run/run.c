@@ -658,33 +658,50 @@ uint64_t run_place_usec(const Run *run) {
         return run->t_placed > run->t_spawn && run->t_spawn ? run->t_placed - run->t_spawn : 0;
 }
 
-void run_result(const Run *run, McpExecResult *ret) {
-        McpExecResult r = {
-                .stdout_data = run->output.stream[0].data,
-                .stdout_len = run->output.stream[0].len,
-                .stderr_data = run->output.stream[1].data,
-                .stderr_len = run->output.stream[1].len,
-                .truncated = run->output.truncated,
-                .timed_out = run->timed_out,
-                .limits = run->proc ? proc_limits(run->proc) : "rlimit",
-                .queue_ms = run->queue_ms,
-                .files = run->outputs.files,
-                .n_files = run->outputs.n_files,
-                .files_unlisted = run->outputs.unlisted,
-                .run_id = run->id,
-                .exit_code = run->end.exit_code,
-                .signal = run->end.signal[0] ? run->end.signal : NULL,
-                .oom_killed = run->end.oom_killed,
-                .pids_limit_hit = run->end.pids_limit_hit,
-                .memory_peak_bytes = run->end.memory_peak_bytes,
-                .cpu_user_us = run->end.cpu_user_usec,
-                .cpu_system_us = run->end.cpu_system_usec,
-                .warm = run->warm,
-                .memory_at_start_bytes = run->memory_at_start_bytes,
+void run_result_build(const char *run_id, const char *limits, const Output *output, const Outputs *outputs,
+                      const RunEnd *end, McpExecResult *ret) {
+        *ret = (McpExecResult) {
+                .stdout_data = output->stream[0].data,
+                .stdout_len = output->stream[0].len,
+                .stderr_data = output->stream[1].data,
+                .stderr_len = output->stream[1].len,
+                .truncated = output->truncated,
+                .limits = limits,
+                .files = outputs->files,
+                .n_files = outputs->n_files,
+                .files_unlisted = outputs->unlisted,
+                .run_id = run_id,
+                .exit_code = end->exit_code,
+                .signal = end->signal[0] ? end->signal : NULL,
+                .oom_killed = end->oom_killed,
+                .pids_limit_hit = end->pids_limit_hit,
+                .memory_peak_bytes = end->memory_peak_bytes,
+                .cpu_user_us = end->cpu_user_usec,
+                .cpu_system_us = end->cpu_system_usec,
         };
+}
+
+void run_result(const Run *run, McpExecResult *ret) {
+        McpExecResult r;
+        run_result_build(run->id, run->proc ? proc_limits(run->proc) : "rlimit", &run->output, &run->outputs,
+                         &run->end, &r);
+        r.timed_out = run->timed_out;
+        r.queue_ms = run->queue_ms;
+        r.warm = run->warm;
+        r.memory_at_start_bytes = run->memory_at_start_bytes;
         uint64_t end = run->t_end ? run->t_end : now_usec();
         r.duration_ms = run->t_release && end > run->t_release ? (end - run->t_release) / 1000 : 0;
         *ret = r;
+}
+
+void run_end_wait_status(int wait_status, RunEnd *e) {
+        if (WIFEXITED(wait_status)) {
+                e->exit_code = WEXITSTATUS(wait_status);
+                e->signal[0] = '\0';
+        } else if (WIFSIGNALED(wait_status)) {
+                e->exit_code = -WTERMSIG(wait_status);
+                snprintf(e->signal, sizeof(e->signal), "SIG%s", sigabbrev_np(WTERMSIG(wait_status)) ?: "UNKNOWN");
+        }
 }
 
 void run_end_decide(const RunEndFacts *f, RunEnd *ret) {
@@ -693,12 +710,8 @@ void run_end_decide(const RunEndFacts *f, RunEnd *ret) {
                 /* mcp-exec's contract: -1 when timed out; the deadline kill is a SIGKILL. */
                 e.exit_code = -1;
                 snprintf(e.signal, sizeof(e.signal), "SIGKILL");
-        } else if (WIFEXITED(f->wait_status)) {
-                e.exit_code = WEXITSTATUS(f->wait_status);
-        } else if (WIFSIGNALED(f->wait_status)) {
-                e.exit_code = -WTERMSIG(f->wait_status);
-                snprintf(e.signal, sizeof(e.signal), "SIG%s", sigabbrev_np(WTERMSIG(f->wait_status)) ?: "UNKNOWN");
-        }
+        } else
+                run_end_wait_status(f->wait_status, &e);
         if (f->stats) {
                 /* A ready sandbox's payload/ counted its preload too: less what it had spent when
                  * the call took it (pool.c). The peak stays the cgroup's, preload included. */
