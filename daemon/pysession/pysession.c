@@ -47,15 +47,12 @@
  * with it; the pool refills behind session_open's answer. None ready, or no pool: the cold path,
  * a sandbox of the session's own (run_launcher_spawn(), `_SESSION = True`). */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

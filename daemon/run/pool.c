@@ -55,15 +55,12 @@
  * answer once POOL_RETRY_USEC have passed (a process limit of the daemon's user, a full disk or an
  * upgrade in progress may pass). */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cleanup.h"
