@@ -154,7 +154,8 @@ static void on_pidfd(RingOp *op, int res) {
                 return;
         }
         siginfo_t si = {};
-        if (waitid((idtype_t) P_PIDFD, (id_t) p->child.pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid == 0) {
+        int r = waitid((idtype_t) P_PIDFD, (id_t) p->child.pidfd, &si, WEXITED | WNOHANG);
+        if (r == 0 && si.si_pid == 0) {
                 proc_watch_exit(p); /* woken without an exit: watch again */
                 return;
         }
@@ -194,7 +195,8 @@ static void on_let_go(RingOp *op, int res) {
         if (proc_gone(p))
                 return;
         /* Never leave the init waiting: the shutdown again, else the kill. */
-        if (res < 0 && !p->init_exited && (p->child.control_fd < 0 || shutdown(p->child.control_fd, SHUT_RDWR) < 0))
+        if (res < 0 && !p->init_exited &&
+            (p->child.control_fd < 0 || shutdown(p->child.control_fd, SHUT_RDWR) < 0))
                 (void) sandbox_child_kill(&p->child);
         if (p->handler->settled)
                 p->handler->settled(p, p->userdata);
@@ -211,7 +213,8 @@ int proc_new(const ProcSpec *spec, const ProcHandler *handler, void *userdata, P
         p->child = (SandboxChild) { .pidfd = -EBADF, .control_fd = -EBADF };
         p->stdin_fd = -EBADF;
         for (int i = 0; i < 2; i++)
-                p->streams[i] = (ProcStream) { .op.callback = on_stream, .proc = p, .fd = -EBADF, .index = i };
+                p->streams[i] = (ProcStream) { .op.callback = on_stream, .proc = p, .fd = -EBADF,
+                                               .index = i };
         p->op_stdin.callback = on_stdin;
         p->op_control.callback = on_control;
         p->op_pidfd.callback = on_pidfd;
@@ -513,7 +516,8 @@ static void proc_destroy(Proc *p) {
                          * an init that outlived its grace, a ready sandbox not used). */
                         (void) sandbox_child_kill(&p->child);
                         siginfo_t si;
-                        while (waitid((idtype_t) P_PIDFD, (id_t) p->child.pidfd, &si, WEXITED) < 0 && errno == EINTR)
+                        while (waitid((idtype_t) P_PIDFD, (id_t) p->child.pidfd, &si, WEXITED) < 0 &&
+                               errno == EINTR)
                                 ;
                 }
                 sandbox_child_done(&p->child);

@@ -659,7 +659,7 @@ static void session_became_ready(PySession *s) {
         session_open_answered(s);
 }
 
-static void on_output(Proc *p, int stream, const char *buf, ssize_t res, void *userdata) {
+static void session_on_output(Proc *p, int stream, const char *buf, ssize_t res, void *userdata) {
         PySession *s = userdata;
         PyStream *st = &s->streams[stream];
 
@@ -699,7 +699,7 @@ static void on_output(Proc *p, int stream, const char *buf, ssize_t res, void *u
 /* ---------------------------------------------------------------------------------------------
  * The sandbox's init, Python's exit, the deadline. */
 
-static void on_report(Proc *p, const SandboxReport *report, void *userdata) {
+static void session_on_report(Proc *p, const SandboxReport *report, void *userdata) {
         PySession *s = userdata;
         if (s->state == PYSESSION_DEAD) {
                 session_maybe_free(s);
@@ -737,19 +737,19 @@ static void on_report(Proc *p, const SandboxReport *report, void *userdata) {
 }
 
 /* The init exited and is reaped (or the watch came back cancelled): the session is over. */
-static void on_exited(Proc *p, const siginfo_t *si, void *userdata) {
+static void session_on_exited(Proc *p, const siginfo_t *si, void *userdata) {
         PySession *s = userdata;
         session_kill(s, PYSESSION_END_CRASH, "its init exited");
         session_maybe_free(s);
 }
 
-static void on_settled(Proc *p, void *userdata) {
+static void session_on_settled(Proc *p, void *userdata) {
         PySession *s = userdata;
         if (s->state == PYSESSION_DEAD)
                 session_maybe_free(s);
 }
 
-static void on_timer(Proc *p, void *userdata) {
+static void session_on_timer(Proc *p, void *userdata) {
         PySession *s = userdata;
         if (s->state == PYSESSION_DEAD) {
                 session_maybe_free(s);
@@ -789,7 +789,7 @@ static int session_release(PySession *s) {
         return 0;
 }
 
-static void on_placed(Proc *p, int error, const char *message, void *userdata) {
+static void session_on_placed(Proc *p, int error, const char *message, void *userdata) {
         PySession *s = userdata;
         if (s->state == PYSESSION_DEAD) {
                 /* The kill session_kill() asked for is done (proc_kill_init()). */
@@ -805,16 +805,16 @@ static void on_placed(Proc *p, int error, const char *message, void *userdata) {
 }
 
 static void sweep_arm(PySessions *m);
-static void on_written(Proc *p, int error, void *userdata);
+static void session_on_written(Proc *p, int error, void *userdata);
 
 static const ProcHandler session_proc_handler = {
-        .placed = on_placed,
-        .report = on_report,
-        .exited = on_exited,
-        .output = on_output,
-        .written = on_written,
-        .timer = on_timer,
-        .settled = on_settled,
+        .placed = session_on_placed,
+        .report = session_on_report,
+        .exited = session_on_exited,
+        .output = session_on_output,
+        .written = session_on_written,
+        .timer = session_on_timer,
+        .settled = session_on_settled,
 };
 
 uint32_t pysession_backstop_s(uint32_t lifetime_s, uint32_t max_timeout_s) {
@@ -930,8 +930,8 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
                 return;
         }
         if (!s->warm) {
-                r = proc_new(&(ProcSpec) { .ring = m->env.ring, .sandbox = m->env.sandbox, .cgroup = m->env.cgroup,
-                                           .id = s->id,
+                r = proc_new(&(ProcSpec) { .ring = m->env.ring, .sandbox = m->env.sandbox,
+                                           .cgroup = m->env.cgroup, .id = s->id,
                                            .backstop_s = pysession_backstop_s(m->config.lifetime_s,
                                                                               m->config.max_timeout_s) },
                              &session_proc_handler, s, &s->proc);
@@ -967,7 +967,7 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
         proc_timer_arm(s->proc, PYSESSION_OPEN_TIMEOUT_USEC);
 
         if (s->warm) {
-                /* The switch, then its ready line: on_output() reads it as a cold session's. */
+                /* The switch, then its ready line: session_on_output() reads it as a cold session's. */
                 proc_write(s->proc, m->switch_msg, m->switch_len, false);
                 stream_read(s, 0);
                 stream_read(s, 1);
@@ -982,7 +982,7 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
                 return;
         }
         if (r == 0) {
-                /* on_placed() releases it */
+                /* session_on_placed() releases it */
         } else if (session_release(s) < 0) {
                 session_kill(s, PYSESSION_END_ERROR, "cannot release the session's sandbox");
                 return;
@@ -1008,7 +1008,7 @@ static PySession *session_find(PySessions *m, const char *handle) {
         return found;
 }
 
-static void on_written(Proc *p, int error, void *userdata) {
+static void session_on_written(Proc *p, int error, void *userdata) {
         PySession *s = userdata;
         if (s->state == PYSESSION_DEAD) {
                 session_maybe_free(s);

@@ -152,7 +152,7 @@ static void run_kill_init(Run *run) {
                 log_warning_errno(r, "run %s: cannot kill its init: %m", run->id);
 }
 
-static void on_output(Proc *p, int stream, const char *buf, ssize_t n, void *userdata) {
+static void run_on_output(Proc *p, int stream, const char *buf, ssize_t n, void *userdata) {
         Run *run = userdata;
 
         if (n > 0 && run->phase == RUN_RUNNING) {
@@ -168,13 +168,13 @@ static void on_output(Proc *p, int stream, const char *buf, ssize_t n, void *use
         run_maybe_free(run);
 }
 
-static void on_written(Proc *p, int error, void *userdata) {
+static void run_on_written(Proc *p, int error, void *userdata) {
         /* All written, or the code stopped reading (EPIPE: SIGPIPE is ignored): stdin is closed,
          * EOF for the code. */
         run_maybe_free(userdata);
 }
 
-static void on_settled(Proc *p, void *userdata) {
+static void run_on_settled(Proc *p, void *userdata) {
         run_maybe_free(userdata);
 }
 
@@ -202,7 +202,7 @@ static void run_collect(Run *run) {
                 proc_let_go(run->proc);
 }
 
-static void on_report(Proc *p, const SandboxReport *report, void *userdata) {
+static void run_on_report(Proc *p, const SandboxReport *report, void *userdata) {
         Run *run = userdata;
 
         if (report && run->phase == RUN_RUNNING) {
@@ -239,7 +239,7 @@ static void on_report(Proc *p, const SandboxReport *report, void *userdata) {
         run_maybe_free(run);
 }
 
-static void on_exited(Proc *p, const siginfo_t *si, void *userdata) {
+static void run_on_exited(Proc *p, const siginfo_t *si, void *userdata) {
         Run *run = userdata;
 
         if (!si) {
@@ -289,7 +289,7 @@ static void run_grace_over(Run *run) {
 }
 
 /* The one timer: the placement's deadline while placing, the grace once killed, else the run's. */
-static void on_timer(Proc *p, void *userdata) {
+static void run_on_timer(Proc *p, void *userdata) {
         Run *run = userdata;
 
         if (run->phase != RUN_RUNNING) {
@@ -389,7 +389,7 @@ static void run_maybe_finish(Run *run) {
                 return;
 
         /* Whatever is still in flight is cancelled; its CQE frees nothing but is awaited. The
-         * pidfd's watch stays while the init is alive (payload_gone): on_exited() reaps it after the
+         * pidfd's watch stays while the init is alive (payload_gone): run_on_exited() reaps it after the
          * answer, and the run is freed only then (run_ops_busy()). */
         proc_cancel(p, PROC_OP_TIMER | PROC_OP_STDIN | PROC_OP_REPORTS | PROC_OP_STREAMS |
                                (proc_init_exited(p) || run->grace_over ? PROC_OP_EXIT : 0));
@@ -511,7 +511,7 @@ static void run_go(Run *run) {
         proc_timer_arm(run->proc, (uint64_t) run->timeout_s * 1000000u);
 }
 
-static void on_placed(Proc *p, int error, const char *message, void *userdata) {
+static void run_on_placed(Proc *p, int error, const char *message, void *userdata) {
         Run *run = userdata;
 
         run->t_placed = now_usec();
@@ -553,13 +553,13 @@ static int run_spawn(Run *run) {
 }
 
 static const ProcHandler run_proc_handler = {
-        .placed = on_placed,
-        .report = on_report,
-        .exited = on_exited,
-        .output = on_output,
-        .written = on_written,
-        .timer = on_timer,
-        .settled = on_settled,
+        .placed = run_on_placed,
+        .report = run_on_report,
+        .exited = run_on_exited,
+        .output = run_on_output,
+        .written = run_on_written,
+        .timer = run_on_timer,
+        .settled = run_on_settled,
 };
 
 int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userdata, Run **ret) {
@@ -596,11 +596,12 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
                               "(MCP_EXEC_PYTHON)", env->python_name);
         else if (run_take_ready(run, p) > 0)
                 ; /* served by a ready sandbox: nothing to stage or spawn */
-        else if ((r = proc_new(&(ProcSpec) { .ring = env->ring, .sandbox = env->sandbox, .cgroup = env->cgroup,
-                                             .id = run->id, .backstop_s = run->timeout_s },
+        else if ((r = proc_new(&(ProcSpec) { .ring = env->ring, .sandbox = env->sandbox,
+                                             .cgroup = env->cgroup, .id = run->id,
+                                             .backstop_s = run->timeout_s },
                                &run_proc_handler, run, &run->proc)) < 0)
-                run_fail(run, "cannot create the run's cgroup (%s backend): %s", cgroup_backend_name(env->cgroup),
-                         strerror(-r));
+                run_fail(run, "cannot create the run's cgroup (%s backend): %s",
+                         cgroup_backend_name(env->cgroup), strerror(-r));
         else if ((r = run_stage(run, p)) < 0)
                 run_fail(run, "cannot create the run's working directory in %s: %s", env->state_dir, strerror(-r));
         else {
@@ -632,7 +633,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         } else if (r > 0)
                 run_go(run);
         else
-                /* r == 0: on_placed() releases it once systemd's job is done. */
+                /* r == 0: run_on_placed() releases it once systemd's job is done. */
                 proc_timer_arm(run->proc, RUN_PLACE_TIMEOUT_USEC);
         *ret = TAKE_PTR(run);
         return 0;

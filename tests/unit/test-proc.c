@@ -21,6 +21,7 @@
 #include "cleanup.h"
 #include "fd-util.h"
 #include "proc.h"
+#include "sandbox-fixture.h"
 #include "str-util.h"
 
 #define PYTHON "/usr/bin/python3"
@@ -29,7 +30,8 @@
 static Sandbox *sandbox;
 static Cgroup *cgroup;
 static Ring *ring;
-static char state_dir[] = "/tmp/test-proc-XXXXXX";
+static SandboxFixture fixture;
+static const char *state_dir;
 static bool no_sandbox;
 
 /* What the handler saw. */
@@ -344,31 +346,18 @@ static void test_free_unspawned(void **state) {
 }
 
 static int setup(void **state) {
-        _cleanup_free_ char *reason = NULL;
-        int r = sandbox_new(&(SandboxConfig) { .tmp_size_bytes = 8u << 20, .cpu_threads = 1, .rlimit_nproc = 64 },
-                            &sandbox, &reason);
-        if (r < 0) {
-                fprintf(stderr, "no sandbox here, skipping the real processes: %s\n", reason ?: strerror(-r));
-                no_sandbox = true;
-                return 0;
-        }
-        _cleanup_free_ char *why = NULL;
-        assert_int_equal(cgroup_new(&(CgroupConfig) { .want = CGROUP_WANT_NONE }, &cgroup, &why), 0);
-        assert_int_equal(ring_new(64, &ring), 0);
-        assert_non_null(mkdtemp(state_dir));
-        (void) signal(SIGPIPE, SIG_IGN); /* as the daemon */
+        sandbox_fixture_setup(&fixture);
+        no_sandbox = fixture.none;
+        sandbox = fixture.sandbox;
+        cgroup = fixture.cgroup;
+        ring = fixture.ring;
+        state_dir = fixture.state_dir;
         return 0;
 }
 
 static int teardown(void **state) {
-        if (no_sandbox)
-                return 0;
-        ring = ring_free(ring);
         /* Every proc removed its staging directory: state_dir is empty, so rmdir works. */
-        int r = NEG_ERRNO(rmdir(state_dir));
-        cgroup = cgroup_free(cgroup);
-        sandbox = sandbox_free(sandbox);
-        return r < 0 ? -1 : 0;
+        return sandbox_fixture_teardown(&fixture);
 }
 
 int main(void) {
