@@ -27,12 +27,7 @@
 #define PYTHON "/usr/bin/python3"
 #define SCRIPT "main.py"
 
-static Sandbox *sandbox;
-static Cgroup *cgroup;
-static Ring *ring;
 static SandboxFixture fixture;
-static const char *state_dir;
-static bool no_sandbox;
 
 /* What the handler saw. */
 typedef struct Seen {
@@ -126,15 +121,15 @@ static const ProcHandler handler_never = { .output = never_output, .exited = nev
 static void drive_until(const bool *flag, uint64_t max_usec) {
         uint64_t t0 = now_usec();
         while (!*flag) {
-                assert_int_equal(ring_run_once(ring, 100000), 0);
+                assert_int_equal(ring_run_once(fixture.ring, 100000), 0);
                 assert_true(now_usec() - t0 < max_usec);
         }
 }
 
 static void drain(void) {
         uint64_t t0 = now_usec();
-        while (ring_inflight(ring) > 0) {
-                assert_int_equal(ring_run_once(ring, 100000), 0);
+        while (ring_inflight(fixture.ring) > 0) {
+                assert_int_equal(ring_run_once(fixture.ring, 100000), 0);
                 assert_true(now_usec() - t0 < 10000000);
         }
 }
@@ -146,11 +141,11 @@ static Proc *make(const char *code, const ProcHandler *h, Seen *s) {
         char id[17];
         assert_int_equal(str_random_hex(id, 8), 0);
         Proc *p = NULL;
-        assert_int_equal(proc_new(&(ProcSpec) { .ring = ring, .sandbox = sandbox, .cgroup = cgroup, .id = id,
-                                                .backstop_s = 10 },
+        assert_int_equal(proc_new(&(ProcSpec) { .ring = fixture.ring, .sandbox = fixture.sandbox,
+                                                .cgroup = fixture.cgroup, .id = id, .backstop_s = 10 },
                                   h, s, &p),
                          0);
-        snprintf(s->staging, sizeof(s->staging), "%s/proc-%u", state_dir, ++serial);
+        snprintf(s->staging, sizeof(s->staging), "%s/proc-%u", fixture.state_dir, ++serial);
         _cleanup_close_ int dfd = proc_staging_make(p, s->staging);
         assert_true(dfd >= 0);
         assert_int_equal(fd_write_file_at(dfd, SCRIPT, code, strlen(code), 0600), 0);
@@ -177,7 +172,7 @@ static bool dir_exists(const char *path) {
 }
 
 static void test_run_to_its_end(void **state) {
-        if (no_sandbox)
+        if (fixture.none)
                 skip();
         Seen s = {};
         Proc *p = make("import sys\nprint('out')\nsys.stderr.write('err')\nsys.exit(3)\n", &handler, &s);
@@ -186,7 +181,7 @@ static void test_run_to_its_end(void **state) {
         proc_stdin_close(p);
         drive_until(&s.exited, 20000000);
         while (!s.eof[0] || !s.eof[1])
-                assert_int_equal(ring_run_once(ring, 100000), 0);
+                assert_int_equal(ring_run_once(fixture.ring, 100000), 0);
         assert_int_equal(s.reports[SANDBOX_REPORT_STARTED], 1);
         assert_true(s.staging_gone_at_started);
         assert_int_equal(s.reports[SANDBOX_REPORT_EXITED], 1);
@@ -200,7 +195,7 @@ static void test_run_to_its_end(void **state) {
 }
 
 static void test_stdin_written_and_closed(void **state) {
-        if (no_sandbox)
+        if (fixture.none)
                 skip();
         Seen s = {};
         /* Larger than a pipe's buffer: the write goes in pieces, and all of it arrives. */
@@ -213,7 +208,7 @@ static void test_stdin_written_and_closed(void **state) {
         proc_write(p, data, n, true);
         drive_until(&s.exited, 20000000);
         while (!s.eof[0] || !s.eof[1] || proc_busy(p))
-                assert_int_equal(ring_run_once(ring, 100000), 0);
+                assert_int_equal(ring_run_once(fixture.ring, 100000), 0);
         assert_int_equal(s.written, 1);
         assert_int_equal(s.written_error, 0);
         s.out[0][s.out_len[0]] = 0;
@@ -222,7 +217,7 @@ static void test_stdin_written_and_closed(void **state) {
 }
 
 static void test_timer_moved_and_cleared(void **state) {
-        if (no_sandbox)
+        if (fixture.none)
                 skip();
         Seen s = {};
         Proc *p = make("pass\n", &handler, &s);
@@ -231,7 +226,7 @@ static void test_timer_moved_and_cleared(void **state) {
         proc_timer_arm(p, 10000000);
         proc_timer_arm(p, 200000);
         while (s.timers == 0) {
-                assert_int_equal(ring_run_once(ring, 100000), 0);
+                assert_int_equal(ring_run_once(fixture.ring, 100000), 0);
                 assert_true(now_usec() - t0 < 5000000);
         }
         assert_true(now_usec() - t0 >= 200000);
@@ -247,13 +242,13 @@ static void test_timer_moved_and_cleared(void **state) {
 }
 
 static void test_kill_init(void **state) {
-        if (no_sandbox)
+        if (fixture.none)
                 skip();
         Seen s = {};
         Proc *p = make("import time\nprint('up', flush=True)\ntime.sleep(60)\n", &handler, &s);
         go(p);
         while (s.out_len[0] == 0)
-                assert_int_equal(ring_run_once(ring, 100000), 0);
+                assert_int_equal(ring_run_once(fixture.ring, 100000), 0);
         /* Without a cgroup there is no payload to kill: the init is. */
         assert_int_equal(proc_kill_payload(p), -EBADF);
         uint64_t t0 = now_usec();
@@ -269,7 +264,7 @@ static void test_kill_init(void **state) {
 }
 
 static void test_interrupt(void **state) {
-        if (no_sandbox)
+        if (fixture.none)
                 skip();
         Seen s = {};
         Proc *p = make("import time\ntry:\n    print('up', flush=True)\n    time.sleep(60)\n"
@@ -278,11 +273,11 @@ static void test_interrupt(void **state) {
         go(p);
         proc_stdin_close(p);
         while (s.out_len[0] == 0)
-                assert_int_equal(ring_run_once(ring, 100000), 0);
+                assert_int_equal(ring_run_once(fixture.ring, 100000), 0);
         proc_interrupt(p);
         drive_until(&s.exited, 10000000);
         while (!s.eof[0])
-                assert_int_equal(ring_run_once(ring, 100000), 0);
+                assert_int_equal(ring_run_once(fixture.ring, 100000), 0);
         s.out[0][s.out_len[0]] = 0;
         assert_string_equal(s.out[0], "up\ninterrupted\n");
         assert_true(WIFEXITED(s.wait_status));
@@ -291,7 +286,7 @@ static void test_interrupt(void **state) {
 }
 
 static void test_accounting_without_cgroup(void **state) {
-        if (no_sandbox)
+        if (fixture.none)
                 skip();
         Seen s = {};
         Proc *p = make("pass\n", &handler, &s);
@@ -309,7 +304,7 @@ static void test_accounting_without_cgroup(void **state) {
 }
 
 static void test_free_while_busy(void **state) {
-        if (no_sandbox)
+        if (fixture.none)
                 skip();
         Seen s = {};
         Proc *p = make("import time\ntime.sleep(60)\n", &handler, &s);
@@ -317,7 +312,7 @@ static void test_free_while_busy(void **state) {
         proc_timer_arm(p, 60000000);
         pid_t pid = proc_pid(p);
         for (int i = 0; i < 3; i++)
-                (void) ring_run_once(ring, 10000);
+                (void) ring_run_once(fixture.ring, 10000);
         assert_true(proc_busy(p));
         proc_set_handler(p, &handler_never, NULL);
         proc_free(p); /* killed, cancelled; freed by its last completion, calling nothing */
@@ -331,7 +326,7 @@ static void test_free_while_busy(void **state) {
 static void test_free_unspawned(void **state) {
         Proc *p = NULL;
         /* No sandbox needed: a proc made and freed spawns nothing and leaves nothing. */
-        Ring *r = ring;
+        Ring *r = fixture.ring;
         _cleanup_(ring_freep) Ring *own = NULL;
         if (!r) {
                 assert_int_equal(ring_new(8, &own), 0);
@@ -347,11 +342,6 @@ static void test_free_unspawned(void **state) {
 
 static int setup(void **state) {
         sandbox_fixture_setup(&fixture);
-        no_sandbox = fixture.none;
-        sandbox = fixture.sandbox;
-        cgroup = fixture.cgroup;
-        ring = fixture.ring;
-        state_dir = fixture.state_dir;
         return 0;
 }
 
@@ -373,5 +363,5 @@ int main(void) {
         };
         int failed = cmocka_run_group_tests_name("proc", tests, setup, teardown);
         /* No sandbox here: meson shows the test as skipped (77), not as a pass it was not. */
-        return failed ? failed : no_sandbox ? 77 : 0;
+        return failed ? failed : fixture.none ? 77 : 0;
 }
