@@ -8,7 +8,7 @@
  * discarded), writes one fixed-size ready line on stdout ("MCPEXECD-READY <user µs> <system µs>
  * <rss bytes>") and blocks reading stdin. The pool reads exactly that line from the ring (so the
  * stdout the call sees starts clean), then the sandbox is ready: no operation of ours is in flight
- * on it, it is three fds, a pidfd and the control socket.
+ * on it, it is a proc (proc.h: three fds, a pidfd and the control socket) that a call takes whole.
  *
  * How a call takes one (run.c): the oldest ready one that is alive (nothing readable on its stdout,
  * its init not exited) and younger than max_age; it becomes the run's. The run writes one message

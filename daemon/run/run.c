@@ -5,7 +5,9 @@
  * the rest of its PID namespace); in the first case the init's exit and the namespaces' teardown
  * come after the answer, and the run is freed only once its init is reaped. How it ended is
  * decided from our own flags and the cgroup's counters, never from the exit signal alone (an OOM
- * kill and a deadline kill are both SIGKILL). */
+ * kill and a deadline kill are both SIGKILL). The process itself (its pidfd, pipes, scope or cgroup,
+ * staging directory, timer and reaping) is a Proc (proc.h), a cold run's own or a ready sandbox's;
+ * this file decides what its events mean for the run. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
