@@ -467,9 +467,7 @@ static void call_finish(PySession *s) {
                 s->streams[i].held = 0;
         }
         if (alive && proc_pid(s->proc) > 0) {
-                int r = outputs_collect(proc_pid(s->proc), SANDBOX_WORK_DIR, s->m->env.max_return_bytes,
-                                        sandbox_run_host_uid(s->m->env.sandbox),
-                                        sandbox_run_host_gid(s->m->env.sandbox), &c->outputs);
+                int r = run_outputs_read(&s->m->env, s->proc, &c->outputs);
                 if (r < 0)
                         log_debug("python session: cannot read back outputs/: %s", strerror(-r));
         }

@@ -185,9 +185,7 @@ static void run_on_settled(Proc *p, void *userdata) {
  * run's root, which lives as long as the init. */
 static void run_collect(Run *run) {
         if (run->user_code && proc_spawned(run->proc)) {
-                int r = outputs_collect(proc_pid(run->proc), SANDBOX_WORK_DIR, run->env.max_return_bytes,
-                                        sandbox_run_host_uid(run->env.sandbox), sandbox_run_host_gid(run->env.sandbox),
-                                        &run->outputs);
+                int r = run_outputs_read(&run->env, run->proc, &run->outputs);
                 if (r < 0)
                         log_warning_errno(r, "run %s: cannot read back its outputs: %m", run->id);
         }
@@ -659,6 +657,11 @@ const char *run_unit(const Run *run) {
 
 uint64_t run_place_usec(const Run *run) {
         return run->t_placed > run->t_spawn && run->t_spawn ? run->t_placed - run->t_spawn : 0;
+}
+
+int run_outputs_read(const RunEnv *env, const Proc *p, Outputs *ret) {
+        return outputs_collect(proc_pid(p), SANDBOX_WORK_DIR, env->max_return_bytes,
+                               sandbox_run_host_uid(env->sandbox), sandbox_run_host_gid(env->sandbox), ret);
 }
 
 void run_result_build(const char *run_id, const char *limits, const Output *output, const Outputs *outputs,

@@ -10,6 +10,7 @@
 #include "output.h"
 #include "outputs.h"
 #include "pool.h"
+#include "proc.h"
 #include "ring.h"
 #include "sandbox.h"
 
@@ -75,6 +76,11 @@ void run_end_wait_status(int wait_status, RunEnd *e);
  * what is its own: timed_out, the timing, warm, memory_at_start_bytes, extra. */
 void run_result_build(const char *run_id, const char *limits, const Output *output, const Outputs *outputs,
                       const RunEnd *end, McpExecResult *ret);
+
+/* Reads back the files the code left in outputs/ of p's working directory, through p's root (its
+ * init alive, not reaped), bounded by env->max_return_bytes, with the runs' host ids. Returns 0 or
+ * -errno (ret is then empty). */
+int run_outputs_read(const RunEnv *env, const Proc *p, Outputs *ret);
 
 /* Starts a run. The params' bytes are copied. done is always called later (never from inside
  * run_start), also when the start failed. Returns 0 or -ENOMEM. */
