@@ -47,15 +47,12 @@
  * with it; the pool refills behind session_open's answer. None ready, or no pool: the cold path,
  * a sandbox of the session's own (run_launcher_spawn(), `_SESSION = True`). */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +65,7 @@
 #include "log.h"
 #include "output.h"
 #include "outputs.h"
+#include "proc.h"
 #include "py-launch.h"
 #include "pysession.h"
 #include "spawn.h"
@@ -148,14 +146,10 @@ static PyHold hold_take(PyHold *h) {
         return v;
 }
 
+/* What the session makes of one of its process's output streams. */
 typedef struct PyStream {
-        RingOp op;
-        PySession *session;
-        int fd;
-        int index; /* 0 stdout, 1 stderr */
-        bool eof;
+        int index;  /* 0 stdout, 1 stderr */
         bool ended; /* the current call's end line was read on this stream */
-        char buf[PYSESSION_READ_BYTES];
         char hold[PYSESSION_HOLD_MAX + PYSESSION_READ_BYTES]; /* a possible end line's start, then data */
         size_t held;
         char tail[PYSESSION_END_TAIL_MAX + 1]; /* the end line after the nonce (stdout's is parsed) */
@@ -202,16 +196,12 @@ struct PySession {
         json_t *prepared;  /* what the preparation adds to session_open's result (python,
                             * python_version, dependencies, environment), or NULL */
         PyHold env_hold;   /* the environment mounted in the sandbox, released when it is gone */
-        char *staging;
-        SandboxChild child;
-        CgroupRun *cgroup;
-        int stdin_fd;
+        /* The sandboxed interpreter: its pidfd, pipes, scope or cgroup, staging directory and one
+         * timer (opening, a call's deadline, the grace after its interrupt). */
+        Proc *proc;
         PyStream streams[2];
-        bool placing;
-        bool init_exited;
         bool python_exited; /* the init reported Python's exit */
         int wait_status;
-        SandboxReport report;
         uint64_t idle_usec;
         uint64_t t_open, t_last;
         uint64_t calls;
@@ -227,10 +217,7 @@ struct PySession {
         PyCall *call;
         char ready[PYSESSION_READY_BYTES];
         size_t ready_got;
-        RingOp op_stdin, op_control, op_pidfd, op_timer;
-        struct __kernel_timespec timer_ts;
-        uint64_t timer_want; /* when op_timer is to fire (now_usec()), 0: never */
-        bool in_grace; /* op_timer is the grace after SIGINT */
+        bool in_grace; /* the timer is the grace after SIGINT */
         bool finish_pending; /* killed during a call: answered once both pipes are at EOF */
 };
 
@@ -303,16 +290,7 @@ static void answer_json(McpCall *call, void *owner, JobReplyFn reply, json_t *o)
  * Lifetime of a session. */
 
 static bool session_ops_busy(const PySession *s) {
-        return s->streams[0].op.busy || s->streams[1].op.busy || s->op_stdin.busy || s->op_control.busy ||
-               s->op_pidfd.busy || s->op_timer.busy;
-}
-
-static void session_staging_remove(PySession *s) {
-        if (!s->staging)
-                return;
-        (void) rm_rf(s->staging);
-        free(s->staging);
-        s->staging = NULL;
+        return s->proc && proc_busy(s->proc);
 }
 
 static void call_free(PyCall *c) {
@@ -338,23 +316,10 @@ static void session_free(PySession *s) {
                 LIST_REMOVE(sessions, m->sessions, s);
                 m->n_sessions--;
         }
-        s->stdin_fd = safe_close(s->stdin_fd);
-        for (int i = 0; i < 2; i++)
-                s->streams[i].fd = safe_close(s->streams[i].fd);
-        if (s->child.pidfd >= 0) {
-                if (!s->init_exited) {
-                        (void) sandbox_child_kill(&s->child);
-                        siginfo_t si;
-                        while (waitid((idtype_t) P_PIDFD, (id_t) s->child.pidfd, &si, WEXITED) < 0 && errno == EINTR)
-                                ;
-                }
-                sandbox_child_done(&s->child);
-        }
-        /* After the init is reaped: nothing of the session is left in its cgroup or scope, and
-         * nothing mounts its environment any more (the cache may evict it). */
-        s->cgroup = cgroup_run_free(s->cgroup);
+        /* The init is killed and reaped (proc_free()): nothing of the session is left in its cgroup
+         * or scope, and nothing mounts its environment any more (the cache may evict it). */
+        s->proc = proc_free(s->proc);
         hold_release(&s->env_hold);
-        session_staging_remove(s);
         call_free(s->call);
         if (s->open_call)
                 answer_error(s->open_call, s->open_owner, s->open_reply, "the session ended before it was ready");
@@ -366,43 +331,17 @@ static void session_free(PySession *s) {
 }
 
 static void session_maybe_free(PySession *s) {
-        if (s->state == PYSESSION_DEAD && !s->placing && !session_ops_busy(s) &&
-            (s->init_exited || s->child.pidfd < 0))
+        if (s->state == PYSESSION_DEAD &&
+            (!s->proc || (!proc_placing(s->proc) && !proc_busy(s->proc) &&
+                          (proc_init_exited(s->proc) || !proc_spawned(s->proc)))))
                 session_free(s);
 }
 
-static void timer_submit(PySession *s, uint64_t usec) {
-        s->timer_ts = (struct __kernel_timespec) { .tv_sec = (long long) (usec / 1000000),
-                                                   .tv_nsec = (long long) (usec % 1000000) * 1000 };
-        struct io_uring_sqe *sqe = ring_get_sqe(s->m->env.ring, &s->op_timer);
-        io_uring_prep_timeout(sqe, &s->timer_ts, 0, 0);
-}
-
-/* The session's one timer (opening, a call's deadline, the grace after its interrupt) is a wanted
- * moment, not an operation: an op still on the ring is never submitted again (its CQE would come
- * twice), it is cancelled and on_timer() submits the one wanted now, if any. */
-static void timer_arm(PySession *s, uint64_t usec) {
-        s->timer_want = now_usec() + usec;
-        if (s->op_timer.busy)
-                ring_cancel(s->m->env.ring, &s->op_timer);
-        else
-                timer_submit(s, usec);
-}
-
-static void timer_clear(PySession *s) {
-        s->timer_want = 0;
-        ring_cancel(s->m->env.ring, &s->op_timer);
-}
-
-static void stream_read(PyStream *st) {
-        PySession *s = st->session;
-        struct io_uring_sqe *sqe = ring_get_sqe(s->m->env.ring, &st->op);
+static void stream_read(PySession *s, int stream) {
         /* While opening, stdout carries exactly the ready line first. */
-        if (st->index == 0 && s->state == PYSESSION_OPENING)
-                io_uring_prep_read(sqe, st->fd, s->ready + s->ready_got, PYSESSION_READY_BYTES - s->ready_got,
-                                   (uint64_t) -1);
-        else
-                io_uring_prep_read(sqe, st->fd, st->buf, sizeof(st->buf), (uint64_t) -1);
+        size_t max = stream == 0 && s->state == PYSESSION_OPENING ? PYSESSION_READY_BYTES - s->ready_got
+                                                                   : PYSESSION_READ_BYTES;
+        proc_read(s->proc, stream, max);
 }
 
 static Metrics *sessions_metrics(const PySessions *m) {
@@ -413,8 +352,8 @@ static void session_record_fill(const PySession *s, MetricsPySession *ps) {
         *ps = (MetricsPySession) {
                 .id = s->id_hash,
                 .run_id = s->id,
-                .unit = s->cgroup ? cgroup_run_unit(s->cgroup) : NULL,
-                .limits = s->cgroup ? "cgroup" : "rlimit",
+                .unit = proc_unit(s->proc),
+                .limits = proc_limits(s->proc),
                 .traceparent = s->traceparent,
                 .idle_timeout_s = (uint32_t) (s->idle_usec / 1000000u),
                 .lifetime_s = s->m->config.lifetime_s,
@@ -448,7 +387,7 @@ static void session_kill(PySession *s, PySessionEnd end, const char *why) {
         s->state = PYSESSION_DEAD;
         /* The counters before they go with the init: this call's OOM kill, the session's peak. */
         CgroupStats stats = {};
-        bool have_stats = s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0 && cgroup_run_read(s->cgroup, &stats) >= 0;
+        bool have_stats = proc_read_stats(s->proc, &stats) >= 0;
         if (had_call) {
                 if (!s->call->t_end)
                         s->call->t_end = now_usec();
@@ -456,7 +395,7 @@ static void session_kill(PySession *s, PySessionEnd end, const char *why) {
                         s->call->stats = stats;
                         s->call->have_stats = true;
                         s->call->have_usage = s->call->have_usage_start &&
-                                              cgroup_run_usage(s->cgroup, &s->call->usage) >= 0;
+                                              proc_read_usage(s->proc, &s->call->usage) >= 0;
                 }
         }
         /* How the interpreter ended, from the counters first (go-judge's rule, style.md): an OOM kill
@@ -468,8 +407,7 @@ static void session_kill(PySession *s, PySessionEnd end, const char *why) {
                         end = PYSESSION_END_CRASH;
         }
         session_record_closed(s, end, why, have_stats ? &stats : NULL);
-        if (s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0)
-                (void) cgroup_run_kill(s->cgroup);
+        (void) proc_kill_payload(s->proc);
         /* What the call printed up to its end is its answer: the pipes are read to their EOF,
          * which the kill brings (no process outside the sandbox holds their write ends). */
         s->finish_pending = had_call;
@@ -478,18 +416,11 @@ static void session_kill(PySession *s, PySessionEnd end, const char *why) {
                 answer_errorf(c, s->open_owner, s->open_reply, "cannot open a Python session: %s", why);
                 session_open_answered(s);
         }
-        /* While systemd makes the scope the init must live (run.c's placing: killed now, it would
-         * empty the scope while its leaves are made, and systemd could not remove it); on_placed()
-         * kills it. */
-        if (s->child.pidfd >= 0 && !s->init_exited && !s->placing)
-                (void) sandbox_child_kill(&s->child);
-        timer_clear(s);
-        ring_cancel(s->m->env.ring, &s->op_stdin);
-        ring_cancel(s->m->env.ring, &s->op_control);
-        if (!s->finish_pending) {
-                ring_cancel(s->m->env.ring, &s->streams[0].op);
-                ring_cancel(s->m->env.ring, &s->streams[1].op);
-        }
+        /* While systemd makes the scope the init must live: the proc kills it once the placement
+         * is over (proc_kill_init()). */
+        (void) proc_kill_init(s->proc);
+        proc_cancel(s->proc, PROC_OP_TIMER | PROC_OP_STDIN | PROC_OP_REPORTS |
+                                     (s->finish_pending ? 0 : PROC_OP_STREAMS));
         session_finish_maybe(s);
         /* op_pidfd stays: its completion reaps the init, then the session is freed. */
         session_maybe_free(s);
@@ -510,8 +441,8 @@ static void call_record(PySession *s, const PyCall *c, const McpExecResult *r, b
                 return;
         MetricsRun m = scheduler_record_of(c->call, r);
         m.run_id = s->id;
-        m.unit = s->cgroup ? cgroup_run_unit(s->cgroup) : NULL;
-        m.limits = s->cgroup ? "cgroup" : "rlimit";
+        m.unit = proc_unit(s->proc);
+        m.limits = proc_limits(s->proc);
         m.cancelled = cancelled;
         m.py_session_id = s->id_hash;
         m.py_session_call = s->calls;
@@ -523,9 +454,9 @@ static void call_finish(PySession *s) {
         _cleanup_(call_freep) PyCall *c = TAKE_PTR(s->call);
         bool alive = s->state != PYSESSION_DEAD;
 
-        if (alive && s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0) {
-                c->have_stats = cgroup_run_read(s->cgroup, &c->stats) >= 0;
-                c->have_usage = c->have_usage_start && cgroup_run_usage(s->cgroup, &c->usage) >= 0;
+        if (alive && proc_has_cgroup(s->proc)) {
+                c->have_stats = proc_read_stats(s->proc, &c->stats) >= 0;
+                c->have_usage = c->have_usage_start && proc_read_usage(s->proc, &c->usage) >= 0;
         }
         const CgroupStats stats = c->stats;
         const CgroupUsage usage = c->usage;
@@ -535,65 +466,49 @@ static void call_finish(PySession *s) {
                 (void) output_add(&c->output, i, s->streams[i].hold, s->streams[i].held);
                 s->streams[i].held = 0;
         }
-        if (alive && s->child.pid > 0) {
-                int r = outputs_collect(s->child.pid, SANDBOX_WORK_DIR, s->m->env.max_return_bytes,
-                                        sandbox_run_host_uid(s->m->env.sandbox),
-                                        sandbox_run_host_gid(s->m->env.sandbox), &c->outputs);
+        if (alive && proc_pid(s->proc) > 0) {
+                int r = run_outputs_read(&s->m->env, s->proc, &c->outputs);
                 if (r < 0)
                         log_debug("python session: cannot read back outputs/: %s", strerror(-r));
         }
         (void) output_finish(&c->output);
 
-        McpExecResult r = {
-                .stdout_data = c->output.stream[0].data,
-                .stdout_len = c->output.stream[0].len,
-                .stderr_data = c->output.stream[1].data,
-                .stderr_len = c->output.stream[1].len,
-                .truncated = c->output.truncated,
-                .timed_out = c->timed_out,
-                .limits = s->cgroup ? "cgroup" : "rlimit",
-                .files = c->outputs.files,
-                .n_files = c->outputs.n_files,
-                .files_unlisted = c->outputs.unlisted,
-                .run_id = s->id,
-        };
+        /* How the call ended. Alive, the session's launcher said it (its status; a call that timed
+         * out was interrupted, not killed: -1 without a signal); dead, the init's report of Python's
+         * exit, or else the kill (-SIGKILL: a session's contract, where a run says -1). */
+        RunEnd e = {};
+        if (alive)
+                e.exit_code = c->status;
+        else if (s->python_exited)
+                run_end_wait_status(s->wait_status, &e);
+        else {
+                e.exit_code = -SIGKILL;
+                snprintf(e.signal, sizeof(e.signal), "SIGKILL");
+        }
+        if (c->timed_out)
+                e.exit_code = -1; /* mcp-exec's contract: -1 when timed out */
+        if (have_stats) {
+                e.oom_killed = stats.oom_killed;
+                e.pids_limit_hit = stats.pids_limit_hit;
+                e.memory_peak_bytes = stats.memory_peak_bytes;
+        } else
+                e.memory_peak_bytes = c->ru_maxrss_bytes;
+        if (have_usage) {
+                e.cpu_user_usec = delta(usage.cpu_user_usec, c->usage_start.cpu_user_usec);
+                e.cpu_system_usec = delta(usage.cpu_system_usec, c->usage_start.cpu_system_usec);
+        } else if (alive) {
+                /* rlimits: what the launcher measured of itself and its reaped children. */
+                e.cpu_user_usec = delta(c->ru_user_usec, s->ru_user_usec);
+                e.cpu_system_usec = delta(c->ru_system_usec, s->ru_system_usec);
+        }
+
+        McpExecResult r;
+        run_result_build(s->id, proc_limits(s->proc), &c->output, &c->outputs, &e, &r);
+        r.timed_out = c->timed_out;
         uint64_t end = c->t_end ? c->t_end : now_usec();
         /* A call that never started (it waited for a slot when its session ended) ran for no time. */
         r.duration_ms = c->started ? delta(end, c->t_release) / 1000 : 0;
         r.queue_ms = delta(c->started ? c->t_release : end, c->t_queued) / 1000;
-        if (c->timed_out)
-                r.exit_code = -1; /* mcp-exec's contract: -1 when timed out */
-        else if (alive)
-                r.exit_code = c->status;
-        else if (s->python_exited && WIFEXITED(s->wait_status))
-                r.exit_code = WEXITSTATUS(s->wait_status);
-        else if (s->python_exited && WIFSIGNALED(s->wait_status))
-                r.exit_code = -WTERMSIG(s->wait_status);
-        else
-                r.exit_code = -SIGKILL;
-        char sig[16] = "";
-        if (!alive) {
-                int signo = s->python_exited && WIFSIGNALED(s->wait_status) ? WTERMSIG(s->wait_status)
-                            : s->python_exited                               ? 0
-                                                                             : SIGKILL;
-                if (signo)
-                        snprintf(sig, sizeof(sig), "SIG%s", sigabbrev_np(signo) ?: "UNKNOWN");
-        }
-        r.signal = sig[0] ? sig : NULL;
-        if (have_stats) {
-                r.oom_killed = stats.oom_killed;
-                r.pids_limit_hit = stats.pids_limit_hit;
-                r.memory_peak_bytes = stats.memory_peak_bytes;
-        } else
-                r.memory_peak_bytes = c->ru_maxrss_bytes;
-        if (have_usage) {
-                r.cpu_user_us = delta(usage.cpu_user_usec, c->usage_start.cpu_user_usec);
-                r.cpu_system_us = delta(usage.cpu_system_usec, c->usage_start.cpu_system_usec);
-        } else if (alive) {
-                /* rlimits: what the launcher measured of itself and its reaped children. */
-                r.cpu_user_us = delta(c->ru_user_usec, s->ru_user_usec);
-                r.cpu_system_us = delta(c->ru_system_usec, s->ru_system_usec);
-        }
         if (alive) {
                 s->ru_user_usec = c->ru_user_usec;
                 s->ru_system_usec = c->ru_system_usec;
@@ -601,7 +516,7 @@ static void call_finish(PySession *s) {
         if (have_usage) {
                 s->total_cpu_user_usec = usage.cpu_user_usec;
                 s->total_cpu_system_usec = usage.cpu_system_usec;
-        } else if (alive && !s->cgroup) {
+        } else if (alive && !proc_has_cgroup(s->proc)) {
                 s->total_cpu_user_usec = c->ru_user_usec;
                 s->total_cpu_system_usec = c->ru_system_usec;
         }
@@ -623,7 +538,7 @@ static void call_finish(PySession *s) {
 
 /* A session killed during a call: answered once both pipes are at EOF (all it printed is read). */
 static void session_finish_maybe(PySession *s) {
-        if (s->finish_pending && s->streams[0].eof && s->streams[1].eof) {
+        if (s->finish_pending && proc_eof(s->proc, 0) && proc_eof(s->proc, 1)) {
                 s->finish_pending = false;
                 if (s->call)
                         call_finish(s);
@@ -634,7 +549,7 @@ static void session_finish_maybe(PySession *s) {
 static void call_ended(PySession *s) {
         PyCall *c = s->call;
         c->t_end = now_usec();
-        timer_clear(s);
+        proc_timer_clear(s->proc);
         unsigned long long st = 0, u = 0, sy = 0, rss = 0;
         const char *tail = s->streams[0].tail;
         if (sscanf(tail, "%llu %llu %llu %llu", &st, &u, &sy, &rss) == 4) {
@@ -710,13 +625,13 @@ static void session_became_ready(PySession *s) {
          * run's memory_at_start_bytes: payload/'s memory.current with a cgroup, else its RSS. */
         uint64_t memory = rss;
         CgroupUsage usage;
-        if (s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0 && cgroup_run_usage(s->cgroup, &usage) >= 0)
+        if (proc_read_usage(s->proc, &usage) >= 0)
                 memory = usage.memory_current_bytes;
         s->state = PYSESSION_IDLE;
         s->t_last = now_usec();
-        timer_clear(s);
+        proc_timer_clear(s->proc);
         /* Python has copied the launcher out of it. */
-        session_staging_remove(s);
+        proc_staging_remove(s->proc);
 
         McpCall *call = TAKE_PTR(s->open_call);
         Metrics *metrics = sessions_metrics(s->m);
@@ -733,7 +648,7 @@ static void session_became_ready(PySession *s) {
         uint64_t left = delta(s->t_open + (uint64_t) s->m->config.lifetime_s * 1000000u, now_usec());
         json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:b, s:I}", "session", s->handle, "idle_timeout_s",
                               (json_int_t) (s->idle_usec / 1000000u), "expires_in_s", (json_int_t) (left / 1000000u),
-                              "limits", s->cgroup ? "cgroup" : "rlimit", "warm", s->warm,
+                              "limits", proc_limits(s->proc), "warm", s->warm,
                               "memory_at_start_bytes", (json_int_t) memory);
         /* What was prepared, in execute_python's shape: the interpreter, what was installed. */
         if (o && s->prepared && json_object_update_missing(o, s->prepared) < 0)
@@ -742,13 +657,12 @@ static void session_became_ready(PySession *s) {
         session_open_answered(s);
 }
 
-static void on_stream(RingOp *op, int res) {
-        PyStream *st = container_of(op, PyStream, op);
-        PySession *s = st->session;
+static void session_on_output(Proc *p, int stream, const char *buf, ssize_t res, void *userdata) {
+        PySession *s = userdata;
+        PyStream *st = &s->streams[stream];
 
         if (res <= 0) {
                 /* EOF: Python's exit (or its kill) follows, from the init's report or its pidfd. */
-                st->eof = true;
                 if (res < 0 && s->state != PYSESSION_DEAD)
                         session_kill(s, PYSESSION_END_ERROR, "cannot read the session's output");
                 session_finish_maybe(s);
@@ -757,24 +671,25 @@ static void on_stream(RingOp *op, int res) {
         }
         if (s->state == PYSESSION_DEAD) {
                 if (s->finish_pending && s->call) {
-                        stream_take(s, st, st->buf, (size_t) res);
-                        stream_read(st);
+                        stream_take(s, st, buf, (size_t) res);
+                        stream_read(s, stream);
                         return;
                 }
                 session_maybe_free(s);
                 return;
         }
-        if (st->index == 0 && s->state == PYSESSION_OPENING) {
+        if (stream == 0 && s->state == PYSESSION_OPENING) {
+                memcpy(s->ready + s->ready_got, buf, (size_t) res); /* at most what is missing */
                 s->ready_got += (size_t) res;
                 if (s->ready_got == PYSESSION_READY_BYTES)
                         session_became_ready(s);
         } else
-                stream_take(s, st, st->buf, (size_t) res);
+                stream_take(s, st, buf, (size_t) res);
         if (s->state == PYSESSION_DEAD) {
                 session_maybe_free(s);
                 return;
         }
-        stream_read(st);
+        stream_read(s, stream);
         if (s->state == PYSESSION_BUSY && s->streams[0].ended && s->streams[1].ended)
                 call_ended(s);
 }
@@ -782,25 +697,20 @@ static void on_stream(RingOp *op, int res) {
 /* ---------------------------------------------------------------------------------------------
  * The sandbox's init, Python's exit, the deadline. */
 
-static void control_read(PySession *s) {
-        struct io_uring_sqe *sqe = ring_get_sqe(s->m->env.ring, &s->op_control);
-        io_uring_prep_recv(sqe, s->child.control_fd, &s->report, sizeof(s->report), 0);
-}
-
-static void on_control(RingOp *op, int res) {
-        PySession *s = container_of(op, PySession, op_control);
+static void session_on_report(Proc *p, const SandboxReport *report, void *userdata) {
+        PySession *s = userdata;
         if (s->state == PYSESSION_DEAD) {
                 session_maybe_free(s);
                 return;
         }
-        if (res == (int) sizeof(SandboxReport)) {
-                switch (s->report.kind) {
+        if (report) {
+                switch (report->kind) {
                 case SANDBOX_REPORT_STARTED:
-                        control_read(s);
+                        proc_watch_reports(p);
                         return;
                 case SANDBOX_REPORT_EXITED:
                         s->python_exited = true;
-                        s->wait_status = s->report.value;
+                        s->wait_status = report->value;
                         if (s->state == PYSESSION_OPENING) {
                                 /* How it ended is the one clue a failed start leaves. */
                                 char why[96];
@@ -815,7 +725,6 @@ static void on_control(RingOp *op, int res) {
                                 session_kill(s, PYSESSION_END_EXITED, "the interpreter exited");
                         return;
                 case SANDBOX_REPORT_FAILED:
-                        s->report.detail[sizeof(s->report.detail) - 1] = 0;
                         session_kill(s, PYSESSION_END_ERROR, "the sandbox could not start the interpreter");
                         return;
                 default:
@@ -825,55 +734,28 @@ static void on_control(RingOp *op, int res) {
         session_kill(s, PYSESSION_END_ERROR, "the session's init stopped reporting");
 }
 
-static void on_pidfd(RingOp *op, int res) {
-        PySession *s = container_of(op, PySession, op_pidfd);
-        siginfo_t si = {};
-        if (res >= 0 && waitid((idtype_t) P_PIDFD, (id_t) s->child.pidfd, &si, WEXITED | WNOHANG) == 0 &&
-            si.si_pid == 0) {
-                struct io_uring_sqe *sqe = ring_get_sqe(s->m->env.ring, &s->op_pidfd);
-                io_uring_prep_poll_add(sqe, s->child.pidfd, POLLIN);
-                return;
-        }
-        if (res >= 0)
-                s->init_exited = true;
+/* The init exited and is reaped (or the watch came back cancelled): the session is over. */
+static void session_on_exited(Proc *p, const siginfo_t *si, void *userdata) {
+        PySession *s = userdata;
         session_kill(s, PYSESSION_END_CRASH, "its init exited");
         session_maybe_free(s);
 }
 
-/* SIGINT to every child of the init: the launcher, and what the code started and left there. */
-static void session_interrupt(PySession *s) {
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int) s->child.pid, (int) s->child.pid);
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return;
-        int pid;
-        while (fscanf(f, "%d", &pid) == 1)
-                if (pid > 0)
-                        (void) kill(pid, SIGINT);
-        fclose(f);
+static void session_on_settled(Proc *p, void *userdata) {
+        PySession *s = userdata;
+        if (s->state == PYSESSION_DEAD)
+                session_maybe_free(s);
 }
 
-static void on_timer(RingOp *op, int res) {
-        PySession *s = container_of(op, PySession, op_timer);
+static void session_on_timer(Proc *p, void *userdata) {
+        PySession *s = userdata;
         if (s->state == PYSESSION_DEAD) {
                 session_maybe_free(s);
                 return;
         }
-        if (s->timer_want == 0)
-                return;
-        uint64_t now = now_usec();
-        if (now < s->timer_want) {
-                timer_submit(s, s->timer_want - now); /* re-armed meanwhile, or cancelled to be */
-                return;
-        }
-        s->timer_want = 0;
         if (s->state == PYSESSION_OPENING) {
-                if (s->placing) {
-                        /* systemd never finished the scope: given up, as run.c's placement deadline. */
-                        cgroup_run_cancel_place(s->cgroup);
-                        s->placing = false;
-                }
+                /* systemd never finished the scope: given up, as run.c's placement deadline. */
+                proc_place_cancel(p);
                 session_kill(s, PYSESSION_END_ERROR, "the interpreter did not become ready in time");
                 return;
         }
@@ -885,8 +767,8 @@ static void on_timer(RingOp *op, int res) {
                 s->call->interrupted = true;
                 s->call->t_end = now_usec();
                 s->in_grace = true;
-                session_interrupt(s);
-                timer_arm(s, PYSESSION_GRACE_USEC);
+                proc_interrupt(p);
+                proc_timer_arm(p, PYSESSION_GRACE_USEC);
                 return;
         }
         session_kill(s, PYSESSION_END_TIMEOUT, "the call did not stop within the grace after its interrupt");
@@ -896,21 +778,19 @@ static void on_timer(RingOp *op, int res) {
  * Opening. */
 
 static int session_release(PySession *s) {
-        int r = sandbox_child_release_into(&s->child, s->cgroup ? cgroup_run_payload_fd(s->cgroup) : -EBADF);
+        int r = proc_release(s->proc);
         if (r < 0)
                 return r;
-        stream_read(&s->streams[0]);
-        stream_read(&s->streams[1]);
-        control_read(s);
+        stream_read(s, 0);
+        stream_read(s, 1);
+        proc_watch_reports(s->proc);
         return 0;
 }
 
-static void on_placed(CgroupRun *cr, int error, const char *message, void *userdata) {
+static void session_on_placed(Proc *p, int error, const char *message, void *userdata) {
         PySession *s = userdata;
-        s->placing = false;
         if (s->state == PYSESSION_DEAD) {
-                if (!s->init_exited)
-                        (void) sandbox_child_kill(&s->child); /* the kill session_kill() deferred */
+                /* The kill session_kill() asked for is done (proc_kill_init()). */
                 session_maybe_free(s);
                 return;
         }
@@ -923,7 +803,17 @@ static void on_placed(CgroupRun *cr, int error, const char *message, void *userd
 }
 
 static void sweep_arm(PySessions *m);
-static void on_stdin(RingOp *op, int res);
+static void session_on_written(Proc *p, int error, void *userdata);
+
+static const ProcHandler session_proc_handler = {
+        .placed = session_on_placed,
+        .report = session_on_report,
+        .exited = session_on_exited,
+        .output = session_on_output,
+        .written = session_on_written,
+        .timer = session_on_timer,
+        .settled = session_on_settled,
+};
 
 uint32_t pysession_backstop_s(uint32_t lifetime_s, uint32_t max_timeout_s) {
         uint64_t s = (uint64_t) lifetime_s + max_timeout_s + 60u;
@@ -999,16 +889,10 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
         }
         *s = (PySession) {
                 .m = m,
-                .child = { .pidfd = -EBADF, .control_fd = -EBADF },
-                .stdin_fd = -EBADF,
                 .t_open = now_usec(),
         };
         for (int i = 0; i < 2; i++)
-                s->streams[i] = (PyStream) { .op.callback = on_stream, .session = s, .fd = -EBADF, .index = i };
-        s->op_control.callback = on_control;
-        s->op_stdin.callback = on_stdin;
-        s->op_pidfd.callback = on_pidfd;
-        s->op_timer.callback = on_timer;
+                s->streams[i] = (PyStream) { .index = i };
         s->env_hold = hold_take(&hold);
         uint32_t idle = a->idle_timeout_s && a->idle_timeout_s < m->config.idle_s ? a->idle_timeout_s : m->config.idle_s;
         s->idle_usec = (uint64_t) idle * 1000000u;
@@ -1028,9 +912,13 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
          * id names its scope, as a run that takes one. Nothing fails after the take. */
         RunReady ready;
         s->warm = r >= 0 && !prep && run_pool_take(m->env.pool, &ready) >= 0;
-        if (s->warm)
-                memcpy(s->id, ready.id, sizeof(s->id));
-        else if (r >= 0)
+        if (s->warm) {
+                /* Placed, released, its ready line read by the pool: its launcher waits for a
+                 * message on stdin, which makes it a session (launch.py's _SESSION_SWITCH). */
+                s->proc = ready.proc;
+                proc_set_handler(s->proc, &session_proc_handler, s);
+                memcpy(s->id, proc_id(s->proc), sizeof(s->id));
+        } else if (r >= 0)
                 r = str_random_hex(s->id, 8);
         if (r >= 0)
                 session_record_id(s->handle, s->id, s->id_hash);
@@ -1039,76 +927,60 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
                 answer_errorf(call, owner, reply, "cannot make a session handle: %s", strerror(-r));
                 return;
         }
-        if (s->warm) {
-                /* Placed, released, its ready line read by the pool: its launcher waits for a
-                 * message on stdin, which makes it a session (launch.py's _SESSION_SWITCH). */
-                s->child = ready.child;
-                s->cgroup = ready.cgroup;
-                s->stdin_fd = ready.stdin_fd;
-                s->streams[0].fd = ready.stdout_fd;
-                s->streams[1].fd = ready.stderr_fd;
-        } else {
-                if (cgroup_backend(m->env.cgroup) != CGROUP_BACKEND_NONE) {
-                        r = cgroup_run_new(m->env.cgroup, s->id,
-                                           pysession_backstop_s(m->config.lifetime_s, m->config.max_timeout_s),
-                                           &s->cgroup);
-                        if (r < 0) {
-                                session_free(s);
-                                answer_errorf(call, owner, reply, "cannot create the session's cgroup (%s backend): %s",
-                                              cgroup_backend_name(m->env.cgroup), strerror(-r));
-                                return;
-                        }
+        if (!s->warm) {
+                r = proc_new(&(ProcSpec) { .ring = m->env.ring, .sandbox = m->env.sandbox,
+                                           .cgroup = m->env.cgroup, .id = s->id,
+                                           .backstop_s = pysession_backstop_s(m->config.lifetime_s,
+                                                                              m->config.max_timeout_s) },
+                             &session_proc_handler, s, &s->proc);
+                if (r < 0) {
+                        session_free(s);
+                        answer_errorf(call, owner, reply, "cannot create the session's cgroup (%s backend): %s",
+                                      cgroup_backend_name(m->env.cgroup), strerror(-r));
+                        return;
                 }
-                if (asprintf(&s->staging, "%s/session-%s", m->env.state_dir, s->id) < 0) {
-                        s->staging = NULL;
+                _cleanup_free_ char *staging = NULL;
+                if (asprintf(&staging, "%s/session-%s", m->env.state_dir, s->id) < 0) {
+                        staging = NULL;
                         session_free(s);
                         answer_error(call, owner, reply, "mcp-execd is out of memory");
                         return;
                 }
-                RunLauncher l;
-                r = run_launcher_spawn(&(RunLauncherSpec) { .sandbox = m->env.sandbox, .python = python,
-                                                            .env_dir = prep ? prep->env_dir : NULL,
-                                                            .staging = s->staging, .launcher = m->launcher,
-                                                            .launcher_len = m->launcher_len, .cgroup = s->cgroup },
-                                       &l);
+                r = run_launcher_spawn(s->proc, &(RunLauncherSpec) { .python = python,
+                                                                     .env_dir = prep ? prep->env_dir : NULL,
+                                                                     .staging = staging, .launcher = m->launcher,
+                                                                     .launcher_len = m->launcher_len });
                 if (r < 0) {
-                        free(TAKE_PTR(s->staging)); /* removed by run_launcher_spawn() */
                         session_free(s);
                         answer_errorf(call, owner, reply, "cannot start the session's sandbox: %s", strerror(-r));
                         return;
                 }
-                s->child = l.child;
-                s->stdin_fd = l.stdin_fd;
-                s->streams[0].fd = l.stdout_fd;
-                s->streams[1].fd = l.stderr_fd;
         }
         s->state = PYSESSION_OPENING;
         s->open_call = call;
         s->open_owner = owner;
         s->open_reply = reply;
 
-        struct io_uring_sqe *sqe = ring_get_sqe(m->env.ring, &s->op_pidfd);
-        io_uring_prep_poll_add(sqe, s->child.pidfd, POLLIN);
-        timer_arm(s, PYSESSION_OPEN_TIMEOUT_USEC);
+        proc_watch_exit(s->proc);
+        proc_timer_arm(s->proc, PYSESSION_OPEN_TIMEOUT_USEC);
 
         if (s->warm) {
-                /* The switch, then its ready line: on_stream() reads it as a cold session's. */
-                sqe = ring_get_sqe(m->env.ring, &s->op_stdin);
-                io_uring_prep_write(sqe, s->stdin_fd, m->switch_msg, (unsigned) m->switch_len, (uint64_t) -1);
-                stream_read(&s->streams[0]);
-                stream_read(&s->streams[1]);
-                control_read(s);
+                /* The switch, then its ready line: session_on_output() reads it as a cold session's. */
+                proc_write(s->proc, m->switch_msg, m->switch_len, false);
+                stream_read(s, 0);
+                stream_read(s, 1);
+                proc_watch_reports(s->proc);
                 sweep_arm(m);
                 return;
         }
         _cleanup_free_ char *problem = NULL;
-        r = s->cgroup ? cgroup_run_place(s->cgroup, s->child.pid, s->child.pidfd, on_placed, s, &problem) : 1;
+        r = proc_place(s->proc, &problem);
         if (r < 0) {
                 session_kill(s, PYSESSION_END_ERROR, problem ? problem : "cannot place the session in its cgroup");
                 return;
         }
         if (r == 0) {
-                s->placing = true; /* on_placed() releases it */
+                /* session_on_placed() releases it */
         } else if (session_release(s) < 0) {
                 session_kill(s, PYSESSION_END_ERROR, "cannot release the session's sandbox");
                 return;
@@ -1134,27 +1006,18 @@ static PySession *session_find(PySessions *m, const char *handle) {
         return found;
 }
 
-static void on_stdin(RingOp *op, int res) {
-        PySession *s = container_of(op, PySession, op_stdin);
+static void session_on_written(Proc *p, int error, void *userdata) {
+        PySession *s = userdata;
         if (s->state == PYSESSION_DEAD) {
                 session_maybe_free(s);
                 return;
         }
-        PyCall *c = s->call;
-        if (res <= 0) {
+        if (error < 0) {
                 session_kill(s, PYSESSION_END_ERROR, "cannot write the call to the interpreter");
                 return;
         }
-        if (!c)
-                return;
-        c->msg_off += (size_t) res;
-        if (c->msg_off < c->msg_len) {
-                struct io_uring_sqe *sqe = ring_get_sqe(s->m->env.ring, &s->op_stdin);
-                io_uring_prep_write(sqe, s->stdin_fd, c->msg + c->msg_off,
-                                    (unsigned) MIN(c->msg_len - c->msg_off, (size_t) 1 << 20), (uint64_t) -1);
-                return;
-        }
-        free(TAKE_PTR(c->msg));
+        if (s->call)
+                free(TAKE_PTR(s->call->msg));
 }
 
 /* A handle that names no session here. One bearing another instance's tag came through a load
@@ -1172,17 +1035,16 @@ static void answer_unknown(PySessions *m, McpCall *call, void *owner, JobReplyFn
 /* The call holds its slot: its code goes to the interpreter and its deadline runs from now. */
 static void call_start(PySession *s) {
         PyCall *c = s->call;
-        if (s->cgroup)
-                c->have_usage_start = cgroup_run_usage(s->cgroup, &c->usage_start) >= 0;
+        if (proc_has_cgroup(s->proc))
+                c->have_usage_start = proc_read_usage(s->proc, &c->usage_start) >= 0;
         c->started = true;
         s->calls++;
         s->in_grace = false;
         s->streams[0].ended = s->streams[1].ended = false;
         s->streams[0].held = s->streams[1].held = 0;
         c->t_release = now_usec();
-        struct io_uring_sqe *sqe = ring_get_sqe(s->m->env.ring, &s->op_stdin);
-        io_uring_prep_write(sqe, s->stdin_fd, c->msg, (unsigned) MIN(c->msg_len, (size_t) 1 << 20), (uint64_t) -1);
-        timer_arm(s, (uint64_t) mcp_call_args(c->call)->timeout_s * 1000000u);
+        proc_write(s->proc, c->msg, c->msg_len, false);
+        proc_timer_arm(s->proc, (uint64_t) mcp_call_args(c->call)->timeout_s * 1000000u);
 }
 
 static void on_slot_granted(SchedulerSlot *slot) {
@@ -1425,8 +1287,8 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
                 } else if (!s->in_grace) {
                         s->in_grace = true;
                         s->call->interrupted = true;
-                        session_interrupt(s);
-                        timer_arm(s, PYSESSION_GRACE_USEC);
+                        proc_interrupt(s->proc);
+                        proc_timer_arm(s->proc, PYSESSION_GRACE_USEC);
                 }
                 if (id_key)
                         break;
@@ -1447,7 +1309,7 @@ static void hook_gauges(void *userdata, Metrics *metrics) {
                 if (s->state == PYSESSION_DEAD)
                         continue;
                 open++;
-                if (s->cgroup && cgroup_run_payload_fd(s->cgroup) >= 0 && cgroup_run_usage(s->cgroup, &u) >= 0)
+                if (proc_read_usage(s->proc, &u) >= 0)
                         memory += u.memory_current_bytes;
         }
         metrics_set_py_sessions(metrics, open, memory);

@@ -8,7 +8,7 @@
  * discarded), writes one fixed-size ready line on stdout ("MCPEXECD-READY <user µs> <system µs>
  * <rss bytes>") and blocks reading stdin. The pool reads exactly that line from the ring (so the
  * stdout the call sees starts clean), then the sandbox is ready: no operation of ours is in flight
- * on it, it is three fds, a pidfd and the control socket.
+ * on it, it is a proc (proc.h: three fds, a pidfd and the control socket) that a call takes whole.
  *
  * How a call takes one (run.c): the oldest ready one that is alive (nothing readable on its stdout,
  * its init not exited) and younger than max_age; it becomes the run's. The run writes one message
@@ -55,15 +55,12 @@
  * answer once POOL_RETRY_USEC have passed (a process limit of the daemon's user, a full disk or an
  * upgrade in progress may pass). */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -89,17 +86,13 @@
 
 typedef struct PoolEntry PoolEntry;
 struct PoolEntry {
-        RingOp op; /* the read of the ready line */
         RunPool *pool;
         LIST_FIELDS(PoolEntry, entries);
         bool ready;
         bool background; /* made at the lower weight: given the runs' back when taken */
-        bool placing;    /* systemd is making its scope: held, not released yet */
-        char id[17];     /* its run id, which a call takes with it: mcp-execd-run-<id>.scope */
-        char *staging;
-        SandboxChild child;
-        CgroupRun *cgroup; /* its scope or cgroup; NULL in rlimit mode */
-        int stdin_fd, stdout_fd, stderr_fd;
+        /* The sandbox: its id (the run id a call takes with it: mcp-execd-run-<id>.scope), staging
+         * directory, scope or cgroup (none in rlimit mode); its one operation is the ready line's read. */
+        Proc *proc;
         uint64_t t_spawn, t_ready;
         uint64_t utime_usec, stime_usec, rss_bytes;
         char line[POOL_READY_BYTES + 1];
@@ -138,14 +131,6 @@ static int launcher_build(RunPool *p) {
         return 0;
 }
 
-static void entry_staging_remove(PoolEntry *e) {
-        if (!e->staging)
-                return;
-        (void) rm_rf(e->staging);
-        free(e->staging);
-        e->staging = NULL;
-}
-
 /* Kills the sandbox (its init, hence its PID namespace) and reaps it. */
 static void entry_destroy(PoolEntry *e) {
         RunPool *p = e->pool;
@@ -155,20 +140,8 @@ static void entry_destroy(PoolEntry *e) {
                 if (e->ready)
                         p->n_ready--;
         }
-        e->stdin_fd = safe_close(e->stdin_fd);
-        e->stdout_fd = safe_close(e->stdout_fd);
-        e->stderr_fd = safe_close(e->stderr_fd);
-        if (e->child.pidfd >= 0) {
-                (void) sandbox_child_kill(&e->child);
-                siginfo_t si;
-                while (waitid((idtype_t) P_PIDFD, (id_t) e->child.pidfd, &si, WEXITED) < 0 && errno == EINTR)
-                        ;
-        }
-        sandbox_child_done(&e->child);
-        /* After the init is reaped (cgroupfs removes empty cgroups only); a placement in flight is
-         * given up, and the scope systemd may still make is empty and collected. */
-        e->cgroup = cgroup_run_free(e->cgroup);
-        entry_staging_remove(e);
+        /* Killed and reaped, then its cgroup and staging directory go (proc_free()). */
+        e->proc = proc_free(e->proc);
         free(e);
 }
 
@@ -211,11 +184,11 @@ static void entry_became_ready(PoolEntry *e) {
         e->pool->n_ready++;
         e->pool->failures = 0;
         /* Python runs the launcher: the init has copied it into the sandbox's /tmp. */
-        entry_staging_remove(e);
+        proc_staging_remove(e->proc);
 }
 
-static void on_ready_line(RingOp *op, int res) {
-        PoolEntry *e = container_of(op, PoolEntry, op);
+static void on_ready_line(Proc *proc, int stream, const char *buf, ssize_t res, void *userdata) {
+        PoolEntry *e = userdata;
         RunPool *p = e->pool;
 
         if (p->stopped || res <= 0) {
@@ -225,6 +198,7 @@ static void on_ready_line(RingOp *op, int res) {
                 entry_destroy(e);
                 return;
         }
+        memcpy(e->line, buf, (size_t) res); /* at most POOL_READY_BYTES: proc_read()'s bound */
         const char *failed = NULL;
         int r = entry_parse_line(e, (size_t) res, &failed);
         if (r > 0) {
@@ -262,8 +236,8 @@ static uint32_t pool_backstop_s(const RunPool *p) {
  * a call takes it, when it can have a lower one), then the release into payload/. */
 static int entry_release(PoolEntry *e) {
         RunPool *p = e->pool;
-        if (e->cgroup && e->background) {
-                int r = cgroup_run_set_cpu_weight(e->cgroup, POOL_CPU_WEIGHT);
+        if (proc_has_cgroup(e->proc) && e->background) {
+                int r = proc_set_cpu_weight(e->proc, POOL_CPU_WEIGHT);
                 if (r < 0) {
                         /* No cpu controller for the runs' cgroups (a user manager may not delegate
                          * it): ready sandboxes wait at the runs' weight, as unprivileged rlimit
@@ -274,14 +248,13 @@ static int entry_release(PoolEntry *e) {
                         p->config.background = false;
                 }
         }
-        return sandbox_child_release_into(&e->child, e->cgroup ? cgroup_run_payload_fd(e->cgroup) : -EBADF);
+        return proc_release(e->proc);
 }
 
 /* systemd made the scope (or could not): the sandbox goes on like a cgroupfs one, or goes. */
-static void entry_on_placed(CgroupRun *cr, int error, const char *message, void *userdata) {
+static void entry_on_placed(Proc *proc, int error, const char *message, void *userdata) {
         PoolEntry *e = userdata;
         RunPool *p = e->pool;
-        e->placing = false;
         if (p->stopped) {
                 entry_destroy(e);
                 return;
@@ -300,69 +273,57 @@ static void entry_on_placed(CgroupRun *cr, int error, const char *message, void 
         entry_read_line(e);
 }
 
+static const ProcHandler entry_proc_handler = {
+        .placed = entry_on_placed,
+        .output = on_ready_line,
+};
+
 /* Spawns one sandbox, in its own scope or cgroup if with_cgroup, and releases it (with a scope, once
- * systemd has made it: e->placing until then, and entry_on_placed() also starts the read); its
+ * systemd has made it: proc_placing() until then, and entry_on_placed() also starts the read); its
  * Python starts the launcher in warm mode, at a lower CPU weight if background. */
 static int entry_spawn(RunPool *p, bool background, bool with_cgroup, PoolEntry **ret) {
         PoolEntry *e = calloc(1, sizeof(*e));
         if (!e)
                 return -ENOMEM;
-        *e = (PoolEntry) {
-                .op.callback = on_ready_line,
-                .pool = p,
-                .child = { .pidfd = -EBADF, .control_fd = -EBADF },
-                .stdin_fd = -EBADF,
-                .stdout_fd = -EBADF,
-                .stderr_fd = -EBADF,
-                .background = background,
-        };
-        int r = str_random_hex(e->id, 8);
+        *e = (PoolEntry) { .pool = p, .background = background };
+        char id[17];
+        _cleanup_free_ char *staging = NULL;
+        int r = str_random_hex(id, 8);
         if (r < 0)
                 goto fail;
-        if (with_cgroup) {
-                /* Made now with the runs' limits (cgroupfs: the init is cloned into supervisor/). */
-                r = cgroup_run_new(p->config.cgroup, e->id, pool_backstop_s(p), &e->cgroup);
-                if (r < 0)
-                        goto fail;
-        }
-        if (asprintf(&e->staging, "%s/ready-%" PRIu64, p->state_dir, ++p->serial) < 0) {
-                e->staging = NULL;
+        /* Made now with the runs' limits (cgroupfs: the init is cloned into supervisor/). */
+        r = proc_new(&(ProcSpec) { .ring = p->config.ring, .sandbox = p->config.sandbox,
+                                   .cgroup = with_cgroup ? p->config.cgroup : NULL, .id = id,
+                                   .backstop_s = pool_backstop_s(p) },
+                     &entry_proc_handler, e, &e->proc);
+        if (r < 0)
+                goto fail;
+        if (asprintf(&staging, "%s/ready-%" PRIu64, p->state_dir, ++p->serial) < 0) {
+                staging = NULL;
                 r = -ENOMEM;
                 goto fail;
         }
-        RunLauncher l;
-        r = run_launcher_spawn(&(RunLauncherSpec) { .sandbox = p->config.sandbox, .python = p->python,
-                                                    .staging = e->staging, .launcher = p->launcher,
-                                                    .launcher_len = p->launcher_len, .cgroup = e->cgroup,
-                                                    .background = background },
-                               &l);
-        if (r < 0) {
-                free(e->staging); /* removed by run_launcher_spawn() */
-                e->staging = NULL;
+        r = run_launcher_spawn(e->proc, &(RunLauncherSpec) { .python = p->python, .staging = staging,
+                                                             .launcher = p->launcher,
+                                                             .launcher_len = p->launcher_len,
+                                                             .background = background });
+        if (r < 0)
                 goto fail;
-        }
-        e->child = l.child;
         e->t_spawn = now_usec();
-        e->stdin_fd = l.stdin_fd;
-        e->stdout_fd = l.stdout_fd;
-        e->stderr_fd = l.stderr_fd;
         LIST_APPEND(entries, p->entries, e);
         p->n_entries++;
-        if (e->cgroup) {
-                _cleanup_free_ char *problem = NULL;
-                r = cgroup_run_place(e->cgroup, e->child.pid, e->child.pidfd, entry_on_placed, e, &problem);
-                if (r < 0) {
-                        log_debug("warm pool: %s", problem ? problem : "cannot place a ready sandbox");
-                        entry_destroy(e);
-                        return r;
-                }
-                if (r == 0) {
-                        /* The init lives until systemd's job is done (run.c's placing: an init
-                         * killed meanwhile leaves a scope systemd cannot remove). */
-                        e->placing = true;
-                        *ret = e;
-                        return 0;
-                }
+        _cleanup_free_ char *problem = NULL;
+        r = proc_place(e->proc, &problem);
+        if (r < 0) {
+                log_debug("warm pool: %s", problem ? problem : "cannot place a ready sandbox");
+                entry_destroy(e);
+                return r;
+        }
+        if (r == 0) {
+                /* The init lives until systemd's job is done (proc_kill_init(): an init killed
+                 * meanwhile leaves a scope systemd cannot remove). */
+                *ret = e;
+                return 0;
         }
         r = entry_release(e);
         if (r < 0) {
@@ -377,10 +338,9 @@ fail:
 }
 
 static void entry_read_line(PoolEntry *e) {
-        if (e->placing)
+        if (proc_placing(e->proc))
                 return; /* entry_on_placed() reads */
-        struct io_uring_sqe *sqe = ring_get_sqe(e->pool->config.ring, &e->op);
-        io_uring_prep_read(sqe, e->stdout_fd, e->line, POOL_READY_BYTES, (uint64_t) -1);
+        proc_read(e->proc, 0, POOL_READY_BYTES);
 }
 
 static void age_arm(RunPool *p);
@@ -432,8 +392,8 @@ static void on_age(RingOp *op, int res) {
                 /* Also one that never became ready (a scope systemd never made, a preload that
                  * hangs): it would hold its place in the pool for ever. A read in flight completes
                  * at EOF once its sandbox is dead, and destroys it. */
-                if (e->op.busy)
-                        (void) sandbox_child_kill(&e->child);
+                if (proc_busy(e->proc))
+                        (void) proc_kill_init(e->proc);
                 else
                         entry_destroy(e);
         }
@@ -460,8 +420,8 @@ static bool entry_usable(const PoolEntry *e, uint64_t now) {
         if (now - e->t_spawn > e->pool->config.max_age_usec)
                 return false;
         struct pollfd pfd[2] = {
-                { .fd = e->stdout_fd, .events = POLLIN },
-                { .fd = e->child.pidfd, .events = POLLIN },
+                { .fd = proc_stream_fd(e->proc, 0), .events = POLLIN },
+                { .fd = proc_pidfd(e->proc), .events = POLLIN },
         };
         return poll(pfd, 2, 0) == 0;
 }
@@ -480,14 +440,13 @@ int run_pool_take(RunPool *p, RunReady *ret) {
                 /* The runs' CPU weight back, or the sandbox is not used: a call never runs at the
                  * refill's weight. Refused (no CAP_SYS_NICE after all): later ones are made at the
                  * runs' weight. */
-                if (e->cgroup) {
+                if (proc_has_cgroup(e->proc)) {
                         /* The runs' weight back, then what payload/ spent and holds now: the
                          * preload's, not the call's (issue 16.3). */
-                        int r = e->background ? cgroup_run_set_cpu_weight(e->cgroup, CGROUP_CPU_WEIGHT_RUN)
-                                              : 0;
+                        int r = e->background ? proc_set_cpu_weight(e->proc, CGROUP_CPU_WEIGHT_RUN) : 0;
                         CgroupUsage u = {};
                         if (r >= 0)
-                                r = cgroup_run_usage(e->cgroup, &u);
+                                r = proc_read_usage(e->proc, &u);
                         if (r < 0) {
                                 log_debug("warm pool: a ready sandbox's cgroup cannot be %s (%s), not used",
                                           e->background ? "given the runs' weight back or read" : "read",
@@ -499,7 +458,7 @@ int run_pool_take(RunPool *p, RunReady *ret) {
                         e->stime_usec = u.cpu_system_usec;
                         e->rss_bytes = u.memory_current_bytes;
                 } else if (e->background) {
-                        int r = sandbox_child_foreground(&e->child);
+                        int r = proc_foreground(e->proc);
                         if (r == -EPERM || r == -EACCES) {
                                 log_warning_errno(r, "warm pool: cannot give a ready sandbox the runs' CPU weight "
                                                   "back: %m; ready sandboxes are made at the runs' weight from now on");
@@ -513,17 +472,12 @@ int run_pool_take(RunPool *p, RunReady *ret) {
                         }
                 }
                 *ret = (RunReady) {
-                        .child = e->child,
-                        .cgroup = TAKE_PTR(e->cgroup),
-                        .stdin_fd = TAKE_FD(e->stdin_fd),
-                        .stdout_fd = TAKE_FD(e->stdout_fd),
-                        .stderr_fd = TAKE_FD(e->stderr_fd),
+                        .proc = TAKE_PTR(e->proc),
                         .preload_utime_usec = e->utime_usec,
                         .preload_stime_usec = e->stime_usec,
                         .rss_bytes = e->rss_bytes,
                 };
-                memcpy(ret->id, e->id, sizeof(ret->id));
-                e->child = (SandboxChild) { .pidfd = -EBADF, .control_fd = -EBADF };
+                proc_set_handler(ret->proc, NULL, NULL); /* the taker sets its own */
                 entry_destroy(e);
                 return 0;
         }
@@ -552,7 +506,7 @@ static int pool_check_preload(RunPool *p, char **reterr_message) {
                         r = -ETIMEDOUT;
                         break;
                 }
-                struct pollfd pfd = { .fd = e->stdout_fd, .events = POLLIN };
+                struct pollfd pfd = { .fd = proc_stream_fd(e->proc, 0), .events = POLLIN };
                 int k = poll(&pfd, 1, (int) ((deadline - now) / 1000) + 1);
                 if (k < 0 && errno == EINTR)
                         continue;
@@ -560,7 +514,7 @@ static int pool_check_preload(RunPool *p, char **reterr_message) {
                         r = k < 0 ? -errno : -ETIMEDOUT;
                         break;
                 }
-                ssize_t n = read(e->stdout_fd, e->line + got, POOL_READY_BYTES - got);
+                ssize_t n = read(proc_stream_fd(e->proc, 0), e->line + got, POOL_READY_BYTES - got);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0) {
@@ -582,9 +536,9 @@ static int pool_check_preload(RunPool *p, char **reterr_message) {
          * ended first, and the read does not wait, so a hung import cannot hang the start. */
         char why[512] = "";
         if (q != 0) {
-                (void) sandbox_child_kill(&e->child);
-                (void) fd_set_nonblock(e->stderr_fd, true);
-                ssize_t n = read(e->stderr_fd, why, sizeof(why) - 1);
+                (void) proc_kill_init(e->proc);
+                (void) fd_set_nonblock(proc_stream_fd(e->proc, 1), true);
+                ssize_t n = read(proc_stream_fd(e->proc, 1), why, sizeof(why) - 1);
                 why[MAX(n, (ssize_t) 0)] = 0;
                 for (char *c = why; *c; c++)
                         if (*c == '\n')
@@ -643,10 +597,10 @@ void run_pool_stop(RunPool *p) {
                 return;
         p->stopped = true;
         LIST_FOREACH_SAFE(entries, e, n, p->entries) {
-                if (e->op.busy) {
+                if (proc_busy(e->proc)) {
                         /* Its read completes (EOF once the sandbox is dead) and destroys it. */
-                        (void) sandbox_child_kill(&e->child);
-                        ring_cancel(p->config.ring, &e->op);
+                        (void) proc_kill_init(e->proc);
+                        proc_cancel(e->proc, PROC_OP_STREAMS);
                 } else
                         entry_destroy(e);
         }
@@ -662,7 +616,7 @@ bool run_pool_busy(const RunPool *p) {
         if (p->op_refill.busy || p->op_age.busy)
                 return true;
         LIST_FOREACH(entries, e, p->entries)
-                if (e->op.busy)
+                if (proc_busy(e->proc))
                         return true;
         return false;
 }
@@ -672,7 +626,7 @@ RunPool *run_pool_free(RunPool *p) {
                 return NULL;
         /* Whatever is left (a teardown that gave up on the ring): kill and reap, leak nothing. */
         LIST_FOREACH_SAFE(entries, e, n, p->entries)
-                if (!e->op.busy)
+                if (!proc_busy(e->proc))
                         entry_destroy(e);
         free((char *) p->config.preload);
         free(p->state_dir);

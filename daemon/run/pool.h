@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "cgroup.h"
+#include "proc.h"
 #include "ring.h"
 #include "sandbox.h"
 
@@ -28,16 +29,12 @@ typedef struct RunPoolConfig {
                                 * max_age / 2 replaces them when no call comes); UINT64_MAX: never */
 } RunPoolConfig;
 
-/* A ready sandbox handed to a run (or to a Python session): the init (holding its PID namespace),
- * the run's ends of its three pipes, and what the launcher reported when it became ready. The run
- * owns all of it. */
+/* A ready sandbox handed to a run (or to a Python session): its proc (the init holding its PID
+ * namespace, placed and released, no operation in flight; its id names its scope, which the taker's
+ * id becomes) and what the launcher reported when it became ready. The taker owns all of it and
+ * sets the proc's handler. */
 typedef struct RunReady {
-        char id[17];        /* its run id: its scope is mcp-execd-run-<id>.scope */
-        SandboxChild child;
-        CgroupRun *cgroup;  /* its scope or cgroup, placed, payload/ holding Python; NULL: rlimits */
-        int stdin_fd;  /* the launcher reads the call's message here first, then the caller's stdin */
-        int stdout_fd; /* the ready line already consumed: what comes now is the call's */
-        int stderr_fd;
+        Proc *proc;
         uint64_t preload_utime_usec; /* CPU used before the call: the launcher's when ready (rlimits),
                                       * payload/'s when taken (cgroup): not the call's */
         uint64_t preload_stime_usec;

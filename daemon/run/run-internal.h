@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "cgroup.h"
+#include "run.h"
 
 /* What is known of a run once it is over: our own flags, the init's report, the cgroup's counters. */
 typedef struct RunEndFacts {
@@ -23,15 +24,6 @@ typedef struct RunEndFacts {
          * memory when ready; cgroup: payload/'s memory.current when taken); 0 for a cold run. */
         uint64_t memory_at_start_bytes;
 } RunEndFacts;
-
-/* How the run ended, as its result says it. */
-typedef struct RunEnd {
-        int exit_code;   /* Python's exit status; -N when signal N ended it; -1 when timed out or unknown */
-        char signal[16]; /* "SIGKILL", "SIGSEGV", …; "" when it exited */
-        bool oom_killed;     /* memory.events oom_kill: only the counters can tell (an OOM kill is a SIGKILL) */
-        bool pids_limit_hit; /* pids.events max */
-        uint64_t memory_peak_bytes, cpu_user_usec, cpu_system_usec;
-} RunEnd;
 
 /* Decides how a run ended from its facts, never from the exit signal alone: a deadline kill and an
  * OOM kill are both SIGKILL, told apart by timed_out and the counters. */

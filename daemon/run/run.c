@@ -5,16 +5,16 @@
  * the rest of its PID namespace); in the first case the init's exit and the namespaces' teardown
  * come after the answer, and the run is freed only once its init is reaped. How it ended is
  * decided from our own flags and the cgroup's counters, never from the exit signal alone (an OOM
- * kill and a deadline kill are both SIGKILL). */
+ * kill and a deadline kill are both SIGKILL). The process itself (its pidfd, pipes, scope or cgroup,
+ * staging directory, timer and reaping) is a Proc (proc.h), a cold run's own or a ready sandbox's;
+ * this file decides what its events mean for the run. */
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,13 +24,13 @@
 #include "log.h"
 #include "output.h"
 #include "outputs.h"
+#include "proc.h"
 #include "py-launch.h"
 #include "run-internal.h"
 #include "run.h"
 #include "spawn.h"
 #include "str-util.h"
 
-#define RUN_READ_BUF_BYTES (64u * 1024u)
 #define RUN_SCRIPT_NAME MCP_RUN_SCRIPT
 /* After a kill the kernel tears the run down in milliseconds; this bounds how long a reply can lag
  * behind the deadline if something does not go away. */
@@ -44,19 +44,9 @@ typedef enum RunPhase {
         RUN_FINISHED, /* done called */
 } RunPhase;
 
-typedef struct RunStream {
-        RingOp op;
-        Run *run;
-        int fd;
-        int index;
-        bool eof;
-        char buf[RUN_READ_BUF_BYTES];
-} RunStream;
-
 struct Run {
         RunEnv env;
         char id[17];
-        char *staging;
         RunPhase phase;
         RunDoneFn done;
         void *userdata;
@@ -68,7 +58,6 @@ struct Run {
         size_t code_len;
         char *stdin_data;
         size_t stdin_len;
-        size_t stdin_off;
         uint32_t timeout_s;
         uint64_t queue_ms;
         char *python;  /* RunParams.python, or NULL */
@@ -81,22 +70,21 @@ struct Run {
         uint64_t preload_utime_usec, preload_stime_usec; /* the launcher's CPU when it became ready */
         uint64_t memory_at_start_bytes;                  /* its resident memory then */
 
-        SandboxChild child;
-        CgroupRun *cgroup;
-        bool child_spawned;
+        /* The sandboxed process: its pidfd, pipes, scope or cgroup, staging directory and one timer,
+         * which is the placement's deadline while placing, the run's deadline once released, and
+         * the grace once killed. NULL until made (a start that failed before). */
+        Proc *proc;
         bool child_released; /* Python may run */
-        bool init_exited;    /* pidfd said so, and it was reaped */
         bool exit_reported;  /* the init sent EXITED */
         bool payload_gone;   /* ... with SANDBOX_REPORT_ALONE: no process of the run is left */
         int wait_status;
-        SandboxReport report;
+        SandboxReport report; /* the EXITED one: the init's rusage */
         CgroupStats stats;
         bool stats_read;
         char *error;         /* infrastructure failure, for a tool error */
 
         bool timed_out;
         bool killed;         /* by us: deadline, cancellation or shutdown */
-        bool placing;        /* systemd is making the run's scope: its init may not die yet */
         bool init_killed;
         bool grace_over;
         uint64_t t_spawn, t_placed, t_release, t_end;
@@ -104,17 +92,16 @@ struct Run {
         uint64_t t_call, t_staged, t_started, t_collected, t_eof, t_init_exit;
 
         Output output;
-        RunStream streams[2];
-        int stdin_fd;
 
         RunEnd end; /* decided when it is over */
 
-        RingOp op_stdin, op_control, op_pidfd, op_timer, op_grace, op_start, op_place, op_let_go;
-        struct __kernel_timespec deadline, grace, place;
+        RingOp op_start;
 };
 
+static const ProcHandler run_proc_handler;
 static void run_maybe_finish(Run *run);
 static void run_steps_log(const Run *run, const char *when);
+static void run_go(Run *run);
 
 static void run_fail(Run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void run_fail(Run *run, const char *fmt, ...) {
@@ -130,41 +117,15 @@ static void run_fail(Run *run, const char *fmt, ...) {
 }
 
 static bool run_ops_busy(const Run *run) {
-        return run->streams[0].op.busy || run->streams[1].op.busy || run->op_stdin.busy ||
-               run->op_control.busy || run->op_pidfd.busy || run->op_timer.busy || run->op_grace.busy ||
-               run->op_start.busy || run->op_place.busy || run->op_let_go.busy;
-}
-
-static void run_staging_remove(Run *run) {
-        if (!run->staging)
-                return;
-        int r = rm_rf(run->staging);
-        if (r < 0)
-                log_warning_errno(r, "run %s: cannot remove its staging directory: %m, ignoring", run->id);
-        free(run->staging);
-        run->staging = NULL;
+        return run->op_start.busy || (run->proc && proc_busy(run->proc));
 }
 
 static void run_free(Run *run) {
-        run->stdin_fd = safe_close(run->stdin_fd);
-        for (int i = 0; i < 2; i++)
-                run->streams[i].fd = safe_close(run->streams[i].fd);
-        if (run->child_spawned) {
-                if (!run->init_exited) {
-                        /* Never leave a live init or a zombie behind (a start that failed half-way,
-                         * or an init that outlived its grace): kill and reap it. */
-                        (void) sandbox_child_kill(&run->child);
-                        siginfo_t si;
-                        (void) waitid((idtype_t) P_PIDFD, (id_t) run->child.pidfd, &si, WEXITED);
-                }
-                sandbox_child_done(&run->child);
-        }
-        /* After the init is reaped: its PID namespace, hence every process of the run, is gone. */
-        cgroup_run_free(run->cgroup);
-        run_staging_remove(run);
+        /* A live init is killed and reaped first: its PID namespace, hence every process of the
+         * run, is gone before its cgroup and staging directory are. */
+        proc_free(run->proc);
         output_done(&run->output);
         outputs_done(&run->outputs);
-        free(run->staging);
         free(run->code);
         free(run->stdin_data);
         free(run->python);
@@ -180,114 +141,57 @@ static void run_maybe_free(Run *run) {
                 run_free(run);
 }
 
-static void stream_read(Run *run, RunStream *s) {
-        struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, &s->op);
-        io_uring_prep_read(sqe, s->fd, s->buf, sizeof(s->buf), (uint64_t) -1);
+static bool run_init_exited(const Run *run) {
+        return run->proc && proc_init_exited(run->proc);
 }
 
-static void on_stream(RingOp *op, int res) {
-        RunStream *s = container_of(op, RunStream, op);
-        Run *run = s->run;
+static void run_kill_init(Run *run) {
+        if (!run->proc || !proc_spawned(run->proc) || proc_init_exited(run->proc) || run->init_killed)
+                return;
+        run->init_killed = true;
+        int r = proc_kill_init(run->proc);
+        if (r < 0 && r != -ESRCH)
+                log_warning_errno(r, "run %s: cannot kill its init: %m", run->id);
+}
 
-        if (res > 0 && run->phase == RUN_RUNNING) {
-                if (output_add(&run->output, s->index, s->buf, (size_t) res) < 0)
+static void run_on_output(Proc *p, int stream, const char *buf, ssize_t n, void *userdata) {
+        Run *run = userdata;
+
+        if (n > 0 && run->phase == RUN_RUNNING) {
+                if (output_add(&run->output, stream, buf, (size_t) n) < 0)
                         run_fail(run, "out of memory while collecting output");
-                stream_read(run, s);
+                proc_read(p, stream, SIZE_MAX);
                 return;
         }
         /* EOF, an error, or the run is over (a cancelled read). */
-        s->eof = true;
-        s->fd = safe_close(s->fd);
-        if (run->streams[0].eof && run->streams[1].eof && !run->t_eof)
+        if (proc_eof(p, 0) && proc_eof(p, 1) && !run->t_eof)
                 run->t_eof = now_usec();
         run_maybe_finish(run);
         run_maybe_free(run);
 }
 
-static void stdin_write(Run *run) {
-        struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, &run->op_stdin);
-        size_t n = MIN(run->stdin_len - run->stdin_off, (size_t) 1 << 20);
-        io_uring_prep_write(sqe, run->stdin_fd, run->stdin_data + run->stdin_off, (unsigned) n, (uint64_t) -1);
+static void run_on_written(Proc *p, int error, void *userdata) {
+        /* All written, or the code stopped reading (EPIPE: SIGPIPE is ignored): stdin is closed,
+         * EOF for the code. */
+        run_maybe_free(userdata);
 }
 
-static void on_stdin(RingOp *op, int res) {
-        Run *run = container_of(op, Run, op_stdin);
-
-        if (res > 0 && run->phase == RUN_RUNNING) {
-                run->stdin_off += (size_t) res;
-                if (run->stdin_off < run->stdin_len) {
-                        stdin_write(run);
-                        return;
-                }
-        }
-        /* All written, or the code stopped reading (EPIPE: SIGPIPE is ignored): EOF for the code. */
-        run->stdin_fd = safe_close(run->stdin_fd);
-        run_maybe_free(run);
-}
-
-static void pidfd_poll(Run *run) {
-        struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, &run->op_pidfd);
-        io_uring_prep_poll_add(sqe, run->child.pidfd, POLLIN);
-}
-
-static void control_read(Run *run) {
-        struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, &run->op_control);
-        io_uring_prep_recv(sqe, run->child.control_fd, &run->report, sizeof(run->report), 0);
-}
-
-/* Lets the init go: it exits, and the kernel ends whatever is left in the run's PID namespace. */
-static void run_let_init_go(Run *run) {
-        if (run->child.control_fd >= 0)
-                (void) shutdown(run->child.control_fd, SHUT_RDWR);
-}
-
-static void timer_arm(Run *run, RingOp *op, struct __kernel_timespec *ts, uint64_t usec) {
-        ts->tv_sec = (long long) (usec / 1000000);
-        ts->tv_nsec = (long long) (usec % 1000000) * 1000;
-        struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, op);
-        io_uring_prep_timeout(sqe, ts, 0, 0);
-}
-
-static void run_kill_init(Run *run) {
-        if (!run->child_spawned || run->init_exited || run->init_killed)
-                return;
-        run->init_killed = true;
-        int r = sandbox_child_kill(&run->child);
-        if (r < 0 && r != -ESRCH)
-                log_warning_errno(r, "run %s: cannot kill its init: %m", run->id);
-}
-
-/* The init of a run that is over (payload_gone) goes after the answer: the shutdown is queued on
- * the ring behind the answer's write, so the init's wake-up and exit cannot delay that write. */
-static void on_let_go(RingOp *op, int res) {
-        Run *run = container_of(op, Run, op_let_go);
-        /* Never leave the init waiting: the shutdown again, else the kill. */
-        if (res < 0 && !run->init_exited &&
-            (run->child.control_fd < 0 || shutdown(run->child.control_fd, SHUT_RDWR) < 0))
-                (void) sandbox_child_kill(&run->child);
-        run_maybe_free(run);
-}
-
-static void run_let_init_go_later(Run *run) {
-        struct io_uring_sqe *sqe = ring_get_sqe(run->env.ring, &run->op_let_go);
-        io_uring_prep_shutdown(sqe, run->child.control_fd, SHUT_RDWR);
+static void run_on_settled(Proc *p, void *userdata) {
+        run_maybe_free(userdata);
 }
 
 /* Python is gone: the counters are final (up to leftovers, which die now), the init may go (now,
  * or after the answer when nothing of the run is left). Its outputs/ is read first, through the
  * run's root, which lives as long as the init. */
 static void run_collect(Run *run) {
-        if (run->user_code && run->child_spawned) {
-                int r = outputs_collect(run->child.pid, SANDBOX_WORK_DIR, run->env.max_return_bytes,
-                                        sandbox_run_host_uid(run->env.sandbox), sandbox_run_host_gid(run->env.sandbox),
-                                        &run->outputs);
+        if (run->user_code && proc_spawned(run->proc)) {
+                int r = run_outputs_read(&run->env, run->proc, &run->outputs);
                 if (r < 0)
                         log_warning_errno(r, "run %s: cannot read back its outputs: %m", run->id);
         }
-        if (run->cgroup && cgroup_run_payload_fd(run->cgroup) >= 0) {
-                /* Whatever the code left running in the background ends with it. */
-                (void) cgroup_run_kill(run->cgroup);
-                int r = cgroup_run_read(run->cgroup, &run->stats);
+        /* Whatever the code left running in the background ends with it. */
+        if (proc_kill_payload(run->proc) != -EBADF) {
+                int r = proc_read_stats(run->proc, &run->stats);
                 if (r < 0)
                         log_warning_errno(r, "run %s: cannot read its cgroup counters: %m", run->id);
                 else
@@ -295,40 +199,37 @@ static void run_collect(Run *run) {
         }
         run->t_collected = now_usec();
         if (!run->payload_gone)
-                run_let_init_go(run);
+                proc_let_go(run->proc);
 }
 
-static void on_control(RingOp *op, int res) {
-        Run *run = container_of(op, Run, op_control);
+static void run_on_report(Proc *p, const SandboxReport *report, void *userdata) {
+        Run *run = userdata;
 
-        if (res == (int) sizeof(SandboxReport) && run->phase == RUN_RUNNING) {
-                switch (run->report.kind) {
+        if (report && run->phase == RUN_RUNNING) {
+                switch (report->kind) {
                 case SANDBOX_REPORT_STARTED:
-                        /* Python runs: the init has copied the staging directory into the run's own
-                         * tmpfs, so the host copy of the caller's code and files can go now rather
-                         * than at the end. */
+                        /* Python runs (the proc removed the staging directory, copied in). */
                         run->t_started = now_usec();
-                        run_staging_remove(run);
-                        control_read(run);
+                        proc_watch_reports(p);
                         return;
                 case SANDBOX_REPORT_EXITED:
+                        run->report = *report;
                         run->exit_reported = true;
-                        run->payload_gone = (run->report.flags & SANDBOX_REPORT_ALONE) != 0;
-                        run->wait_status = run->report.value;
+                        run->payload_gone = (report->flags & SANDBOX_REPORT_ALONE) != 0;
+                        run->wait_status = report->value;
                         if (!run->t_end)
                                 run->t_end = now_usec();
                         run_collect(run);
                         break;
                 case SANDBOX_REPORT_FAILED:
-                        run->report.detail[sizeof(run->report.detail) - 1] = '\0';
-                        if (run->report.value == ENOENT && strncmp(run->report.detail, "execve", 6) == 0)
+                        if (report->value == ENOENT && strncmp(report->detail, "execve", 6) == 0)
                                 run_fail(run, "the interpreter %s could not be started inside the sandbox: %s "
                                               "(MCP_EXEC_PYTHON=%s)", run->env.python, strerror(ENOENT),
                                          run->env.python_name);
                         else
                                 run_fail(run, "the sandbox could not start the run: %s: %s",
-                                         run->report.detail, strerror(run->report.value));
-                        run_let_init_go(run);
+                                         report->detail, strerror(report->value));
+                        proc_let_go(p);
                         break;
                 default:
                         break;
@@ -338,20 +239,14 @@ static void on_control(RingOp *op, int res) {
         run_maybe_free(run);
 }
 
-static void on_pidfd(RingOp *op, int res) {
-        Run *run = container_of(op, Run, op_pidfd);
+static void run_on_exited(Proc *p, const siginfo_t *si, void *userdata) {
+        Run *run = userdata;
 
-        if (res < 0) {
+        if (!si) {
                 /* Cancelled: the run is over without its init (run_free kills and reaps it). */
                 run_maybe_free(run);
                 return;
         }
-        siginfo_t si = {};
-        if (waitid((idtype_t) P_PIDFD, (id_t) run->child.pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid == 0) {
-                pidfd_poll(run);
-                return;
-        }
-        run->init_exited = true;
         run->t_init_exit = now_usec();
         if (run->phase != RUN_RUNNING) {
                 /* Answered already (payload_gone): the init is reaped now, and the run may go. */
@@ -362,41 +257,55 @@ static void on_pidfd(RingOp *op, int res) {
         }
         if (!run->exit_reported && !run->killed && !run->error)
                 run_fail(run, "the run's init ended unexpectedly (%s %d)",
-                         si.si_code == CLD_EXITED ? "exit status" : "signal", si.si_status);
+                         si->si_code == CLD_EXITED ? "exit status" : "signal", si->si_status);
         if (!run->t_end)
                 run->t_end = now_usec();
         run_maybe_finish(run);
         run_maybe_free(run);
 }
 
-static void on_timer(RingOp *op, int res) {
-        Run *run = container_of(op, Run, op_timer);
+/* systemd never finished the run's scope (a lost JobRemoved, a manager that hangs): give up. */
+static void run_place_timeout(Run *run) {
+        proc_place_cancel(run->proc);
+        if (!run->killed)
+                run_fail(run, "systemd did not create the run's scope within %u s; the run was not started",
+                         RUN_PLACE_TIMEOUT_USEC / 1000000u);
+        run->killed = true;
+        run_kill_init(run);
+        proc_timer_arm(run->proc, RUN_KILL_GRACE_USEC);
+}
 
-        if (res == -ETIME && run->phase == RUN_RUNNING && !run->killed) {
+static void run_grace_over(Run *run) {
+        if (!run_init_exited(run) && !run->init_killed) {
+                /* cgroup.kill did not bring Python's exit report: end the namespace. */
+                run_kill_init(run);
+                proc_timer_arm(run->proc, RUN_KILL_GRACE_USEC);
+                return;
+        }
+        /* The grace is over: answer with what we have. */
+        run->grace_over = true;
+        run_maybe_finish(run);
+        run_maybe_free(run);
+}
+
+/* The one timer: the placement's deadline while placing, the grace once killed, else the run's. */
+static void run_on_timer(Proc *p, void *userdata) {
+        Run *run = userdata;
+
+        if (run->phase != RUN_RUNNING) {
+                run_maybe_free(run);
+                return;
+        }
+        if (proc_placing(p))
+                run_place_timeout(run);
+        else if (run->killed)
+                run_grace_over(run);
+        else {
                 /* The deadline: the flag is set before the kill, so the kill's SIGKILL is read as a
                  * timeout, not as an OOM or a crash. */
                 run->timed_out = !run->exit_reported;
                 run_kill(run);
-                return;
         }
-        run_maybe_free(run);
-}
-
-static void on_grace(RingOp *op, int res) {
-        Run *run = container_of(op, Run, op_grace);
-
-        if (res == -ETIME && run->phase == RUN_RUNNING) {
-                if (!run->init_exited && !run->init_killed) {
-                        /* cgroup.kill did not bring Python's exit report: end the namespace. */
-                        run_kill_init(run);
-                        timer_arm(run, &run->op_grace, &run->grace, RUN_KILL_GRACE_USEC);
-                        return;
-                }
-                /* The grace is over: answer with what we have. */
-                run->grace_over = true;
-                run_maybe_finish(run);
-        }
-        run_maybe_free(run);
 }
 
 void run_kill(Run *run) {
@@ -410,20 +319,17 @@ void run_kill(Run *run) {
          * accounting reads (a whole-scope kill loses them within ~30 ms). Otherwise kill the init:
          * the kernel ends its PID namespace with it. */
         int r = -EBADF;
-        if (run->child_released && run->cgroup && cgroup_run_payload_fd(run->cgroup) >= 0 && !run->exit_reported) {
-                r = cgroup_run_kill(run->cgroup);
-                if (r < 0)
+        if (run->child_released && !run->exit_reported) {
+                r = proc_kill_payload(run->proc);
+                if (r < 0 && r != -EBADF)
                         log_warning_errno(r, "run %s: cannot write cgroup.kill: %m; killing its init", run->id);
         }
-        /* While systemd makes the scope the init must live: killed now, it would empty the scope
-         * while we make its leaves, and systemd could not remove the scope's cgroup (seen: one in
-         * ~250 runs left behind). on_placed() or the placement deadline kills it. */
-        if (r < 0 && !run->placing)
+        /* While systemd makes the scope the proc keeps the init alive (proc_kill_init()): the kill
+         * follows the placement, or its deadline. */
+        if (r < 0)
                 run_kill_init(run);
-
-        ring_cancel(run->env.ring, &run->op_timer);
-        if (!run->placing)
-                timer_arm(run, &run->op_grace, &run->grace, RUN_KILL_GRACE_USEC);
+        if (!proc_placing(run->proc))
+                proc_timer_arm(run->proc, RUN_KILL_GRACE_USEC); /* instead of the deadline */
 }
 
 /* ms from the call to t, for the step log; -1 when the step did not happen (yet). */
@@ -441,7 +347,7 @@ static void run_steps_log(const Run *run, const char *when) {
                   run_step_ms(run, run->t_release), run_step_ms(run, run->t_started),
                   run_step_ms(run, run->t_end), run_step_ms(run, run->t_collected),
                   run_step_ms(run, run->t_eof), run_step_ms(run, run->t_init_exit),
-                  run_step_ms(run, now_usec()), run->warm, run->child_spawned ? (int) run->child.pid : 0,
+                  run_step_ms(run, now_usec()), run->warm, run->proc ? (int) proc_pid(run->proc) : 0,
                   run->t_call);
 }
 
@@ -476,28 +382,22 @@ static void run_finish(Run *run) {
 static void run_maybe_finish(Run *run) {
         if (run->phase != RUN_RUNNING)
                 return;
-        bool streams_done = run->streams[0].eof && run->streams[1].eof;
-        bool payload_over = run->init_exited || (run->payload_gone && !run->placing);
+        Proc *p = run->proc;
+        bool streams_done = proc_eof(p, 0) && proc_eof(p, 1);
+        bool payload_over = proc_init_exited(p) || (run->payload_gone && !proc_placing(p));
         if (!run->grace_over && !(payload_over && streams_done))
                 return;
 
         /* Whatever is still in flight is cancelled; its CQE frees nothing but is awaited. The
-         * pidfd's poll stays while the init is alive (payload_gone): on_pidfd() reaps it after the
+         * pidfd's watch stays while the init is alive (payload_gone): run_on_exited() reaps it after the
          * answer, and the run is freed only then (run_ops_busy()). */
-        ring_cancel(run->env.ring, &run->op_timer);
-        ring_cancel(run->env.ring, &run->op_grace);
-        ring_cancel(run->env.ring, &run->op_place);
-        if (run->init_exited || run->grace_over)
-                ring_cancel(run->env.ring, &run->op_pidfd);
-        ring_cancel(run->env.ring, &run->op_stdin);
-        ring_cancel(run->env.ring, &run->op_control);
-        ring_cancel(run->env.ring, &run->streams[0].op);
-        ring_cancel(run->env.ring, &run->streams[1].op);
-        if (run->grace_over && !run->init_exited && !run->error)
+        proc_cancel(p, PROC_OP_TIMER | PROC_OP_STDIN | PROC_OP_REPORTS | PROC_OP_STREAMS |
+                               (proc_init_exited(p) || run->grace_over ? PROC_OP_EXIT : 0));
+        if (run->grace_over && !proc_init_exited(p) && !run->error)
                 run_fail(run, "the run did not end within %u ms of being killed", 2 * RUN_KILL_GRACE_USEC / 1000);
         run_finish(run);
-        if (run->payload_gone && !run->init_exited)
-                run_let_init_go_later(run); /* behind the answer, queued by done() */
+        if (run->payload_gone && !proc_init_exited(p))
+                proc_let_go_later(p); /* behind the answer, queued by done() */
 }
 
 static void on_start_failed(RingOp *op, int res) {
@@ -531,20 +431,13 @@ static int run_stage_file(int dfd, const McpInputFile *f) {
 }
 
 static int run_stage(Run *run, const RunParams *p) {
-        if (asprintf(&run->staging, "%s/run-%s", run->env.state_dir, run->id) < 0) {
-                run->staging = NULL;
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/run-%s", run->env.state_dir, run->id) < 0)
                 return -ENOMEM;
-        }
         /* Private: the init reads it with our uid and copies it into the run's own tmpfs. */
-        if (mkdir(run->staging, 0700) < 0) {
-                int r = -errno;
-                free(run->staging);
-                run->staging = NULL;
-                return r;
-        }
-        _cleanup_close_ int dfd = open(run->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int dfd = proc_staging_make(run->proc, path);
         if (dfd < 0)
-                return -errno;
+                return dfd;
         for (size_t i = 0; i < p->n_files; i++) {
                 int r = run_stage_file(dfd, &p->files[i]);
                 if (r < 0)
@@ -587,13 +480,9 @@ static int run_take_ready(Run *run, const RunParams *p) {
                 return 0;
         run->warm = true;
         /* The run is the ready sandbox's: its id names its scope (the journal record's unit). */
-        memcpy(run->id, ready.id, sizeof(run->id));
-        run->cgroup = ready.cgroup;
-        run->child = ready.child;
-        run->child_spawned = true;
-        run->stdin_fd = ready.stdin_fd;
-        run->streams[0].fd = ready.stdout_fd;
-        run->streams[1].fd = ready.stderr_fd;
+        run->proc = ready.proc;
+        proc_set_handler(run->proc, &run_proc_handler, run);
+        memcpy(run->id, proc_id(run->proc), sizeof(run->id));
         run->preload_utime_usec = ready.preload_utime_usec;
         run->preload_stime_usec = ready.preload_stime_usec;
         run->memory_at_start_bytes = ready.rss_bytes;
@@ -606,9 +495,8 @@ static int run_take_ready(Run *run, const RunParams *p) {
 
 /* Python may start: release the init (with the payload cgroup), feed stdin, start the clock. */
 static void run_go(Run *run) {
-        int payload = run->cgroup ? cgroup_run_payload_fd(run->cgroup) : -EBADF;
         /* A ready sandbox's init was released by the pool: its launcher waits for stdin. */
-        int r = run->warm ? 0 : sandbox_child_release_into(&run->child, payload);
+        int r = run->warm ? 0 : proc_release(run->proc);
         if (r < 0) {
                 run_fail(run, "cannot release the run's init: %s", strerror(-r));
                 run_kill_init(run);
@@ -617,56 +505,31 @@ static void run_go(Run *run) {
         run->child_released = true;
         run->t_release = now_usec();
         if (run->stdin_len > 0)
-                stdin_write(run);
+                proc_write(run->proc, run->stdin_data, run->stdin_len, true);
         else
-                run->stdin_fd = safe_close(run->stdin_fd);
-        timer_arm(run, &run->op_timer, &run->deadline, (uint64_t) run->timeout_s * 1000000u);
+                proc_stdin_close(run->proc);
+        proc_timer_arm(run->proc, (uint64_t) run->timeout_s * 1000000u);
 }
 
-/* systemd never finished the run's scope (a lost JobRemoved, a manager that hangs): give up. */
-static void on_place_timeout(RingOp *op, int res) {
-        Run *run = container_of(op, Run, op_place);
-
-        if (res == -ETIME && run->placing && run->phase == RUN_RUNNING) {
-                run->placing = false;
-                cgroup_run_cancel_place(run->cgroup);
-                if (!run->killed)
-                        run_fail(run, "systemd did not create the run's scope within %u s; the run was not started",
-                                 RUN_PLACE_TIMEOUT_USEC / 1000000u);
-                run->killed = true;
-                run_kill_init(run);
-                timer_arm(run, &run->op_grace, &run->grace, RUN_KILL_GRACE_USEC);
-                return;
-        }
-        run_maybe_free(run);
-}
-
-static void on_placed(CgroupRun *cr, int error, const char *message, void *userdata) {
+static void run_on_placed(Proc *p, int error, const char *message, void *userdata) {
         Run *run = userdata;
 
-        run->placing = false;
         run->t_placed = now_usec();
-        ring_cancel(run->env.ring, &run->op_place);
         if (run->phase != RUN_RUNNING)
                 return;
         if (run->killed) {
-                /* Cancelled (or shut down) while waiting for its scope: the deferred kill. */
-                run_kill_init(run);
-                timer_arm(run, &run->op_grace, &run->grace, RUN_KILL_GRACE_USEC);
+                /* Cancelled (or shut down) while waiting for its scope: the deferred kill is done
+                 * (proc_kill_init()), its grace starts. */
+                proc_timer_arm(p, RUN_KILL_GRACE_USEC);
                 return;
         }
+        proc_timer_clear(p); /* the placement's deadline */
         if (error < 0) {
                 run_fail(run, "%s", message ? message : "cannot place the run in its cgroup");
                 run_kill_init(run);
                 return;
         }
         run_go(run);
-}
-
-/* Both ends of a pipe not handed over yet. */
-static void pipe_closep(int (*p)[2]) {
-        (*p)[0] = safe_close((*p)[0]);
-        (*p)[1] = safe_close((*p)[1]);
 }
 
 static int run_spawn_failed(Run *run, int r) {
@@ -678,45 +541,26 @@ static int run_spawn_failed(Run *run, int r) {
 }
 
 static int run_spawn(Run *run) {
-        _cleanup_(pipe_closep) int in[2] = { -EBADF, -EBADF };
-        _cleanup_(pipe_closep) int out[2] = { -EBADF, -EBADF };
-        _cleanup_(pipe_closep) int err[2] = { -EBADF, -EBADF };
-        int r;
-
-        if (cgroup_backend(run->env.cgroup) != CGROUP_BACKEND_NONE) {
-                r = cgroup_run_new(run->env.cgroup, run->id, run->timeout_s, &run->cgroup);
-                if (r < 0) {
-                        run_fail(run, "cannot create the run's cgroup (%s backend): %s",
-                                 cgroup_backend_name(run->env.cgroup), strerror(-r));
-                        return r;
-                }
-        }
-        /* pipe2(2) leaves the array as it was when it fails. */
-        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
-                return run_spawn_failed(run, -errno);
-        SandboxRunSpec spec = {
+        int r = proc_spawn(run->proc, &(ProcSpawn) {
                 .python = run->python ? run->python : run->env.python,
                 .env_dir = run->env_dir,
-                .staging_dir = run->staging,
                 .script = run->user_code ? MCP_RUN_LAUNCHER : RUN_SCRIPT_NAME,
-                .stdin_fd = in[0],
-                .stdout_fd = out[1],
-                .stderr_fd = err[1],
-                .supervisor_cgroup_fd = run->cgroup ? cgroup_run_supervisor_fd(run->cgroup) : -EBADF,
-                .payload_cgroup_fd = run->cgroup ? cgroup_run_payload_fd(run->cgroup) : -EBADF,
-                .rlimits = !run->cgroup,
-        };
-        r = sandbox_spawn(run->env.sandbox, &spec, &run->child);
+        });
         if (r < 0)
                 return run_spawn_failed(run, r);
-        run->child_spawned = true;
         run->t_spawn = now_usec();
-        /* The child's ends close on the way out; ours go to the run. */
-        run->stdin_fd = TAKE_FD(in[1]);
-        run->streams[0].fd = TAKE_FD(out[0]);
-        run->streams[1].fd = TAKE_FD(err[0]);
         return 0;
 }
+
+static const ProcHandler run_proc_handler = {
+        .placed = run_on_placed,
+        .report = run_on_report,
+        .exited = run_on_exited,
+        .output = run_on_output,
+        .written = run_on_written,
+        .timer = run_on_timer,
+        .settled = run_on_settled,
+};
 
 int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userdata, Run **ret) {
         /* Freed here until the first operation is submitted; from then on it frees itself. */
@@ -727,22 +571,11 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         run->env = *env;
         run->done = done;
         run->userdata = userdata;
-        run->stdin_fd = -EBADF;
-        run->child = (SandboxChild) { .pidfd = -EBADF, .control_fd = -EBADF };
         run->timeout_s = p->timeout_s;
         run->queue_ms = p->queue_ms;
         run->user_code = p->user_code;
         output_init(&run->output, env->max_output_bytes);
-        for (int i = 0; i < 2; i++)
-                run->streams[i] = (RunStream) { .op.callback = on_stream, .run = run, .fd = -EBADF, .index = i };
-        run->op_stdin.callback = on_stdin;
-        run->op_control.callback = on_control;
-        run->op_pidfd.callback = on_pidfd;
-        run->op_timer.callback = on_timer;
-        run->op_grace.callback = on_grace;
         run->op_start.callback = on_start_failed;
-        run->op_place.callback = on_place_timeout;
-        run->op_let_go.callback = on_let_go;
         run->code = malloc(p->code_len + 1);
         run->stdin_data = malloc(p->stdin_len + 1);
         if (!run->code || !run->stdin_data)
@@ -763,6 +596,12 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
                               "(MCP_EXEC_PYTHON)", env->python_name);
         else if (run_take_ready(run, p) > 0)
                 ; /* served by a ready sandbox: nothing to stage or spawn */
+        else if ((r = proc_new(&(ProcSpec) { .ring = env->ring, .sandbox = env->sandbox,
+                                             .cgroup = env->cgroup, .id = run->id,
+                                             .backstop_s = run->timeout_s },
+                               &run_proc_handler, run, &run->proc)) < 0)
+                run_fail(run, "cannot create the run's cgroup (%s backend): %s",
+                         cgroup_backend_name(env->cgroup), strerror(-r));
         else if ((r = run_stage(run, p)) < 0)
                 run_fail(run, "cannot create the run's working directory in %s: %s", env->state_dir, strerror(-r));
         else {
@@ -780,26 +619,22 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         }
 
         run->phase = RUN_RUNNING;
-        stream_read(run, &run->streams[0]);
-        stream_read(run, &run->streams[1]);
-        control_read(run);
-        pidfd_poll(run);
+        proc_read(run->proc, 0, SIZE_MAX);
+        proc_read(run->proc, 1, SIZE_MAX);
+        proc_watch_reports(run->proc);
+        proc_watch_exit(run->proc);
 
         _cleanup_free_ char *problem = NULL;
         /* A ready sandbox was placed in its scope or cgroup by the pool. */
-        r = run->cgroup && !run->warm ? cgroup_run_place(run->cgroup, run->child.pid, run->child.pidfd,
-                                                         on_placed, run, &problem)
-                                      : 1;
+        r = run->warm ? 1 : proc_place(run->proc, &problem);
         if (r < 0) {
                 run_fail(run, "%s", problem ? problem : "cannot place the run in its cgroup");
                 run_kill_init(run);
         } else if (r > 0)
                 run_go(run);
-        else {
-                /* r == 0: on_placed() releases it once systemd's job is done. */
-                run->placing = true;
-                timer_arm(run, &run->op_place, &run->place, RUN_PLACE_TIMEOUT_USEC);
-        }
+        else
+                /* r == 0: run_on_placed() releases it once systemd's job is done. */
+                proc_timer_arm(run->proc, RUN_PLACE_TIMEOUT_USEC);
         *ret = TAKE_PTR(run);
         return 0;
 }
@@ -817,40 +652,62 @@ const char *run_id(const Run *run) {
 }
 
 const char *run_unit(const Run *run) {
-        return run->cgroup ? cgroup_run_unit(run->cgroup) : NULL;
+        return run->proc ? proc_unit(run->proc) : NULL;
 }
 
 uint64_t run_place_usec(const Run *run) {
         return run->t_placed > run->t_spawn && run->t_spawn ? run->t_placed - run->t_spawn : 0;
 }
 
-void run_result(const Run *run, McpExecResult *ret) {
-        McpExecResult r = {
-                .stdout_data = run->output.stream[0].data,
-                .stdout_len = run->output.stream[0].len,
-                .stderr_data = run->output.stream[1].data,
-                .stderr_len = run->output.stream[1].len,
-                .truncated = run->output.truncated,
-                .timed_out = run->timed_out,
-                .limits = run->cgroup ? "cgroup" : "rlimit",
-                .queue_ms = run->queue_ms,
-                .files = run->outputs.files,
-                .n_files = run->outputs.n_files,
-                .files_unlisted = run->outputs.unlisted,
-                .run_id = run->id,
-                .exit_code = run->end.exit_code,
-                .signal = run->end.signal[0] ? run->end.signal : NULL,
-                .oom_killed = run->end.oom_killed,
-                .pids_limit_hit = run->end.pids_limit_hit,
-                .memory_peak_bytes = run->end.memory_peak_bytes,
-                .cpu_user_us = run->end.cpu_user_usec,
-                .cpu_system_us = run->end.cpu_system_usec,
-                .warm = run->warm,
-                .memory_at_start_bytes = run->memory_at_start_bytes,
+int run_outputs_read(const RunEnv *env, const Proc *p, Outputs *ret) {
+        return outputs_collect(proc_pid(p), SANDBOX_WORK_DIR, env->max_return_bytes,
+                               sandbox_run_host_uid(env->sandbox), sandbox_run_host_gid(env->sandbox), ret);
+}
+
+void run_result_build(const char *run_id, const char *limits, const Output *output, const Outputs *outputs,
+                      const RunEnd *end, McpExecResult *ret) {
+        *ret = (McpExecResult) {
+                .stdout_data = output->stream[0].data,
+                .stdout_len = output->stream[0].len,
+                .stderr_data = output->stream[1].data,
+                .stderr_len = output->stream[1].len,
+                .truncated = output->truncated,
+                .limits = limits,
+                .files = outputs->files,
+                .n_files = outputs->n_files,
+                .files_unlisted = outputs->unlisted,
+                .run_id = run_id,
+                .exit_code = end->exit_code,
+                .signal = end->signal[0] ? end->signal : NULL,
+                .oom_killed = end->oom_killed,
+                .pids_limit_hit = end->pids_limit_hit,
+                .memory_peak_bytes = end->memory_peak_bytes,
+                .cpu_user_us = end->cpu_user_usec,
+                .cpu_system_us = end->cpu_system_usec,
         };
+}
+
+void run_result(const Run *run, McpExecResult *ret) {
+        McpExecResult r;
+        run_result_build(run->id, run->proc ? proc_limits(run->proc) : "rlimit", &run->output, &run->outputs,
+                         &run->end, &r);
+        r.timed_out = run->timed_out;
+        r.queue_ms = run->queue_ms;
+        r.warm = run->warm;
+        r.memory_at_start_bytes = run->memory_at_start_bytes;
         uint64_t end = run->t_end ? run->t_end : now_usec();
         r.duration_ms = run->t_release && end > run->t_release ? (end - run->t_release) / 1000 : 0;
         *ret = r;
+}
+
+void run_end_wait_status(int wait_status, RunEnd *e) {
+        if (WIFEXITED(wait_status)) {
+                e->exit_code = WEXITSTATUS(wait_status);
+                e->signal[0] = '\0';
+        } else if (WIFSIGNALED(wait_status)) {
+                e->exit_code = -WTERMSIG(wait_status);
+                snprintf(e->signal, sizeof(e->signal), "SIG%s", sigabbrev_np(WTERMSIG(wait_status)) ?: "UNKNOWN");
+        }
 }
 
 void run_end_decide(const RunEndFacts *f, RunEnd *ret) {
@@ -859,12 +716,8 @@ void run_end_decide(const RunEndFacts *f, RunEnd *ret) {
                 /* mcp-exec's contract: -1 when timed out; the deadline kill is a SIGKILL. */
                 e.exit_code = -1;
                 snprintf(e.signal, sizeof(e.signal), "SIGKILL");
-        } else if (WIFEXITED(f->wait_status)) {
-                e.exit_code = WEXITSTATUS(f->wait_status);
-        } else if (WIFSIGNALED(f->wait_status)) {
-                e.exit_code = -WTERMSIG(f->wait_status);
-                snprintf(e.signal, sizeof(e.signal), "SIG%s", sigabbrev_np(WTERMSIG(f->wait_status)) ?: "UNKNOWN");
-        }
+        } else
+                run_end_wait_status(f->wait_status, &e);
         if (f->stats) {
                 /* A ready sandbox's payload/ counted its preload too: less what it had spent when
                  * the call took it (pool.c). The peak stays the cgroup's, preload included. */

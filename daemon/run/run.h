@@ -8,7 +8,9 @@
 #include "cgroup.h"
 #include "mcp.h"
 #include "output.h"
+#include "outputs.h"
 #include "pool.h"
+#include "proc.h"
 #include "ring.h"
 #include "sandbox.h"
 
@@ -54,6 +56,31 @@ typedef struct RunParams {
         const McpInputFile *files; /* validated names; written to the working directory */
         size_t n_files;
 } RunParams;
+
+/* How a sandboxed call ended, as its result says it: decided for a run by its facts (run-internal.h),
+ * for a Python session's call by the session (whose interpreter may live on). */
+typedef struct RunEnd {
+        int exit_code;   /* Python's exit status; -N when signal N ended it; -1 when timed out or unknown */
+        char signal[16]; /* "SIGKILL", "SIGSEGV", …; "" when it exited */
+        bool oom_killed;     /* memory.events oom_kill: only the counters can tell (an OOM kill is a SIGKILL) */
+        bool pids_limit_hit; /* pids.events max */
+        uint64_t memory_peak_bytes, cpu_user_usec, cpu_system_usec;
+} RunEnd;
+
+/* exit_code and signal from Python's wait status (waitpid(2)'s encoding), the rest of *e unchanged. */
+void run_end_wait_status(int wait_status, RunEnd *e);
+
+/* The result of a call that ran in a sandbox, from what every such call has: its run id (its scope's
+ * name and its files' URIs), its limits ("cgroup" or "rlimit", proc_limits()), its finished output
+ * (output_finish()), the files of its outputs/ and how it ended. Points into them. The caller adds
+ * what is its own: timed_out, the timing, warm, memory_at_start_bytes, extra. */
+void run_result_build(const char *run_id, const char *limits, const Output *output, const Outputs *outputs,
+                      const RunEnd *end, McpExecResult *ret);
+
+/* Reads back the files the code left in outputs/ of p's working directory, through p's root (its
+ * init alive, not reaped), bounded by env->max_return_bytes, with the runs' host ids. Returns 0 or
+ * -errno (ret is then empty). */
+int run_outputs_read(const RunEnv *env, const Proc *p, Outputs *ret);
 
 /* Starts a run. The params' bytes are copied. done is always called later (never from inside
  * run_start), also when the start failed. Returns 0 or -ENOMEM. */

@@ -12,58 +12,15 @@
 #include "mcp.h"
 #include "spawn.h"
 
-static void pipe_closep(int (*q)[2]) {
-        (*q)[0] = safe_close((*q)[0]);
-        (*q)[1] = safe_close((*q)[1]);
-}
-
-int run_launcher_spawn(const RunLauncherSpec *spec, RunLauncher *ret) {
-        _cleanup_(pipe_closep) int in[2] = { -EBADF, -EBADF };
-        _cleanup_(pipe_closep) int out[2] = { -EBADF, -EBADF };
-        _cleanup_(pipe_closep) int err[2] = { -EBADF, -EBADF };
-        int r;
-
-        if (mkdir(spec->staging, 0700) < 0)
-                return -errno;
-        {
-                _cleanup_close_ int dfd = open(spec->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                r = dfd < 0 ? -errno
-                            : fd_write_file_at(dfd, MCP_RUN_LAUNCHER, spec->launcher, spec->launcher_len, 0600);
-                if (r < 0)
-                        goto fail;
-        }
-        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-                r = -errno;
-                goto fail;
-        }
-        SandboxRunSpec s = {
-                .python = spec->python,
-                .env_dir = spec->env_dir,
-                .staging_dir = spec->staging,
-                .script = MCP_RUN_LAUNCHER,
-                .stdin_fd = in[0],
-                .stdout_fd = out[1],
-                .stderr_fd = err[1],
-                .supervisor_cgroup_fd = spec->cgroup ? cgroup_run_supervisor_fd(spec->cgroup) : -EBADF,
-                .payload_cgroup_fd = spec->cgroup ? cgroup_run_payload_fd(spec->cgroup) : -EBADF,
-                .rlimits = !spec->cgroup,
-                /* With a cgroup the lower weight is its cpu.weight (pool.c), not nice. */
-                .background = spec->background && !spec->cgroup,
-        };
-        SandboxChild child = { .pidfd = -EBADF, .control_fd = -EBADF };
-        r = sandbox_spawn(spec->sandbox, &s, &child);
+int run_launcher_spawn(Proc *p, const RunLauncherSpec *spec) {
+        _cleanup_close_ int dfd = proc_staging_make(p, spec->staging);
+        if (dfd < 0)
+                return dfd;
+        int r = fd_write_file_at(dfd, MCP_RUN_LAUNCHER, spec->launcher, spec->launcher_len, 0600);
         if (r < 0)
-                goto fail;
-        *ret = (RunLauncher) {
-                .child = child,
-                .stdin_fd = TAKE_FD(in[1]),
-                .stdout_fd = TAKE_FD(out[0]),
-                .stderr_fd = TAKE_FD(err[0]),
-        };
-        return 0;
-fail:
-        (void) rm_rf(spec->staging);
-        return r;
+                return r;
+        return proc_spawn(p, &(ProcSpawn) { .python = spec->python, .env_dir = spec->env_dir,
+                                            .script = MCP_RUN_LAUNCHER, .background = spec->background });
 }
 
 char *run_launcher_warm_head(const char *modules) {

@@ -7,30 +7,22 @@
 
 #include "cgroup.h"
 #include "mcp.h"
-#include "sandbox.h"
+#include "proc.h"
 
 typedef struct RunLauncherSpec {
-        Sandbox *sandbox;
         const char *python;   /* resolved interpreter path */
         const char *env_dir;  /* host directory bound read-only at SANDBOX_ENV_DIR (a session's
                                * dependencies; python is then SANDBOX_ENV_DIR "/bin/python"), or NULL */
         const char *staging;  /* host directory to create (0700) holding only the launcher */
         const char *launcher; /* the launcher's text: a first line of ours, then launch.py */
         size_t launcher_len;
-        CgroupRun *cgroup;    /* its scope or cgroup (the init in supervisor/), or NULL: rlimits */
         bool background;      /* made at nice 19 (rlimit mode only, see SandboxRunSpec) */
 } RunLauncherSpec;
 
-/* The daemon's ends of the sandbox's three pipes and its init, held (not released yet). */
-typedef struct RunLauncher {
-        SandboxChild child;
-        int stdin_fd, stdout_fd, stderr_fd;
-} RunLauncher;
-
-/* Creates spec->staging with the launcher in it, the pipes, and spawns the sandbox, held. On failure
- * the staging directory is removed again and nothing is left. Returns 0 or -errno. The caller
- * removes staging once the init has copied it (the launcher started) or the sandbox is gone. */
-int run_launcher_spawn(const RunLauncherSpec *spec, RunLauncher *ret);
+/* Makes spec->staging the proc's staging directory with the launcher in it, and spawns the proc's
+ * sandbox, held (proc_spawn()). Returns 0 or -errno; the proc removes the staging directory once
+ * the init has copied it, or when it is freed. */
+int run_launcher_spawn(Proc *p, const RunLauncherSpec *spec);
 
 /* The message launch.py reads for one call (_warm_read()): an 8-byte little-endian length of the
  * records, then one record per file (4-byte name length, 8-byte data length, both little-endian,

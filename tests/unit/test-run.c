@@ -21,7 +21,9 @@
 #include "cleanup.h"
 #include "fd-util.h"
 #include "run-internal.h"
+#include "proc.h"
 #include "run.h"
+#include "sandbox-fixture.h"
 #include "str-util.h"
 
 /* ---- run_end_decide ------------------------------------------------------------------------- */
@@ -152,7 +154,8 @@ static void test_end_signal_names(void **state) {
 static Sandbox *sandbox;
 static Cgroup *cgroup;
 static Ring *ring;
-static char state_dir[] = "/tmp/test-run-XXXXXX";
+static SandboxFixture fixture;
+static const char *state_dir;
 static RunEnv env;
 static bool no_sandbox;
 
@@ -476,13 +479,7 @@ static void test_warm_run(void **state) {
         /* A ready sandbox killed behind the pool's back is not handed out. */
         RunReady ready;
         assert_int_equal(run_pool_take(p, &ready), 0);
-        (void) sandbox_child_kill(&ready.child);
-        siginfo_t si;
-        (void) waitid((idtype_t) P_PIDFD, (id_t) ready.child.pidfd, &si, WEXITED);
-        sandbox_child_done(&ready.child);
-        safe_close(ready.stdin_fd);
-        safe_close(ready.stdout_fd);
-        safe_close(ready.stderr_fd);
+        proc_free(ready.proc); /* killed and reaped */
         assert_int_equal(run_pool_take(p, &ready), -EAGAIN);
 
         env.pool = NULL;
@@ -571,20 +568,14 @@ static void test_warm_preload(void **state) {
 }
 
 static int runs_setup(void **state) {
-        /* No cgroup: the runs get rlimits (0: left unset) and the init's rusage. */
-        _cleanup_free_ char *reason = NULL;
-        int r = sandbox_new(&(SandboxConfig) { .tmp_size_bytes = 8u << 20, .cpu_threads = 1, .rlimit_nproc = 64 },
-                            &sandbox, &reason);
-        if (r < 0) {
-                /* A container without user namespaces: the real runs are skipped, not failed. */
-                fprintf(stderr, "no sandbox here, skipping the real runs: %s\n", reason ?: strerror(-r));
-                no_sandbox = true;
+        sandbox_fixture_setup(&fixture);
+        no_sandbox = fixture.none;
+        if (no_sandbox)
                 return 0;
-        }
-        _cleanup_free_ char *why = NULL;
-        assert_int_equal(cgroup_new(&(CgroupConfig) { .want = CGROUP_WANT_NONE }, &cgroup, &why), 0);
-        assert_int_equal(ring_new(64, &ring), 0);
-        assert_non_null(mkdtemp(state_dir));
+        sandbox = fixture.sandbox;
+        cgroup = fixture.cgroup;
+        ring = fixture.ring;
+        state_dir = fixture.state_dir;
         env = (RunEnv) {
                 .ring = ring,
                 .sandbox = sandbox,
@@ -595,19 +586,12 @@ static int runs_setup(void **state) {
                 .max_output_bytes = CAP_BYTES,
                 .max_return_bytes = 1 << 20,
         };
-        (void) signal(SIGPIPE, SIG_IGN); /* as the daemon: a run that stops reading stdin */
         return 0;
 }
 
 static int runs_teardown(void **state) {
-        if (no_sandbox)
-                return 0;
-        ring = ring_free(ring);
         /* Every run removed its staging directory: state_dir is empty, so rmdir works. */
-        int r = NEG_ERRNO(rmdir(state_dir));
-        cgroup = cgroup_free(cgroup);
-        sandbox = sandbox_free(sandbox);
-        return r < 0 ? -1 : 0;
+        return sandbox_fixture_teardown(&fixture);
 }
 
 int main(void) {
