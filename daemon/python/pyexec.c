@@ -4,6 +4,7 @@
  * helper (a sandboxed run of the tools interpreter with tomllib and packaging), the syntax check
  * (a sandboxed run of the chosen interpreter), the source check or the environment (envs.c), and
  * finally the run itself, handed to the scheduler. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -63,7 +64,6 @@ struct PyExec {
         Cgroup *cgroup;
         Envs *envs;
         Scheduler *scheduler;
-        SchedulerHook hook;
         PyInterp interps[CONFIG_PYTHONS_MAX];
         size_t n_interps;
         PyInterp tools;    /* the interpreter that runs the metadata helper (python3 ≥ 3.11) */
@@ -822,7 +822,8 @@ static void session_begin(PyJob *j) {
 }
 
 /* What each tool this module serves does: its handler (the first step), and for the script tools
- * the step after the metadata. The tool's name, schema and argument checks are mcp/'s registry. */
+ * the step after the metadata. The tool's name, schema and argument checks are mcp/'s registry;
+ * which calls come here is pyexec_route_vtable's serves[] below. */
 typedef struct PyTool {
         bool interpreter;              /* resolves the chosen interpreter first (refused if unusable) */
         void (*begin)(PyJob *j);
@@ -867,7 +868,10 @@ static void on_job_nop(RingOp *op, int res) {
         job_begin(j);
 }
 
-static int hook_submit(void *userdata, McpCall *call, void *owner, JobReplyFn reply) {
+/* ---------------------------------------------------------------------------------------------
+ * The route table's operations (route.h). */
+
+static int route_submit(void *userdata, McpCall *call, void *owner, JobReplyFn reply) {
         PyExec *px = userdata;
         PyJob *j = calloc(1, sizeof(*j));
         if (!j)
@@ -887,7 +891,7 @@ static PyJob *job_find(PyExec *px, const void *owner, const char *id_key) {
         return NULL;
 }
 
-static bool hook_has(void *userdata, const void *owner, const char *id_key) {
+static bool route_has(void *userdata, const void *owner, const char *id_key) {
         return job_find(userdata, owner, id_key) != NULL;
 }
 
@@ -908,7 +912,7 @@ static void job_cancel(PyJob *j) {
         /* STEP_NOP: freed by its completion. */
 }
 
-static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
+static bool route_cancel(void *userdata, const void *owner, const char *id_key) {
         PyExec *px = userdata;
         bool any = false;
         PyJob *j;
@@ -921,7 +925,7 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
         return any;
 }
 
-static void hook_shutdown(void *userdata, const char *reason) {
+static void route_shutdown(void *userdata, const char *reason) {
         PyExec *px = userdata;
         LIST_FOREACH_SAFE(jobs, j, next, px->jobs) {
                 if (j->cancelled || !j->call)
@@ -933,6 +937,27 @@ static void hook_shutdown(void *userdata, const char *reason) {
         /* An install nobody waits for any more would otherwise run on past the drain (a slow index)
          * and be left in flight at the teardown. */
         envs_stop(px->envs);
+}
+
+/* exec with the default interpreter is the run queue's (nothing to prepare); a session_open comes
+ * through daemon/pysession/ (pyexec_session_prepare()), never from the table. */
+const RouteVTable pyexec_route_vtable = {
+        .name = "python",
+        .serves = {
+                [MCP_TOOL_EXEC] = ROUTE_PYTHON,
+                [MCP_TOOL_EXECUTE_PYTHON] = ROUTE_PLAIN | ROUTE_PYTHON,
+                [MCP_TOOL_VALIDATE_SCRIPT] = ROUTE_PLAIN | ROUTE_PYTHON,
+                [MCP_TOOL_CHECK_ENVIRONMENT] = ROUTE_PLAIN,
+        },
+        .submit = route_submit,
+        .has = route_has,
+        .cancel = route_cancel,
+        .shutdown = route_shutdown,
+};
+
+int pyexec_session_prepare(PyExec *px, McpCall *call, void *owner, JobReplyFn reply) {
+        assert(mcp_call_args(call)->tool == MCP_TOOL_SESSION_OPEN);
+        return route_submit(px, call, owner, reply);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1098,8 +1123,6 @@ int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const ch
         px->env.max_output_bytes = HELPER_OUTPUT_MAX_BYTES;
         px->config = config;
         px->cgroup = cgroup;
-        px->hook = (SchedulerHook) { .userdata = px, .submit = hook_submit, .has = hook_has, .cancel = hook_cancel,
-                                     .shutdown = hook_shutdown };
 
         int r = interps_init(px, config);
         if (r < 0)
@@ -1116,7 +1139,6 @@ int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const ch
 
 void pyexec_attach(PyExec *px, Scheduler *scheduler) {
         px->scheduler = scheduler;
-        scheduler_set_hook(scheduler, &px->hook);
 }
 
 void pyexec_set_session_open(PyExec *px, PyExecSessionOpenFn open, void *userdata) {

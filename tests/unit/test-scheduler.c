@@ -1,6 +1,7 @@
 /* test-scheduler.c: the scheduler through its run seam (scheduler_set_run_ops): fake runs that end
  * when the test says so. Queue order, the global and per-session limits, cancellation of queued and
- * running calls, shutdown, the Python tools' hook, and what reaches the metrics. */
+ * running calls, shutdown, a room of the route table (the Python tools'), and what reaches the
+ * metrics. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -554,7 +555,7 @@ static void test_shutdown_after_cancel(void **state) {
         expect_no_answer(0, &owner_a);
 }
 
-/* ---- the hook (Python tools) ---------------------------------------------------------------- */
+/* ---- a room of the route table (the Python tools') ------------------------------------------- */
 
 typedef struct FakeHook {
         McpCall *call;
@@ -599,8 +600,13 @@ static void prep_release(void *userdata) {
 }
 
 static FakeHook fake_hook;
-static const SchedulerHook hook = {
-        .userdata = &fake_hook,
+/* What pyexec's room serves of exec and execute_python (pyexec.c). */
+static const RouteVTable hook = {
+        .name = "fake python",
+        .serves = {
+                [MCP_TOOL_EXEC] = ROUTE_PYTHON,
+                [MCP_TOOL_EXECUTE_PYTHON] = ROUTE_PLAIN | ROUTE_PYTHON,
+        },
         .submit = hook_submit,
         .has = hook_has,
         .cancel = hook_cancel,
@@ -629,7 +635,7 @@ static int hook_hand_back(void) {
 
 static void test_hook(void **state) {
         fake_hook = (FakeHook) {};
-        scheduler_set_hook(&sched, &hook);
+        assert_int_equal(scheduler_route(&sched, &hook, &fake_hook), 0);
 
         /* exec without python goes straight to the queue. */
         assert_int_equal(scheduler_submit(&sched, exec_call("plain"), &owner_a, on_reply), 0);
@@ -668,7 +674,7 @@ static void test_hook(void **state) {
 
         /* A prepared call refused (queue full) has its prep released at once. */
         setup_limits(1, 0);
-        scheduler_set_hook(&sched, &hook);
+        assert_int_equal(scheduler_route(&sched, &hook, &fake_hook), 0);
         assert_int_equal(scheduler_submit(&sched, exec_call("busy"), &owner_a, on_reply), 0);
         assert_int_equal(scheduler_submit(&sched, call_of("execute_python", "{\"script\":\"x\"}"), &owner_a,
                                           on_reply), 0);
@@ -685,9 +691,36 @@ static void test_hook(void **state) {
         fake_end(2);
 }
 
+/* A call no room serves is refused, not run; a call two rooms claim is refused at start. */
+static void test_routes(void **state) {
+        fake_hook = (FakeHook) {};
+        McpCall *c = call_of("check_environment", "{}");
+        assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), -EOPNOTSUPP);
+        char msg[320];
+        scheduler_refusal_message(&sched, -EOPNOTSUPP, msg, sizeof(msg));
+        assert_non_null(strstr(msg, "route table"));
+        assert_int_equal(n_fakes, 0);
+
+        assert_int_equal(scheduler_route(&sched, &hook, &fake_hook), 0);
+        static const RouteVTable exec_again = { .name = "exec again", .serves = { [MCP_TOOL_EXEC] = ROUTE_PLAIN },
+                                                .submit = hook_submit };
+        assert_int_equal(scheduler_route(&sched, &exec_again, &fake_hook), -EEXIST);
+        assert_int_equal(scheduler_route(&sched, &hook, &fake_hook), -EEXIST);
+        /* Refused whole: plain exec is still the queue's. */
+        assert_int_equal(scheduler_submit(&sched, exec_call("queued"), &owner_a, on_reply), 0);
+        assert_int_equal(n_fakes, 1);
+        assert_int_equal(fake_hook.n_submitted, 0);
+        fake_end(0);
+
+        /* Still refused with the room there: check_environment is not the fake's. */
+        assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), -EOPNOTSUPP);
+        mcp_call_free(c);
+        assert_int_equal(fake_hook.n_submitted, 0);
+}
+
 static void test_cancel_owner_reaches_hook(void **state) {
         fake_hook = (FakeHook) {};
-        scheduler_set_hook(&sched, &hook);
+        assert_int_equal(scheduler_route(&sched, &hook, &fake_hook), 0);
         assert_int_equal(scheduler_submit(&sched, call_of("execute_python", "{\"script\":\"x\"}"), &owner_a,
                                           on_reply), 0);
         scheduler_cancel_owner(&sched, &owner_b);
@@ -716,6 +749,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_shutdown_after_cancel, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_hook, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cancel_owner_reaches_hook, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_routes, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
