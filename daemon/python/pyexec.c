@@ -60,6 +60,7 @@ typedef struct ProbeWait {
 
 struct PyExec {
         RunEnv env;        /* the scheduler's, for helper runs (a larger output cap) */
+        const RunOps *run_ops; /* how helper runs are started: run.c's, or a unit test's fakes */
         const Config *config;
         Cgroup *cgroup;
         Envs *envs;
@@ -137,14 +138,14 @@ static char *stderr_tail(const McpExecResult *r) {
 }
 
 /* Reads a helper's stdout as one JSON object; NULL and *reterr set otherwise. */
-static json_t *helper_output(Run *run, const char *what, char **reterr) {
-        if (run_error(run)) {
-                if (asprintf(reterr, "%s could not run: %s", what, run_error(run)) < 0)
+static json_t *helper_output(const RunOps *ops, Run *run, const char *what, char **reterr) {
+        if (ops->error(run)) {
+                if (asprintf(reterr, "%s could not run: %s", what, ops->error(run)) < 0)
                         *reterr = NULL;
                 return NULL;
         }
         McpExecResult r;
-        run_result(run, &r);
+        ops->result(run, &r);
         json_t *o = r.exit_code == 0 && !r.timed_out ? json_loadb(r.stdout_data ? r.stdout_data : "", r.stdout_len, 0, NULL)
                                                      : NULL;
         if (json_is_object(o))
@@ -236,7 +237,7 @@ static void on_probe_done(Run *run, void *userdata) {
         ProbeWait *w = userdata;
         PyExec *px = w->px;
         _cleanup_free_ char *err = NULL;
-        _cleanup_(json_decrefp) json_t *o = helper_output(run, "the interpreter probe", &err);
+        _cleanup_(json_decrefp) json_t *o = helper_output(px->run_ops, run, "the interpreter probe", &err);
         if (o)
                 probe_apply(w->interp, o);
         else {
@@ -245,7 +246,7 @@ static void on_probe_done(Run *run, void *userdata) {
                         w->interp->error = err ? TAKE_PTR(err) : strdup("the interpreter probe failed");
         }
         w->run = NULL;
-        run_release(run);
+        px->run_ops->release(run);
         if (--px->probes_pending == 0)
                 probe_finish(px);
 }
@@ -281,7 +282,7 @@ int pyexec_probe_start(PyExec *px, PyExecProbedFn done, void *userdata) {
                         .files = &launcher,
                         .n_files = px->exec.path && strcmp(all[i]->path, px->exec.path) == 0,
                 };
-                r = run_start(&px->env, &p, on_probe_done, w, &w->run);
+                r = px->run_ops->start(&px->env, &p, on_probe_done, w, &w->run);
                 if (r >= 0)
                         px->probes_pending++;
         }
@@ -300,7 +301,7 @@ void pyexec_probe_stop(PyExec *px) {
         px->probes_stopped = true;
         for (size_t i = 0; i < ELEMENTSOF(px->probes); i++)
                 if (px->probes[i].run)
-                        run_kill(px->probes[i].run);
+                        px->run_ops->kill(px->probes[i].run);
 }
 
 static int interp_init(PyInterp *i, const char *name, const char *path) {
@@ -367,7 +368,7 @@ static int job_helper(PyJob *j, PyStep step, const char *code, const char *pytho
                 .python = python,
         };
         j->step = step;
-        return run_start(&j->px->env, &p, on_helper_done, j, &j->run);
+        return j->px->run_ops->start(&j->px->env, &p, on_helper_done, j, &j->run);
 }
 
 /* The environment the metadata asks for, its requirements as a vector in v (at most max - 1). */
@@ -638,15 +639,16 @@ static void on_helper_done(Run *run, void *userdata) {
         PyStep step = j->step;
         j->run = NULL;
         j->step = STEP_NONE;
+        const RunOps *ops = j->px->run_ops;
         if (j->cancelled) {
-                run_release(run);
+                ops->release(run);
                 job_free(j);
                 return;
         }
         _cleanup_free_ char *err = NULL;
         _cleanup_(json_decrefp) json_t *o = helper_output(
-                run, step == STEP_META ? "the PEP 723 metadata parser" : "the syntax check", &err);
-        run_release(run);
+                ops, run, step == STEP_META ? "the PEP 723 metadata parser" : "the syntax check", &err);
+        ops->release(run);
 
         switch (step) {
         case STEP_META:
@@ -900,7 +902,7 @@ static bool route_has(void *userdata, const void *owner, const char *id_key) {
 static void job_cancel(PyJob *j) {
         j->cancelled = true;
         if (j->run) {
-                run_kill(j->run);
+                j->px->run_ops->kill(j->run);
                 return;
         }
         if (j->waiter) {
@@ -1121,6 +1123,7 @@ int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const ch
                 return log_error_errno(-ENOMEM, "cannot set up the interpreters: %m");
         px->env = *env;
         px->env.max_output_bytes = HELPER_OUTPUT_MAX_BYTES;
+        px->run_ops = &run_ops_sandbox;
         px->config = config;
         px->cgroup = cgroup;
 
@@ -1139,6 +1142,10 @@ int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const ch
 
 void pyexec_attach(PyExec *px, Scheduler *scheduler) {
         px->scheduler = scheduler;
+}
+
+void pyexec_set_run_ops(PyExec *px, const RunOps *ops) {
+        px->run_ops = ops;
 }
 
 void pyexec_set_session_open(PyExec *px, PyExecSessionOpenFn open, void *userdata) {

@@ -46,6 +46,10 @@ DEFINE_POINTER_CLEANUP(PyExec, pyexec_free)
 /* The scheduler that runs what px prepared. Once, before px joins the route table. */
 void pyexec_attach(PyExec *px, Scheduler *scheduler);
 
+/* The unit tests' seam: helper runs (the probes, the metadata parser, the syntax check) started
+ * through ops (fakes) instead of run.c's run_ops_sandbox. Before anything is started. */
+void pyexec_set_run_ops(PyExec *px, const RunOps *ops);
+
 /* The calls px serves (route.h; userdata: the PyExec): execute_python, validate_script,
  * check_environment, and exec naming an interpreter. */
 extern const RouteVTable pyexec_route_vtable;
