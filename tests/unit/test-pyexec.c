@@ -1,5 +1,5 @@
 /* test-pyexec.c: pyexec through its run seam (pyexec_set_run_ops, the scheduler's likewise): fake
- * helper runs that answer what the test says, on a real ring for the turn each call waits. The
+ * helper runs (unit-fakes.h) that answer what the test says, on a real ring for the turn each call waits. The
  * interpreters' probe, each Python tool's steps to its answer or its run, the interpreter refused,
  * check_environment, a session_open's preparation, and cancellation and shutdown mid-step. */
 #include <errno.h>
@@ -18,113 +18,11 @@
 #include "pyexec.h"
 #include "ring.h"
 #include "scheduler.h"
+#include "unit-fakes.h"
 
 /* An interpreter that exists (the build needs it) and one that does not. */
 #define PY3 "/usr/bin/python3"
 #define PYPY_MISSING "/nonexistent/pypy3"
-
-/* ---- fake runs: pyexec's helpers and the scheduler's runs alike ----------------------------- */
-
-#define FAKES_MAX 16
-
-struct Run {
-        RunDoneFn done;
-        void *userdata;
-        char python[64];
-        char *stdin_data;  /* what the helper was given (its input JSON, or the script) */
-        size_t n_files;    /* the probe of exec's interpreter gets launch.py */
-        bool user_code;    /* the scheduler's run of the caller's code, not a helper */
-        bool killed, ended, released;
-        /* Its answer, set by the test before fake_end(). */
-        const char *stdout_text, *stderr_text;
-        int exit_code;
-};
-
-static struct Run fakes[FAKES_MAX];
-static size_t n_fakes;
-
-static int fake_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userdata, Run **ret) {
-        assert_true(n_fakes < FAKES_MAX);
-        struct Run *run = &fakes[n_fakes++];
-        *run = (struct Run) { .done = done, .userdata = userdata, .user_code = p->user_code, .n_files = p->n_files };
-        snprintf(run->python, sizeof(run->python), "%s", p->python ?: "");
-        run->stdin_data = strndup(p->stdin_data ?: "", p->stdin_len);
-        assert_non_null(run->stdin_data);
-        *ret = run;
-        return 0;
-}
-
-static void fake_kill(Run *run) {
-        run->killed = true; /* done() follows later, never from inside */
-}
-
-static const char *fake_error(const Run *run) {
-        return NULL;
-}
-
-static void fake_result(const Run *run, McpExecResult *ret) {
-        const char *out = run->stdout_text ?: "", *err = run->stderr_text ?: "";
-        *ret = (McpExecResult) { .stdout_data = out, .stdout_len = strlen(out), .stderr_data = err,
-                                 .stderr_len = strlen(err), .exit_code = run->exit_code, .limits = "rlimit",
-                                 .run_id = "fake" };
-}
-
-static const char *fake_id(const Run *run) {
-        return "fake";
-}
-
-static const char *fake_unit(const Run *run) {
-        return NULL;
-}
-
-static uint64_t fake_place_usec(const Run *run) {
-        return 0;
-}
-
-static void fake_release(Run *run) {
-        assert_true(run->ended);
-        assert_false(run->released);
-        run->released = true;
-}
-
-static const RunOps fake_ops = {
-        .start = fake_start,
-        .kill = fake_kill,
-        .error = fake_error,
-        .result = fake_result,
-        .id = fake_id,
-        .unit = fake_unit,
-        .place_usec = fake_place_usec,
-        .release = fake_release,
-};
-
-/* Run i ends with this stdout (and exit code, stderr). */
-static void fake_end(size_t i, const char *out, int exit_code, const char *err) {
-        assert_true(i < n_fakes);
-        struct Run *run = &fakes[i];
-        assert_false(run->ended);
-        run->stdout_text = out;
-        run->exit_code = exit_code;
-        run->stderr_text = err;
-        run->ended = true;
-        run->done(run, run->userdata);
-        assert_true(run->released);
-}
-
-/* ---- replies ------------------------------------------------------------------------------- */
-
-typedef struct Reply {
-        const void *owner;
-        char *text; /* NULL: never answered (cancelled) */
-} Reply;
-
-static Reply replies[FAKES_MAX];
-static size_t n_replies;
-
-static void on_reply(void *owner, char *reply) {
-        assert_true(n_replies < FAKES_MAX);
-        replies[n_replies++] = (Reply) { .owner = owner, .text = reply };
-}
 
 /* The result of reply i (isError as is_error says); a new reference. */
 static json_t *reply_result(size_t i, bool is_error) {
@@ -149,15 +47,6 @@ static void expect_tool_error(size_t i, const char *want) {
 }
 
 /* ---- fixture -------------------------------------------------------------------------------- */
-
-static const McpLimits limits = {
-        .default_timeout_s = 30,
-        .max_timeout_s = 60,
-        .max_code_bytes = 1000,
-        .max_stdin_bytes = 1000,
-        .limits_by = "rlimit",
-        .pythons = "python3,pypy3",
-};
 
 static McpServer *server;
 static Ring *ring;
@@ -193,15 +82,7 @@ static unsigned sessions_count(const void *userdata) {
         "\"metadata_tools\":true,\"launcher_pyc\":\"AAEC\"}"
 
 static int setup(void **state) {
-        server = mcp_server_new(&limits, "1.0.0");
-        assert_non_null(server);
-        const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-                           "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
-        McpAction a;
-        assert_int_equal(mcp_server_handle(server, init, strlen(init), &a), 0);
-        mcp_action_done(&a);
-
+        server = fake_server_new(&fake_limits);
         assert_int_equal(ring_new(32, &ring), 0);
         _cleanup_free_ char *why = NULL;
         assert_int_equal(cgroup_new(&(CgroupConfig) { .want = CGROUP_WANT_NONE }, &cgroup, &why), 0);
@@ -217,7 +98,8 @@ static int setup(void **state) {
         scheduler_set_run_ops(&sched, &fake_ops);
         pyexec_attach(px, &sched);
         assert_int_equal(scheduler_route(&sched, &pyexec_route_vtable, px), 0);
-        n_fakes = n_replies = 0;
+        fakes_reset();
+        replies_reset();
         next_id = 0; /* the calls' ids, and so their id keys, are 1, 2, … in each test */
         probed_calls = 0;
         probed_r = 1;
@@ -226,12 +108,8 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
         assert_false(pyexec_busy(px));
-        for (size_t i = 0; i < n_fakes; i++) {
-                assert_true(fakes[i].released);
-                free(fakes[i].stdin_data);
-        }
-        for (size_t i = 0; i < n_replies; i++)
-                free(replies[i].text);
+        fakes_reset();
+        replies_reset();
         scheduler_done(&sched);
         px = pyexec_free(px);
         config_done(&config);
@@ -251,23 +129,14 @@ static void probe(const char *probe_out) {
         assert_string_equal(fakes[0].python, PY3);
         assert_false(fakes[0].user_code);
         assert_int_equal(fakes[0].n_files, 1); /* exec's interpreter compiles the launcher */
-        fake_end(0, probe_out ?: "", probe_out ? 0 : 1, probe_out ? "" : "boom");
+        fake_end_with(0, probe_out ?: "", probe_out ? 0 : 1, probe_out ? "" : "boom");
         assert_int_equal(probed_calls, 1);
         assert_int_equal(probed_r, 0);
         assert_false(pyexec_busy(px));
 }
 
 static McpCall *call_of(const char *tool, const char *args) {
-        char msg[1024];
-        snprintf(msg, sizeof(msg),
-                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\",\"arguments\":%s}}",
-                 ++next_id, tool, args);
-        McpAction a;
-        assert_int_equal(mcp_server_handle(server, msg, strlen(msg), &a), 0);
-        assert_int_equal(a.kind, MCP_ACTION_CALL);
-        McpCall *c = TAKE_PTR(a.call);
-        mcp_action_done(&a);
-        return c;
+        return fake_call(server, ++next_id, tool, args);
 }
 
 /* Submits through the route table as the transports do, then lets the loop turn once: the call's
@@ -316,7 +185,7 @@ static void test_exec_naming_interpreter(void **state) {
         assert_int_equal(n_fakes, 2);
         assert_true(fakes[1].user_code);
         assert_string_equal(fakes[1].python, PY3);
-        fake_end(1, "out", 0, "");
+        fake_end_with(1, "out", 0, "");
         _cleanup_(json_decrefp) json_t *r = reply_result(1, false);
         assert_string_equal(json_string_value(json_object_get(json_object_get(r, "structuredContent"), "stdout")), "out");
 }
@@ -335,13 +204,13 @@ static void test_execute_python(void **state) {
         assert_true(scheduler_has(&sched, &owner_a, "1")); /* being prepared is pyexec's */
         assert_false(scheduler_has(&sched, &owner_b, "1"));
 
-        fake_end(1, "{\"problems\":[],\"requirements\":[],\"key\":\"k1\"}", 0, "");
+        fake_end_with(1, "{\"problems\":[],\"requirements\":[],\"key\":\"k1\"}", 0, "");
         /* No dependencies: the run, with the interpreter's path; the result says which. */
         assert_int_equal(n_fakes, 3);
         assert_true(fakes[2].user_code);
         assert_string_equal(fakes[2].python, PY3);
         assert_int_equal(n_replies, 0);
-        fake_end(2, "1\n", 0, "");
+        fake_end_with(2, "1\n", 0, "");
         _cleanup_(json_decrefp) json_t *r = reply_result(0, false);
         json_t *sc = json_object_get(r, "structuredContent");
         assert_string_equal(json_string_value(json_object_get(sc, "python")), "python3");
@@ -355,17 +224,17 @@ static void test_execute_python_refused(void **state) {
         probe(PROBE_OK);
         /* Invalid metadata: each problem with its line and text. */
         submit("execute_python", "{\"script\":\"x\"}", &owner_a);
-        fake_end(1, "{\"problems\":[{\"line\":2,\"check\":\"toml\",\"message\":\"bad value\",\"text\":\"x = \"}],"
+        fake_end_with(1, "{\"problems\":[{\"line\":2,\"check\":\"toml\",\"message\":\"bad value\",\"text\":\"x = \"}],"
                     "\"requirements\":[]}", 0, "");
         expect_tool_error(0, "the script's PEP 723 metadata or dependencies are invalid:\nline 2: bad value\n    x = ");
         /* Dependencies with no source configured: the operator's variables are named. */
         submit("execute_python", "{\"script\":\"x\"}", &owner_a);
-        fake_end(2, "{\"problems\":[],\"requirements\":[\"numpy\"],\"key\":\"k\"}", 0, "");
+        fake_end_with(2, "{\"problems\":[],\"requirements\":[\"numpy\"],\"key\":\"k\"}", 0, "");
         expect_tool_error(1, "needs dependencies [\"numpy\"], but no dependency source is configured");
         expect_tool_error(1, "MCP_EXEC_INDEX_URL");
         /* A helper that fails: its exit code and stderr's tail. */
         submit("execute_python", "{\"script\":\"x\"}", &owner_a);
-        fake_end(3, "", 2, "Traceback: tomllib missing");
+        fake_end_with(3, "", 2, "Traceback: tomllib missing");
         expect_tool_error(2, "the PEP 723 metadata parser failed (exit code 2): Traceback: tomllib missing");
         assert_int_equal(n_fakes, 4); /* nothing ran */
 }
@@ -380,12 +249,12 @@ static void test_metadata_tools_missing(void **state) {
 static void test_validate_script(void **state) {
         probe(PROBE_OK);
         submit("validate_script", "{\"script\":\"def\"}", &owner_a);
-        fake_end(1, "{\"problems\":[],\"requirements\":[],\"requires_python\":\">=3.8\"}", 0, "");
+        fake_end_with(1, "{\"problems\":[],\"requirements\":[],\"requires_python\":\">=3.8\"}", 0, "");
         /* Then the syntax check, on the chosen interpreter, given the script. */
         assert_int_equal(n_fakes, 3);
         assert_string_equal(fakes[2].python, PY3);
         assert_string_equal(fakes[2].stdin_data, "def");
-        fake_end(2, "{\"ok\":false,\"line\":1,\"message\":\"invalid syntax\",\"text\":\"def\"}", 0, "");
+        fake_end_with(2, "{\"ok\":false,\"line\":1,\"message\":\"invalid syntax\",\"text\":\"def\"}", 0, "");
         _cleanup_(json_decrefp) json_t *r = reply_result(0, false);
         json_t *sc = json_object_get(r, "structuredContent");
         assert_true(json_is_false(json_object_get(sc, "valid")));
@@ -467,11 +336,11 @@ static void test_cancel_mid_helper(void **state) {
         assert_false(fakes[2].killed);
         assert_false(scheduler_has(&sched, &owner_a, "1"));
         assert_true(pyexec_busy(px)); /* until its helper is over */
-        fake_end(1, "", -9, "");
+        fake_end_with(1, "", -9, "");
         /* Cancelling every call of an owner (its connection went). */
         scheduler_cancel_owner(&sched, &owner_b);
         assert_true(fakes[2].killed);
-        fake_end(2, "", -9, "");
+        fake_end_with(2, "", -9, "");
         assert_int_equal(n_fakes, 3); /* nothing ran */
         assert_int_equal(n_replies, 0); /* and nothing was answered */
 }
@@ -493,7 +362,7 @@ static void test_shutdown(void **state) {
         scheduler_shutdown(&sched, "stopping for the test");
         expect_tool_error(0, "stopping for the test");
         assert_true(fakes[1].killed);
-        fake_end(1, "{\"problems\":[],\"requirements\":[]}", 0, "");
+        fake_end_with(1, "{\"problems\":[],\"requirements\":[]}", 0, "");
         assert_int_equal(n_fakes, 2); /* the helper's answer starts nothing */
         assert_int_equal(n_replies, 1);
 }
@@ -502,7 +371,7 @@ static void test_probe_stop(void **state) {
         assert_int_equal(pyexec_probe_start(px, on_probed, NULL), 0);
         pyexec_probe_stop(px);
         assert_true(fakes[0].killed);
-        fake_end(0, "", -9, "");
+        fake_end_with(0, "", -9, "");
         /* done still comes, with no error: the probes were stopped, they did not fail. */
         assert_int_equal(probed_calls, 1);
         assert_int_equal(probed_r, 0);

@@ -20,15 +20,7 @@
 #include "pysession.h"
 #include "route.h"
 #include "scheduler.h"
-
-static const McpLimits limits = {
-        .default_timeout_s = 30,
-        .max_timeout_s = 60,
-        .max_code_bytes = 1000,
-        .max_stdin_bytes = 1000,
-        .limits_by = "rlimit",
-        .pythons = "python3,pypy3",
-};
+#include "unit-fakes.h"
 
 static McpServer *server;
 static Scheduler sched;
@@ -38,14 +30,7 @@ static int next_id;
 static const RouteVTable *const daemon_rooms[] = { &pysessions_route_vtable, &pyexec_route_vtable };
 
 static int setup(void **state) {
-        server = mcp_server_new(&limits, "1.0.0");
-        assert_non_null(server);
-        const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-                           "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
-        McpAction a;
-        assert_int_equal(mcp_server_handle(server, init, strlen(init), &a), 0);
-        mcp_action_done(&a);
+        server = fake_server_new(&fake_limits);
 
         /* No call is submitted: the rooms' objects are never reached, NULL will do. */
         scheduler_init(&sched, &(RunEnv) {}, 1, 1);
