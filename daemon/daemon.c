@@ -376,10 +376,30 @@ static unsigned daemon_py_sessions_count(const void *userdata) {
         return pysessions_count(userdata);
 }
 
-/* A session_open that pyexec prepared (its interpreter, its dependencies) goes back to the sessions:
- * the two folders do not know each other, the daemon joins them. */
+/* A session_open naming an interpreter or dependencies goes from the sessions to pyexec, and once
+ * prepared back to the sessions: the two folders do not know each other, the daemon joins them. */
+static int daemon_py_session_prepare(void *userdata, McpCall *call, void *owner, JobReplyFn reply) {
+        return pyexec_session_prepare(userdata, call, owner, reply);
+}
+
 static void daemon_py_session_open(void *userdata, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep) {
         pysessions_open_prepared(userdata, call, owner, reply, prep);
+}
+
+/* The route table (route.h): the run queue's row is the scheduler's own; each room below says in
+ * its vtable which calls it serves, so the order of these rows changes no route, and a call two
+ * rooms claim refuses the start. Shutdown asks them in this order. */
+static int daemon_routes_setup(Daemon *d) {
+        const RouteRoom rooms[] = {
+                { &pysessions_route_vtable, d->pysessions },
+                { &pyexec_route_vtable, d->pyexec },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(rooms); i++) {
+                int r = scheduler_route(&d->scheduler, rooms[i].vtable, rooms[i].userdata);
+                if (r < 0)
+                        return log_error_errno(r, "cannot route the calls of %s: %m", rooms[i].vtable->name);
+        }
+        return 0;
 }
 
 /* The scheduler, its run records (structured into the journal when stderr is our journal stream,
@@ -388,17 +408,21 @@ static int daemon_serving_setup(Daemon *d) {
         const Config *cfg = d->config;
         scheduler_init(&d->scheduler, &d->env, cfg->max_concurrent, cfg->queue_max);
         pyexec_attach(d->pyexec, &d->scheduler);
-        /* In front of the Python tools' hook: calls with a session are the sessions'. */
         int q = pysessions_new(&(PySessionsConfig) { .env = &d->env, .max = cfg->py_sessions_max,
                                                     .idle_s = cfg->py_session_idle_s,
                                                     .lifetime_s = cfg->py_session_lifetime_s,
-                                                    .max_timeout_s = cfg->max_timeout_s, .tag = cfg->instance },
+                                                    .max_timeout_s = cfg->max_timeout_s, .tag = cfg->instance,
+                                                    .prepare = daemon_py_session_prepare,
+                                                    .prepare_userdata = d->pyexec },
                                &d->pysessions);
         if (q < 0)
                 return log_error_errno(q, "cannot set up the Python sessions: %m");
         pysessions_attach(d->pysessions, &d->scheduler);
         pyexec_set_py_sessions(d->pyexec, daemon_py_sessions_count, d->pysessions);
         pyexec_set_session_open(d->pyexec, daemon_py_session_open, d->pysessions);
+        q = daemon_routes_setup(d);
+        if (q < 0)
+                return q;
 
         const char *transport = cfg->transport == TRANSPORT_STDIO  ? "stdio"
                                 : cfg->transport == TRANSPORT_HTTP ? "http"

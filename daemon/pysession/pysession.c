@@ -18,12 +18,12 @@
  * the same way. One call at a time per session: a second gets a tool error at once.
  *
  * Interpreter and dependencies. Without them a session runs exec's interpreter (MCP_EXEC_PYTHON).
- * A session_open that names `python` or has `dependencies` is handed on to the hook we sit in front
- * of (pyexec's): it resolves the interpreter and installs the environment exactly as for an
- * execute_python run, and hands the call back (pysessions_open_prepared()) with the interpreter's
- * path and the environment's directory, which is mounted read-only at SANDBOX_ENV_DIR as a run's
- * and held (never evicted) until the session is freed. While it is there, the call is that hook's:
- * a cancellation or a shutdown reaches it through our hook's cancel and shutdown, which pass on.
+ * A session_open that names `python` or has `dependencies` is handed on to config.prepare (pyexec's):
+ * it resolves the interpreter and installs the environment exactly as for an execute_python run,
+ * and hands the call back (pysessions_open_prepared()) with the interpreter's path and the
+ * environment's directory, which is mounted read-only at SANDBOX_ENV_DIR as a run's and held (never
+ * evicted) until the session is freed. While it is there, the call is pyexec's: a cancellation or a
+ * shutdown reaches it through the route table, which asks every room.
  * A session's calls run its interpreter: one naming another gets a tool error, and dependencies
  * are session_open's alone (a call cannot add any to the running interpreter's environment).
  *
@@ -221,7 +221,7 @@ struct PySession {
         bool finish_pending; /* killed during a call: answered once both pipes are at EOF */
 };
 
-/* A call taken by the hook, answered on the next turn of the loop (never from inside submit). */
+/* A call taken by hook_submit(), answered on the next turn of the loop (never from inside submit). */
 typedef struct PyPending PyPending;
 struct PyPending {
         McpCall *call;
@@ -236,8 +236,6 @@ struct PySessions {
         RingOp op_pending;
         RunEnv env;
         Scheduler *scheduler;
-        const SchedulerHook *inner; /* the hook that was attached before ours */
-        SchedulerHook hook;
         char *launcher;
         size_t launcher_len;
         char *switch_msg; /* what makes a ready sandbox a session (launch.py's _SESSION_SWITCH) */
@@ -842,12 +840,12 @@ static void session_record_id(const char *handle, const char *run_id, char out[M
         snprintf(out, METRICS_PY_SESSION_ID_HEX + 1, "%s", run_id);
 }
 
-/* Whether session_open needs the inner hook first: an interpreter named, or dependencies. */
+/* Whether session_open needs config.prepare first: an interpreter named, or dependencies. */
 static bool session_open_prepares(const McpExecArgs *a) {
         return a->python || json_array_size(a->dependencies) > 0;
 }
 
-/* prep: NULL when the call comes from our hook; else what the inner hook prepared (the interpreter,
+/* prep: NULL when the call comes from the route table; else what config.prepare did (the interpreter,
  * the environment, held by prep->release from here on, and what the result adds). */
 static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep) {
         const McpExecArgs *a = mcp_call_args(call);
@@ -872,10 +870,11 @@ static void session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn r
                 return;
         }
         if (!prep && session_open_prepares(a)) {
-                /* The interpreter registry and the environments are the inner hook's (pyexec's): it
-                 * answers an interpreter that cannot be used or a dependency that cannot be
-                 * installed, and hands the rest back to pysessions_open_prepared(). */
-                int r = m->inner ? m->inner->submit(m->inner->userdata, call, owner, reply) : -EOPNOTSUPP;
+                /* The interpreter registry and the environments are pyexec's: it answers an
+                 * interpreter that cannot be used or a dependency that cannot be installed, and
+                 * hands the rest back to pysessions_open_prepared(). */
+                int r = m->config.prepare ? m->config.prepare(m->config.prepare_userdata, call, owner, reply)
+                                          : -EOPNOTSUPP;
                 if (r < 0)
                         answer_errorf(call, owner, reply,
                                       "cannot prepare the session's interpreter and dependencies: %s", strerror(-r));
@@ -1171,11 +1170,7 @@ static void sweep_arm(PySessions *m) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * The scheduler's hook. */
-
-static bool is_ours(const McpExecArgs *a) {
-        return a->tool == MCP_TOOL_SESSION_OPEN || a->tool == MCP_TOOL_SESSION_CLOSE || a->session;
-}
+ * The route table's operations (route.h): pysessions_route_vtable's serves[] says which calls come. */
 
 static void pending_run(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
         switch (mcp_call_args(call)->tool) {
@@ -1212,10 +1207,6 @@ static void on_pending(RingOp *op, int res) {
 
 static int hook_submit(void *userdata, McpCall *call, void *owner, JobReplyFn reply) {
         PySessions *m = userdata;
-        const McpExecArgs *a = mcp_call_args(call);
-        if (!is_ours(a))
-                return m->inner ? m->inner->submit(m->inner->userdata, call, owner, reply)
-                                : scheduler_submit_prepared(m->scheduler, call, owner, reply, NULL);
         if (m->stopped)
                 return -EBUSY;
         PyPending *q = calloc(1, sizeof(*q));
@@ -1249,9 +1240,7 @@ static PyPending *pending_find(PySessions *m, const void *owner, const char *id_
 
 static bool hook_has(void *userdata, const void *owner, const char *id_key) {
         PySessions *m = userdata;
-        if (pending_find(m, owner, id_key) || session_of_call(m, owner, id_key))
-                return true;
-        return m->inner && m->inner->has(m->inner->userdata, owner, id_key);
+        return pending_find(m, owner, id_key) || session_of_call(m, owner, id_key);
 }
 
 /* A cancelled call is never answered; its code is interrupted as at a deadline (the session lives if
@@ -1293,8 +1282,6 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
                 if (id_key)
                         break;
         }
-        if (m->inner && m->inner->cancel(m->inner->userdata, owner, id_key))
-                any = true;
         return any;
 }
 
@@ -1313,16 +1300,26 @@ static void hook_gauges(void *userdata, Metrics *metrics) {
                         memory += u.memory_current_bytes;
         }
         metrics_set_py_sessions(metrics, open, memory);
-        if (m->inner && m->inner->gauges)
-                m->inner->gauges(m->inner->userdata, metrics);
 }
 
 static void hook_shutdown(void *userdata, const char *reason) {
-        PySessions *m = userdata;
-        pysessions_stop(m, reason);
-        if (m->inner)
-                m->inner->shutdown(m->inner->userdata, reason);
+        pysessions_stop(userdata, reason);
 }
+
+const RouteVTable pysessions_route_vtable = {
+        .name = "sessions",
+        .serves = {
+                [MCP_TOOL_EXEC] = ROUTE_SESSION,
+                [MCP_TOOL_EXECUTE_PYTHON] = ROUTE_SESSION,
+                [MCP_TOOL_SESSION_OPEN] = ROUTE_PLAIN | ROUTE_PYTHON,
+                [MCP_TOOL_SESSION_CLOSE] = ROUTE_SESSION,
+        },
+        .submit = hook_submit,
+        .has = hook_has,
+        .cancel = hook_cancel,
+        .shutdown = hook_shutdown,
+        .gauges = hook_gauges,
+};
 
 /* ---------------------------------------------------------------------------------------------
  * The module. */
@@ -1350,16 +1347,12 @@ int pysessions_new(const PySessionsConfig *config, PySessions **ret) {
                 free(m->launcher);
                 return -ENOMEM;
         }
-        m->hook = (SchedulerHook) { .userdata = m, .submit = hook_submit, .has = hook_has, .cancel = hook_cancel,
-                                    .shutdown = hook_shutdown, .gauges = hook_gauges };
         *ret = TAKE_PTR(m);
         return 0;
 }
 
 void pysessions_attach(PySessions *m, Scheduler *s) {
         m->scheduler = s;
-        m->inner = s->hook;
-        scheduler_set_hook(s, &m->hook);
 }
 
 void pysessions_open_prepared(PySessions *m, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep) {

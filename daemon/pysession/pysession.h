@@ -18,6 +18,11 @@ typedef struct PySessionsConfig {
         uint32_t lifetime_s;    /* MCP_EXEC_PY_SESSION_LIFETIME_S: a session ends this long after its open */
         uint32_t max_timeout_s; /* MCP_EXEC_MAX_TIMEOUT_S: with the lifetime, the scope's backstop */
         const char *tag;        /* MCP_EXEC_INSTANCE (borrowed): handles are "<tag>-<hex>"; NULL: "<hex>" */
+        /* Prepares a session_open that names `python` or has `dependencies` (pyexec's, joined by the
+         * daemon), RouteVTable.submit's contract: it answers what cannot be prepared and hands the
+         * rest to pysessions_open_prepared(). NULL: such an open gets a tool error. */
+        int (*prepare)(void *userdata, McpCall *call, void *owner, JobReplyFn reply);
+        void *prepare_userdata;
 } PySessionsConfig;
 
 int pysessions_new(const PySessionsConfig *config, PySessions **ret);
@@ -27,13 +32,15 @@ int pysessions_new(const PySessionsConfig *config, PySessions **ret);
  * this, since session_open may take one (pool.c). */
 uint32_t pysession_backstop_s(uint32_t lifetime_s, uint32_t max_timeout_s);
 
-/* Puts the sessions in front of the scheduler's hook (the Python tools'): session_open,
- * session_close and every call with a `session` argument are ours, the rest goes on to the hook
- * that was there. Once, after that hook was attached. */
+/* The scheduler whose slots a busy session holds. Once, before p joins the route table. */
 void pysessions_attach(PySessions *p, Scheduler *s);
 
-/* A session_open we handed on to the hook we sit in front of (it names `python` or has
- * `dependencies`) comes back here once that hook (pyexec's) has prepared it: prep->python runs in
+/* The calls p serves (route.h; userdata: the PySessions): session_open, session_close, and exec and
+ * execute_python naming a session. */
+extern const RouteVTable pysessions_route_vtable;
+
+/* A session_open we handed to config.prepare (it names `python` or has `dependencies`) comes back
+ * here once it is prepared: prep->python runs in
  * the session's sandbox, prep->env_dir is mounted there read-only (held until prep->release, which
  * is called once the session's sandbox is gone), prep->extra's members are added to the result.
  * Takes the call and prep's release in every case; call from the loop. */

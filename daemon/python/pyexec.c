@@ -4,6 +4,7 @@
  * helper (a sandboxed run of the tools interpreter with tomllib and packaging), the syntax check
  * (a sandboxed run of the chosen interpreter), the source check or the environment (envs.c), and
  * finally the run itself, handed to the scheduler. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -59,11 +60,11 @@ typedef struct ProbeWait {
 
 struct PyExec {
         RunEnv env;        /* the scheduler's, for helper runs (a larger output cap) */
+        const RunOps *run_ops; /* how helper runs are started: run.c's, or a unit test's fakes */
         const Config *config;
         Cgroup *cgroup;
         Envs *envs;
         Scheduler *scheduler;
-        SchedulerHook hook;
         PyInterp interps[CONFIG_PYTHONS_MAX];
         size_t n_interps;
         PyInterp tools;    /* the interpreter that runs the metadata helper (python3 ≥ 3.11) */
@@ -137,14 +138,14 @@ static char *stderr_tail(const McpExecResult *r) {
 }
 
 /* Reads a helper's stdout as one JSON object; NULL and *reterr set otherwise. */
-static json_t *helper_output(Run *run, const char *what, char **reterr) {
-        if (run_error(run)) {
-                if (asprintf(reterr, "%s could not run: %s", what, run_error(run)) < 0)
+static json_t *helper_output(const RunOps *ops, Run *run, const char *what, char **reterr) {
+        if (ops->error(run)) {
+                if (asprintf(reterr, "%s could not run: %s", what, ops->error(run)) < 0)
                         *reterr = NULL;
                 return NULL;
         }
         McpExecResult r;
-        run_result(run, &r);
+        ops->result(run, &r);
         json_t *o = r.exit_code == 0 && !r.timed_out ? json_loadb(r.stdout_data ? r.stdout_data : "", r.stdout_len, 0, NULL)
                                                      : NULL;
         if (json_is_object(o))
@@ -236,7 +237,7 @@ static void on_probe_done(Run *run, void *userdata) {
         ProbeWait *w = userdata;
         PyExec *px = w->px;
         _cleanup_free_ char *err = NULL;
-        _cleanup_(json_decrefp) json_t *o = helper_output(run, "the interpreter probe", &err);
+        _cleanup_(json_decrefp) json_t *o = helper_output(px->run_ops, run, "the interpreter probe", &err);
         if (o)
                 probe_apply(w->interp, o);
         else {
@@ -245,7 +246,7 @@ static void on_probe_done(Run *run, void *userdata) {
                         w->interp->error = err ? TAKE_PTR(err) : strdup("the interpreter probe failed");
         }
         w->run = NULL;
-        run_release(run);
+        px->run_ops->release(run);
         if (--px->probes_pending == 0)
                 probe_finish(px);
 }
@@ -281,7 +282,7 @@ int pyexec_probe_start(PyExec *px, PyExecProbedFn done, void *userdata) {
                         .files = &launcher,
                         .n_files = px->exec.path && strcmp(all[i]->path, px->exec.path) == 0,
                 };
-                r = run_start(&px->env, &p, on_probe_done, w, &w->run);
+                r = px->run_ops->start(&px->env, &p, on_probe_done, w, &w->run);
                 if (r >= 0)
                         px->probes_pending++;
         }
@@ -300,7 +301,7 @@ void pyexec_probe_stop(PyExec *px) {
         px->probes_stopped = true;
         for (size_t i = 0; i < ELEMENTSOF(px->probes); i++)
                 if (px->probes[i].run)
-                        run_kill(px->probes[i].run);
+                        px->run_ops->kill(px->probes[i].run);
 }
 
 static int interp_init(PyInterp *i, const char *name, const char *path) {
@@ -367,7 +368,7 @@ static int job_helper(PyJob *j, PyStep step, const char *code, const char *pytho
                 .python = python,
         };
         j->step = step;
-        return run_start(&j->px->env, &p, on_helper_done, j, &j->run);
+        return j->px->run_ops->start(&j->px->env, &p, on_helper_done, j, &j->run);
 }
 
 /* The environment the metadata asks for, its requirements as a vector in v (at most max - 1). */
@@ -638,15 +639,16 @@ static void on_helper_done(Run *run, void *userdata) {
         PyStep step = j->step;
         j->run = NULL;
         j->step = STEP_NONE;
+        const RunOps *ops = j->px->run_ops;
         if (j->cancelled) {
-                run_release(run);
+                ops->release(run);
                 job_free(j);
                 return;
         }
         _cleanup_free_ char *err = NULL;
         _cleanup_(json_decrefp) json_t *o = helper_output(
-                run, step == STEP_META ? "the PEP 723 metadata parser" : "the syntax check", &err);
-        run_release(run);
+                ops, run, step == STEP_META ? "the PEP 723 metadata parser" : "the syntax check", &err);
+        ops->release(run);
 
         switch (step) {
         case STEP_META:
@@ -822,7 +824,8 @@ static void session_begin(PyJob *j) {
 }
 
 /* What each tool this module serves does: its handler (the first step), and for the script tools
- * the step after the metadata. The tool's name, schema and argument checks are mcp/'s registry. */
+ * the step after the metadata. The tool's name, schema and argument checks are mcp/'s registry;
+ * which calls come here is pyexec_route_vtable's serves[] below. */
 typedef struct PyTool {
         bool interpreter;              /* resolves the chosen interpreter first (refused if unusable) */
         void (*begin)(PyJob *j);
@@ -867,7 +870,10 @@ static void on_job_nop(RingOp *op, int res) {
         job_begin(j);
 }
 
-static int hook_submit(void *userdata, McpCall *call, void *owner, JobReplyFn reply) {
+/* ---------------------------------------------------------------------------------------------
+ * The route table's operations (route.h). */
+
+static int route_submit(void *userdata, McpCall *call, void *owner, JobReplyFn reply) {
         PyExec *px = userdata;
         PyJob *j = calloc(1, sizeof(*j));
         if (!j)
@@ -887,7 +893,7 @@ static PyJob *job_find(PyExec *px, const void *owner, const char *id_key) {
         return NULL;
 }
 
-static bool hook_has(void *userdata, const void *owner, const char *id_key) {
+static bool route_has(void *userdata, const void *owner, const char *id_key) {
         return job_find(userdata, owner, id_key) != NULL;
 }
 
@@ -896,7 +902,7 @@ static bool hook_has(void *userdata, const void *owner, const char *id_key) {
 static void job_cancel(PyJob *j) {
         j->cancelled = true;
         if (j->run) {
-                run_kill(j->run);
+                j->px->run_ops->kill(j->run);
                 return;
         }
         if (j->waiter) {
@@ -908,7 +914,7 @@ static void job_cancel(PyJob *j) {
         /* STEP_NOP: freed by its completion. */
 }
 
-static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
+static bool route_cancel(void *userdata, const void *owner, const char *id_key) {
         PyExec *px = userdata;
         bool any = false;
         PyJob *j;
@@ -921,7 +927,7 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
         return any;
 }
 
-static void hook_shutdown(void *userdata, const char *reason) {
+static void route_shutdown(void *userdata, const char *reason) {
         PyExec *px = userdata;
         LIST_FOREACH_SAFE(jobs, j, next, px->jobs) {
                 if (j->cancelled || !j->call)
@@ -933,6 +939,27 @@ static void hook_shutdown(void *userdata, const char *reason) {
         /* An install nobody waits for any more would otherwise run on past the drain (a slow index)
          * and be left in flight at the teardown. */
         envs_stop(px->envs);
+}
+
+/* exec with the default interpreter is the run queue's (nothing to prepare); a session_open comes
+ * through daemon/pysession/ (pyexec_session_prepare()), never from the table. */
+const RouteVTable pyexec_route_vtable = {
+        .name = "python",
+        .serves = {
+                [MCP_TOOL_EXEC] = ROUTE_PYTHON,
+                [MCP_TOOL_EXECUTE_PYTHON] = ROUTE_PLAIN | ROUTE_PYTHON,
+                [MCP_TOOL_VALIDATE_SCRIPT] = ROUTE_PLAIN | ROUTE_PYTHON,
+                [MCP_TOOL_CHECK_ENVIRONMENT] = ROUTE_PLAIN,
+        },
+        .submit = route_submit,
+        .has = route_has,
+        .cancel = route_cancel,
+        .shutdown = route_shutdown,
+};
+
+int pyexec_session_prepare(PyExec *px, McpCall *call, void *owner, JobReplyFn reply) {
+        assert(mcp_call_args(call)->tool == MCP_TOOL_SESSION_OPEN);
+        return route_submit(px, call, owner, reply);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1096,10 +1123,9 @@ int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const ch
                 return log_error_errno(-ENOMEM, "cannot set up the interpreters: %m");
         px->env = *env;
         px->env.max_output_bytes = HELPER_OUTPUT_MAX_BYTES;
+        px->run_ops = &run_ops_sandbox;
         px->config = config;
         px->cgroup = cgroup;
-        px->hook = (SchedulerHook) { .userdata = px, .submit = hook_submit, .has = hook_has, .cancel = hook_cancel,
-                                     .shutdown = hook_shutdown };
 
         int r = interps_init(px, config);
         if (r < 0)
@@ -1116,7 +1142,10 @@ int pyexec_new(const RunEnv *env, const Config *config, Cgroup *cgroup, const ch
 
 void pyexec_attach(PyExec *px, Scheduler *scheduler) {
         px->scheduler = scheduler;
-        scheduler_set_hook(scheduler, &px->hook);
+}
+
+void pyexec_set_run_ops(PyExec *px, const RunOps *ops) {
+        px->run_ops = ops;
 }
 
 void pyexec_set_session_open(PyExec *px, PyExecSessionOpenFn open, void *userdata) {

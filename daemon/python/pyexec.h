@@ -43,17 +43,27 @@ void pyexec_probe_stop(PyExec *px);
 int pyexec_sources_check(const Config *config);
 DEFINE_POINTER_CLEANUP(PyExec, pyexec_free)
 
-/* Routes the scheduler's non-exec calls (and exec calls that choose an interpreter) through px. */
+/* The scheduler that runs what px prepared. Once, before px joins the route table. */
 void pyexec_attach(PyExec *px, Scheduler *scheduler);
 
-/* session_open with `python` or `dependencies` (issue 18). daemon/pysession/ sits in front of our
- * hook and hands such a call on to it; we resolve the interpreter and install the environment
- * exactly as for execute_python (the same helper, key and cache), then hand the call back to open
- * instead of the scheduler, with prep: python (its path inside the sandbox), env_dir (held until
- * prep->release), extra ({python, python_version, dependencies, environment}, execute_python's).
- * open takes the call and prep's release in every case; it is called from the loop. Until it is
- * set, such a call gets a tool error. Cancellation and shutdown reach the call while it is ours
- * through our hook, as every call being prepared. */
+/* The unit tests' seam: helper runs (the probes, the metadata parser, the syntax check) started
+ * through ops (fakes) instead of run.c's run_ops_sandbox. Before anything is started. */
+void pyexec_set_run_ops(PyExec *px, const RunOps *ops);
+
+/* The calls px serves (route.h; userdata: the PyExec): execute_python, validate_script,
+ * check_environment, and exec naming an interpreter. */
+extern const RouteVTable pyexec_route_vtable;
+
+/* session_open with `python` or `dependencies` (issue 18). daemon/pysession/ serves session_open and
+ * hands such a call to pyexec_session_prepare() (the daemon joins the two: they do not know each
+ * other); we resolve the interpreter and install the environment exactly as for execute_python (the
+ * same helper, key and cache), then hand the call back to open instead of the scheduler, with prep:
+ * python (its path inside the sandbox), env_dir (held until prep->release), extra ({python,
+ * python_version, dependencies, environment}, execute_python's). open takes the call and prep's
+ * release in every case; it is called from the loop. Until it is set, such a call gets a tool
+ * error. Cancellation and shutdown reach the call while it is ours through the route table, as
+ * every call being prepared. pyexec_session_prepare() has RouteVTable.submit's contract. */
+int pyexec_session_prepare(PyExec *px, McpCall *call, void *owner, JobReplyFn reply);
 typedef void (*PyExecSessionOpenFn)(void *userdata, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep);
 void pyexec_set_session_open(PyExec *px, PyExecSessionOpenFn open, void *userdata);
 

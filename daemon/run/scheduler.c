@@ -1,4 +1,4 @@
-/* scheduler.c: the bounded run queue and cancellation. */
+/* scheduler.c: the bounded run queue and cancellation, and the route table's use. */
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -33,9 +33,24 @@ struct Job {
         LIST_FIELDS(Job, jobs); /* on s->queue while waiting, on s->running while running */
 };
 
+/* The run queue as a room: exec with the default interpreter has nothing to prepare. has, cancel and
+ * shutdown are the queue's own below (it holds every room's prepared calls alike), not a room's. */
+static int queue_submit(void *userdata, McpCall *call, void *owner, JobReplyFn reply) {
+        return scheduler_submit_prepared(userdata, call, owner, reply, NULL);
+}
+
+static const RouteVTable queue_vtable = {
+        .name = "run queue",
+        .serves = { [MCP_TOOL_EXEC] = ROUTE_PLAIN },
+        .submit = queue_submit,
+};
+
 void scheduler_init(Scheduler *s, const RunEnv *env, uint32_t max_running, uint32_t queue_max) {
         *s = (Scheduler) { .env = *env, .run_ops = &run_ops_sandbox, .max_running = max_running,
                            .queue_max = queue_max };
+        int r = route_table_add(&s->routes, &queue_vtable, s);
+        assert(r == 0); /* the first room of an empty table */
+        (void) r;
 }
 
 void scheduler_done(Scheduler *s) {
@@ -46,8 +61,8 @@ void scheduler_set_metrics(Scheduler *s, Metrics *metrics) {
         s->metrics = metrics;
 }
 
-void scheduler_set_hook(Scheduler *s, const SchedulerHook *hook) {
-        s->hook = hook;
+int scheduler_route(Scheduler *s, const RouteVTable *vtable, void *userdata) {
+        return route_table_add(&s->routes, vtable, userdata);
 }
 
 void scheduler_set_sessions(Scheduler *s, const void *(*session_of)(const void *owner), uint32_t session_queue_max) {
@@ -257,10 +272,13 @@ void scheduler_slot_release(Scheduler *s, SchedulerSlot *slot) {
 }
 
 int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply) {
-        const McpExecArgs *a = mcp_call_args(call);
-        if (s->hook && !s->shutting_down && (a->tool != MCP_TOOL_EXEC || a->python || a->session))
-                return s->hook->submit(s->hook->userdata, call, owner, reply);
-        return scheduler_submit_prepared(s, call, owner, reply, NULL);
+        /* Shutting down, the queue refuses every call alike, with the reason and a record. */
+        if (s->shutting_down)
+                return scheduler_submit_prepared(s, call, owner, reply, NULL);
+        const RouteRoom *room = route_table_lookup(&s->routes, mcp_call_args(call));
+        if (!room)
+                return -EOPNOTSUPP; /* a bug: test-route checks every listed tool has a room */
+        return room->vtable->submit(room->userdata, call, owner, reply);
 }
 
 static uint32_t session_queued(const Scheduler *s, const void *session) {
@@ -319,6 +337,8 @@ void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size
                          "this session already has %" PRIu32 " calls waiting for a slot (MCP_EXEC_SESSION_QUEUE_MAX=%" PRIu32
                          "; %" PRIu32 " runs are running, MCP_EXEC_MAX_CONCURRENT=%" PRIu32 "); retry when one has started",
                          s->session_queue_max, s->session_queue_max, s->n_running, s->max_running);
+        else if (r == -EOPNOTSUPP)
+                snprintf(buf, size, "no part of mcp-execd serves this call (the route table has no room for it)");
         else if (r == -EBUSY)
                 snprintf(buf, size,
                          "the run queue is full: %" PRIu32 " runs are running (MCP_EXEC_MAX_CONCURRENT=%" PRIu32
@@ -344,7 +364,7 @@ const Output *scheduler_output(const Scheduler *s, const void *owner, const char
 
 bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key) {
         return find(s->running, owner, id_key) || find(s->queue, owner, id_key) ||
-               (s->hook && s->hook->has(s->hook->userdata, owner, id_key));
+               route_table_has(&s->routes, owner, id_key);
 }
 
 /* A queued job leaves without running: never answered (cancelled), or with a tool error. */
@@ -367,7 +387,7 @@ static void job_kill(Scheduler *s, Job *j, bool cancelled) {
 }
 
 bool scheduler_cancel(Scheduler *s, const void *owner, const char *id_key) {
-        if (s->hook && s->hook->cancel(s->hook->userdata, owner, id_key))
+        if (route_table_cancel(&s->routes, owner, id_key))
                 return true;
         Job *j = find(s->queue, owner, id_key);
         if (j) {
@@ -382,8 +402,7 @@ bool scheduler_cancel(Scheduler *s, const void *owner, const char *id_key) {
 }
 
 void scheduler_cancel_owner(Scheduler *s, const void *owner) {
-        if (s->hook)
-                (void) s->hook->cancel(s->hook->userdata, owner, NULL);
+        (void) route_table_cancel(&s->routes, owner, NULL);
         LIST_FOREACH_SAFE(jobs, j, next, s->queue)
                 if (j->owner == owner)
                         job_drop_queued(s, j, NULL);
@@ -397,8 +416,7 @@ void scheduler_shutdown(Scheduler *s, const char *reason) {
                 return;
         s->shutting_down = true;
         snprintf(s->shutdown_reason, sizeof(s->shutdown_reason), "%s", reason);
-        if (s->hook)
-                s->hook->shutdown(s->hook->userdata, reason);
+        route_table_shutdown(&s->routes, reason);
         while (s->queue)
                 job_drop_queued(s, s->queue, s->shutdown_reason);
         LIST_FOREACH(jobs, j, s->running)
@@ -431,7 +449,6 @@ int scheduler_metrics_render(Scheduler *s, char **ret, size_t *ret_len) {
                 return -ENODATA;
         metrics_set_runs(s->metrics, s->n_running, s->n_queued);
         metrics_set_pool(s->metrics, run_pool_ready(s->env.pool), run_pool_memory_bytes(s->env.pool));
-        if (s->hook && s->hook->gauges)
-                s->hook->gauges(s->hook->userdata, s->metrics);
+        route_table_gauges(&s->routes, s->metrics);
         return metrics_render(s->metrics, ret, ret_len);
 }

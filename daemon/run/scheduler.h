@@ -1,5 +1,6 @@
 /* scheduler.h: the run queue shared by every session: at most max_running runs at once, at most
- * queue_max waiting, cancellation of either, and the answer to each call. */
+ * queue_max waiting, cancellation of either, and the answer to each call; in front of it the route
+ * table, which hands each call to the room that serves it. */
 #pragma once
 
 #include <stdbool.h>
@@ -9,28 +10,8 @@
 #include "list.h"
 #include "mcp.h"
 #include "metrics.h"
+#include "route.h"
 #include "run.h"
-
-/* Receives the serialized reply of a call (malloc'd; the callee takes it), or NULL when the call
- * was cancelled and must not be answered. */
-typedef void (*JobReplyFn)(void *owner, char *reply);
-
-/* Calls that need preparing before their run (issue 8: PEP 723 metadata, dependencies, the choice
- * of interpreter; or no run at all) go to the hook first, which hands runs back with
- * scheduler_submit_prepared() and answers the rest itself. */
-typedef struct SchedulerHook {
-        void *userdata;
-        /* Same contract as scheduler_submit(). */
-        int (*submit)(void *userdata, McpCall *call, void *owner, JobReplyFn reply);
-        bool (*has)(void *userdata, const void *owner, const char *id_key);
-        /* Drops owner's call with this id key (NULL: all of owner's) while it is being prepared,
-         * never answered. True if one was. */
-        bool (*cancel)(void *userdata, const void *owner, const char *id_key);
-        void (*shutdown)(void *userdata, const char *reason);
-        /* Sets the hook's gauges before /metrics is rendered (what it holds now, such as the Python
-         * sessions' memory, is read at the scrape, not kept up to date). Optional: NULL. */
-        void (*gauges)(void *userdata, Metrics *metrics);
-} SchedulerHook;
 
 /* What a prepared call's run gets beyond its arguments. Strings are copied. */
 typedef struct JobPrep {
@@ -68,7 +49,9 @@ typedef struct Scheduler {
         const void *(*session_of)(const void *owner);
         uint32_t session_queue_max;
         Metrics *metrics;          /* run records and counters (issue 7), or NULL */
-        const SchedulerHook *hook; /* or NULL */
+        /* Which room serves each call (route.h): the run queue's own row (exec with the default
+         * interpreter) from scheduler_init(), the other rooms' from scheduler_route(). */
+        RouteTable routes;
 
         Job *running;              /* list, linked through Job.jobs */
         Job *queue, *queue_tail;   /* list, FIFO: appended at queue_tail, started from queue */
@@ -82,27 +65,29 @@ typedef struct Scheduler {
 } Scheduler;
 
 /* At most max_running runs at once (MCP_EXEC_MAX_CONCURRENT), at most queue_max waiting
- * (MCP_EXEC_QUEUE_MAX). env is copied. Runs are started with run.c's functions. */
+ * (MCP_EXEC_QUEUE_MAX). env is copied. Runs are started with run.c's functions. The route table
+ * holds the run queue's row: exec with the default interpreter. */
 void scheduler_init(Scheduler *s, const RunEnv *env, uint32_t max_running, uint32_t queue_max);
 void scheduler_done(Scheduler *s);
 
 /* What other modules attach once they exist, before the first call is submitted; what they pass
  * stays theirs. The run records and counters (issue 7): */
 void scheduler_set_metrics(Scheduler *s, Metrics *metrics);
-/* The Python tools' preparation (see SchedulerHook): */
-void scheduler_set_hook(Scheduler *s, const SchedulerHook *hook);
+/* A room that serves calls (route.h), its operations and its object: route_table_add()'s returns. */
+int scheduler_route(Scheduler *s, const RouteVTable *vtable, void *userdata);
 /* HTTP: each session may have at most session_queue_max calls waiting (MCP_EXEC_SESSION_QUEUE_MAX);
  * session_of(owner) names the session of a call's owner (NULL: none). */
 void scheduler_set_sessions(Scheduler *s, const void *(*session_of)(const void *owner), uint32_t session_queue_max);
 /* The unit tests' seam: runs started through ops (fakes) instead of run.c's run_ops_sandbox. */
 void scheduler_set_run_ops(Scheduler *s, const RunOps *ops);
 
-/* Takes call and answers it later through reply(owner, …). Returns 0, or -EBUSY when the queue is
- * full or the scheduler shuts down, -EDQUOT when the call's session has session_queue_max calls
- * waiting (call not taken: answer it with a tool error, scheduler_refusal_message()), or -ENOMEM. */
+/* Takes call and answers it later through reply(owner, …): hands it to the room the route table
+ * names for it (route.h). Returns 0, or -EBUSY when the queue is full or the scheduler shuts down,
+ * -EDQUOT when the call's session has session_queue_max calls waiting, -EOPNOTSUPP when no room
+ * serves it (call not taken: answer it with a tool error, scheduler_refusal_message()), or -ENOMEM. */
 int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply);
 
-/* scheduler_submit() without the hook, for a call the hook prepared. prep may be NULL. On -EBUSY or
+/* The run queue itself, for a call a room prepared (or exec's, which needs nothing). prep may be NULL. On -EBUSY or
  * -ENOMEM prep's release has been called (the call is not taken). */
 int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep);
 
@@ -113,7 +98,8 @@ int scheduler_slot_request(Scheduler *s, SchedulerSlot *slot);
 /* Gives slot back, held or waiting (or neither: nothing happens); the queue moves on. */
 void scheduler_slot_release(Scheduler *s, SchedulerSlot *slot);
 
-/* The tool error text for a call refused with -EBUSY or -EDQUOT (names the variable that applies). */
+/* The tool error text for a call refused with -EBUSY or -EDQUOT (names the variable that applies),
+ * or -EOPNOTSUPP. */
 void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size);
 
 /* Whether owner has a call with this id key queued or running. */

@@ -168,7 +168,7 @@ static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx, const char
                 return;
         }
         char msg[320];
-        if (r == -EBUSY || r == -EDQUOT)
+        if (r == -EBUSY || r == -EDQUOT || r == -EOPNOTSUPP)
                 scheduler_refusal_message(d->scheduler, r, msg, sizeof(msg));
         else
                 snprintf(msg, sizeof(msg), DISPATCH_OOM_MESSAGE);

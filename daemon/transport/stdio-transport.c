@@ -23,6 +23,7 @@ struct Stdio {
         McpServer *mcp;
         McpLineReader lines;
         size_t max_message_bytes;
+        int in_fd, out_fd; /* fd 0 and fd 1, or a unit test's pipes (stdio_start_fds()) */
 
         RingOp op_read;
         bool reading;     /* a read may be submitted */
@@ -104,7 +105,7 @@ static void stdio_flush(Stdio *t) {
                 t->inflight_off = 0;
         }
         struct io_uring_sqe *sqe = ring_get_sqe(t->ring, &t->op_write);
-        io_uring_prep_write(sqe, STDOUT_FILENO, t->inflight.data + t->inflight_off,
+        io_uring_prep_write(sqe, t->out_fd, t->inflight.data + t->inflight_off,
                             (unsigned) MIN(t->inflight.len - t->inflight_off, (size_t) 1 << 30), (uint64_t) -1);
 }
 
@@ -196,7 +197,7 @@ static void on_hup(RingOp *op, int res) {
 
 static void stdio_read(Stdio *t) {
         struct io_uring_sqe *sqe = ring_get_sqe(t->ring, &t->op_read);
-        io_uring_prep_read(sqe, STDIN_FILENO, t->rbuf, sizeof(t->rbuf), (uint64_t) -1);
+        io_uring_prep_read(sqe, t->in_fd, t->rbuf, sizeof(t->rbuf), (uint64_t) -1);
 }
 
 static void oversize(Stdio *t) {
@@ -264,10 +265,17 @@ void stdio_release(Stdio *t) {
 }
 
 int stdio_start(Ring *ring, Scheduler *scheduler, McpServer *mcp, size_t max_message_bytes, Stdio **ret) {
+        return stdio_start_fds(ring, scheduler, mcp, max_message_bytes, STDIN_FILENO, STDOUT_FILENO, ret);
+}
+
+int stdio_start_fds(Ring *ring, Scheduler *scheduler, McpServer *mcp, size_t max_message_bytes, int in_fd,
+                    int out_fd, Stdio **ret) {
         Stdio *t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;
         t->ring = ring;
+        t->in_fd = in_fd;
+        t->out_fd = out_fd;
         t->scheduler = scheduler;
         t->mcp = mcp;
         t->max_message_bytes = max_message_bytes;
@@ -279,7 +287,7 @@ int stdio_start(Ring *ring, Scheduler *scheduler, McpServer *mcp, size_t max_mes
         t->op_tick.callback = on_tick;
         t->reading = true;
         stdio_read(t);
-        io_uring_prep_poll_add(ring_get_sqe(ring, &t->op_hup), STDOUT_FILENO, POLLERR | POLLHUP);
+        io_uring_prep_poll_add(ring_get_sqe(ring, &t->op_hup), out_fd, POLLERR | POLLHUP);
         *ret = t;
         return 0;
 }

@@ -12,6 +12,9 @@ typedef struct Stdio Stdio;
 
 /* Starts reading fd 0. mcp is the session's protocol state (owned by the caller). */
 int stdio_start(Ring *ring, Scheduler *scheduler, McpServer *mcp, size_t max_message_bytes, Stdio **ret);
+/* The unit tests' seam: the same on in_fd and out_fd (borrowed) instead of fd 0 and fd 1. */
+int stdio_start_fds(Ring *ring, Scheduler *scheduler, McpServer *mcp, size_t max_message_bytes, int in_fd,
+                    int out_fd, Stdio **ret);
 
 /* The session (mcp) no longer holds messages (mcp_server_release()): the one the transport kept is
  * handled, then those read after it, and reading goes on. */

@@ -1,6 +1,7 @@
 /* test-scheduler.c: the scheduler through its run seam (scheduler_set_run_ops): fake runs that end
  * when the test says so. Queue order, the global and per-session limits, cancellation of queued and
- * running calls, shutdown, the Python tools' hook, and what reaches the metrics. */
+ * running calls, shutdown, a room of the route table (the Python tools'), and what reaches the
+ * metrics. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,126 +16,16 @@
 
 #include "cleanup.h"
 #include "scheduler.h"
-
-/* ---- fake runs ------------------------------------------------------------------------------ */
-
-#define FAKES_MAX 32
-
-/* The scheduler only ever holds a Run *: the fake is this test's own definition. */
-struct Run {
-        RunDoneFn done;
-        void *userdata;
-        char code[32];
-        char python[64];  /* RunParams.python, or "" */
-        char env_dir[64]; /* RunParams.env_dir, or "" */
-        bool user_code;
-        bool killed;
-        bool ended;
-        bool released;
-        const char *error; /* run_error() */
-        int exit_code;
-};
-
-static struct Run fakes[FAKES_MAX];
-static size_t n_fakes;     /* runs started, in order */
-static int start_fails;    /* > 0: that many next starts fail with -ENOMEM */
-
-static int fake_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userdata, Run **ret) {
-        if (start_fails > 0) {
-                start_fails--;
-                return -ENOMEM;
-        }
-        assert_true(n_fakes < FAKES_MAX);
-        struct Run *run = &fakes[n_fakes++];
-        *run = (struct Run) { .done = done, .userdata = userdata, .user_code = p->user_code };
-        snprintf(run->code, sizeof(run->code), "%.*s", (int) p->code_len, p->code);
-        snprintf(run->python, sizeof(run->python), "%s", p->python ?: "");
-        snprintf(run->env_dir, sizeof(run->env_dir), "%s", p->env_dir ?: "");
-        *ret = run;
-        return 0;
-}
-
-static void fake_kill(Run *run) {
-        /* Like run_kill(): done() follows later, never from inside. */
-        run->killed = true;
-}
-
-static const char *fake_error(const Run *run) {
-        return run->error;
-}
-
-static void fake_result(const Run *run, McpExecResult *ret) {
-        *ret = (McpExecResult) { .stdout_data = run->code, .stdout_len = strlen(run->code),
-                                 .exit_code = run->exit_code, .limits = "rlimit", .run_id = "fake" };
-}
-
-static const char *fake_id(const Run *run) {
-        return "fake";
-}
-
-static const char *fake_unit(const Run *run) {
-        return NULL;
-}
-
-static uint64_t fake_place_usec(const Run *run) {
-        return 0;
-}
-
-static void fake_release(Run *run) {
-        assert_true(run->ended);
-        assert_false(run->released);
-        run->released = true;
-}
-
-static const RunOps fake_ops = {
-        .start = fake_start,
-        .kill = fake_kill,
-        .error = fake_error,
-        .result = fake_result,
-        .id = fake_id,
-        .unit = fake_unit,
-        .place_usec = fake_place_usec,
-        .release = fake_release,
-};
-
-/* The i-th run started ends now (as its done() would be called from the loop). */
-static void fake_end(size_t i) {
-        assert_true(i < n_fakes);
-        struct Run *run = &fakes[i];
-        assert_false(run->ended);
-        run->ended = true;
-        run->done(run, run->userdata);
-        assert_true(run->released);
-}
+#include "unit-fakes.h"
 
 /* ---- calls and their replies ---------------------------------------------------------------- */
 
 static McpServer *server;
 static int next_id;
 
-/* What the calls are checked against: pypy3 is an interpreter a call may name. */
-static const McpLimits limits = {
-        .default_timeout_s = 30,
-        .max_timeout_s = 60,
-        .max_code_bytes = 1000,
-        .max_stdin_bytes = 1000,
-        .limits_by = "rlimit",
-        .pythons = "python3,pypy3",
-};
-
 /* A tools/call of tool with args, as the transports get it from mcp_server_handle(). */
 static McpCall *call_of(const char *tool, const char *args) {
-        char msg[512];
-        snprintf(msg, sizeof(msg),
-                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\",\"arguments\":%s}}",
-                 ++next_id, tool, args);
-        McpAction a;
-        assert_int_equal(mcp_server_handle(server, msg, strlen(msg), &a), 0);
-        assert_int_equal(a.kind, MCP_ACTION_CALL);
-        McpCall *c = a.call;
-        a.call = NULL;
-        mcp_action_done(&a);
-        return c;
+        return fake_call(server, ++next_id, tool, args);
 }
 
 /* An exec call whose fake run prints code. */
@@ -142,19 +33,6 @@ static McpCall *exec_call(const char *code) {
         char args[128];
         snprintf(args, sizeof(args), "{\"code\":\"%s\"}", code);
         return call_of("exec", args);
-}
-
-typedef struct Reply {
-        const void *owner;
-        char *text; /* NULL: never answered (cancelled) */
-} Reply;
-
-static Reply replies[FAKES_MAX];
-static size_t n_replies;
-
-static void on_reply(void *owner, char *reply) {
-        assert_true(n_replies < FAKES_MAX);
-        replies[n_replies++] = (Reply) { .owner = owner, .text = reply };
 }
 
 /* What reply i says: the run's stdout for a result, the message for a tool error. */
@@ -196,19 +74,12 @@ static void setup_limits(uint32_t max_running, uint32_t queue_max) {
 }
 
 static int setup(void **state) {
-        server = mcp_server_new(&limits, "1.0.0");
-        assert_non_null(server);
-        McpAction a;
-        const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-                           "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
-        assert_int_equal(mcp_server_handle(server, init, strlen(init), &a), 0);
-        mcp_action_done(&a);
+        server = fake_server_new(&fake_limits);
         metrics_stream = open_memstream(&metrics_log, &metrics_log_len);
         assert_non_null(metrics_stream);
         assert_int_equal(metrics_new("1.0.0", "stdio", metrics_stream, &metrics), 0);
-        n_fakes = n_replies = 0;
-        start_fails = 0;
+        fakes_reset();
+        replies_reset();
         setup_limits(1, 16);
         return 0;
 }
@@ -217,10 +88,8 @@ static int teardown(void **state) {
         /* Every job is gone: every run started was ended and released, or never started. */
         assert_int_equal(sched.n_running, 0);
         assert_int_equal(sched.n_queued, 0);
-        for (size_t i = 0; i < n_fakes; i++)
-                assert_true(fakes[i].released);
-        for (size_t i = 0; i < n_replies; i++)
-                free(replies[i].text);
+        fakes_reset();
+        replies_reset();
         scheduler_done(&sched);
         metrics = metrics_free(metrics);
         fclose(metrics_stream);
@@ -554,7 +423,7 @@ static void test_shutdown_after_cancel(void **state) {
         expect_no_answer(0, &owner_a);
 }
 
-/* ---- the hook (Python tools) ---------------------------------------------------------------- */
+/* ---- a room of the route table (the Python tools') ------------------------------------------- */
 
 typedef struct FakeHook {
         McpCall *call;
@@ -599,8 +468,13 @@ static void prep_release(void *userdata) {
 }
 
 static FakeHook fake_hook;
-static const SchedulerHook hook = {
-        .userdata = &fake_hook,
+/* What pyexec's room serves of exec and execute_python (pyexec.c). */
+static const RouteVTable hook = {
+        .name = "fake python",
+        .serves = {
+                [MCP_TOOL_EXEC] = ROUTE_PYTHON,
+                [MCP_TOOL_EXECUTE_PYTHON] = ROUTE_PLAIN | ROUTE_PYTHON,
+        },
         .submit = hook_submit,
         .has = hook_has,
         .cancel = hook_cancel,
@@ -629,7 +503,7 @@ static int hook_hand_back(void) {
 
 static void test_hook(void **state) {
         fake_hook = (FakeHook) {};
-        scheduler_set_hook(&sched, &hook);
+        assert_int_equal(scheduler_route(&sched, &hook, &fake_hook), 0);
 
         /* exec without python goes straight to the queue. */
         assert_int_equal(scheduler_submit(&sched, exec_call("plain"), &owner_a, on_reply), 0);
@@ -668,7 +542,7 @@ static void test_hook(void **state) {
 
         /* A prepared call refused (queue full) has its prep released at once. */
         setup_limits(1, 0);
-        scheduler_set_hook(&sched, &hook);
+        assert_int_equal(scheduler_route(&sched, &hook, &fake_hook), 0);
         assert_int_equal(scheduler_submit(&sched, exec_call("busy"), &owner_a, on_reply), 0);
         assert_int_equal(scheduler_submit(&sched, call_of("execute_python", "{\"script\":\"x\"}"), &owner_a,
                                           on_reply), 0);
@@ -685,9 +559,36 @@ static void test_hook(void **state) {
         fake_end(2);
 }
 
+/* A call no room serves is refused, not run; a call two rooms claim is refused at start. */
+static void test_routes(void **state) {
+        fake_hook = (FakeHook) {};
+        McpCall *c = call_of("check_environment", "{}");
+        assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), -EOPNOTSUPP);
+        char msg[320];
+        scheduler_refusal_message(&sched, -EOPNOTSUPP, msg, sizeof(msg));
+        assert_non_null(strstr(msg, "route table"));
+        assert_int_equal(n_fakes, 0);
+
+        assert_int_equal(scheduler_route(&sched, &hook, &fake_hook), 0);
+        static const RouteVTable exec_again = { .name = "exec again", .serves = { [MCP_TOOL_EXEC] = ROUTE_PLAIN },
+                                                .submit = hook_submit };
+        assert_int_equal(scheduler_route(&sched, &exec_again, &fake_hook), -EEXIST);
+        assert_int_equal(scheduler_route(&sched, &hook, &fake_hook), -EEXIST);
+        /* Refused whole: plain exec is still the queue's. */
+        assert_int_equal(scheduler_submit(&sched, exec_call("queued"), &owner_a, on_reply), 0);
+        assert_int_equal(n_fakes, 1);
+        assert_int_equal(fake_hook.n_submitted, 0);
+        fake_end(0);
+
+        /* Still refused with the room there: check_environment is not the fake's. */
+        assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), -EOPNOTSUPP);
+        mcp_call_free(c);
+        assert_int_equal(fake_hook.n_submitted, 0);
+}
+
 static void test_cancel_owner_reaches_hook(void **state) {
         fake_hook = (FakeHook) {};
-        scheduler_set_hook(&sched, &hook);
+        assert_int_equal(scheduler_route(&sched, &hook, &fake_hook), 0);
         assert_int_equal(scheduler_submit(&sched, call_of("execute_python", "{\"script\":\"x\"}"), &owner_a,
                                           on_reply), 0);
         scheduler_cancel_owner(&sched, &owner_b);
@@ -716,6 +617,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_shutdown_after_cancel, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_hook, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cancel_owner_reaches_hook, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_routes, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
