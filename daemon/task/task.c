@@ -94,8 +94,11 @@ int task_store_create(TaskStore *s, const char *owner, uint64_t ttl_usec, uint64
 
 Task *task_store_find(TaskStore *s, const char *owner, const char *id, uint64_t now_mono) {
         task_store_sweep(s, now_mono);
+        /* An id is a caller's secret of sorts: compared in constant time, so that timing does not
+         * tell how much of a guess was right (issue 29 #8). */
+        size_t n = strlen(id);
         LIST_FOREACH(tasks, t, s->tasks)
-                if (strcmp(t->id, id) == 0)
+                if (str_secret_equal(id, n, t->id, strlen(t->id)))
                         /* Compared after the id: which owner a task has is not shown by timing to
                          * someone who would have to know the id first anyway. */
                         return strcmp(t->owner, owner) == 0 ? t : NULL;
