@@ -414,7 +414,7 @@ static int daemon_serving_setup(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "cannot set up the metrics: %m");
         scheduler_set_metrics(&d->scheduler, d->metrics);
-        r = dispatch_tasks_new(&d->scheduler, cfg->tasks_max, cfg->tasks_per_client,
+        r = dispatch_tasks_new(&d->scheduler, cfg->tasks_max, cfg->tasks_per_client, cfg->tasks_max_bytes,
                                (uint64_t) cfg->task_ttl_s * 1000000u, cfg->instance, &d->tasks);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the tasks: %m");
