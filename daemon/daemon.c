@@ -29,6 +29,7 @@
 #include "sandbox.h"
 #include "scheduler.h"
 #include "signals.h"
+#include "state-dir.h"
 #include "stdio-transport.h"
 #include "str-util.h"
 
@@ -49,6 +50,7 @@ struct Daemon {
         Cgroup *cgroup;
         Sandbox *sandbox;
         char *state_dir; /* the runs' staging directories; removed with its contents at the end */
+        int state_dir_lock; /* held while state_dir exists (state-dir.h) */
         Ring *ring;
         Signals *signals;
         char *python;    /* MCP_EXEC_PYTHON resolved in SANDBOX_PATH, or NULL */
@@ -157,15 +159,20 @@ static int daemon_sandbox_setup(Daemon *d) {
         }
 
         const char *base = getenv("RUNTIME_DIRECTORY") ?: getenv("TMPDIR") ?: "/tmp";
+        /* A daemon killed (SIGKILL, a crash) left its callers' staged code and files here; under
+         * systemd RuntimeDirectory= goes with the unit, but stdio daemons share TMPDIR. */
+        unsigned stale = state_dirs_clean_stale(base);
+        if (stale > 0)
+                log_info("removed %u private director%s in %s that mcp-execd instances which were killed had "
+                         "left", stale, stale == 1 ? "y" : "ies", base);
         _cleanup_free_ char *dir = NULL;
-        if (asprintf(&dir, "%s/mcp-execd.XXXXXX", base) < 0) {
-                dir = NULL;
-                return log_error_errno(-ENOMEM, "cannot create a private directory in %s: %m", base);
-        }
-        if (!mkdtemp(dir))
-                return log_error_errno(-errno, "cannot create a private directory in %s: %m", base);
+        _cleanup_close_ int lock_fd = -EBADF;
+        r = state_dir_new(base, &dir, &lock_fd);
+        if (r < 0)
+                return log_error_errno(r, "cannot create a private directory in %s: %m", base);
         d->sandbox = TAKE_PTR(sandbox);
         d->state_dir = TAKE_PTR(dir);
+        d->state_dir_lock = TAKE_FD(lock_fd);
         return 0;
 }
 
@@ -431,7 +438,7 @@ static int daemon_serving_setup(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "cannot set up the metrics: %m");
         scheduler_set_metrics(&d->scheduler, d->metrics);
-        r = dispatch_tasks_new(&d->scheduler, cfg->tasks_max, cfg->tasks_per_client,
+        r = dispatch_tasks_new(&d->scheduler, cfg->tasks_max, cfg->tasks_per_client, cfg->tasks_max_bytes,
                                (uint64_t) cfg->task_ttl_s * 1000000u, cfg->instance, &d->tasks);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the tasks: %m");
@@ -457,6 +464,7 @@ int daemon_new(const Config *cfg, Daemon **ret) {
         if (!d)
                 return log_error_errno(-ENOMEM, "cannot set up the daemon: %m");
         d->config = cfg;
+        d->state_dir_lock = -EBADF;
 
         int r = daemon_cgroup_setup(d);
         if (r < 0)
@@ -772,6 +780,7 @@ Daemon *daemon_free(Daemon *d) {
         if (d->state_dir)
                 (void) rm_rf(d->state_dir);
         free(d->state_dir);
+        safe_close(d->state_dir_lock); /* after the removal: until then it is ours */
         sandbox_free(d->sandbox);
         cgroup_free(d->cgroup);
         free(d);

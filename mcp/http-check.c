@@ -9,6 +9,7 @@
 
 #include "cleanup.h"
 #include "mcp-http.h"
+#include "str-util.h"
 #include "mcp.h"
 
 /* Versions a Streamable HTTP client may name in MCP-Protocol-Version (the header exists since
@@ -97,14 +98,6 @@ bool mcp_http_origin_allowed(const McpHttpPolicy *p, const char *origin) {
         return hl > 0 && host_is_loopback(h, hl);
 }
 
-bool mcp_http_secret_equal(const char *a, size_t alen, const char *b, size_t blen) {
-        /* Loop over the secret's length whatever a is; no early exit on content. */
-        volatile unsigned char d = alen != blen;
-        for (size_t i = 0; i < blen; i++)
-                d |= (unsigned char) ((i < alen ? (unsigned char) a[i] : 0) ^ (unsigned char) b[i]);
-        return d == 0;
-}
-
 /* "Bearer <t>" (scheme case-insensitive, RFC 7235) → <t>; else NULL. */
 static const char *bearer_value(const char *v) {
         if (strncasecmp(v, "Bearer", 6) != 0 || (v[6] != ' ' && v[6] != '\t'))
@@ -121,7 +114,7 @@ static bool token_matches(const char *token, const char *value) {
         size_t n = strlen(value);
         while (n > 0 && (value[n - 1] == ' ' || value[n - 1] == '\t'))
                 n--;
-        return mcp_http_secret_equal(value, n, token, strlen(token));
+        return str_secret_equal(value, n, token, strlen(token));
 }
 
 bool mcp_http_authorized(const char *token, const char *authorization, const char *x_mcp_auth) {

@@ -142,8 +142,6 @@ bool mcp_http_origin_allowed(const McpHttpPolicy *p, const char *origin);
 /* True if the request carries the token as `Authorization: Bearer <t>` or `X-MCP-AUTH: <t>`
  * (also `X-MCP-AUTH: Bearer <t>`). Constant time in the token's content. */
 bool mcp_http_authorized(const char *token, const char *authorization, const char *x_mcp_auth);
-/* Constant-time comparison of two byte strings (time depends on the lengths only). */
-bool mcp_http_secret_equal(const char *a, size_t alen, const char *b, size_t blen);
 /* True if an Accept header value admits media type `type` ("application/json"), with wildcards,
  * parameters and q=0 handled. NULL (absent) admits everything. */
 bool mcp_http_accepts(const char *accept, const char *type);

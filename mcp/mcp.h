@@ -169,6 +169,8 @@ typedef struct McpTaskView {
         uint64_t updated_usec; /* CLOCK_REALTIME */
         uint64_t ttl_msec;     /* how long the result is kept after the task ends */
         const char *reply;     /* MCP_TASK_COMPLETED: the call's own JSON-RPC reply (its result is shown) */
+        uint64_t too_big;      /* MCP_TASK_FAILED: the result's bytes that max_bytes could not hold; 0: OOM */
+        uint64_t max_bytes;    /* MCP_EXEC_TASKS_MAX_BYTES */
 } McpTaskView;
 
 /* Whether the call is to run as a task; *ret_ttl_msec is the TTL it asked for (2025 task.ttl), 0 for

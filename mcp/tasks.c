@@ -4,6 +4,7 @@
  * CreateTaskResult with resultType "task", tasks/get inlining the result, tasks/cancel and
  * tasks/update acknowledged with an empty result). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,14 +114,32 @@ static json_t *timestamp_new(uint64_t usec) {
         return json_string(b);
 }
 
-/* The Task object of the era: 2025 {ttl, pollInterval}, 2026 {ttlMs, pollIntervalMs}. */
+/* Why a failed task has no result, for its statusMessage and errors. malloc'd, NULL on ENOMEM. */
+static char *failure_new(const McpTaskView *t) {
+        if (t->too_big)
+                return mcp_problem("mcp-execd could not keep the task's result: its %" PRIu64 " bytes did not fit in "
+                                   "MCP_EXEC_TASKS_MAX_BYTES=%" PRIu64 " beside the results not fetched yet; fetch "
+                                   "results as they end, or run the call again",
+                                   t->too_big, t->max_bytes);
+        return strdup("mcp-execd could not keep the task's result: out of memory");
+}
+
+/* The Task object of the era: 2025 {ttl, pollInterval}, 2026 {ttlMs, pollIntervalMs}; a failed
+ * task's statusMessage says why (both eras have the member). */
 static json_t *task_object_new(const McpTaskView *t, bool modern) {
         _cleanup_(json_decrefp) json_t *created = timestamp_new(t->created_usec), *updated = timestamp_new(t->updated_usec);
         if (!created || !updated)
                 return NULL;
-        return json_pack("{s:s, s:s, s:O, s:O, s:I, s:i}", "taskId", t->id, "status", status_names[t->status],
-                         "createdAt", created, "lastUpdatedAt", updated, modern ? "ttlMs" : "ttl",
-                         (json_int_t) t->ttl_msec, modern ? "pollIntervalMs" : "pollInterval", TASK_POLL_MSEC);
+        _cleanup_(json_decrefp) json_t *o = json_pack(
+                "{s:s, s:s, s:O, s:O, s:I, s:i}", "taskId", t->id, "status", status_names[t->status], "createdAt",
+                created, "lastUpdatedAt", updated, modern ? "ttlMs" : "ttl", (json_int_t) t->ttl_msec,
+                modern ? "pollIntervalMs" : "pollInterval", TASK_POLL_MSEC);
+        if (o && t->status == MCP_TASK_FAILED) {
+                _cleanup_free_ char *why = failure_new(t);
+                if (!why || json_object_set_new(o, "statusMessage", json_string(why)) < 0)
+                        return NULL;
+        }
+        return TAKE_PTR(o);
 }
 
 char *mcp_call_reply_task_created(const McpCall *c, const McpTaskView *t) {
@@ -189,8 +208,8 @@ char *mcp_task_reply(const McpTaskRequest *r, const McpTaskView *t, bool was_ter
                                 return NULL;
                 }
                 if (modern && t->status == MCP_TASK_FAILED) {
-                        json_t *e = json_pack("{s:i, s:s}", "code", MCP_ERROR_INTERNAL, "message",
-                                              "mcp-execd could not keep the task's result: out of memory");
+                        _cleanup_free_ char *why = failure_new(t);
+                        json_t *e = why ? json_pack("{s:i, s:s}", "code", MCP_ERROR_INTERNAL, "message", why) : NULL;
                         if (!e || json_object_set_new(task, "error", e) < 0)
                                 return NULL;
                 }
@@ -198,8 +217,10 @@ char *mcp_task_reply(const McpTaskRequest *r, const McpTaskView *t, bool was_ter
         }
         case MCP_TASK_RESULT: {
                 if (t->status != MCP_TASK_COMPLETED) {
-                        _cleanup_free_ char *msg = mcp_problem("Invalid params: task %s has no result: it is %s",
-                                                               t->id, status_names[t->status]);
+                        _cleanup_free_ char *why = t->status == MCP_TASK_FAILED ? failure_new(t) : NULL;
+                        _cleanup_free_ char *msg = mcp_problem("Invalid params: task %s has no result: it is %s%s%s",
+                                                               t->id, status_names[t->status], why ? ": " : "",
+                                                               why ?: "");
                         return msg ? error_reply(r->id, MCP_ERROR_INVALID_PARAMS, msg) : NULL;
                 }
                 _cleanup_(json_decrefp) json_t *result = reply_result_get(t->reply);

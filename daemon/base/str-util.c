@@ -103,3 +103,11 @@ uint64_t now_usec(void) {
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
+
+bool str_secret_equal(const char *a, size_t alen, const char *b, size_t blen) {
+        /* Loop over the secret's length whatever a is; no early exit on content. */
+        volatile unsigned char d = alen != blen;
+        for (size_t i = 0; i < blen; i++)
+                d |= (unsigned char) ((i < alen ? (unsigned char) a[i] : 0) ^ (unsigned char) b[i]);
+        return d == 0;
+}

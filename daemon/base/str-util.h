@@ -17,6 +17,10 @@ void buf_done(Buf *b);
 /* Drops the first n bytes. */
 void buf_consume(Buf *b, size_t n);
 
+/* Whether a (a caller's) equals b (the secret: a token, a session id, a task id), in time that
+ * depends on the lengths only, never on where they differ. */
+bool str_secret_equal(const char *a, size_t alen, const char *b, size_t blen);
+
 /* True if s is empty or only ASCII whitespace (the characters Python ignores around code). */
 bool str_is_blank(const char *s, size_t n);
 

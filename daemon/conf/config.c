@@ -609,6 +609,11 @@ const ConfigVariable config_table[] = {
         { "MCP_EXEC_TASKS_PER_CLIENT", UINT32(tasks_per_client), .min = 1, .max = 256, .fallback = "32",
           .at_most = "MCP_EXEC_TASKS_MAX", .accepted = "a number of tasks from 1 to 256",
           .help = "tasks kept at once for one client" },
+        /* One kept result can be 13-19 MiB (1 MiB of output, escaped, with its files): without a
+         * bound in bytes, 96 of them grew the daemon past 1.2 GiB (issue 29 #3). */
+        { "MCP_EXEC_TASKS_MAX_BYTES", SIZE(tasks_max_bytes), .min = 1 << 20, .max = UINT64_MAX,
+          .fallback = "256M", .accepted = SIZE_ACCEPTED ", or infinity",
+          .help = "bytes of the tasks' kept results, all clients together" },
         { "MCP_EXEC_DRAIN_S", SECONDS(drain_s, 0, 86400), .fallback = "0",
           .help = "HTTP: on SIGTERM, seconds the calls in flight may take to finish while new ones are "
                   "refused (503) and /health says draining; 0: they are stopped at once" },

@@ -53,6 +53,7 @@ typedef struct Config {
         uint32_t task_ttl_s;        /* a task's result is kept this long after it ends */
         uint32_t tasks_max;         /* tasks kept at once (working or with a result), all clients */
         uint32_t tasks_per_client;  /* the same, one client's (at most tasks_max) */
+        uint64_t tasks_max_bytes;   /* bytes of the kept results, all clients */
         char *instance;             /* MCP_EXEC_INSTANCE: prefix of task ids and session handles, or NULL */
         uint32_t drain_s;           /* HTTP: SIGTERM lets the calls in flight finish this long (issue 19.2) */
         char *pythons;              /* MCP_EXEC_PYTHONS "name=path,…" as given; NULL: just MCP_EXEC_PYTHON */

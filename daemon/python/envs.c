@@ -177,12 +177,20 @@ int envs_new(const EnvsConfig *config, Envs **ret, char **reterr) {
         e->config.installer_python = e->installer_python;
         e->config.uv = e->uv;
 
-        /* 0755: the runs' user must traverse the path to have an environment bound. */
+        /* Not world-readable (issue 29 #8): environments may hold a private index's packages, and
+         * their names say what other callers asked for. A run never walks these paths: its
+         * environment is bound from an O_PATH fd the daemon opens (sandbox_fs_prepare()), so envs/
+         * and trash/ are the daemon's alone. The installer (its own uid) chdirs into its tmp/<id> by
+         * path: the root and tmp/ let it through (x) without letting anyone list them (no r). Made
+         * so on every start, whatever an older version or CacheDirectoryMode= left. */
+        static const mode_t modes[] = { 0711, 0700, 0711, 0700 };
         mode_t old = umask(022);
         int r = 0;
         const char *dirs[] = { e->dir, e->envs_dir, e->tmp_dir, e->trash_dir };
         for (size_t i = 0; i < ELEMENTSOF(dirs) && r >= 0; i++) {
-                r = mkdir_p(dirs[i], 0755);
+                r = mkdir_p(dirs[i], modes[i]);
+                if (r >= 0 && chmod(dirs[i], modes[i]) < 0)
+                        r = -errno;
                 if (r < 0 && reterr && asprintf(reterr, "cannot create the environment cache directory %s: %s",
                                                 dirs[i], strerror(-r)) < 0)
                         *reterr = NULL;

@@ -6,14 +6,17 @@
 #include "str-util.h"
 #include "task.h"
 
-void task_store_init(TaskStore *s, unsigned max_total, unsigned max_per_owner, uint64_t ttl_usec) {
-        *s = (TaskStore) { .max_total = max_total, .max_per_owner = max_per_owner, .ttl_usec = ttl_usec };
+void task_store_init(TaskStore *s, unsigned max_total, unsigned max_per_owner, uint64_t max_bytes,
+                     uint64_t ttl_usec) {
+        *s = (TaskStore) { .max_total = max_total, .max_per_owner = max_per_owner, .max_bytes = max_bytes,
+                           .ttl_usec = ttl_usec };
         LIST_HEAD_INIT(s->tasks);
 }
 
 static void task_free(TaskStore *s, Task *t) {
         LIST_REMOVE(tasks, s->tasks, t);
         s->n_tasks--;
+        s->bytes -= t->reply_len;
         free(t->reply);
         free(t);
 }
@@ -43,15 +46,30 @@ void task_fetched(Task *t) {
                 t->fetched = true;
 }
 
-/* Frees the oldest fetched task of owner (NULL: of anyone); false if there is none. */
-static bool task_store_evict_fetched(TaskStore *s, const char *owner) {
+/* Frees the oldest fetched task of owner (NULL: of anyone), never keep; false if there is none. */
+static bool task_store_evict_fetched_but(TaskStore *s, const char *owner, const Task *keep) {
         Task *oldest = NULL;
         LIST_FOREACH(tasks, t, s->tasks) /* newest first: the last match is the oldest */
-                if (t->fetched && (!owner || strcmp(t->owner, owner) == 0))
+                if (t->fetched && t != keep && (!owner || strcmp(t->owner, owner) == 0))
                         oldest = t;
         if (!oldest)
                 return false;
         task_free(s, oldest);
+        return true;
+}
+
+static bool task_store_evict_fetched(TaskStore *s, const char *owner) {
+        return task_store_evict_fetched_but(s, owner, NULL);
+}
+
+/* Fetched results make room until need more bytes fit; false if they cannot (and then none is
+ * freed for nothing when need alone is over the bound). */
+static bool task_store_make_room(TaskStore *s, uint64_t need, const Task *keep) {
+        if (need > s->max_bytes)
+                return false;
+        while (need > s->max_bytes - MIN(s->bytes, s->max_bytes))
+                if (!task_store_evict_fetched_but(s, NULL, keep))
+                        return false;
         return true;
 }
 
@@ -82,6 +100,7 @@ int task_store_create(TaskStore *s, const char *owner, uint64_t ttl_usec, uint64
         if (r < 0)
                 return r;
         strcpy(t->owner, owner);
+        t->store = s;
         t->status = TASK_WORKING;
         t->created_usec = t->updated_usec = now_real;
         t->ttl_usec = ttl_usec > 0 && ttl_usec < s->ttl_usec ? ttl_usec : s->ttl_usec;
@@ -94,8 +113,11 @@ int task_store_create(TaskStore *s, const char *owner, uint64_t ttl_usec, uint64
 
 Task *task_store_find(TaskStore *s, const char *owner, const char *id, uint64_t now_mono) {
         task_store_sweep(s, now_mono);
+        /* An id is a caller's secret of sorts: compared in constant time, so that timing does not
+         * tell how much of a guess was right (issue 29 #8). */
+        size_t n = strlen(id);
         LIST_FOREACH(tasks, t, s->tasks)
-                if (strcmp(t->id, id) == 0)
+                if (str_secret_equal(id, n, t->id, strlen(t->id)))
                         /* Compared after the id: which owner a task has is not shown by timing to
                          * someone who would have to know the id first anyway. */
                         return strcmp(t->owner, owner) == 0 ? t : NULL;
@@ -116,8 +138,19 @@ void task_end(Task *t, TaskStatus status, char *reply, uint64_t now_mono, uint64
                 free(reply);
                 return;
         }
+        size_t n = reply ? strlen(reply) : 0;
+        if (status == TASK_COMPLETED && reply && !task_store_make_room(t->store, n, t)) {
+                /* Kept results nobody fetched fill the bound: this one is not kept, and says so. */
+                free(reply);
+                reply = NULL;
+                status = TASK_FAILED;
+                t->too_big = n;
+                n = 0;
+        }
         t->status = status;
         t->reply = reply;
+        t->reply_len = n;
+        t->store->bytes += n;
         t->run = NULL;
         t->ended_usec = now_mono;
         t->updated_usec = now_real;

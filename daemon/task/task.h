@@ -25,12 +25,14 @@
 typedef enum TaskStatus {
         TASK_WORKING,
         TASK_COMPLETED, /* the run answered (a tool error too: that is a result) */
-        TASK_FAILED,    /* no result could be had (out of memory keeping it) */
+        TASK_FAILED,    /* no result could be kept: out of memory, or too_big */
         TASK_CANCELLED,
 } TaskStatus;
 
 typedef struct Task Task;
+typedef struct TaskStore TaskStore;
 struct Task {
+        TaskStore *store;
         char id[TASK_ID_MAX + 1];
         char owner[TASK_OWNER_MAX];
         TaskStatus status;
@@ -40,21 +42,26 @@ struct Task {
         uint64_t ttl_usec;      /* how long the result is kept once it ended */
         bool fetched;           /* its owner has been told how it ended (task_fetched()) */
         char *reply;            /* TASK_COMPLETED: the run's JSON-RPC reply, as the call would have had it */
+        size_t reply_len;       /* its bytes, counted in the store's */
+        uint64_t too_big;       /* TASK_FAILED: the result's bytes, which max_bytes could not hold (0: OOM) */
         void *run;              /* TASK_WORKING: the dispatcher's record of the run (borrowed) */
         void *waiters;          /* TASK_WORKING: the dispatcher's requests waiting for the end (borrowed) */
         LIST_FIELDS(Task, tasks);
 };
 
-typedef struct TaskStore {
+struct TaskStore {
         Task *tasks;            /* newest first */
         unsigned n_tasks;
+        uint64_t bytes;         /* the kept results' */
+        uint64_t max_bytes;     /* MCP_EXEC_TASKS_MAX_BYTES */
         unsigned max_total;     /* MCP_EXEC_TASKS_MAX */
         unsigned max_per_owner; /* MCP_EXEC_TASKS_PER_CLIENT */
         uint64_t ttl_usec;      /* MCP_EXEC_TASK_TTL_S */
         const char *tag;        /* MCP_EXEC_INSTANCE, borrowed: ids are "<tag>-<hex>"; NULL: "<hex>" */
-} TaskStore;
+};
 
-void task_store_init(TaskStore *s, unsigned max_total, unsigned max_per_owner, uint64_t ttl_usec);
+void task_store_init(TaskStore *s, unsigned max_total, unsigned max_per_owner, uint64_t max_bytes,
+                     uint64_t ttl_usec);
 /* Frees every task; working ones' runs must have been let go first (their `run` is not touched). */
 void task_store_done(TaskStore *s);
 
@@ -81,7 +88,8 @@ size_t task_store_list(TaskStore *s, const char *owner, uint64_t now_mono_usec, 
 
 /* The task left TASK_WORKING: status (not TASK_WORKING), and for TASK_COMPLETED reply (taken, may be
  * NULL only for the others). A task already ended (cancelled while its run was being killed) keeps
- * its first end; reply is freed. */
+ * its first end; reply is freed. A reply the store's max_bytes cannot hold, after fetched results
+ * made room, is freed and the task is TASK_FAILED with too_big set. */
 void task_end(Task *t, TaskStatus status, char *reply, uint64_t now_mono_usec, uint64_t now_real_usec);
 
 bool task_status_is_terminal(TaskStatus status);

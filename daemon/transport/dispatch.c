@@ -262,13 +262,13 @@ static const DispatchOps tasks_dispatch_ops = {
         .call_reply = tasks_on_call_reply,
 };
 
-int dispatch_tasks_new(Scheduler *scheduler, unsigned max_total, unsigned max_per_owner, uint64_t ttl_usec,
-                       const char *tag, DispatchTasks **ret) {
+int dispatch_tasks_new(Scheduler *scheduler, unsigned max_total, unsigned max_per_owner, uint64_t max_bytes,
+                       uint64_t ttl_usec, const char *tag, DispatchTasks **ret) {
         DispatchTasks *t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;
         dispatch_init(&t->dispatch, scheduler, &tasks_dispatch_ops, t);
-        task_store_init(&t->store, max_total, max_per_owner, ttl_usec);
+        task_store_init(&t->store, max_total, max_per_owner, max_bytes, ttl_usec);
         t->store.tag = tag;
         *ret = t;
         return 0;
@@ -320,6 +320,8 @@ static McpTaskView task_view(const Task *k) {
                 .updated_usec = k->updated_usec,
                 .ttl_msec = k->ttl_usec / 1000u,
                 .reply = k->reply,
+                .too_big = k->too_big,
+                .max_bytes = k->store->max_bytes,
         };
 }
 

@@ -77,8 +77,8 @@ void dispatch_set_tasks(Dispatch *d, DispatchTasks *tasks, const char *owner);
  * task's run is exactly a call's (same scheduler, sandbox, limits, record) but belongs to no
  * session and outlives the request and connection that made it. */
 /* tag: MCP_EXEC_INSTANCE (borrowed, outlives the tasks), the prefix of task ids, or NULL. */
-int dispatch_tasks_new(Scheduler *scheduler, unsigned max_total, unsigned max_per_owner, uint64_t ttl_usec,
-                       const char *tag, DispatchTasks **ret);
+int dispatch_tasks_new(Scheduler *scheduler, unsigned max_total, unsigned max_per_owner, uint64_t max_bytes,
+                       uint64_t ttl_usec, const char *tag, DispatchTasks **ret);
 /* owner is gone for good (a 2025 HTTP session ended): nobody can fetch its tasks any more, so their
  * runs are cancelled and the tasks freed now rather than at their TTL. */
 void dispatch_tasks_drop_owner(DispatchTasks *t, const char *owner);

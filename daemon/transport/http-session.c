@@ -9,6 +9,7 @@
 
 #include "http-internal.h"
 #include "log.h"
+#include "str-util.h"
 
 #define HTTP_EVICT_LOG_USEC (10u * 1000u * 1000u) /* one eviction line per 10 s at most */
 
@@ -65,7 +66,8 @@ void http_session_register(HttpSession *s) {
 
 HttpSession *http_session_find(Http *h, const char *id, bool legacy) {
         LIST_FOREACH(sessions, s, h->sessions)
-                if (!s->closed && s->legacy == legacy && strcmp(s->id, id) == 0)
+                /* The id is the session's credential: compared in constant time (issue 29 #8). */
+                if (!s->closed && s->legacy == legacy && str_secret_equal(id, strlen(id), s->id, strlen(s->id)))
                         return s;
         return NULL;
 }

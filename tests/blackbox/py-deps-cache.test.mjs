@@ -19,9 +19,14 @@ test('a full cache evicts the least recently used environment; the cache survive
     const cache = tempDir(t, 'mcp-execd-cache-');
     const env = { MCP_EXEC_WHEELHOUSE: src.wheelhouse, MCP_EXEC_ENV_CACHE_DIR: cache, MCP_EXEC_ENV_CACHE_MAX: '1M' };
 
+    fs.chmodSync(cache, 0o755); // as an older version or CacheDirectoryMode=0755 left it
     let d = await startDaemon(t, { env });
     const a = await callTool(d.client, 'execute_python', { script: use('pkga') });
     assert.equal(a.sc?.stdout, 'hello from pkga 1.0\n', a.text);
+    // Issue 29 #8: nobody but the daemon lists the cache; the installer passes through the root and
+    // tmp/ to its own directory, runs get theirs from a descriptor.
+    const mode = (p) => (fs.statSync(path.join(cache, p)).mode & 0o777).toString(8);
+    assert.deepEqual(['.', 'envs', 'tmp', 'trash'].map(mode), ['711', '700', '711', '700']);
     await d.close();
     await d.exited;
 

@@ -1,6 +1,9 @@
 // The stdio transport (issue 2, point 3): nothing but JSON lines on stdout, logs on stderr,
 // exit 0 on stdin EOF after answering what is in flight, exit on SIGTERM/SIGINT.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { RawDaemon, procMemory, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent, pySleeperExec, test } from './lib/index.mjs';
 
 // Called once the daemon's stdout is closed (RawDaemon.waitClosed, not waitExit: the last bytes it
@@ -159,4 +162,46 @@ test('a 30 MB request line is refused with an error; the daemon keeps serving, m
     const m = procMemory(d.pid);
     t.diagnostic(`VmHWM ${m.hwm}`);
     assert.ok(m.hwm < 96 * 1024 * 1024, `daemon VmHWM ${m.hwm} after a 30 MB line`);
+});
+
+// Issue 29 #8: a stdio daemon killed (SIGKILL) cannot remove its private directory, which holds its
+// callers' staged code and files. The next daemon to start in the same TMPDIR removes it, and only
+// it: a live daemon's directory, a directory without a lock and another user's are left alone.
+test('a killed daemon\'s private directory is removed by the next start; live, lockless and foreign ones are not', async (t) => {
+    const base = fs.mkdtempSync(path.join(os.tmpdir(), 'bb-statedirs-'));
+    t.after(() => fs.rmSync(base, { recursive: true, force: true }));
+    const dirs = () => fs.readdirSync(base).filter((n) => /^mcp-execd\.[A-Za-z0-9]{6}$/.test(n)).sort();
+    const env = { TMPDIR: base, MCP_EXEC_WARM_POOL: 0 };
+
+    const live = RawDaemon.spawn(t, { env });
+    await live.initialize();
+    const [liveDir] = dirs();
+    assert.ok(liveDir, 'the live daemon has no private directory');
+
+    const killed = RawDaemon.spawn(t, { env });
+    await killed.initialize();
+    const killedDir = dirs().find((n) => n !== liveDir);
+    assert.ok(killedDir, `no second directory: ${dirs()}`);
+    fs.writeFileSync(path.join(base, killedDir, 'staged-caller-code'), 'secret');
+    killed.kill('SIGKILL');
+    await killed.waitClosed(10000);
+    assert.ok(dirs().includes(killedDir), 'the killed daemon\'s directory is not there to clean');
+
+    const lockless = 'mcp-execd.nolock';
+    fs.mkdirSync(path.join(base, lockless));
+    const foreign = 'mcp-execd.foreig';
+    fs.mkdirSync(path.join(base, foreign));
+    fs.writeFileSync(path.join(base, foreign, 'lock'), '');
+    fs.chownSync(path.join(base, foreign), 4242, 4242);
+
+    const next = RawDaemon.spawn(t, { env });
+    await next.initialize();
+    const after = dirs();
+    assert.ok(!after.includes(killedDir), `the killed daemon's directory is still there: ${after}`);
+    assert.ok(after.includes(liveDir), `the live daemon's directory was removed: ${after}`);
+    assert.ok(after.includes(lockless) && after.includes(foreign), `a lockless or foreign directory was removed: ${after}`);
+    assert.match(next.stderrText, /removed 1 private directory in .* that mcp-execd instances which were killed had left/);
+    // the live daemon still serves, from its directory
+    const ping = await live.request('ping');
+    assert.deepEqual(ping.result, {});
 });

@@ -213,6 +213,32 @@ test('stdio: at the per-client bound, a task whose end the client was told makes
     assert.ok((await d.request('tasks/get', modern({ taskId: ids[1] }))).result?.taskId);
 });
 
+// Issue 29 #3: kept results are bounded in bytes (MCP_EXEC_TASKS_MAX_BYTES), not only in number: a
+// result that does not fit beside the ones not fetched yet is not kept, and its task says why,
+// naming the variable; a fetched result makes room. The daemon's memory stays near the bound.
+test('stdio 2025: a result over MCP_EXEC_TASKS_MAX_BYTES beside unfetched ones is not kept; the task says why; fetching makes room', async (t) => {
+    const d = RawDaemon.spawn(t, { env: { MCP_EXEC_TASKS_MAX_BYTES: '1M', MCP_EXEC_WARM_POOL: 0 } });
+    await d.initialize();
+    // about 300 kB of output: its result (stdout twice, in content and structuredContent) ~600 kB
+    const big = (n) => ({ name: 'exec', arguments: { code: `print("${n}" * 300000)` }, task: {} });
+    const ended = async (id) => (await pollUntilEnded(async () => (await d.request('tasks/get', { taskId: id })).result)).task;
+    const a = (await d.request('tools/call', big('a'))).result.task.taskId;
+    assert.equal((await ended(a)).status, 'completed');
+    const b = (await d.request('tools/call', big('b'))).result.task.taskId;
+    const tb = await ended(b);
+    assert.equal(tb.status, 'failed', JSON.stringify(tb));
+    assert.match(tb.statusMessage ?? '', /did not fit in MCP_EXEC_TASKS_MAX_BYTES=1048576/, JSON.stringify(tb));
+    const rb = await d.request('tasks/result', { taskId: b });
+    assert.match(rb.error?.message ?? '', /MCP_EXEC_TASKS_MAX_BYTES/, JSON.stringify(rb).slice(0, 400));
+    // a's result is intact; fetched, it gives its place to the next one
+    const ra = await d.request('tasks/result', { taskId: a });
+    assert.equal(ra.result.structuredContent.stdout.length, 300001);
+    const c = (await d.request('tools/call', big('c'))).result.task.taskId;
+    assert.equal((await ended(c)).status, 'completed');
+    assert.equal((await d.request('tasks/result', { taskId: c })).result.structuredContent.stdout.length, 300001);
+    assert.equal((await d.request('tasks/get', { taskId: a })).error?.code, -32602, 'a was not freed for c');
+});
+
 test('stdio: end of input with a task running: the run dies with the daemon, which exits 0', async (t) => {
     const marker = uniqueMarker('task-eof');
     reap(t, marker);

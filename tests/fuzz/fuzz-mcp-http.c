@@ -8,6 +8,7 @@
 
 #include "fuzz.h"
 #include "mcp-http.h"
+#include "str-util.h"
 
 enum {
         F_METHOD, F_PATH, F_HOST, F_ORIGIN, F_AUTHORIZATION, F_X_MCP_AUTH, F_ACCEPT, F_CONTENT_TYPE,
@@ -114,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (f[F_TOKEN] && f[F_X_MCP_AUTH]) {
                 size_t a = strlen(f[F_TOKEN]), b = strlen(f[F_X_MCP_AUTH]);
-                FUZZ_CHECK(mcp_http_secret_equal(f[F_TOKEN], a, f[F_X_MCP_AUTH], b) ==
+                FUZZ_CHECK(str_secret_equal(f[F_TOKEN], a, f[F_X_MCP_AUTH], b) ==
                            (a == b && memcmp(f[F_TOKEN], f[F_X_MCP_AUTH], a) == 0));
         }
 

@@ -293,6 +293,11 @@ def scenario(v1, v2):
     if float(m.group(1)) > limit:
         raise TestFailure("systemd-analyze security: %s, docs/operations.md says %s" % (m.group(1), limit))
     print("systemd-analyze security mcp-execd.service: %s (docs/operations.md: %s)" % (m.group(1), limit))
+    # The daemon's own cgroup is bounded (issue 29 #3): with OOMScoreAdjust=-500 an unbounded daemon
+    # would make the host's other processes die first.
+    if prop("MemoryMax") != str(1 << 30) or prop("OOMScoreAdjust") != "-500":
+        raise TestFailure("the service's MemoryMax=%s, OOMScoreAdjust=%s (expected 1G, -500)"
+                          % (prop("MemoryMax"), prop("OOMScoreAdjust")))
 
     # --- upgrade with a call in flight and connections arriving ---------------------------------
     sock_since = prop("ActiveEnterTimestampMonotonic", "mcp-execd.socket")

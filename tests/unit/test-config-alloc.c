@@ -200,6 +200,7 @@ static const struct {
         { "MCP_EXEC_TASK_TTL_S", "60", "0" },
         { "MCP_EXEC_TASKS_MAX", "8", "0" },
         { "MCP_EXEC_TASKS_PER_CLIENT", "4", "257" },
+        { "MCP_EXEC_TASKS_MAX_BYTES", "64M", "512K" },
         { "MCP_EXEC_DRAIN_S", "30", "86401" },
         { "MCP_EXEC_INSTANCE", "i8081", "I-8081" },
         { "MCP_EXEC_PYTHONS", "python3=/usr/bin/python3,pypy3=pypy3", "x=" },

@@ -464,7 +464,7 @@ static void feed_task(Fixture *f, Session *on, const char *method, const char *t
 static void test_tasks(void **state) {
         Fixture *f = *state;
         DispatchTasks *dt = NULL;
-        assert_int_equal(dispatch_tasks_new(&scheduler, 8, 2, 10u * 1000000u, NULL, &dt), 0);
+        assert_int_equal(dispatch_tasks_new(&scheduler, 8, 2, UINT64_MAX, 10u * 1000000u, NULL, &dt), 0);
         dispatch_set_tasks(&f->session.dispatch, dt, "A");
         Session other = {};
         dispatch_init(&other.dispatch, &scheduler, &ops, &other);

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "mcp-http.h"
+#include "str-util.h"
 #include "mcp.h"
 
 static const char *const extra_hosts[] = { "mcp.example.com", "10.0.0.5:8080" };
@@ -112,11 +113,11 @@ static void test_token(void **state) {
         assert_false(mcp_http_authorized(t, NULL, "s3cret-tokeN"));
         assert_false(mcp_http_authorized(t, NULL, ""));
 
-        assert_true(mcp_http_secret_equal("abc", 3, "abc", 3));
-        assert_false(mcp_http_secret_equal("abd", 3, "abc", 3));
-        assert_false(mcp_http_secret_equal("ab", 2, "abc", 3));
-        assert_false(mcp_http_secret_equal("abcd", 4, "abc", 3));
-        assert_true(mcp_http_secret_equal("", 0, "", 0));
+        assert_true(str_secret_equal("abc", 3, "abc", 3));
+        assert_false(str_secret_equal("abd", 3, "abc", 3));
+        assert_false(str_secret_equal("ab", 2, "abc", 3));
+        assert_false(str_secret_equal("abcd", 4, "abc", 3));
+        assert_true(str_secret_equal("", 0, "", 0));
 }
 
 static void test_media_types(void **state) {

@@ -17,7 +17,7 @@
 
 static void test_ids(void **state) {
         TaskStore s;
-        task_store_init(&s, 100, 100, 10 * SEC);
+        task_store_init(&s, 100, 100, UINT64_MAX, 10 * SEC);
         Task *a, *b;
         assert_int_equal(task_store_create(&s, "stdio", 0, 1, 1, &a), 0);
         assert_int_equal(task_store_create(&s, "stdio", 0, 1, 1, &b), 0);
@@ -34,7 +34,7 @@ static void test_ids(void **state) {
 
 static void test_owners(void **state) {
         TaskStore s;
-        task_store_init(&s, 100, 100, 10 * SEC);
+        task_store_init(&s, 100, 100, UINT64_MAX, 10 * SEC);
         Task *a;
         assert_int_equal(task_store_create(&s, "session:aaa", 0, 1, 1, &a), 0);
         /* Another owner cannot see it, by find or list. */
@@ -52,7 +52,7 @@ static void test_owners(void **state) {
 
 static void test_bounds(void **state) {
         TaskStore s;
-        task_store_init(&s, 3, 2, 10 * SEC);
+        task_store_init(&s, 3, 2, UINT64_MAX, 10 * SEC);
         Task *t[4];
         assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &t[0]), 0);
         assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &t[1]), 0);
@@ -71,7 +71,7 @@ static void test_bounds(void **state) {
  * owner and in total), the oldest first; a working or unfetched one never does. */
 static void test_fetched_make_room(void **state) {
         TaskStore s;
-        task_store_init(&s, 4, 2, 10 * SEC);
+        task_store_init(&s, 4, 2, UINT64_MAX, 10 * SEC);
         Task *a1, *a2, *a3, *b1, *c1, *d1;
         assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &a1), 0);
         assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &a2), 0);
@@ -108,7 +108,7 @@ static void test_fetched_make_room(void **state) {
 /* An id another instance made is told from one of ours, from none, and from garbage. */
 static void test_other_instance(void **state) {
         TaskStore s;
-        task_store_init(&s, 10, 10, 10 * SEC);
+        task_store_init(&s, 10, 10, UINT64_MAX, 10 * SEC);
         s.tag = "i8082";
         Task *t;
         assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &t), 0);
@@ -128,7 +128,7 @@ static void test_other_instance(void **state) {
 
 static void test_ttl(void **state) {
         TaskStore s;
-        task_store_init(&s, 10, 10, 10 * SEC);
+        task_store_init(&s, 10, 10, UINT64_MAX, 10 * SEC);
         Task *w, *e, *shorter, *longer;
         assert_int_equal(task_store_create(&s, "o", 0, 0, 0, &w), 0);
         assert_int_equal(task_store_create(&s, "o", 0, 0, 0, &e), 0);
@@ -153,7 +153,7 @@ static void test_ttl(void **state) {
 
 static void test_end_is_final(void **state) {
         TaskStore s;
-        task_store_init(&s, 10, 10, 10 * SEC);
+        task_store_init(&s, 10, 10, UINT64_MAX, 10 * SEC);
         Task *t;
         assert_int_equal(task_store_create(&s, "o", 0, 0, 7, &t), 0);
         int dummy;
@@ -170,9 +170,56 @@ static void test_end_is_final(void **state) {
         task_store_done(&s);
 }
 
+static char *reply_of(size_t n) {
+        char *r = malloc(n + 1);
+        assert_non_null(r);
+        memset(r, 'r', n);
+        r[n] = '\0';
+        return r;
+}
+
+/* MCP_EXEC_TASKS_MAX_BYTES (issue 29 #3): kept results are counted in bytes; a result that does not
+ * fit once fetched results made room fails the task (too_big) and is not kept. */
+static void test_bytes(void **state) {
+        TaskStore s;
+        task_store_init(&s, 100, 100, 100, 10 * SEC);
+        Task *a, *b, *c, *d;
+        assert_int_equal(task_store_create(&s, "o", 0, 1, 1, &a), 0);
+        assert_int_equal(task_store_create(&s, "o", 0, 1, 1, &b), 0);
+        char a_id[TASK_ID_MAX + 1];
+        strcpy(a_id, a->id);
+        task_end(a, TASK_COMPLETED, reply_of(60), 2, 2);
+        assert_int_equal(a->status, TASK_COMPLETED);
+        assert_int_equal(s.bytes, 60);
+        task_end(b, TASK_COMPLETED, reply_of(60), 2, 2); /* a is not fetched: no room */
+        assert_int_equal(b->status, TASK_FAILED);
+        assert_int_equal(b->too_big, 60);
+        assert_null(b->reply);
+        assert_int_equal(s.bytes, 60);
+
+        assert_int_equal(task_store_create(&s, "o", 0, 3, 3, &c), 0);
+        task_fetched(a); /* now a gives its place */
+        task_end(c, TASK_COMPLETED, reply_of(100), 4, 4); /* exactly the bound, once a is gone */
+        assert_int_equal(c->status, TASK_COMPLETED);
+        assert_int_equal(s.bytes, 100);
+        assert_int_equal(s.n_tasks, 2); /* a was freed for c's room; b (failed) and c remain */
+        assert_null(task_store_find(&s, "o", a_id, 5));
+
+        task_fetched(c);
+        assert_int_equal(task_store_create(&s, "p", 0, 6, 6, &d), 0);
+        /* a result larger than the bound itself never fits, and c is not freed for it in vain */
+        task_end(d, TASK_COMPLETED, reply_of(101), 7, 7);
+        assert_int_equal(d->status, TASK_FAILED);
+        assert_int_equal(d->too_big, 101);
+        assert_int_equal(s.bytes, 100);
+        task_store_done(&s);
+        assert_int_equal(s.bytes, 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ids),
+                cmocka_unit_test(test_bytes),
                 cmocka_unit_test(test_owners),
                 cmocka_unit_test(test_bounds),
                 cmocka_unit_test(test_fetched_make_room),
