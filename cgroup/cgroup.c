@@ -186,6 +186,12 @@ int cgroup_run_kill(CgroupRun *cr) {
         return cr->cgroup->ops->run_kill ? cr->cgroup->ops->run_kill(cr) : -EBADF;
 }
 
+int cgroup_run_freeze(CgroupRun *cr, bool frozen) {
+        if (cr->payload_fd < 0)
+                return -EBADF;
+        return cg_write_at(cr->payload_fd, "cgroup.freeze", frozen ? "1" : "0");
+}
+
 int cgroup_run_read(CgroupRun *cr, CgroupStats *ret) {
         return cr->cgroup->ops->run_read ? cr->cgroup->ops->run_read(cr, ret) : -EBADF;
 }

@@ -98,6 +98,11 @@ const char *cgroup_run_unit(const CgroupRun *cr);
  * survive. Returns 0 or -errno. */
 int cgroup_run_kill(CgroupRun *cr);
 
+/* Freezes (or thaws) every process of the run's code: writes payload/cgroup.freeze. The kernel
+ * stops them as they next leave the kernel (cgroup-v2(7), "cgroup.freeze"); a kill still reaches a
+ * frozen process. A Python session between its calls (issue 29.1). Returns 0 or -errno. */
+int cgroup_run_freeze(CgroupRun *cr, bool frozen);
+
 /* Reads payload/'s counters (and the scope's OOM and pids events). Returns 0 or -errno. */
 int cgroup_run_read(CgroupRun *cr, CgroupStats *ret);
 

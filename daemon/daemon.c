@@ -497,6 +497,7 @@ int daemon_new(const Config *cfg, Daemon **ret) {
                 .python_name = cfg->python,
                 .max_output_bytes = cfg->max_output_bytes,
                 .max_return_bytes = cfg->max_return_bytes,
+                .memory_max_bytes = cfg->memory_max_bytes,
                 .launcher_code = &d->launcher_code,
         };
         r = daemon_pool_setup(d);

@@ -11,8 +11,13 @@
  * What it does is what the setup's copy used to do after starting Python: report whether Python
  * started (from exec_fd), reap every process of the run (it is PID 1), report Python's exit with
  * the run's rusage, and exit when the daemon closes control_fd (which kills what is left: the
- * kernel SIGKILLs a PID namespace whose init exits). No allocation, no stdio. */
+ * kernel SIGKILLs a PID namespace whose init exits). No allocation, no stdio.
+ *
+ * And what the daemon asks over control_fd (SandboxCommand): stop or continue every process of the
+ * run (rlimit mode's freezer, for a Python session between its calls), and the run's usage so far,
+ * read from the kernel here, where the code cannot write it (issue 29.1). */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -22,6 +27,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,6 +53,165 @@ static uint64_t timeval_usec(const struct timeval *tv) {
  * base is never above the total; should it be, 0 rather than a wrapped number. */
 static uint64_t usec_minus(uint64_t total, int64_t base) {
         return total > (uint64_t) base ? total - (uint64_t) base : 0;
+}
+
+/* ---- the run's usage, read from the kernel (SANDBOX_COMMAND_USAGE) ----------------------------
+ * From the run's own /proc (this process's root is the run's, and its /proc is the run's PID
+ * namespace's), with a buffer on the stack: no allocation, no stdio. */
+
+/* Reads a small file whole (NUL-terminated); its length, or -1. */
+static ssize_t read_small(int dirfd, const char *path, char *buf, size_t size) {
+        int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        size_t got = 0;
+        for (;;) {
+                ssize_t n = read(fd, buf + got, size - 1 - got);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                got += (size_t) n;
+                if (got == size - 1)
+                        break;
+        }
+        (void) close(fd);
+        buf[got] = 0;
+        return (ssize_t) got;
+}
+
+static uint64_t parse_u64(const char *p, const char **end) {
+        uint64_t v = 0;
+        while (*p >= '0' && *p <= '9')
+                v = v * 10 + (uint64_t) (*p++ - '0');
+        *end = p;
+        return v;
+}
+
+/* /proc/<pid>/stat: utime, stime, cutime, cstime (fields 14-17) in clock ticks, after the comm,
+ * which is the code's own text: the fields start after its last ')'. */
+static bool stat_ticks(int dirfd, const char *pid, uint64_t ret[4]) {
+        char path[32], buf[1024];
+        size_t n = strlen(pid);
+        if (n > 16)
+                return false;
+        memcpy(path, pid, n);
+        memcpy(path + n, "/stat", sizeof("/stat"));
+        if (read_small(dirfd, path, buf, sizeof(buf)) <= 0)
+                return false;
+        const char *p = strrchr(buf, ')');
+        if (!p)
+                return false;
+        p++;
+        /* field 3 (state) is the first after ") "; utime is field 14 */
+        for (int field = 2; field < 13; field++) {
+                p = strchr(p + 1, ' ');
+                if (!p)
+                        return false;
+        }
+        for (int i = 0; i < 4; i++) {
+                if (*p != ' ')
+                        return false;
+                ret[i] = parse_u64(p + 1, &p);
+        }
+        return true;
+}
+
+/* /proc/<pid>/status: VmHWM in bytes, 0 when absent (a zombie has no memory). */
+static uint64_t status_hwm(int dirfd, const char *pid) {
+        char path[32], buf[2048];
+        size_t n = strlen(pid);
+        if (n > 16)
+                return 0;
+        memcpy(path, pid, n);
+        memcpy(path + n, "/status", sizeof("/status"));
+        if (read_small(dirfd, path, buf, sizeof(buf)) <= 0)
+                return 0;
+        const char *p = strstr(buf, "\nVmHWM:");
+        if (!p)
+                return 0;
+        p += strlen("\nVmHWM:");
+        while (*p == ' ' || *p == '\t')
+                p++;
+        return parse_u64(p, &p) * 1024;
+}
+
+static void usage_report(int64_t base_utime, int64_t base_stime) {
+        /* What was reaped so far first: a child exited since is then either counted here or (a
+         * zombie) below, once. */
+        struct rusage ru = {};
+        (void) getrusage(RUSAGE_CHILDREN, &ru);
+        long hz = sysconf(_SC_CLK_TCK);
+        uint64_t tick_usec = hz > 0 ? 1000000u / (uint64_t) hz : 10000u;
+        uint64_t utime = timeval_usec(&ru.ru_utime), stime = timeval_usec(&ru.ru_stime);
+        uint64_t hwm = (uint64_t) ru.ru_maxrss * 1024;
+        int32_t counted = 0;
+
+        int dirfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd >= 0) {
+                char dents[4096];
+                for (;;) {
+                        long n = syscall(SYS_getdents64, dirfd, dents, sizeof(dents));
+                        if (n <= 0)
+                                break;
+                        for (long off = 0; off < n;) {
+                                struct linux_dirent64 {
+                                        uint64_t d_ino;
+                                        int64_t d_off;
+                                        unsigned short d_reclen;
+                                        unsigned char d_type;
+                                        char d_name[];
+                                } *d = (void *) (dents + off);
+                                off += d->d_reclen;
+                                const char *name = d->d_name;
+                                if (name[0] < '1' || name[0] > '9' || strcmp(name, "1") == 0)
+                                        continue; /* not a process, or this one */
+                                uint64_t t[4];
+                                if (!stat_ticks(dirfd, name, t))
+                                        continue; /* gone meanwhile: reaped, hence in ru above or next time */
+                                utime += (t[0] + t[2]) * tick_usec;
+                                stime += (t[1] + t[3]) * tick_usec;
+                                uint64_t h = status_hwm(dirfd, name);
+                                if (h > hwm)
+                                        hwm = h;
+                                counted++;
+                        }
+                }
+                (void) close(dirfd);
+        }
+        SandboxReport rep = {
+                .kind = SANDBOX_REPORT_USAGE,
+                .value = counted,
+                .utime_usec = usec_minus(utime, base_utime),
+                .stime_usec = usec_minus(stime, base_stime),
+                .maxrss_bytes = hwm,
+        };
+        report_send(&rep);
+}
+
+/* One command of the daemon's (sandbox.h); false when the daemon is gone. */
+static bool command_read(int64_t base_utime, int64_t base_stime) {
+        SandboxCommand cmd;
+        ssize_t r = recv(control_fd, &cmd, sizeof(cmd), MSG_DONTWAIT);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+                return false;
+        if (r != (ssize_t) sizeof(cmd))
+                return true; /* not a command of ours: nothing to do */
+        switch (cmd.kind) {
+        case SANDBOX_COMMAND_STOP:
+                /* From PID 1 of the namespace: every process of it but ourselves (kill(2)). */
+                (void) kill(-1, SIGSTOP);
+                break;
+        case SANDBOX_COMMAND_CONT:
+                (void) kill(-1, SIGCONT);
+                break;
+        case SANDBOX_COMMAND_USAGE:
+                usage_report(base_utime, base_stime);
+                break;
+        default:
+                break;
+        }
+        return true;
 }
 
 static int64_t arg_number(const char *s) {
@@ -176,12 +341,8 @@ int main(int argc, char **argv) {
                 int k = poll(pfd, signal_fd >= 0 ? 2 : 1, signal_fd >= 0 ? -1 : 100);
                 if (k < 0 && errno != EINTR)
                         _exit(1);
-                if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-                        char buf[16];
-                        ssize_t r = recv(control_fd, buf, sizeof(buf), MSG_DONTWAIT);
-                        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
-                                _exit(0);
-                }
+                if ((pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) && !command_read(base_utime, base_stime))
+                        _exit(0);
                 if (k > 0 && signal_fd >= 0 && (pfd[1].revents & POLLIN)) {
                         struct signalfd_siginfo si;
                         while (read(signal_fd, &si, sizeof(si)) > 0)

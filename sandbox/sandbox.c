@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -785,6 +786,25 @@ static const char *fmt_u64(char buf[static 24], uint64_t v) {
         return p;
 }
 
+/* CAP_KILL in the run's user namespace, kept across the exec below as an ambient capability: the
+ * init program stops and continues the run's processes (SANDBOX_COMMAND_STOP), which a root daemon's
+ * init, an unmapped uid there, may not do by its uid (a run is 65532). Everything else the exec
+ * drops: no uid 0 is mapped in the namespace, so the exec gives no other capability
+ * (capabilities(7)). Python's own setup cleared the ambient set before its exec
+ * (sandbox_lockdown()): the run has none. Best effort: without it a root daemon's session in rlimit
+ * mode would not be stopped between its calls, which tests/blackbox/pysession-freeze.test.mjs
+ * would see. */
+static void init_keep_cap_kill(void) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = {};
+        if (syscall(SYS_capget, &h, d) < 0)
+                return;
+        d[CAP_TO_INDEX(CAP_KILL)].inheritable |= CAP_TO_MASK(CAP_KILL);
+        if (syscall(SYS_capset, &h, d) < 0)
+                return;
+        (void) prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_KILL, 0, 0);
+}
+
 /* Becomes the run's init program (sandbox-init.c) with an empty environment; only returns on
  * failure, with errno set. control_fd, exec_fd and go_fd go across the exec, everything else of
  * ours (signal_fd, the memfd) is O_CLOEXEC. */
@@ -803,6 +823,7 @@ static void init_exec_program(InitState *st, const SpawnPlan *plan, pid_t python
         if (fcntl(st->control_fd, F_SETFD, 0) < 0 || fcntl(exec_fd, F_SETFD, 0) < 0 ||
             fcntl(go_fd, F_SETFD, 0) < 0)
                 return;
+        init_keep_cap_kill();
         (void) syscall(SYS_execveat, plan->init_fd, "", (char *const *) argv, (char *const *) envp,
                        AT_EMPTY_PATH);
 }
@@ -1294,6 +1315,19 @@ int sandbox_child_kill(SandboxChild *c) {
         if (syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0) < 0)
                 return -errno;
         return 0;
+}
+
+int sandbox_child_command(const SandboxChild *c, SandboxCommandKind kind) {
+        if (c->control_fd < 0)
+                return -EPIPE;
+        SandboxCommand cmd = { .kind = kind };
+        ssize_t n;
+        do
+                n = send(c->control_fd, &cmd, sizeof(cmd), MSG_DONTWAIT | MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        return n == (ssize_t) sizeof(cmd) ? 0 : -EIO;
 }
 
 void sandbox_child_done(SandboxChild *c) {

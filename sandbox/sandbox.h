@@ -101,6 +101,7 @@ typedef enum SandboxReportKind {
         SANDBOX_REPORT_STARTED = 1, /* Python was started; value = its pid inside the namespace */
         SANDBOX_REPORT_EXITED = 2,  /* Python exited; value = its wait status (as from waitpid) */
         SANDBOX_REPORT_FAILED = 3,  /* setup or exec failed; value = errno; detail says which step */
+        SANDBOX_REPORT_USAGE = 4,   /* the answer to SANDBOX_COMMAND_USAGE; value = the processes counted */
 } SandboxReportKind;
 
 #define SANDBOX_REPORT_DETAIL_MAX 200
@@ -117,7 +118,7 @@ typedef enum SandboxReportKind {
 typedef struct SandboxReport {
         int32_t kind;  /* SandboxReportKind */
         int32_t value;
-        /* EXITED only: getrusage(RUSAGE_CHILDREN) of the init at the time Python was reaped
+        /* EXITED: getrusage(RUSAGE_CHILDREN) of the init at the time Python was reaped
          * (every process of the run that was reaped so far; the init's mount helper, or the Python
          * child's own building of the root in rlimit mode, excluded).
          * maxrss is at least the daemon's RSS at spawn: Python's process is a copy of it until
@@ -125,9 +126,32 @@ typedef struct SandboxReport {
         uint64_t utime_usec;
         uint64_t stime_usec;
         uint64_t maxrss_bytes; /* peak RSS of the largest process, not the sum */
+        /* USAGE: the same figures for the run so far, read by the init and never by the code: the
+         * CPU time of every live process of the run from its /proc/<pid>/stat (its threads, and its
+         * children it has reaped; to the clock tick), plus what the init has reaped; the largest
+         * VmHWM of a live process, or of a reaped one. */
         uint32_t flags;        /* EXITED only: SANDBOX_REPORT_ALONE */
         char detail[SANDBOX_REPORT_DETAIL_MAX]; /* FAILED only: NUL-terminated, e.g. "execve /usr/bin/python3" */
 } SandboxReport;
+
+/* What the daemon asks of the init over control_fd, one SandboxCommand per message. Stopping and
+ * continuing is rlimit mode's freezer (a cgroup's cgroup.freeze does it otherwise): a Python
+ * session between its calls runs nothing. The init sends the signal from inside the run's PID
+ * namespace (kill(-1): every process of the run but itself), so no host pid, which could be reused,
+ * is ever signalled; it keeps CAP_KILL in the run's user namespace for that alone. */
+typedef enum SandboxCommandKind {
+        SANDBOX_COMMAND_STOP = 1,  /* SIGSTOP to every process of the run but the init */
+        SANDBOX_COMMAND_CONT = 2,  /* SIGCONT to the same */
+        SANDBOX_COMMAND_USAGE = 3, /* a SANDBOX_REPORT_USAGE follows */
+} SandboxCommandKind;
+
+typedef struct SandboxCommand {
+        int32_t kind; /* SandboxCommandKind */
+} SandboxCommand;
+
+/* Sends one command (never blocks: the socket's buffer holds far more than the few a run is ever
+ * sent). Returns 0 or -errno (-EPIPE: the init is gone). */
+int sandbox_child_command(const SandboxChild *c, SandboxCommandKind kind);
 
 /* Additions (sandbox/ owner): */
 

@@ -448,6 +448,16 @@ int proc_read_usage(Proc *p, CgroupUsage *ret) {
         return cgroup_run_usage(p->cgroup, ret);
 }
 
+int proc_ask_usage(Proc *p) {
+        return sandbox_child_command(&p->child, SANDBOX_COMMAND_USAGE);
+}
+
+int proc_freeze(Proc *p, bool frozen) {
+        if (p->cgroup)
+                return cgroup_run_freeze(p->cgroup, frozen);
+        return sandbox_child_command(&p->child, frozen ? SANDBOX_COMMAND_STOP : SANDBOX_COMMAND_CONT);
+}
+
 int proc_set_cpu_weight(Proc *p, uint64_t weight) {
         if (!p->cgroup)
                 return -ENODATA;

@@ -131,12 +131,18 @@ void proc_let_go(Proc *p);
 void proc_let_go_later(Proc *p);
 
 /* Accounting, read from the kernel: payload/'s counters (and the scope's OOM and pids events) and
- * its usage at one moment. -ENODATA without a cgroup (rlimits: the init's and the launcher's
- * reports are all there is today; issue 29 reads /proc here instead, so that a session's account
- * never comes from what its interpreter writes). The same place is where a session's cgroup will be
- * frozen between calls (cgroup.freeze, issue 29). */
+ * its usage at one moment. -ENODATA without a cgroup: then proc_ask_usage(). */
 int proc_read_stats(Proc *p, CgroupStats *ret);
 int proc_read_usage(Proc *p, CgroupUsage *ret);
+/* Rlimit mode's accounting: the init reads the run's usage from the run's /proc, where the code
+ * cannot write it, and answers with a SANDBOX_REPORT_USAGE (handler->report: the reports must be
+ * watched). 0 or -errno. */
+int proc_ask_usage(Proc *p);
+
+/* A Python session between its calls runs nothing (issue 29.1): payload/'s cgroup.freeze, or
+ * without a cgroup the init's SIGSTOP to every process of the run (and SIGCONT to thaw). 0 or
+ * -errno. */
+int proc_freeze(Proc *p, bool frozen);
 
 /* The CPU weight of a ready sandbox (issue 16.4): its cgroup's cpu.weight (-ENODATA without one),
  * or in rlimit mode the runs' nice given back (sandbox_child_foreground()). */

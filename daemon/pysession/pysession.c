@@ -5,10 +5,16 @@
  * (launch.py, `_SESSION = True`) does not run one main.py and exit but loops: it reads one message
  * per call (the call's nonce and code, then its input files), runs the code in one __main__ that
  * lives as long as the session, flushes, and ends the call with one line on stderr and then on
- * stdout: "\0MCPEXECD-END <nonce> <status> <user us> <system us> <maxrss bytes>". The daemon keeps
- * reading both pipes for the session's whole life and cuts each call's output at those lines. The
- * nonce is fresh per call (128 bits) and lives only in the launcher's frame: code that digs it out
- * can end its own call early, nothing else (its session's next call then starts as usual).
+ * stdout: "\0MCPEXECD-END <nonce> <status>". The daemon reads both pipes while a call runs and cuts
+ * its output at those lines. The nonce is fresh per call (128 bits) and lives only in the
+ * launcher's frame, which the caller's code shares: code that digs it out, or a thread or a
+ * setsid() child it leaves running, must gain nothing (issue 29.1). So everything the interpreter
+ * writes is untrusted: at the end line the session is frozen (payload/'s cgroup.freeze, or in
+ * rlimit mode the init's SIGSTOP of every process of the run) until its next call, its pipes are
+ * not read meanwhile, and what a call used is the session's usage read from the kernel (payload/'s
+ * counters, or the init's report from the run's /proc) at its end less that at its start, bounded
+ * by what is possible (run_end_bound()). A forged end line ends its own call early; whatever goes
+ * on runs only within the next call, its deadline and its slot, and is that call's.
  *
  * Deadlines. At the call's timeout the daemon sends SIGINT to the launcher (and whatever else is a
  * child of the sandbox's init): KeyboardInterrupt in the code. If the end line comes within
@@ -82,8 +88,9 @@
 #define PYSESSION_STDIN_RECORD "/dev/stdin" /* launch.py's _SESSION_STDIN */
 /* A handle: the instance tag (at most 16 characters), '-', 32 hex digits. */
 #define PYSESSION_HANDLE_MAX (16 + 1 + PYSESSION_NONCE_HEX)
-/* The end line after its prefix and nonce: five numbers and spaces; longer is not ours. */
-#define PYSESSION_END_TAIL_MAX 160
+/* The end line after its prefix and nonce: the status (anything after it is ignored: a line of an
+ * older launcher, or the code's); longer is not an end line. */
+#define PYSESSION_END_TAIL_MAX 64
 #define PYSESSION_HOLD_MAX (PYSESSION_END_PREFIX_LEN + PYSESSION_NONCE_HEX + 1 + PYSESSION_END_TAIL_MAX + 1)
 /* From SIGINT at the deadline to the kill: a KeyboardInterrupt unwinds in milliseconds, but its
  * traceback is printed by Python code, which a loaded machine (2 s was seen missed) slows down. */
@@ -150,10 +157,20 @@ static PyHold hold_take(PyHold *h) {
 typedef struct PyStream {
         int index;  /* 0 stdout, 1 stderr */
         bool ended; /* the current call's end line was read on this stream */
+        bool paused; /* no read on the ring: the session is between calls (read again at the next) */
         char hold[PYSESSION_HOLD_MAX + PYSESSION_READ_BYTES]; /* a possible end line's start, then data */
         size_t held;
         char tail[PYSESSION_END_TAIL_MAX + 1]; /* the end line after the nonce (stdout's is parsed) */
 } PyStream;
+
+/* The session's CPU (and in rlimit mode memory) so far, read from the kernel: payload/'s counters,
+ * or without a cgroup the init's report (SANDBOX_REPORT_USAGE), never the interpreter's own
+ * figures, which are the caller's code's to write (issue 29.1). */
+typedef struct PyUsage {
+        uint64_t user_usec, system_usec;
+        uint64_t peak_bytes; /* rlimit mode's peak (the largest process's); a cgroup's is in its stats */
+        bool have;
+} PyUsage;
 
 /* The call in flight (exec or execute_python with this session). */
 typedef struct PyCall {
@@ -172,13 +189,11 @@ typedef struct PyCall {
         uint64_t t_release, t_end;
         bool timed_out;   /* the deadline passed before the end line */
         bool interrupted; /* SIGINT sent */
-        int status;       /* the launcher's, from the end line */
-        uint64_t ru_user_usec, ru_system_usec, ru_maxrss_bytes; /* the launcher's, cumulative */
-        CgroupUsage usage_start;
-        bool have_usage_start;
+        int status;       /* the launcher's, from the end line: the code's own claim, as a run's exit */
+        bool ending;      /* both end lines read, the session frozen; rlimit mode: its usage asked */
+        PyUsage usage;    /* the session's at the call's end */
         CgroupStats stats; /* read before a kill (call_finish() reads them otherwise) */
-        CgroupUsage usage;
-        bool have_stats, have_usage;
+        bool have_stats;
 } PyCall;
 
 struct PySession {
@@ -205,10 +220,13 @@ struct PySession {
         uint64_t idle_usec;
         uint64_t t_open, t_last;
         uint64_t calls;
-        uint64_t ru_user_usec, ru_system_usec; /* the launcher's at the end of the last call */
-        /* The session's totals so far (each result says them): its scope's CPU counters since the
-         * open (the interpreter's start included), or in rlimit mode the interpreter's own; the
-         * sum of its calls' durations. */
+        /* The session's usage when it was last frozen (its ready line, or its last call's end):
+         * nothing of it runs between calls, so a call's CPU is its usage at the end less this. */
+        PyUsage base;
+        bool base_asked;     /* rlimit mode: the init's next usage report is the base */
+        PyUsage exit_usage;  /* rlimit mode: the init's report of Python's exit (what it reaped) */
+        /* The session's totals so far (each result says them): its CPU since the open (the
+         * interpreter's start included), from the kernel as above; the sum of its calls' durations. */
         uint64_t total_cpu_user_usec, total_cpu_system_usec, total_duration_ms;
         /* session_open's caller until the ready line */
         McpCall *open_call;
@@ -335,11 +353,33 @@ static void session_maybe_free(PySession *s) {
                 session_free(s);
 }
 
+/* payload/'s CPU now (a session with a cgroup). */
+static PyUsage usage_of_cgroup(PySession *s) {
+        CgroupUsage u;
+        if (proc_read_usage(s->proc, &u) < 0)
+                return (PyUsage) {};
+        return (PyUsage) { .user_usec = u.cpu_user_usec, .system_usec = u.cpu_system_usec, .have = true };
+}
+
+static PyUsage usage_of_report(const SandboxReport *r) {
+        return (PyUsage) { .user_usec = r->utime_usec, .system_usec = r->stime_usec, .peak_bytes = r->maxrss_bytes,
+                           .have = true };
+}
+
 static void stream_read(PySession *s, int stream) {
         /* While opening, stdout carries exactly the ready line first. */
         size_t max = stream == 0 && s->state == PYSESSION_OPENING ? PYSESSION_READY_BYTES - s->ready_got
                                                                    : PYSESSION_READ_BYTES;
+        s->streams[stream].paused = false;
         proc_read(s->proc, stream, max);
+}
+
+/* The reads the session stopped between calls, again (a call starts, or the session is killed
+ * during one and its output is read to EOF). */
+static void streams_resume(PySession *s) {
+        for (int i = 0; i < 2; i++)
+                if (s->streams[i].paused)
+                        stream_read(s, i);
 }
 
 static Metrics *sessions_metrics(const PySessions *m) {
@@ -392,8 +432,7 @@ static void session_kill(PySession *s, PySessionEnd end, const char *why) {
                 if (have_stats) {
                         s->call->stats = stats;
                         s->call->have_stats = true;
-                        s->call->have_usage = s->call->have_usage_start &&
-                                              proc_read_usage(s->proc, &s->call->usage) >= 0;
+                        s->call->usage = usage_of_cgroup(s);
                 }
         }
         /* How the interpreter ended, from the counters first (go-judge's rule, style.md): an OOM kill
@@ -409,6 +448,8 @@ static void session_kill(PySession *s, PySessionEnd end, const char *why) {
         /* What the call printed up to its end is its answer: the pipes are read to their EOF,
          * which the kill brings (no process outside the sandbox holds their write ends). */
         s->finish_pending = had_call;
+        if (had_call)
+                streams_resume(s);
         if (s->open_call) {
                 McpCall *c = TAKE_PTR(s->open_call);
                 answer_errorf(c, s->open_owner, s->open_reply, "cannot open a Python session: %s", why);
@@ -452,13 +493,12 @@ static void call_finish(PySession *s) {
         _cleanup_(call_freep) PyCall *c = TAKE_PTR(s->call);
         bool alive = s->state != PYSESSION_DEAD;
 
-        if (alive && proc_has_cgroup(s->proc)) {
+        if (alive && proc_has_cgroup(s->proc))
                 c->have_stats = proc_read_stats(s->proc, &c->stats) >= 0;
-                c->have_usage = c->have_usage_start && proc_read_usage(s->proc, &c->usage) >= 0;
-        }
         const CgroupStats stats = c->stats;
-        const CgroupUsage usage = c->usage;
-        bool have_stats = c->have_stats, have_usage = c->have_usage;
+        bool have_stats = c->have_stats;
+        /* Dead without a cgroup: what the init reaped when Python exited, if it said. */
+        PyUsage usage = c->usage.have || alive ? c->usage : s->exit_usage;
         for (int i = 0; i < 2; i++) {
                 /* Bytes held back as a possible end line that never came are the call's. */
                 (void) output_add(&c->output, i, s->streams[i].hold, s->streams[i].held);
@@ -490,33 +530,29 @@ static void call_finish(PySession *s) {
                 e.pids_limit_hit = stats.pids_limit_hit;
                 e.memory_peak_bytes = stats.memory_peak_bytes;
         } else
-                e.memory_peak_bytes = c->ru_maxrss_bytes;
-        if (have_usage) {
-                e.cpu_user_usec = delta(usage.cpu_user_usec, c->usage_start.cpu_user_usec);
-                e.cpu_system_usec = delta(usage.cpu_system_usec, c->usage_start.cpu_system_usec);
-        } else if (alive) {
-                /* rlimits: what the launcher measured of itself and its reaped children. */
-                e.cpu_user_usec = delta(c->ru_user_usec, s->ru_user_usec);
-                e.cpu_system_usec = delta(c->ru_system_usec, s->ru_system_usec);
+                e.memory_peak_bytes = usage.peak_bytes;
+        /* Nothing of the session ran since its base (it was frozen): the difference is the call's. */
+        if (usage.have && s->base.have) {
+                e.cpu_user_usec = delta(usage.user_usec, s->base.user_usec);
+                e.cpu_system_usec = delta(usage.system_usec, s->base.system_usec);
         }
+        uint64_t end = c->t_end ? c->t_end : now_usec();
+        /* A call that never started (it waited for a slot when its session ended) ran for no time. */
+        uint64_t wall = c->started ? delta(end, c->t_release) : 0;
+        (void) run_end_bound(&e, wall, s->m->env.memory_max_bytes, s->id);
 
         McpExecResult r;
         run_result_build(s->id, proc_limits(s->proc), &c->output, &c->outputs, &e, &r);
         r.timed_out = c->timed_out;
-        uint64_t end = c->t_end ? c->t_end : now_usec();
-        /* A call that never started (it waited for a slot when its session ended) ran for no time. */
-        r.duration_ms = c->started ? delta(end, c->t_release) / 1000 : 0;
+        r.duration_ms = wall / 1000;
         r.queue_ms = delta(c->started ? c->t_release : end, c->t_queued) / 1000;
-        if (alive) {
-                s->ru_user_usec = c->ru_user_usec;
-                s->ru_system_usec = c->ru_system_usec;
-        }
-        if (have_usage) {
-                s->total_cpu_user_usec = usage.cpu_user_usec;
-                s->total_cpu_system_usec = usage.cpu_system_usec;
-        } else if (alive && !proc_has_cgroup(s->proc)) {
-                s->total_cpu_user_usec = c->ru_user_usec;
-                s->total_cpu_system_usec = c->ru_system_usec;
+        if (usage.have) {
+                /* The totals, bounded as a call's figures are, by the session's age. */
+                RunEnd total = { .cpu_user_usec = usage.user_usec, .cpu_system_usec = usage.system_usec };
+                (void) run_end_bound(&total, delta(now_usec(), s->t_open), UINT64_MAX, s->id);
+                s->total_cpu_user_usec = total.cpu_user_usec;
+                s->total_cpu_system_usec = total.cpu_system_usec;
+                s->base = usage;
         }
         s->total_duration_ms += r.duration_ms;
         _cleanup_(json_decrefp) json_t *extra = json_pack(
@@ -543,23 +579,37 @@ static void session_finish_maybe(PySession *s) {
         }
 }
 
-/* Both end lines were read: the call is over and the session waits for the next. */
+/* The call is over: its answer, and the session waits for the next. */
+static void call_done(PySession *s) {
+        s->state = PYSESSION_IDLE;
+        s->streams[0].ended = s->streams[1].ended = false;
+        call_finish(s);
+}
+
+/* Both end lines were read. The session is frozen at once: the end line is the interpreter's, so
+ * the caller's code may have written it (its nonce is one frame up) and go on running; frozen,
+ * whatever goes on gains no time outside a call, and its CPU is the next call's. Only the status is
+ * taken from the line, the code's own claim about itself as a run's exit status is; what the call
+ * used is read from the kernel once the session is frozen. */
 static void call_ended(PySession *s) {
         PyCall *c = s->call;
         c->t_end = now_usec();
         proc_timer_clear(s->proc);
-        unsigned long long st = 0, u = 0, sy = 0, rss = 0;
-        const char *tail = s->streams[0].tail;
-        if (sscanf(tail, "%llu %llu %llu %llu", &st, &u, &sy, &rss) == 4) {
-                c->status = (int) (st & 0xff);
-                c->ru_user_usec = u;
-                c->ru_system_usec = sy;
-                c->ru_maxrss_bytes = rss;
-        } else
-                c->status = 1;
-        s->state = PYSESSION_IDLE;
-        s->streams[0].ended = s->streams[1].ended = false;
-        call_finish(s);
+        unsigned long long st = 0;
+        c->status = sscanf(s->streams[0].tail, "%llu", &st) == 1 ? (int) (st & 0xff) : 1;
+        c->ending = true;
+        if (proc_freeze(s->proc, true) < 0) {
+                session_kill(s, PYSESSION_END_ERROR, "cannot freeze the session between its calls");
+                return;
+        }
+        if (proc_has_cgroup(s->proc)) {
+                c->usage = usage_of_cgroup(s);
+                call_done(s);
+                return;
+        }
+        /* rlimit mode: the init's report finishes the call (session_on_report()). */
+        if (proc_ask_usage(s->proc) < 0)
+                session_kill(s, PYSESSION_END_ERROR, "cannot ask the session's init for its usage");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -615,16 +665,25 @@ static void session_became_ready(PySession *s) {
                 session_kill(s, PYSESSION_END_ERROR, "the session's interpreter did not start");
                 return;
         }
+        /* The line's CPU figures are not used: the base of the first call is read from the kernel
+         * below. Its RSS is what the interpreter holds before the first call (the preload's too,
+         * when warm), as a run's memory_at_start_bytes, in rlimit mode: no code of the caller's
+         * has run in this interpreter yet, so it is still ours. With a cgroup, memory.current. */
         unsigned long long u = 0, sy = 0, rss = 0;
         (void) sscanf(s->ready + strlen(PYSESSION_READY_PREFIX), "%llu %llu %llu", &u, &sy, &rss);
-        s->ru_user_usec = u;
-        s->ru_system_usec = sy;
-        /* What the interpreter holds before the first call (the preload's too, when warm), as a
-         * run's memory_at_start_bytes: payload/'s memory.current with a cgroup, else its RSS. */
         uint64_t memory = rss;
         CgroupUsage usage;
         if (proc_read_usage(s->proc, &usage) >= 0)
                 memory = usage.memory_current_bytes;
+        /* Frozen until its first call, and the base of that call's account (call_finish()). */
+        if (proc_freeze(s->proc, true) < 0) {
+                session_kill(s, PYSESSION_END_ERROR, "cannot freeze the session between its calls");
+                return;
+        }
+        if (proc_has_cgroup(s->proc))
+                s->base = usage_of_cgroup(s);
+        else if (proc_ask_usage(s->proc) >= 0)
+                s->base_asked = true;
         s->state = PYSESSION_IDLE;
         s->t_last = now_usec();
         proc_timer_clear(s->proc);
@@ -687,9 +746,21 @@ static void session_on_output(Proc *p, int stream, const char *buf, ssize_t res,
                 session_maybe_free(s);
                 return;
         }
-        stream_read(s, stream);
-        if (s->state == PYSESSION_BUSY && s->streams[0].ended && s->streams[1].ended)
+        if (s->state == PYSESSION_BUSY && !s->call->ending && s->streams[0].ended && s->streams[1].ended) {
+                /* Not read again before the next call: nothing of the session's runs until then. */
+                st->paused = true;
                 call_ended(s);
+                if (s->state == PYSESSION_DEAD)
+                        session_maybe_free(s);
+                return;
+        }
+        /* Between calls (just ready, or the call ending) the pipes are not read (issue 29.1): the
+         * session is frozen, and a read would be the daemon's CPU spent on no call. */
+        if (s->state == PYSESSION_IDLE || (s->state == PYSESSION_BUSY && s->call->ending)) {
+                st->paused = true;
+                return;
+        }
+        stream_read(s, stream);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -706,9 +777,22 @@ static void session_on_report(Proc *p, const SandboxReport *report, void *userda
                 case SANDBOX_REPORT_STARTED:
                         proc_watch_reports(p);
                         return;
+                case SANDBOX_REPORT_USAGE:
+                        /* In the order asked: the base at the ready line first, then each call's
+                         * end (a call cannot end before the base was asked). */
+                        proc_watch_reports(p);
+                        if (s->base_asked) {
+                                s->base_asked = false;
+                                s->base = usage_of_report(report);
+                        } else if (s->state == PYSESSION_BUSY && s->call && s->call->ending) {
+                                s->call->usage = usage_of_report(report);
+                                call_done(s);
+                        }
+                        return;
                 case SANDBOX_REPORT_EXITED:
                         s->python_exited = true;
                         s->wait_status = report->value;
+                        s->exit_usage = usage_of_report(report);
                         if (s->state == PYSESSION_OPENING) {
                                 /* How it ended is the one clue a failed start leaves. */
                                 char why[96];
@@ -1034,8 +1118,11 @@ static void answer_unknown(PySessions *m, McpCall *call, void *owner, JobReplyFn
 /* The call holds its slot: its code goes to the interpreter and its deadline runs from now. */
 static void call_start(PySession *s) {
         PyCall *c = s->call;
-        if (proc_has_cgroup(s->proc))
-                c->have_usage_start = proc_read_usage(s->proc, &c->usage_start) >= 0;
+        if (proc_freeze(s->proc, false) < 0) {
+                session_kill(s, PYSESSION_END_ERROR, "cannot thaw the session for its call");
+                return;
+        }
+        streams_resume(s);
         c->started = true;
         s->calls++;
         s->in_grace = false;
@@ -1273,7 +1360,8 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
                         call_free(TAKE_PTR(s->call)); /* no record: as a queued run's cancel */
                         s->state = PYSESSION_IDLE;
                         s->t_last = now_usec();
-                } else if (!s->in_grace) {
+                } else if (!s->in_grace && !s->call->ending) {
+                        /* (ending: its code is over and frozen, the answer dropped when it comes) */
                         s->in_grace = true;
                         s->call->interrupted = true;
                         proc_interrupt(s->proc);

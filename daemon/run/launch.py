@@ -272,15 +272,15 @@ def _session():
     fd 0 and sys.stdin, which are /dev/null otherwise), then its input files. The code is compiled with its own file name
     (<call-N>, its lines in linecache) so that tracebacks show the call's own lines. The end of a
     call is one line on fd 2 and then fd 1, after everything the call printed was flushed:
-    "\\0MCPEXECD-END <nonce> <status> <user us> <system us> <maxrss bytes>". The nonce is new for
-    every call and exists only in this function's frame: code that finds it can only confuse its
-    own session. SIGINT raises KeyboardInterrupt only while a call's code runs (the daemon's
+    "\\0MCPEXECD-END <nonce> <status>". The nonce is new for every call and exists only in this
+    function's frame: code that finds it (or prints a forged line) ends its own call early, and
+    gains nothing by it: the daemon freezes the session at the line and reads what the call used
+    from the kernel, never from here. SIGINT raises KeyboardInterrupt only while a call's code runs (the daemon's
     deadline or a cancel); between calls it never ends the session: one that comes after the
     message was written but before the code started interrupts the code as it starts, one that
     came for a call that has ended is dropped. A handler the code installs for SIGINT lasts until
     the end of its call."""
     import linecache
-    import resource
     import shutil
     import signal
     import types
@@ -392,12 +392,7 @@ def _session():
             _flush_std()
         except BaseException:
             pass
-        me = resource.getrusage(resource.RUSAGE_SELF)
-        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-        end = b"\0MCPEXECD-END %s %d %d %d %d\n" % (
-            nonce.encode("ascii", "replace"), status,
-            round((me.ru_utime + kids.ru_utime) * 1e6), round((me.ru_stime + kids.ru_stime) * 1e6),
-            max(me.ru_maxrss, kids.ru_maxrss) * 1024)
+        end = b"\0MCPEXECD-END %s %d\n" % (nonce.encode("ascii", "replace"), status)
         for fd in (2, 1):
             try:
                 os.write(fd, end)

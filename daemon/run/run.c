@@ -687,16 +687,55 @@ void run_result_build(const char *run_id, const char *limits, const Output *outp
         };
 }
 
+/* Slack for the bound: a clock tick of rounding per process, and the moments between the end and
+ * the counters' read. */
+#define RUN_BOUND_SLACK_USEC (50u * 1000u)
+
+bool run_end_bound(RunEnd *e, uint64_t wall_usec, uint64_t memory_max_bytes, const char *run_id) {
+        static uint64_t cpus; /* read once (glibc reads /sys): every CPU there can be, an upper bound */
+        if (cpus == 0) {
+                long n = sysconf(_SC_NPROCESSORS_CONF);
+                cpus = n > 0 ? (uint64_t) n : 1;
+        }
+        uint64_t cpu_max = (wall_usec + RUN_BOUND_SLACK_USEC) * cpus;
+        bool clamped = false;
+        if (e->cpu_user_usec > cpu_max || e->cpu_system_usec > cpu_max - MIN(e->cpu_user_usec, cpu_max)) {
+                log_warning("run %s: CPU time %" PRIu64 "+%" PRIu64 " us is more than %" PRIu64 " us of wall time "
+                            "on %" PRIu64 " CPUs allow: reported as that bound",
+                            run_id, e->cpu_user_usec, e->cpu_system_usec, wall_usec, cpus);
+                uint64_t total = e->cpu_user_usec + e->cpu_system_usec;
+                if (e->cpu_user_usec > UINT64_MAX / 2 || e->cpu_system_usec > UINT64_MAX / 2 || total == 0) {
+                        e->cpu_user_usec = cpu_max;
+                        e->cpu_system_usec = 0;
+                } else {
+                        /* the same split, scaled down to the bound */
+                        e->cpu_user_usec = (uint64_t) ((long double) e->cpu_user_usec * cpu_max / total);
+                        e->cpu_system_usec = cpu_max - e->cpu_user_usec;
+                }
+                clamped = true;
+        }
+        if (memory_max_bytes != UINT64_MAX && e->memory_peak_bytes > memory_max_bytes) {
+                log_warning("run %s: memory peak %" PRIu64 " bytes is more than its limit %" PRIu64 ": reported as the limit",
+                            run_id, e->memory_peak_bytes, memory_max_bytes);
+                e->memory_peak_bytes = memory_max_bytes;
+                clamped = true;
+        }
+        return clamped;
+}
+
 void run_result(const Run *run, McpExecResult *ret) {
         McpExecResult r;
+        uint64_t end = run->t_end ? run->t_end : now_usec();
+        uint64_t wall = run->t_release && end > run->t_release ? end - run->t_release : 0;
+        RunEnd e = run->end;
+        (void) run_end_bound(&e, wall, run->env.memory_max_bytes, run->id);
         run_result_build(run->id, run->proc ? proc_limits(run->proc) : "rlimit", &run->output, &run->outputs,
-                         &run->end, &r);
+                         &e, &r);
         r.timed_out = run->timed_out;
         r.queue_ms = run->queue_ms;
         r.warm = run->warm;
         r.memory_at_start_bytes = run->memory_at_start_bytes;
-        uint64_t end = run->t_end ? run->t_end : now_usec();
-        r.duration_ms = run->t_release && end > run->t_release ? (end - run->t_release) / 1000 : 0;
+        r.duration_ms = wall / 1000;
         *ret = r;
 }
 

@@ -37,6 +37,7 @@ typedef struct RunEnv {
         const char *python_name; /* as configured, for error messages */
         uint64_t max_output_bytes;
         uint64_t max_return_bytes; /* outputs/ files returned, in total (MCP_EXEC_MAX_RETURN_BYTES) */
+        uint64_t memory_max_bytes; /* a run's memory limit (MCP_EXEC_MEMORY_MAX), UINT64_MAX: none */
         RunPool *pool;             /* ready sandboxes (issue 16), or NULL: every run is cold */
         const RunLauncherCode *launcher_code; /* the daemon's, or NULL */
 } RunEnv;
@@ -69,6 +70,12 @@ typedef struct RunEnd {
 
 /* exit_code and signal from Python's wait status (waitpid(2)'s encoding), the rest of *e unchanged. */
 void run_end_wait_status(int wait_status, RunEnd *e);
+
+/* What a run's figures can be (issue 29.1): its CPU time at most its wall time on every CPU
+ * (and a clock tick of slack for each of its processes' rounding), its memory peak at most its
+ * limit. Figures the kernel gave are within these; one that is not is clamped and logged, before it
+ * reaches a result, the journal or /metrics. Returns whether anything was clamped. */
+bool run_end_bound(RunEnd *e, uint64_t wall_usec, uint64_t memory_max_bytes, const char *run_id);
 
 /* The result of a call that ran in a sandbox, from what every such call has: its run id (its scope's
  * name and its files' URIs), its limits ("cgroup" or "rlimit", proc_limits()), its finished output
