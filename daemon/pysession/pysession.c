@@ -1373,8 +1373,8 @@ static bool hook_cancel(void *userdata, const void *owner, const char *id_key) {
         return any;
 }
 
-/* Read at the scrape: memory.current moves between calls too (a thread the code left running). A
- * killed session being reaped is no longer open, as at session_open's bound. */
+/* Read at the scrape, not at a call's end: the kernel may reclaim a frozen session's memory between
+ * calls. A killed session being reaped is no longer open, as at session_open's bound. */
 static void hook_gauges(void *userdata, Metrics *metrics) {
         PySessions *m = userdata;
         uint64_t memory = 0;
@@ -1478,8 +1478,8 @@ void pysessions_stop(PySessions *m, const char *reason) {
 bool pysessions_busy(const PySessions *m) {
         if (!m)
                 return false;
-        /* An idle session's reads stay on the ring for its whole life: they are not a call, and the
-         * teardown's drain of the ring waits for them after pysessions_stop(). */
+        /* An idle session may keep a read on the ring (one not yet back when its call ended): it is
+         * not a call, and the teardown's drain of the ring waits for it after pysessions_stop(). */
         if (m->pending || m->op_pending.busy)
                 return true;
         LIST_FOREACH(sessions, s, m->sessions)

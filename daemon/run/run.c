@@ -714,7 +714,7 @@ bool run_end_bound(RunEnd *e, uint64_t wall_usec, uint64_t memory_max_bytes, con
                 }
                 clamped = true;
         }
-        if (memory_max_bytes != UINT64_MAX && e->memory_peak_bytes > memory_max_bytes) {
+        if (memory_max_bytes != UINT64_MAX && memory_max_bytes != 0 && e->memory_peak_bytes > memory_max_bytes) {
                 log_warning("run %s: memory peak %" PRIu64 " bytes is more than its limit %" PRIu64 ": reported as the limit",
                             run_id, e->memory_peak_bytes, memory_max_bytes);
                 e->memory_peak_bytes = memory_max_bytes;

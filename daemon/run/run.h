@@ -37,7 +37,7 @@ typedef struct RunEnv {
         const char *python_name; /* as configured, for error messages */
         uint64_t max_output_bytes;
         uint64_t max_return_bytes; /* outputs/ files returned, in total (MCP_EXEC_MAX_RETURN_BYTES) */
-        uint64_t memory_max_bytes; /* a run's memory limit (MCP_EXEC_MEMORY_MAX), UINT64_MAX: none */
+        uint64_t memory_max_bytes; /* a run's memory limit (MCP_EXEC_MEMORY_MAX); UINT64_MAX or 0 (unset): none */
         RunPool *pool;             /* ready sandboxes (issue 16), or NULL: every run is cold */
         const RunLauncherCode *launcher_code; /* the daemon's, or NULL */
 } RunEnv;

@@ -34,7 +34,8 @@ typedef struct Seen {
         char out[2][4096];
         size_t out_len[2];
         bool eof[2];
-        int reports[4]; /* by SandboxReportKind */
+        int reports[5]; /* by SandboxReportKind */
+        SandboxReport usage; /* the last SANDBOX_REPORT_USAGE */
         int wait_status;
         bool staging_gone_at_started;
         bool exited;
@@ -63,8 +64,12 @@ static void on_report(Proc *p, const SandboxReport *r, void *userdata) {
         Seen *s = userdata;
         if (!r)
                 return;
-        assert_true(r->kind >= 1 && r->kind <= 3);
+        assert_true(r->kind >= 1 && r->kind <= 4);
         s->reports[r->kind]++;
+        if (r->kind == SANDBOX_REPORT_USAGE) {
+                s->usage = *r;
+                proc_watch_reports(p);
+        }
         if (r->kind == SANDBOX_REPORT_STARTED) {
                 /* The init has copied the staging directory: the proc removed it already. */
                 struct stat st;
@@ -303,6 +308,117 @@ static void test_accounting_without_cgroup(void **state) {
         assert_false(dir_exists(s.staging)); /* never started: removed by the free */
 }
 
+/* The processes of p's run as the host sees them (the init's descendants): how many, how many of them
+ * are stopped, and their CPU time in ticks. */
+static void tree_scan(pid_t pid, unsigned *n, unsigned *stopped, uint64_t *ticks) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int) pid, (int) pid);
+        char list[1024] = "";
+        FILE *f = fopen(path, "re");
+        if (f) {
+                size_t got = fread(list, 1, sizeof(list) - 1, f);
+                list[got] = 0;
+                fclose(f);
+        }
+        int off = 0, used, child;
+        while (sscanf(list + off, "%d%n", &child, &used) == 1) {
+                off += used;
+                char stat_path[64], buf[1024];
+                snprintf(stat_path, sizeof(stat_path), "/proc/%d/stat", child);
+                FILE *sf = fopen(stat_path, "re");
+                if (!sf)
+                        continue;
+                bool got = fgets(buf, sizeof(buf), sf);
+                fclose(sf);
+                if (!got)
+                        continue;
+                char state;
+                unsigned long long ut, st;
+                const char *q = strrchr(buf, ')');
+                assert_non_null(q);
+                assert_int_equal(sscanf(q + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &state, &ut, &st), 3);
+                (*n)++;
+                *stopped += state == 'T';
+                *ticks += ut + st;
+                tree_scan(child, n, stopped, ticks);
+        }
+}
+
+static void usage_wait(Proc *p, Seen *s) {
+        int before = s->reports[SANDBOX_REPORT_USAGE];
+        assert_int_equal(proc_ask_usage(p), 0);
+        uint64_t t0 = now_usec();
+        while (s->reports[SANDBOX_REPORT_USAGE] == before) {
+                assert_int_equal(ring_run_once(fixture.ring, 100000), 0);
+                assert_true(now_usec() - t0 < 5000000);
+        }
+}
+
+/* Rlimit mode's freezer and accounting, by the init (issue 29.1): a run whose Python spins in a
+ * thread and in a child process is stopped whole, spends nothing while stopped, and its usage is
+ * the kernel's; continued, it runs again. */
+static void test_freeze_and_usage(void **state) {
+        if (fixture.none)
+                skip();
+        Seen s = {};
+        Proc *p = make("import subprocess, sys, threading, time\n"
+                       "def spin():\n    while True:\n        pass\n"
+                       "threading.Thread(target=spin, daemon=True).start()\n"
+                       "subprocess.Popen([sys.executable, '-c', 'while True: pass'])\n"
+                       "print('up', flush=True)\ntime.sleep(60)\n",
+                       &handler, &s);
+        go(p);
+        proc_stdin_close(p);
+        while (s.out_len[0] == 0)
+                assert_int_equal(ring_run_once(fixture.ring, 100000), 0);
+        usleep(300000);
+
+        assert_int_equal(proc_freeze(p, true), 0);
+        unsigned n = 0, stopped = 0;
+        uint64_t ticks = 0;
+        for (uint64_t t0 = now_usec();; usleep(10000)) {
+                n = stopped = 0;
+                ticks = 0;
+                tree_scan(proc_pid(p), &n, &stopped, &ticks);
+                if (n >= 2 && stopped == n)
+                        break;
+                assert_true(now_usec() - t0 < 5000000);
+        }
+        usage_wait(p, &s);
+        SandboxReport first = s.usage;
+        assert_int_equal(first.value, 2); /* Python and its child; not the init */
+        assert_true(first.utime_usec + first.stime_usec >= 100000);
+        assert_true(first.maxrss_bytes > 0);
+        /* Stopped, nothing moves: not the host's view, not the init's. */
+        usleep(500000);
+        unsigned n2 = 0, stopped2 = 0;
+        uint64_t ticks2 = 0;
+        tree_scan(proc_pid(p), &n2, &stopped2, &ticks2);
+        assert_int_equal(stopped2, n2);
+        assert_true(ticks2 == ticks);
+        usage_wait(p, &s);
+        assert_true(s.usage.utime_usec == first.utime_usec && s.usage.stime_usec == first.stime_usec);
+
+        assert_int_equal(proc_freeze(p, false), 0);
+        for (uint64_t t0 = now_usec();; usleep(10000)) {
+                n = stopped = 0;
+                ticks = 0;
+                tree_scan(proc_pid(p), &n, &stopped, &ticks);
+                if (stopped == 0)
+                        break;
+                assert_true(now_usec() - t0 < 5000000);
+        }
+        usleep(300000);
+        usage_wait(p, &s);
+        assert_true(s.usage.utime_usec + s.usage.stime_usec > first.utime_usec + first.stime_usec);
+
+        assert_int_equal(proc_kill_init(p), 0);
+        drive_until(&s.exited, 5000000);
+        proc_cancel(p, PROC_OP_REPORTS | PROC_OP_STREAMS);
+        drain();
+        proc_free(p);
+}
+
 static void test_free_while_busy(void **state) {
         if (fixture.none)
                 skip();
@@ -359,6 +475,7 @@ int main(void) {
                 cmocka_unit_test(test_kill_init),
                 cmocka_unit_test(test_interrupt),
                 cmocka_unit_test(test_accounting_without_cgroup),
+                cmocka_unit_test(test_freeze_and_usage),
                 cmocka_unit_test(test_free_while_busy),
         };
         int failed = cmocka_run_group_tests_name("proc", tests, setup, teardown);

@@ -594,10 +594,36 @@ static int runs_teardown(void **state) {
         return sandbox_fixture_teardown(&fixture);
 }
 
+/* run_end_bound() (issue 29.1): figures a call could have had pass as they are; one that is not is
+ * clamped, its CPU split kept, a wrapped negative number included. */
+static void test_end_bound(void **state) {
+        long n = sysconf(_SC_NPROCESSORS_CONF);
+        uint64_t cpus = n > 0 ? (uint64_t) n : 1;
+        RunEnd e = { .cpu_user_usec = 900000, .cpu_system_usec = 100000, .memory_peak_bytes = 1000 };
+        assert_false(run_end_bound(&e, 1000000, 4096, "test"));
+        assert_int_equal(e.cpu_user_usec, 900000);
+        assert_int_equal(e.cpu_system_usec, 100000);
+        assert_int_equal(e.memory_peak_bytes, 1000);
+
+        /* 10 s of CPU in 1 s of wall time: more than any machine of fewer than 10 CPUs has */
+        e = (RunEnd) { .cpu_user_usec = 7500000 * cpus, .cpu_system_usec = 2500000 * cpus, .memory_peak_bytes = 1000 };
+        assert_true(run_end_bound(&e, 1000000, UINT64_MAX, "test"));
+        uint64_t max = (1000000 + 50000) * cpus;
+        assert_int_equal(e.cpu_user_usec + e.cpu_system_usec, max);
+        assert_int_equal(e.cpu_user_usec, max * 3 / 4);
+
+        /* a forged -19689 as the launcher once wrote it, and 2^63-1 bytes */
+        e = (RunEnd) { .cpu_user_usec = (uint64_t) -19689, .memory_peak_bytes = INT64_MAX };
+        assert_true(run_end_bound(&e, 20000, 256u << 20, "test"));
+        assert_int_equal(e.cpu_user_usec + e.cpu_system_usec, (20000 + 50000) * cpus);
+        assert_int_equal(e.memory_peak_bytes, 256u << 20);
+}
+
 int main(void) {
         const struct CMUnitTest decisions[] = {
                 cmocka_unit_test(test_end_decide),
                 cmocka_unit_test(test_end_signal_names),
+                cmocka_unit_test(test_end_bound),
         };
         const struct CMUnitTest runs[] = {
                 cmocka_unit_test(test_exit_status_and_streams),
