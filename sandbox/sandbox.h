@@ -6,10 +6,7 @@
 #include <sys/types.h>
 
 #include "cleanup.h"
-
-/* What Python sees as PATH inside the sandbox (only /usr is mounted there), and so where a bare
- * interpreter name is looked up. The one spelling of it: messages concatenate it. */
-#define SANDBOX_PATH "/usr/local/bin:/usr/bin:/bin"
+#include "project-config.h" /* SANDBOX_PATH: Python's PATH inside the sandbox, where a bare name is looked up */
 
 /* Process-wide sandbox state, built once at start (the seccomp filter, probed kernel facts).
  * Opaque. */

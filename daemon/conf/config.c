@@ -15,7 +15,7 @@
 #include "cleanup.h"
 #include "config-internal.h"
 #include "log.h"
-#include "sandbox.h"
+#include "project-config.h" /* SANDBOX_PATH, which messages name */
 #include "str-util.h"
 
 #define MAX_BYTES_LIMIT ((uint64_t) 64 << 20) /* output, stdin, code: the SDK's stdio buffer is 10 MiB */

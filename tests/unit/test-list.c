@@ -1,4 +1,4 @@
-/* test-list.c: the intrusive list of daemon/base/list.h: order, removal anywhere, safe iteration. */
+/* test-list.c: the intrusive list of base/list.h: order, removal anywhere, safe iteration. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
