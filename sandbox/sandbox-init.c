@@ -189,6 +189,25 @@ static void usage_report(int64_t base_utime, int64_t base_stime) {
         report_send(&rep);
 }
 
+/* SIGINT to our children (the run's /proc/1/task/1/children: pids of the run's namespace), as a
+ * terminal's ^C reaches its foreground job: Python, and what the code orphaned. */
+static void interrupt_children(void) {
+        char buf[4096];
+        if (read_small(AT_FDCWD, "/proc/1/task/1/children", buf, sizeof(buf)) <= 0)
+                return;
+        for (const char *p = buf; *p;) {
+                const char *end;
+                uint64_t pid = parse_u64(p, &end);
+                if (end == p) {
+                        p++;
+                        continue;
+                }
+                if (pid > 1 && pid <= 4194304)
+                        (void) kill((pid_t) pid, SIGINT);
+                p = end;
+        }
+}
+
 /* One command of the daemon's (sandbox.h); false when the daemon is gone. */
 static bool command_read(int64_t base_utime, int64_t base_stime) {
         SandboxCommand cmd;
@@ -207,6 +226,9 @@ static bool command_read(int64_t base_utime, int64_t base_stime) {
                 break;
         case SANDBOX_COMMAND_USAGE:
                 usage_report(base_utime, base_stime);
+                break;
+        case SANDBOX_COMMAND_INTERRUPT:
+                interrupt_children();
                 break;
         default:
                 break;

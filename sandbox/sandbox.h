@@ -133,13 +133,15 @@ typedef struct SandboxReport {
 
 /* What the daemon asks of the init over control_fd, one SandboxCommand per message. Stopping and
  * continuing is rlimit mode's freezer (a cgroup's cgroup.freeze does it otherwise): a Python
- * session between its calls runs nothing. The init sends the signal from inside the run's PID
- * namespace (kill(-1): every process of the run but itself), so no host pid, which could be reused,
- * is ever signalled; it keeps CAP_KILL in the run's user namespace for that alone. */
+ * session between its calls runs nothing. Interrupting is a session's deadline and cancel. The init
+ * sends each signal from inside the run's PID namespace (kill(-1), or its children by their pids
+ * there), so no host pid, which could be reused by then, is ever signalled (issue 29.8); it keeps
+ * CAP_KILL in the run's user namespace for that alone. */
 typedef enum SandboxCommandKind {
         SANDBOX_COMMAND_STOP = 1,  /* SIGSTOP to every process of the run but the init */
         SANDBOX_COMMAND_CONT = 2,  /* SIGCONT to the same */
         SANDBOX_COMMAND_USAGE = 3, /* a SANDBOX_REPORT_USAGE follows */
+        SANDBOX_COMMAND_INTERRUPT = 4, /* SIGINT to the init's children: Python, and orphans of the run */
 } SandboxCommandKind;
 
 typedef struct SandboxCommand {

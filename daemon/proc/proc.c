@@ -412,16 +412,7 @@ int proc_kill_init(Proc *p) {
 }
 
 void proc_interrupt(Proc *p) {
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int) p->child.pid, (int) p->child.pid);
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return;
-        int pid;
-        while (fscanf(f, "%d", &pid) == 1)
-                if (pid > 0)
-                        (void) kill(pid, SIGINT);
-        fclose(f);
+        (void) sandbox_child_command(&p->child, SANDBOX_COMMAND_INTERRUPT);
 }
 
 void proc_let_go(Proc *p) {

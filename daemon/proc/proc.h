@@ -122,7 +122,8 @@ int proc_kill_payload(Proc *p);
  * remove it: seen in one of ~250 runs): the kill then waits for the placement's end. Once; 0, or
  * -errno of the kill (-ESRCH: gone already). */
 int proc_kill_init(Proc *p);
-/* SIGINT to the init's children: the launcher and whatever the code left there. */
+/* SIGINT to the init's children: the launcher and whatever the code left there; sent by the init,
+ * by their pids in the run's namespace, never by host pids (which may be reused by then). */
 void proc_interrupt(Proc *p);
 /* Lets the init go (shutdown of its control socket): it exits, and the kernel ends what is left in
  * its PID namespace. _later: queued on the ring, behind what the loop has queued (an answer's write),
