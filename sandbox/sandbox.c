@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <linux/capability.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -474,8 +475,118 @@ int sandbox_new_unchecked(const SandboxConfig *config, Sandbox **ret, char **ret
         return 0;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The reserved host uids (issue 29.5). A root daemon's runs are host uid 65532 and its installer
+ * 65533. kill(2) checks uids, not namespaces: a host process of uid 65532 that can see the runs'
+ * pids can signal every run (stop a session's interpreter), one of 65533 can ptrace the installer.
+ * The package creates both users (sysusers.d, mcp-execd-run and mcp-execd-install); a passwd entry
+ * of another name (65532 is distroless's "nonroot") or such a process refuses the start. Processes
+ * in a PID namespace of their own (a container's) cannot see the runs' pids and are not counted; an
+ * installer of another mcp-execd instance (its parent runs our executable) is that instance's. A
+ * check at the start, not a guard: what starts later with those uids is the host's to prevent, by
+ * the users the package makes. */
+
+static const struct {
+        uid_t uid;
+        const char *name;
+        const char *whose;
+} reserved_uids[] = {
+        { SANDBOX_UID, "mcp-execd-run", "the runs'" },
+        { SANDBOX_INSTALL_UID, "mcp-execd-install", "the dependency installer's" },
+};
+
+/* From /proc/<pid>/status: the uids (real, effective, saved), how many PID namespaces the pid has
+ * from ours, and the parent. false when it is gone. */
+static bool proc_status_ids(int dfd, const char *pid, uid_t uids[3], unsigned *nslevels, pid_t *ppid) {
+        char path[300], buf[4096];
+        snprintf(path, sizeof(path), "%s/status", pid);
+        _cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return false;
+        buf[n] = 0;
+        const char *u = strstr(buf, "\nUid:"), *ns = strstr(buf, "\nNSpid:"), *pp = strstr(buf, "\nPPid:");
+        unsigned long r, e, sv;
+        if (!u || sscanf(u + 5, "%lu %lu %lu", &r, &e, &sv) != 3)
+                return false;
+        uids[0] = (uid_t) r, uids[1] = (uid_t) e, uids[2] = (uid_t) sv;
+        *nslevels = 1;
+        if (ns) {
+                const char *end = strchr(ns + 1, '\n');
+                *nslevels = 0;
+                for (const char *q = ns + 7; *q && q != end; q++)
+                        if ((*q >= '0' && *q <= '9') && (q[-1] == ' ' || q[-1] == '\t'))
+                                (*nslevels)++;
+        }
+        long parent = 0;
+        *ppid = pp && sscanf(pp + 6, "%ld", &parent) == 1 ? (pid_t) parent : 0;
+        return true;
+}
+
+/* Whether pid runs our own executable: a daemon of this build, another instance's included. */
+static bool proc_is_us(pid_t pid) {
+        char path[64], exe[PATH_MAX], self[PATH_MAX];
+        snprintf(path, sizeof(path), "/proc/%d/exe", (int) pid);
+        ssize_t n = readlink(path, exe, sizeof(exe) - 1), m = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        return n > 0 && m > 0 && n == m && memcmp(exe, self, (size_t) n) == 0;
+}
+
+static int reserved_uids_check(char **reterr_reason) {
+        for (size_t i = 0; i < ELEMENTSOF(reserved_uids); i++) {
+                errno = 0;
+                struct passwd *pw = getpwuid(reserved_uids[i].uid);
+                if (pw && strcmp(pw->pw_name, reserved_uids[i].name) != 0)
+                        return asprintf(reterr_reason, "uid %u, %s uid, is the user '%s' in the passwd database; mcp-execd "
+                                        "reserves uids %u and %u (the package creates them as %s and %s): give '%s' "
+                                        "another uid", (unsigned) reserved_uids[i].uid, reserved_uids[i].whose, pw->pw_name,
+                                        (unsigned) SANDBOX_UID, (unsigned) SANDBOX_INSTALL_UID, reserved_uids[0].name,
+                                        reserved_uids[1].name, pw->pw_name) < 0 ? -ENOMEM : -EADDRINUSE;
+        }
+        _cleanup_close_ int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = dfd < 0 ? NULL : fdopendir(fcntl(dfd, F_DUPFD_CLOEXEC, 3));
+        if (!d)
+                return 0; /* no /proc to look in: the passwd check is what there is */
+        int r = 0;
+        for (struct dirent *de; r == 0 && (de = readdir(d));) {
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                uid_t uids[3];
+                unsigned levels;
+                pid_t ppid;
+                if (!proc_status_ids(dfd, de->d_name, uids, &levels, &ppid) || levels != 1)
+                        continue;
+                for (size_t i = 0; r == 0 && i < ELEMENTSOF(reserved_uids); i++) {
+                        uid_t u = reserved_uids[i].uid;
+                        if (uids[0] != u && uids[1] != u && uids[2] != u)
+                                continue;
+                        if (ppid > 0 && proc_is_us(ppid))
+                                continue; /* an instance's installer (or its access check), a child of a daemon */
+                        char path[300], comm[32] = "?";
+                        snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+                        _cleanup_close_ int cfd = open(path, O_RDONLY | O_CLOEXEC);
+                        ssize_t n = cfd < 0 ? -1 : read(cfd, comm, sizeof(comm) - 1);
+                        if (n > 0) {
+                                comm[n] = 0;
+                                comm[strcspn(comm, "\n")] = 0;
+                        }
+                        r = asprintf(reterr_reason, "process %s (%s) runs as uid %u, %s uid, outside mcp-execd: it could "
+                                     "signal or trace them; mcp-execd reserves uids %u and %u: stop it, or give it "
+                                     "another uid", de->d_name, comm, (unsigned) u, reserved_uids[i].whose,
+                                     (unsigned) SANDBOX_UID, (unsigned) SANDBOX_INSTALL_UID) < 0 ? -ENOMEM : -EADDRINUSE;
+                }
+        }
+        closedir(d);
+        return r;
+}
+
 int sandbox_check(Sandbox *s, char **reterr_reason) {
-        int r = probe_namespaces(reterr_reason);
+        int r = s->privileged ? reserved_uids_check(reterr_reason) : 0;
+        if (r < 0)
+                return r;
+
+        r = probe_namespaces(reterr_reason);
         if (r < 0)
                 return r;
 

@@ -203,3 +203,51 @@ test('the start message states the runs, the sessions, and their sum sharing the
     await waitStderr(d, STARTED, 30000);
     assert.match(d.stderrText, /max 3 concurrent runs, queue \d+, 5 Python sessions; the per-user kernel budgets are shared by 8 sandboxes/);
 });
+
+// Issue 29 #5: the runs' and the installer's host uids (65532, 65533) are reserved. A host process
+// of either, which could signal the runs (kill(2) checks uids) or trace the installer, refuses the
+// start of a root daemon, naming it; one in a PID namespace of its own (a container's) cannot see
+// the runs' pids and does not.
+const isRoot = process.getuid() === 0;
+const setprivOk = isRoot && spawnSync('setpriv', ['--reuid=65532', '--regid=65532', '--clear-groups', 'true']).status === 0;
+async function withProcessAs(t, uid, ownPidNs) {
+    const { spawn } = await import('node:child_process');
+    const argv = ['setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', 'sleep', '120'];
+    const p = ownPidNs ? spawn('unshare', ['--pid', '--fork', '--kill-child', ...argv], { stdio: 'ignore' })
+        : spawn(argv[0], argv.slice(1), { stdio: 'ignore' });
+    t.after(() => p.kill('SIGKILL'));
+    // the process runs as uid once its exec is done: wait until /proc says so
+    const fs = await import('node:fs');
+    for (let i = 0; i < 100; i++) {
+        const pids = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n));
+        if (pids.some((n) => { try { return /\nUid:\t(\d+)/.exec(fs.readFileSync(`/proc/${n}/status`, 'utf8'))?.[1] === String(uid); } catch { return false; } })) return p;
+        await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.fail(`no process of uid ${uid} appeared`);
+}
+
+// The refused daemon and the process are alone in a PID namespace with its own /proc: the daemons
+// of the other test files, which run meanwhile, see the process one namespace down and start.
+for (const [uid, whose] of [[65532, "the runs'"], [65533, "the dependency installer's"]]) {
+    test(`a host process of uid ${uid} refuses the start, named with its uid and whose it is`, { skip: !setprivOk && 'needs root and setpriv' }, async (t) => {
+        const d = RawDaemon.spawn(t, {
+            binary: 'unshare',
+            args: ['--pid', '--fork', '--mount-proc', '--kill-child', 'sh', '-c',
+                `setpriv --reuid=${uid} --regid=${uid} --clear-groups sleep 120 & ` +
+                // not exec: the process's parent is sh, not a daemon (an instance's installer is)
+                `until grep -q "^Uid:.${uid}" /proc/$!/status; do :; done; "$0"`, binaryPath()],
+        });
+        d.endStdin();
+        const { code } = await d.waitExit(30000);
+        assert.equal(code, 1, d.stderrText);
+        assert.match(d.stderrText, new RegExp(`refusing to start: .*process \\d+ \\(sleep\\) runs as uid ${uid}, ${whose} uid, outside mcp-execd.*reserves uids 65532 and 65533`));
+    });
+}
+
+test('a process of uid 65532 in a PID namespace of its own (a container) does not refuse the start', { skip: !setprivOk && 'needs root and setpriv' }, async (t) => {
+    await withProcessAs(t, 65532, true);
+    const d = RawDaemon.spawn(t);
+    await d.initialize();
+    const r = await d.response(d.callExec({ code: 'print(6 * 7)' }), 30000);
+    assert.equal(r.result?.structuredContent?.stdout, '42\n', JSON.stringify(r));
+});

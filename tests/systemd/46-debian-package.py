@@ -10,7 +10,8 @@ installed, as the guest boots from the host's root, so `apt-get install ./x.deb`
 (dpkg -i is the fallback, and is said so).
 
 Checks, in order: lintian on v1 (no error, no warning that debian/ does not override); install v1
-with apt: the token is created 0600 and the postinst says so, the socket is enabled and listens on
+with apt: the token is created 0600 and the postinst says so, the reserved users 65532 and 65533
+exist, the socket is enabled and listens on
 127.0.0.1:8080, the service waits for its first connection; a call over HTTP without the token is
 401, with it an exec works; `systemd-analyze security` scores at most docs/operations.md's figure; upgrade to
 v2 with apt while one call runs and new connections keep arriving: the socket is never restarted,
@@ -28,6 +29,7 @@ import glob
 import http.client
 import json
 import os
+import pwd
 import re
 import shutil
 import socket
@@ -261,6 +263,15 @@ def scenario(v1, v2):
         raise TestFailure("the token is not 32 random bytes in hex: %d characters" % len(tok))
     print("install: token created (0600, 64 hex digits), said so: %r" %
           [l for l in out.splitlines() if "mcp-execd:" in l][:1])
+    # The reserved users (issue 29.5): made by the postinst from the package's sysusers.d file.
+    for name, uid in (("mcp-execd-run", 65532), ("mcp-execd-install", 65533)):
+        try:
+            pw = pwd.getpwnam(name)
+        except KeyError:
+            raise TestFailure("after install there is no user %s (sysusers.d/mcp-execd.conf)" % name)
+        if pw.pw_uid != uid or pw.pw_shell != "/usr/sbin/nologin":
+            raise TestFailure("user %s: uid %d, shell %s (expected %d, nologin)" % (name, pw.pw_uid, pw.pw_shell, uid))
+    print("install: users mcp-execd-run (65532) and mcp-execd-install (65533) made")
     for unit, want in [("mcp-execd.socket", "enabled"), ("mcp-execd.socket", "active")]:
         verb = "is-enabled" if want == "enabled" else "is-active"
         got = sh("systemctl", verb, unit).stdout.strip()
