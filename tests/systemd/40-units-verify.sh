@@ -34,6 +34,14 @@ cp "$src/units/mcp-execd@.socket" "$tmp/"
 # systemd-analyze verify reads files by name: the instance 8081 of each template, specifiers
 # resolved as systemd would.
 sed 's/%i/8081/g' "$tmp/mcp-execd@.service" > "$tmp/mcp-execd@8081.service"
+# An instance's runtime and cache directories are its own, not inside the single unit's (issue
+# 29.8: stopping mcp-execd.service removes /run/mcp-execd with everything in it).
+for key in RuntimeDirectory CacheDirectory; do
+	single=$(sed -n "s/^$key=//p" "$tmp/mcp-execd.service")
+	inst=$(sed -n "s/^$key=//p" "$tmp/mcp-execd@8081.service")
+	echo "$key: $single, instance $inst"
+	case $inst in "$single" | "$single"/*) fail "$key= of an instance ($inst) is inside the single unit's ($single)" ;; esac
+done
 sed 's/%i/8081/g' "$tmp/mcp-execd@.socket" > "$tmp/mcp-execd@8081.socket"
 mkdir -p "$tmp/man/man8"
 cp "$src/units/mcp-execd.8" "$tmp/man/man8/"   # so that Documentation=man:mcp-execd(8) resolves

@@ -20,6 +20,7 @@ units/haproxy-mcp-execd.cfg.
    from another instance, an error saying their instance is gone.
 Reports (not asserted) the throughput of the three instances against one, for bench/README.md.
 """
+import glob
 import http.client
 import json
 import os
@@ -147,7 +148,8 @@ def remove():
         except FileNotFoundError:
             pass
     shutil.rmtree("/etc/mcp-execd", ignore_errors=True)  # the token this test wrote
-    shutil.rmtree("/var/cache/mcp-execd", ignore_errors=True)  # the instances' caches
+    for d in glob.glob("/var/cache/mcp-execd-*"):  # the instances' caches
+        shutil.rmtree(d, ignore_errors=True)
     sh("systemctl", "daemon-reload")
 
 
