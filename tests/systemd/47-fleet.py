@@ -252,6 +252,20 @@ def scenario():
     scopes_used = {p: "mcp-execd-%d.slice" % p for p in PORTS}
     print("each instance's runs went to its own slice: %r" % scopes_used)
 
+    # --- 1b. HAProxy's log has no session id (issue 29.8) --------------------------------------
+    # A 2025 SSE client posts to /messages?sessionId=<id>: the id is that session's credential.
+    secret = secrets.token_hex(16)
+    since = time.time()
+    status, _ = get(LB, "/messages?sessionId=" + secret, TOKEN)
+
+    def haproxy_lines():
+        out = sh("journalctl", "-t", "haproxy", "--since=@%d" % int(since - 1), "-o", "cat", "--no-pager")
+        return [l for l in out.splitlines() if "/messages" in l]
+    lines = wait_for("HAProxy's log line of GET /messages", haproxy_lines, 30)
+    print("HAProxy logged (status %d): %s" % (status, lines[-1][-120:]))
+    if any(secret in l or "sessionId" in l for l in lines):
+        raise TestFailure("HAProxy's log carries the query string's session id: %r" % lines)
+
     # --- 2. an instance SIGKILLed mid-load ----------------------------------------------------
     victim = PORTS[1]
     sessions = [fleet.Session(LB, TOKEN).open() for _ in range(9)]
