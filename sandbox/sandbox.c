@@ -482,7 +482,7 @@ int sandbox_new_unchecked(const SandboxConfig *config, Sandbox **ret, char **ret
  * The package creates both users (sysusers.d, mcp-execd-run and mcp-execd-install); a passwd entry
  * of another name (65532 is distroless's "nonroot") or such a process refuses the start. Processes
  * in a PID namespace of their own (a container's) cannot see the runs' pids and are not counted; an
- * installer of another mcp-execd instance (its parent runs our executable) is that instance's. A
+ * installer of another mcp-execd instance (its parent is an mcp-execd) is that instance's. A
  * check at the start, not a guard: what starts later with those uids is the host's to prevent, by
  * the users the package makes. */
 
@@ -525,12 +525,22 @@ static bool proc_status_ids(int dfd, const char *pid, uid_t uids[3], unsigned *n
         return true;
 }
 
-/* Whether pid runs our own executable: a daemon of this build, another instance's included. */
-static bool proc_is_us(pid_t pid) {
-        char path[64], exe[PATH_MAX], self[PATH_MAX];
+/* Whether pid runs an mcp-execd: its executable's file is named so (another build's or version's
+ * too, and one replaced by an upgrade, "… (deleted)"). An accident, not an adversary, is what this
+ * check is for: a host user who can run processes as 65532 is beyond what the start can refuse. */
+static bool proc_is_mcp_execd(pid_t pid) {
+        char path[64], exe[PATH_MAX];
         snprintf(path, sizeof(path), "/proc/%d/exe", (int) pid);
-        ssize_t n = readlink(path, exe, sizeof(exe) - 1), m = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        return n > 0 && m > 0 && n == m && memcmp(exe, self, (size_t) n) == 0;
+        ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+        if (n <= 0)
+                return false;
+        exe[n] = 0;
+        static const char deleted[] = " (deleted)";
+        size_t len = (size_t) n;
+        if (len > strlen(deleted) && strcmp(exe + len - strlen(deleted), deleted) == 0)
+                exe[len - strlen(deleted)] = 0;
+        const char *base = strrchr(exe, '/');
+        return strcmp(base ? base + 1 : exe, "mcp-execd") == 0;
 }
 
 static int reserved_uids_check(char **reterr_reason) {
@@ -561,7 +571,7 @@ static int reserved_uids_check(char **reterr_reason) {
                         uid_t u = reserved_uids[i].uid;
                         if (uids[0] != u && uids[1] != u && uids[2] != u)
                                 continue;
-                        if (ppid > 0 && proc_is_us(ppid))
+                        if (ppid > 0 && proc_is_mcp_execd(ppid))
                                 continue; /* an instance's installer (or its access check), a child of a daemon */
                         char path[300], comm[32] = "?";
                         snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);

@@ -371,6 +371,23 @@ static bool ts_before(struct timespec a, struct timespec b) {
         return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
 }
 
+/* The bytes of the environments in use (bound into a sandbox: a Python session pins its own for its
+ * whole life), key's own left out: they cannot be evicted, so a new environment has the rest of
+ * MCP_EXEC_ENV_CACHE_MAX (issue 29.8: before, sessions pinning environments grew the cache past it). */
+static uint64_t envs_held_bytes(Envs *e, const char *key) {
+        _cleanup_free_ Entry *v = NULL;
+        size_t n = 0;
+        uint64_t held = 0;
+        if (entries_list(e, &v, &n) < 0)
+                return 0;
+        for (size_t i = 0; i < n; i++) {
+                EnvUse *u = use_find(e, v[i].key);
+                if (u && u->refs > 0 && strcmp(v[i].key, key) != 0)
+                        held += v[i].size;
+        }
+        return held;
+}
+
 /* Evicts least recently used environments not in use until the total fits. The one just installed,
  * keep, is never evicted: install.py stops an install past max_bytes, so keep alone fits, and its
  * run is waiting for it. */
@@ -662,13 +679,19 @@ static json_t *request_json(Envs *e, const EnvRequest *req, const char *mode, co
                 }
         if (!reqs)
                 return NULL;
-        /* max_bytes: one environment may take at most the whole of MCP_EXEC_ENV_CACHE_MAX; install.py
-         * stops pip when the tree grows past it (issue 15, 7d). */
-        json_t *max = e->config.max_bytes == UINT64_MAX ? json_null() : json_integer((json_int_t) e->config.max_bytes);
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:s?, s:o, s:s?, s:s?, s:o}", "mode", mode, "key",
+        /* max_bytes: one environment may take at most what MCP_EXEC_ENV_CACHE_MAX leaves beside the
+         * environments in use (held_bytes, which no eviction frees); install.py stops pip when the
+         * tree grows past it (issue 15, 7d) and says both figures. */
+        uint64_t held = e->config.max_bytes == UINT64_MAX ? 0 : envs_held_bytes(e, req->key);
+        json_t *max = e->config.max_bytes == UINT64_MAX
+                              ? json_null()
+                              : json_integer((json_int_t) (held >= e->config.max_bytes ? 0 : e->config.max_bytes - held));
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:s?, s:o, s:s?, s:s?, s:o, s:I, s:I}", "mode", mode, "key",
                          req->key, "python_name", req->python_name, "interpreter", req->interpreter,
                          "python_version", req->python_version, "tmp", tmp, "final", final, "index_url", e->index_url,
-                         "requirements", reqs, "wheelhouse", e->wheelhouse, "uv", e->uv, "max_bytes", max);
+                         "requirements", reqs, "wheelhouse", e->wheelhouse, "uv", e->uv, "max_bytes", max,
+                         "held_bytes", (json_int_t) held,
+                         "cache_max_bytes", (json_int_t) (e->config.max_bytes == UINT64_MAX ? 0 : e->config.max_bytes));
 }
 
 static int install_start(Envs *e, const EnvRequest *req, bool check, Install **ret) {

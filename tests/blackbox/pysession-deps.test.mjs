@@ -170,6 +170,29 @@ test('a session holds its environment: a full cache evicts others while it is op
     assert.deepEqual(cacheState(cache).envs.sort(), [b2.sc.environment.key, c.sc.environment.key].sort());
 });
 
+// Issue 29 #8: environments pinned by sessions count against MCP_EXEC_ENV_CACHE_MAX: a new one gets
+// what is left beside them, and an install past that is stopped with both figures, never a cache
+// that grows past the bound.
+test('environments held by sessions count against MCP_EXEC_ENV_CACHE_MAX: a new one gets only what is left', T, async (t) => {
+    const pkgs = ['pkga', 'pkgb', 'pkgc'].map((name) => ({ name, version: '1.0', padding: 300 * 1024 }));
+    const src = await makeSources(t, pkgs);
+    const cache = tempDir(t, 'mcp-execd-cache-');
+    const d = await startDaemon(t, {
+        env: { ...ENV, MCP_EXEC_WHEELHOUSE: src.wheelhouse, MCP_EXEC_ENV_CACHE_DIR: cache, MCP_EXEC_ENV_CACHE_MAX: '1M' },
+    });
+    const a = await openSession(d.client, { dependencies: ['pkga==1.0'] });
+    const b = await openSession(d.client, { dependencies: ['pkgb==1.0'] });
+    // ~800 KiB held of 1 MiB: a third ~400 KiB environment does not fit beside them.
+    const c = await callTool(d.client, 'execute_python', { script: 'import pkgc\n', dependencies: ['pkgc==1.0'] });
+    assert.equal(c.isError, true, c.text);
+    assert.match(c.text, /installing stopped: the environment grew to \d+ bytes, past the \d+ bytes MCP_EXEC_ENV_CACHE_MAX \(1048576 bytes\) leaves beside the \d+ bytes of environments in use by Python sessions/, c.text);
+    assert.deepEqual(cacheState(cache).envs.sort(), [a.sc.environment.key, b.sc.environment.key].sort());
+    // One session closed: it fits again (the closed one's environment is evicted for it).
+    assert.equal((await callTool(d.client, 'session_close', { session: a.sc.session })).sc.closed, true);
+    const c2 = await callTool(d.client, 'execute_python', { script: 'import pkgc\nprint(pkgc.GREETING)\n', dependencies: ['pkgc==1.0'] });
+    assert.equal(c2.sc?.stdout, 'hello from pkgc 1.0\n', c2.text);
+});
+
 test('a dependency that cannot be installed, an invalid one, or no source: a tool error naming it, no session', T, async (t) => {
     const src = await makeSources(t, [{ name: 'hellopkg', version: '1.0' }]);
     const cache = tempDir(t, 'mcp-execd-cache-');

@@ -132,8 +132,14 @@ def install(a):
             over = size
     shutil.rmtree(work, ignore_errors=True)
     if over is not None:
-        print(f"installing stopped: the environment grew to {over} bytes, past MCP_EXEC_ENV_CACHE_MAX "
-              f"({max_bytes} bytes), the most one environment may take", file=sys.stderr)
+        held = a.get("held_bytes") or 0
+        if held:
+            print(f"installing stopped: the environment grew to {over} bytes, past the {max_bytes} bytes "
+                  f"MCP_EXEC_ENV_CACHE_MAX ({a.get('cache_max_bytes')} bytes) leaves beside the {held} bytes "
+                  f"of environments in use by Python sessions (close one, or raise the variable)", file=sys.stderr)
+        else:
+            print(f"installing stopped: the environment grew to {over} bytes, past MCP_EXEC_ENV_CACHE_MAX "
+                  f"({max_bytes} bytes), the most one environment may take", file=sys.stderr)
         return 3
     if p.returncode != 0:
         return p.returncode
