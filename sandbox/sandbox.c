@@ -543,6 +543,22 @@ static bool proc_is_mcp_execd(pid_t pid) {
         return strcmp(base ? base + 1 : exe, "mcp-execd") == 0;
 }
 
+/* Whether pid or one of its first ancestors is an mcp-execd: an installer (uid 65533, in our PID
+ * namespace) runs pip, whose children run more. */
+static bool descends_from_mcp_execd(int dfd, pid_t pid) {
+        for (int depth = 0; pid > 1 && depth < 16; depth++) {
+                if (proc_is_mcp_execd(pid))
+                        return true;
+                char name[16];
+                uid_t uids[3];
+                unsigned levels;
+                snprintf(name, sizeof(name), "%d", (int) pid);
+                if (!proc_status_ids(dfd, name, uids, &levels, &pid))
+                        return false;
+        }
+        return false;
+}
+
 static int reserved_uids_check(char **reterr_reason) {
         for (size_t i = 0; i < ELEMENTSOF(reserved_uids); i++) {
                 errno = 0;
@@ -571,8 +587,8 @@ static int reserved_uids_check(char **reterr_reason) {
                         uid_t u = reserved_uids[i].uid;
                         if (uids[0] != u && uids[1] != u && uids[2] != u)
                                 continue;
-                        if (ppid > 0 && proc_is_mcp_execd(ppid))
-                                continue; /* an instance's installer (or its access check), a child of a daemon */
+                        if (descends_from_mcp_execd(dfd, ppid))
+                                continue; /* an instance's installer, its pip, its access check */
                         char path[300], comm[32] = "?";
                         snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
                         _cleanup_close_ int cfd = open(path, O_RDONLY | O_CLOEXEC);
