@@ -559,7 +559,7 @@ static bool descends_from_mcp_execd(int dfd, pid_t pid) {
         return false;
 }
 
-static int reserved_uids_check(char **reterr_reason) {
+static int reserved_uids_scan(char **reterr_reason) {
         for (size_t i = 0; i < ELEMENTSOF(reserved_uids); i++) {
                 errno = 0;
                 struct passwd *pw = getpwuid(reserved_uids[i].uid);
@@ -604,6 +604,22 @@ static int reserved_uids_check(char **reterr_reason) {
                 }
         }
         closedir(d);
+        return r;
+}
+
+/* A process is counted only if it is still there after a while: an installer whose daemon was
+ * killed dies of its parent-death signal within milliseconds, and a daemon restarted at once (a
+ * test, Restart=) would otherwise see it. */
+#define RESERVED_UIDS_SETTLE_USEC (3u * 1000u * 1000u)
+
+static int reserved_uids_check(char **reterr_reason) {
+        int r = reserved_uids_scan(reterr_reason);
+        for (unsigned waited = 0; r == -EADDRINUSE && waited < RESERVED_UIDS_SETTLE_USEC; waited += 100000) {
+                free(*reterr_reason);
+                *reterr_reason = NULL;
+                (void) usleep(100000);
+                r = reserved_uids_scan(reterr_reason);
+        }
         return r;
 }
 

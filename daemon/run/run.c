@@ -731,6 +731,9 @@ void run_result(const Run *run, McpExecResult *ret) {
         (void) run_end_bound(&e, wall, run->env.memory_max_bytes, run->id);
         run_result_build(run->id, run->proc ? proc_limits(run->proc) : "rlimit", &run->output, &run->outputs,
                          &e, &r);
+        /* The result points into what it is built from: the signal's name into the run's, which
+         * outlives this copy. */
+        r.signal = run->end.signal[0] ? run->end.signal : NULL;
         r.timed_out = run->timed_out;
         r.queue_ms = run->queue_ms;
         r.warm = run->warm;
