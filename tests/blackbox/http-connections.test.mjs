@@ -36,7 +36,11 @@ function accepted(pid, port) {
             if (m) inodes.add(m[1]);
         } catch { /* closed meanwhile */ }
     }
-    return tcpRows().filter((r) => r.state === '01' && r.local.endsWith(`:${hexPort(port)}`) && inodes.has(r.inode)).length;
+    // Distinct inodes: /proc/net/tcp is read in pieces while other sockets come and go, and a row
+    // can then be read twice.
+    const seen = new Set(tcpRows().filter((r) => r.state === '01' && r.local.endsWith(`:${hexPort(port)}`) && inodes.has(r.inode))
+        .map((r) => r.inode));
+    return seen.size;
 }
 
 function open(port) {

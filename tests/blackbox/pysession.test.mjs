@@ -61,7 +61,9 @@ test('state is kept across calls: a variable, an import, a file in /tmp; outputs
     assert.ok(Number.isInteger(r.sc.cpu_user_us) && Number.isInteger(r.sc.cpu_system_us));
     // The session's totals: at least this call's, and they only grow.
     const first = r.sc;
-    r = await run(d.client, s, 'sum(i * i for i in range(300000))');
+    // ~100 ms of CPU: without a cgroup the account is in clock ticks (10 ms each, user and system
+    // apart), so a call of 10 ms may not move it.
+    r = await run(d.client, s, 'sum(i * i for i in range(3000000))');
     for (const k of ['cpu_user_us', 'cpu_system_us', 'duration_ms']) {
         assert.ok(r.sc[`session_${k}`] >= r.sc[k], `session_${k} ${r.sc[`session_${k}`]} < ${k} ${r.sc[k]}`);
         assert.ok(r.sc[`session_${k}`] >= first[`session_${k}`], `session_${k} went down`);

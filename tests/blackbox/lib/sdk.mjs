@@ -65,6 +65,21 @@ export async function startDaemon(t, opts = {}) {
         if (proc.exitCode !== null || proc.signalCode !== null) exitResolve({ code: proc.exitCode, signal: proc.signalCode });
         else proc.once('exit', (code, signal) => exitResolve({ code, signal }));
     }
+    // A request that fails because the daemon went away says how it went (its exit status and the
+    // end of its stderr): the SDK's own "Connection closed" says neither.
+    const request = client.request.bind(client);
+    client.request = async (...args) => {
+        try {
+            return await request(...args);
+        } catch (e) {
+            if (/Connection closed/.test(e?.message ?? '') && proc) {
+                const how = await Promise.race([exited, sleep(2000).then(() => null)]);
+                e.message += `\n--- the daemon ${how ? `exited: ${JSON.stringify(how)}` : 'is still running'}; ` +
+                    `its stderr's end ---\n${stderrText.slice(-4000)}`;
+            }
+            throw e;
+        }
+    };
     if (opts.listTools) await client.listTools();
     return d;
 }
