@@ -72,6 +72,9 @@ struct Daemon {
         uint64_t drain_deadline;    /* HTTP, MCP_EXEC_DRAIN_S: 0 until a signal began a drain */
         const char *drain_signal;   /* the signal that began it ("TERM") */
         bool checking;              /* the start's checks are under way */
+        uint64_t checks_t0;         /* when they began */
+        RingOp op_recheck;          /* a reserved uid was in use: the sandbox's check again, soon */
+        struct __kernel_timespec recheck_ts;
         bool ready;                 /* they passed: calls are served */
         bool refused;               /* they failed: we exit with status 1 */
         bool refused_config;        /* a setting failed its check (MCP_EXEC_PRELOAD): status 2 */
@@ -346,10 +349,23 @@ static void daemon_on_probed(void *userdata, int r) {
  * (the namespace probe and the self-test: a few ms, blocking), the scopes an earlier instance
  * left, then the interpreters' probe, on the loop; daemon_on_probed() ends them. Until then the
  * session holds tools/list and tools/call. */
+static void daemon_on_recheck(RingOp *op, int res);
+
 static int daemon_checks_start(Daemon *d) {
         _cleanup_free_ char *reason = NULL;
         d->checking = true;
+        if (d->checks_t0 == 0)
+                d->checks_t0 = now_usec();
         int r = sandbox_check(d->sandbox, &reason);
+        if (r == -EADDRINUSE && now_usec() - d->checks_t0 < SANDBOX_RESERVED_UIDS_SETTLE_USEC) {
+                /* Counted only if it lasts (sandbox.h): looked at again in 100 ms. The loop serves
+                 * meanwhile: stdin is read and its calls held, so a refusal still answers them. */
+                log_debug("the sandbox's check, again in 100 ms: %s", reason ? reason : strerror(-r));
+                d->recheck_ts = (struct __kernel_timespec) { .tv_nsec = 100 * 1000 * 1000 };
+                d->op_recheck.callback = daemon_on_recheck;
+                io_uring_prep_timeout(ring_get_sqe(d->ring, &d->op_recheck), &d->recheck_ts, 0, 0);
+                return 0;
+        }
         if (r < 0) {
                 log_error("refusing to start: the sandbox is not available: %s", reason ? reason : strerror(-r));
                 daemon_refuse(d, "mcp-execd could not start: the sandbox is not available: %s",
@@ -377,6 +393,12 @@ static int daemon_checks_start(Daemon *d) {
                 return r;
         }
         return 0;
+}
+
+static void daemon_on_recheck(RingOp *op, int res) {
+        Daemon *d = container_of(op, Daemon, op_recheck);
+        if (d->checking && !d->shutdown_deadline && !d->refused)
+                (void) daemon_checks_start(d); /* a failure is answered and logged there */
 }
 
 static unsigned daemon_py_sessions_count(const void *userdata) {

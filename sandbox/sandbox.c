@@ -607,24 +607,8 @@ static int reserved_uids_scan(char **reterr_reason) {
         return r;
 }
 
-/* A process is counted only if it is still there after a while: an installer whose daemon was
- * killed dies of its parent-death signal within milliseconds, and a daemon restarted at once (a
- * test, Restart=) would otherwise see it. */
-#define RESERVED_UIDS_SETTLE_USEC (3u * 1000u * 1000u)
-
-static int reserved_uids_check(char **reterr_reason) {
-        int r = reserved_uids_scan(reterr_reason);
-        for (unsigned waited = 0; r == -EADDRINUSE && waited < RESERVED_UIDS_SETTLE_USEC; waited += 100000) {
-                free(*reterr_reason);
-                *reterr_reason = NULL;
-                (void) usleep(100000);
-                r = reserved_uids_scan(reterr_reason);
-        }
-        return r;
-}
-
 int sandbox_check(Sandbox *s, char **reterr_reason) {
-        int r = s->privileged ? reserved_uids_check(reterr_reason) : 0;
+        int r = s->privileged ? reserved_uids_scan(reterr_reason) : 0;
         if (r < 0)
                 return r;
 

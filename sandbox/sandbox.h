@@ -35,9 +35,16 @@ int sandbox_new(const SandboxConfig *config, Sandbox **ret, char **reterr_reason
  * the configuration and what it computes from its own limits, then everything else: the
  * namespace probe, the init program's memfd, the seccomp filter (libseccomp compiles it) and the
  * self-test, which take a few ms (clones and waits) and give the same errors and sentences as
- * sandbox_new(). Call sandbox_check() once; nothing may be spawned before it has returned 0. */
+ * sandbox_new(). Nothing may be spawned before sandbox_check() has returned 0.
+ *
+ * Run as root, its first step looks for a host process of a reserved uid (the runs' 65532, the
+ * installer's 65533) outside any mcp-execd: -EADDRINUSE, with the process named in the reason,
+ * before any other step. The caller may look again (the check is then repeated from its start)
+ * and should, for SANDBOX_RESERVED_UIDS_SETTLE_USEC, before it refuses: an installer whose daemon
+ * was just killed is such a process until its parent-death signal has ended it. */
 int sandbox_new_unchecked(const SandboxConfig *config, Sandbox **ret, char **reterr_reason);
 int sandbox_check(Sandbox *s, char **reterr_reason);
+#define SANDBOX_RESERVED_UIDS_SETTLE_USEC (3u * 1000u * 1000u)
 Sandbox *sandbox_free(Sandbox *s);
 DEFINE_POINTER_CLEANUP(Sandbox, sandbox_free)
 

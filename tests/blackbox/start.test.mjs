@@ -7,7 +7,7 @@
 // same message, and what was held is answered with it (so is a stop during the start).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { RawDaemon, binaryPath, test } from './lib/index.mjs';
+import { RawDaemon, binaryPath, sleep, test } from './lib/index.mjs';
 
 const INIT = {
     protocolVersion: '2025-11-25',
@@ -243,6 +243,43 @@ for (const [uid, whose] of [[65532, "the runs'"], [65533, "the dependency instal
         assert.match(d.stderrText, new RegExp(`refusing to start: .*process \\d+ \\(sleep\\) runs as uid ${uid}, ${whose} uid, outside mcp-execd.*reserves uids 65532 and 65533`));
     });
 }
+
+// The loop serves while it looks again (the process may be a killed daemon's installer about to
+// die): a call sent after initialize, while the process is there, is read, held, and answered with
+// the refusal; never left unread when the daemon exits.
+test('a call sent while a host process of uid 65532 is there is answered with the refusal, then exit 1', { skip: !setprivOk && 'needs root and setpriv' }, async (t) => {
+    const d = RawDaemon.spawn(t, {
+        binary: 'unshare',
+        args: ['--pid', '--fork', '--mount-proc', '--kill-child', 'sh', '-c',
+            'setpriv --reuid=65532 --regid=65532 --clear-groups sleep 120 & ' +
+            'until grep -q "^Uid:.65532" /proc/$!/status; do :; done; "$0"', binaryPath()],
+    });
+    await d.initialize('2025-11-25', 10000);
+    // well after initialize, well before the refusal (the process must last 3 s)
+    await sleep(1000);
+    const id = d.callExec({ code: 'print(1)' });
+    const { code } = await d.waitClosed(30000);
+    assert.equal(code, 1, d.stderrText);
+    const run = d.messages.find((m) => m.id === id);
+    assert.equal(run?.result?.isError, true, JSON.stringify(d.lines));
+    assert.match(run.result.content[0].text, /^mcp-execd could not start: the sandbox is not available: process \d+ \(sleep\) runs as uid 65532/);
+});
+
+// Counted only if it lasts: a process of a reserved uid that ends within the start's 3 s (a killed
+// daemon's installer dying of its parent-death signal) does not refuse it, and the call sent
+// meanwhile is served.
+test('a host process of uid 65533 that ends within 3 s does not refuse the start', { skip: !setprivOk && 'needs root and setpriv' }, async (t) => {
+    const d = RawDaemon.spawn(t, {
+        binary: 'unshare',
+        args: ['--pid', '--fork', '--mount-proc', '--kill-child', 'sh', '-c',
+            'setpriv --reuid=65533 --regid=65533 --clear-groups sleep 1 & ' +
+            'until grep -q "^Uid:.65533" /proc/$!/status; do :; done; "$0"', binaryPath()],
+    });
+    await d.initialize('2025-11-25', 10000);
+    const r = await d.response(d.callExec({ code: 'print(6 * 7)' }), 30000);
+    assert.equal(r.result?.structuredContent?.stdout, '42\n', JSON.stringify(r));
+    assert.match(d.stderrText, STARTED);
+});
 
 test('a process of uid 65532 in a PID namespace of its own (a container) does not refuse the start', { skip: !setprivOk && 'needs root and setpriv' }, async (t) => {
     await withProcessAs(t, 65532, true);
