@@ -111,3 +111,15 @@ bool str_secret_equal(const char *a, size_t alen, const char *b, size_t blen) {
                 d |= (unsigned char) ((i < alen ? (unsigned char) a[i] : 0) ^ (unsigned char) b[i]);
         return d == 0;
 }
+
+int str_parse_u64(const char *s, uint64_t *ret) {
+        if (!s || *s < '0' || *s > '9')
+                return -EINVAL; /* also "-1", "+1", " 1" and "" */
+        errno = 0;
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno != 0 || *end != '\0')
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}

@@ -41,5 +41,8 @@ int str_random_id(char *out, const char *tag, size_t nbytes);
  * here because the instance that made the id is down: only the caller's own id is repeated. */
 bool str_id_other_instance(const char *id, const char *own_tag, char *ret_tag);
 
+/* s as a decimal: digits only (no sign, space or base prefix), within uint64_t. 0 or -EINVAL. */
+int str_parse_u64(const char *s, uint64_t *ret);
+
 /* Monotonic clock in microseconds. */
 uint64_t now_usec(void);

@@ -137,6 +137,15 @@ typedef struct McpProgressOutput {
 char *mcp_progress_new(const char *token_json, uint64_t progress, uint64_t total, const char *message,
                        const McpProgressOutput *out);
 
+/* A load balancer that routes by the body (the fleet's HAProxy: a session handle in a call's
+ * arguments) and read only its first read_bytes of body_bytes says so (HTTP: the header
+ * MCP_LB_BODY_READ_HEADER); the transport records it here. It words an error, nothing more: a
+ * client that forges it changes the text of its own answer. */
+#define MCP_LB_BODY_READ_HEADER "Mcp-Execd-Lb-Body-Read"
+void mcp_call_set_lb_body_read(McpCall *c, uint64_t read_bytes, uint64_t body_bytes);
+/* Whether the load balancer read only part of the call's body: true with both figures. */
+bool mcp_call_lb_body_partial(const McpCall *c, uint64_t *ret_read, uint64_t *ret_size);
+
 /* W3C trace context (SEP-414; trace.c): a version-00 traceparent is exactly this long. */
 #define MCP_TRACEPARENT_LEN 55
 /* Whether s (n bytes) is a valid version-00 traceparent: 00-<32 hex>-<16 hex>-<2 hex>, lowercase,

@@ -208,6 +208,19 @@ const char *mcp_call_progress_token(const McpCall *c) {
         return c->progress_token;
 }
 
+void mcp_call_set_lb_body_read(McpCall *c, uint64_t read_bytes, uint64_t body_bytes) {
+        c->lb_body_read = read_bytes;
+        c->lb_body_size = body_bytes;
+}
+
+bool mcp_call_lb_body_partial(const McpCall *c, uint64_t *ret_read, uint64_t *ret_size) {
+        if (c->lb_body_read >= c->lb_body_size)
+                return false;
+        *ret_read = c->lb_body_read;
+        *ret_size = c->lb_body_size;
+        return true;
+}
+
 McpCall *mcp_call_free(McpCall *c) {
         if (!c)
                 return NULL;

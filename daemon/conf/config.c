@@ -21,12 +21,8 @@
 #define MAX_BYTES_LIMIT ((uint64_t) 64 << 20) /* output, stdin, code: the SDK's stdio buffer is 10 MiB */
 
 int config_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
-        if (!s || *s < '0' || *s > '9')
-                return -EINVAL; /* also refuses "-1", "+1", " 1" and "" */
-        errno = 0;
-        char *end;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno != 0 || *end != '\0' || v < min || v > max)
+        uint64_t v;
+        if (str_parse_u64(s, &v) < 0 || v < min || v > max)
                 return -EINVAL;
         *ret = v;
         return 0;

@@ -1104,11 +1104,18 @@ static void session_on_written(Proc *p, int error, void *userdata) {
 }
 
 /* A handle that names no session here. One bearing another instance's tag came through a load
- * balancer whose instance of that tag is down: say so (the tag is the caller's own text), since
- * "closed or expired" would send the agent looking for the wrong cause. */
+ * balancer: either it read too little of the body to see the handle (it says so, mcp.h), or the
+ * instance of that tag is down. Say which (the tag is the caller's own text), since "closed or
+ * expired" would send the agent looking for the wrong cause. */
 static void answer_unknown(PySessions *m, McpCall *call, void *owner, JobReplyFn reply, const char *handle) {
         char tag[17];
-        if (str_id_other_instance(handle, m->config.tag, tag))
+        uint64_t read, size;
+        if (str_id_other_instance(handle, m->config.tag, tag) && mcp_call_lb_body_partial(call, &read, &size))
+                answer_errorf(call, owner, reply, "unknown session here: the handle was made by instance %s, but the load "
+                              "balancer read only the first %" PRIu64 " of this request's %" PRIu64 " bytes, did not "
+                              "see the handle, and sent the call to another instance: raise its buffer (HAProxy's "
+                              "tune.bufsize) above the largest request, or send less in one call", tag, read, size);
+        else if (str_id_other_instance(handle, m->config.tag, tag))
                 answer_errorf(call, owner, reply, "unknown session: the handle was made by instance %s, which is gone or "
                               "unreachable, and its Python sessions with it; open a new one with session_open", tag);
         else

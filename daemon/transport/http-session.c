@@ -232,14 +232,21 @@ static const char *request_header(HttpRequest *req, const char *name) {
         return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
-/* The W3C Trace Context header is the HTTP carrier of the trace _meta.traceparent carries
- * (SEP-414): a call's record takes it when _meta gives none, and only if it is well-formed. */
-static void call_take_trace_header(HttpRequest *req, McpAction *a) {
+/* What a call takes from its request's headers: the W3C Trace Context header, the HTTP carrier of
+ * the trace _meta.traceparent carries (SEP-414), which a call's record takes when _meta gives none,
+ * only if it is well-formed; and how much of the body a load balancer read to route it (mcp.h), a
+ * decimal below the body's length, or nothing. */
+static void call_take_headers(HttpRequest *req, McpAction *a) {
         const char *v = request_header(req, "traceparent");
         if (a->kind == MCP_ACTION_CALL)
                 mcp_call_set_traceparent(a->call, v);
         else if (a->is_tool_error && !a->traceparent[0] && v && mcp_traceparent_valid(v, strlen(v)))
                 memcpy(a->traceparent, v, sizeof(a->traceparent)); /* its rejection record's */
+
+        const char *lb = request_header(req, MCP_LB_BODY_READ_HEADER);
+        uint64_t read;
+        if (a->kind == MCP_ACTION_CALL && lb && str_parse_u64(lb, &read) >= 0 && read < req->body.len)
+                mcp_call_set_lb_body_read(a->call, read, req->body.len);
 }
 
 /* A call's POST (or a task request that waits like one): answered at once when its reply is
@@ -261,7 +268,7 @@ static enum MHD_Result answer_action(HttpRequest *req, HttpSession *s, McpAction
         enum MHD_Result r = MHD_YES;
         if (kind == MCP_ACTION_CALL && mcp_call_progress_token(a->call))
                 r = http_respond_stream(req);
-        call_take_trace_header(req, a);
+        call_take_headers(req, a);
         dispatch_action(&s->dispatch, a, req);
         switch (kind) {
         case MCP_ACTION_REPLY:
@@ -357,7 +364,7 @@ enum MHD_Result http_session_handle_mcp_post(HttpRequest *req) {
         enum MHD_Result r = MHD_YES;
         if (kind == MCP_ACTION_CALL && mcp_call_progress_token(a.call))
                 r = http_respond_stream(req);
-        call_take_trace_header(req, &a);
+        call_take_headers(req, &a);
         dispatch_action(&s->dispatch, &a, req);
 
         switch (kind) {
@@ -407,7 +414,7 @@ enum MHD_Result http_session_handle_messages_post(HttpRequest *req) {
                 return MHD_NO;
         if (info.kind == MCP_HTTP_MSG_INVALID && a.kind == MCP_ACTION_REPLY)
                 return http_respond_json(req, MHD_HTTP_BAD_REQUEST, TAKE_PTR(a.reply));
-        call_take_trace_header(req, &a);
+        call_take_headers(req, &a);
         dispatch_action(&s->dispatch, &a, NULL);
         return http_respond(req, MHD_HTTP_ACCEPTED, "text/plain", strdup("Accepted"), NULL, NULL);
 }

@@ -275,6 +275,65 @@ static void test_modern_stands_alone(void **state) {
         fake_conn_done(&c);
 }
 
+/* A room for calls naming a session: it keeps the call it is given, to look at, and answers it
+ * when told (as pysession.c would, later). */
+static McpCall *kept_call;
+static void *kept_owner;
+static JobReplyFn kept_reply;
+static int keep_submit(void *userdata, McpCall *call, void *owner, JobReplyFn reply) {
+        kept_call = call, kept_owner = owner, kept_reply = reply;
+        return 0;
+}
+static const RouteVTable keep_room = {
+        .name = "keep",
+        .serves = { [MCP_TOOL_EXEC] = ROUTE_SESSION },
+        .submit = keep_submit,
+};
+
+#define SESSION_EXEC \
+        "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\"," \
+        "\"arguments\":{\"code\":\"x\",\"session\":\"i1-00000000000000000000000000000000\"}}}"
+
+/* The load balancer's word on how much of the body it read (mcp.h): a decimal below the body's
+ * length, else nothing (it words one error only, so a bad value is ignored, not refused). */
+static void test_lb_body_read(void **state) {
+        assert_int_equal(scheduler_route(&sched, &keep_room, NULL), 0);
+        HttpSession *s = session_open();
+        const size_t len = strlen(SESSION_EXEC);
+        char under[32], at[32];
+        snprintf(under, sizeof(under), "%zu", len - 1);
+        snprintf(at, sizeof(at), "%zu", len);
+        const struct {
+                const char *value; /* NULL: no header */
+                bool partial;
+                uint64_t read;
+        } cases[] = {
+                { NULL, false, 0 }, { "10", true, 10 }, { "0", true, 0 }, { under, true, len - 1 },
+                { at, false, 0 }, { "99999999", false, 0 }, { "abc", false, 0 }, { "-1", false, 0 },
+                { " 10", false, 0 }, { "10 ", false, 0 }, { "", false, 0 }, { "99999999999999999999999", false, 0 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                FakeConn c;
+                fake_conn_init(&c, -1);
+                if (cases[i].value)
+                        fake_conn_set_header(&c, MCP_LB_BODY_READ_HEADER, cases[i].value);
+                HttpRequest *req = fake_request(&http, &c, s, SESSION_EXEC);
+                assert_int_equal(http_session_handle_mcp_post(req), MHD_YES);
+                assert_non_null(kept_call);
+                uint64_t read = UINT64_MAX, size = 0;
+                assert_int_equal(mcp_call_lb_body_partial(kept_call, &read, &size), cases[i].partial);
+                if (cases[i].partial) {
+                        assert_int_equal(read, cases[i].read);
+                        assert_int_equal(size, len);
+                }
+                McpCall *call = TAKE_PTR(kept_call);
+                kept_reply(kept_owner, mcp_call_reply_oom(call));
+                mcp_call_free(call);
+                http_request_complete(req);
+                fake_conn_done(&c);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_initialize_registers, setup, teardown),
@@ -286,6 +345,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_close, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_legacy_stream, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modern_stands_alone, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_lb_body_read, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,110 @@
+// A session handle beyond what the load balancer reads (issue 29.8). The fleet's HAProxy
+// (units/haproxy-mcp-execd.cfg as shipped, with this test's ports) buffers tune.bufsize (64 KiB)
+// of a body and routes a call by the `session` argument it finds there. A call whose handle lies
+// further on goes to any instance; one that lands on another instance than its session's is
+// answered with an error naming that cause (from the header HAProxy adds), never "that instance is
+// gone", which would send the agent to open a new session for nothing. A client's own copy of the
+// header is dropped by HAProxy. (The systemd tier's 47-fleet drives the same file with units.)
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from './lib/index.mjs';
+import { startHttpDaemon, until } from './lib/http-daemon.mjs';
+
+const HAPROXY = '/usr/sbin/haproxy';
+const CFG = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../units/haproxy-mcp-execd.cfg');
+const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+
+const freePort = () => new Promise((resolve, reject) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+    s.on('error', reject);
+});
+
+/** HAProxy's "show stat" rows of backend mcp_execd: {server: {status, scur}}. */
+function stats(sock) {
+    return new Promise((resolve) => {
+        let out = '';
+        const c = net.connect(sock, () => c.end('show stat\n'));
+        c.on('data', (b) => { out += b; });
+        c.on('error', () => resolve({}));
+        c.on('close', () => {
+            const rows = {};
+            for (const l of out.split('\n')) {
+                const f = l.split(',');
+                if (f[0] === 'mcp_execd' && f[1] !== 'FRONTEND' && f[1] !== 'BACKEND') rows[f[1]] = { scur: Number(f[4]), status: f[17] };
+            }
+            resolve(rows);
+        });
+    });
+}
+
+/** A 2026-07-28 tools/call through the load balancer: its JSON-RPC answer. */
+async function call(lb, name, args, headers = {}) {
+    const r = await fetch(`http://127.0.0.1:${lb}/mcp`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+                   'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': name, ...headers },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, _meta: META } }),
+    });
+    const text = await r.text();
+    assert.equal(r.status, 200, text.slice(0, 500));
+    return JSON.parse(text);
+}
+const answerText = (m) => m.error?.message ?? m.result?.content?.[0]?.text ?? '';
+
+test('a session handle past the load balancer\'s buffer: the instance it reaches says the balancer did not read it', { skip: !fs.existsSync(HAPROXY) && 'haproxy is not installed (scripts/deps.sh test installs it)' }, async (t) => {
+    const [p1, p2, down, lb] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    for (const p of [p1, p2]) await startHttpDaemon(t, { port: p, env: { MCP_EXEC_INSTANCE: `i${p}`, MCP_EXEC_WARM_POOL: '0' } });
+
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-execd-haproxy.'));
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const sock = path.join(dir, 'stats.sock');
+    const cfg = fs.readFileSync(CFG, 'utf8')
+        .replace('log /dev/log local0', `log stdout format raw local0\n\tstats socket ${sock} mode 600`)
+        .replace('bind 127.0.0.1:8080', `bind 127.0.0.1:${lb}`)
+        .replaceAll('8081', String(p1)).replaceAll('8082', String(p2)).replaceAll('8083', String(down));
+    fs.writeFileSync(path.join(dir, 'haproxy.cfg'), cfg);
+    const hap = spawn(HAPROXY, ['-f', path.join(dir, 'haproxy.cfg'), '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let hapOut = '';
+    hap.stdout.on('data', (b) => { hapOut += b; });
+    hap.stderr.on('data', (b) => { hapOut += b; });
+    t.after(() => hap.kill('SIGKILL'));
+    assert.ok(await until(async () => { const s = await stats(sock); return s[`i${p1}`]?.status === 'UP' && s[`i${p2}`]?.status === 'UP'; }, 20000),
+        `HAProxy does not see both instances up: ${JSON.stringify(await stats(sock))}\n${hapOut.slice(-2000)}`);
+
+    // A session on one instance (x); a call of it that sleeps holds a connection there, so that
+    // HAProxy's leastconn sends a call it cannot route by its handle to the other one.
+    const opened = await call(lb, 'session_open', {});
+    const handle = opened.result?.structuredContent?.session;
+    assert.match(handle ?? '', /^i\d+-[0-9a-f]{32}$/, JSON.stringify(opened));
+    const x = handle.split('-')[0];
+    assert.ok(x === `i${p1}` || x === `i${p2}`, handle);
+    const other = x === `i${p1}` ? `i${p2}` : `i${p1}`;
+    let r = await call(lb, 'exec', { code: 'kept = 6 * 7', session: handle });
+    assert.equal(r.result?.isError, false, JSON.stringify(r));
+    const sleeping = call(lb, 'exec', { code: 'import time; time.sleep(8)', session: handle });
+    assert.ok(await until(async () => (await stats(sock))[x]?.scur === 1, 10000), `the sleeping call is not on ${x}`);
+
+    // The handle after 100 KiB of code: past what HAProxy buffers.
+    const code = `# ${'x'.repeat(100 * 1024)}\nprint(kept)`;
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'exec', arguments: { code, session: handle }, _meta: META } });
+    r = await call(lb, 'exec', { code, session: handle });
+    const text = answerText(r);
+    assert.match(text, new RegExp(`^unknown session here: the handle was made by instance ${x}, but the load balancer read only the first (\\d+) of this request's ${Buffer.byteLength(body)} bytes, did not see the handle, and sent the call to another instance: raise its buffer \\(HAProxy's tune\\.bufsize\\)`), JSON.stringify(r).slice(0, 600));
+    assert.ok(Number(/first (\d+) of/.exec(text)[1]) <= 65536, text);
+    const s = await sleeping;
+    assert.equal(s.result?.isError, false, JSON.stringify(s));
+
+    // A client's own header is HAProxy's to set: dropped, so a handle of an instance that is down
+    // is still said to be gone, whatever the client claims about the body.
+    r = await call(lb, 'exec', { code: 'print(1)', session: `i${down}-${'0'.repeat(32)}` }, { 'Mcp-Execd-Lb-Body-Read': '5' });
+    assert.match(answerText(r), new RegExp(`^unknown session: the handle was made by instance i${down}, which is gone or unreachable`), JSON.stringify(r));
+
+    // Within the buffer the handle is seen and the call reaches its session, state and all.
+    r = await call(lb, 'exec', { code: `# ${'x'.repeat(30 * 1024)}\nprint(kept)`, session: handle });
+    assert.equal(r.result?.structuredContent?.stdout, '42\n', JSON.stringify(r).slice(0, 600));
+});
