@@ -201,6 +201,9 @@ typedef enum McpTaskOp {
 /* A request about a task, to be answered from the store. Opaque; owns the request id. */
 typedef struct McpTaskRequest McpTaskRequest;
 McpTaskOp mcp_task_request_op(const McpTaskRequest *r);
+/* Whether its answer shows a completed task's result (McpTaskView.reply is read): tasks/result, and
+ * a 2026 tasks/get. The store keeps results compressed and opens one only for these. */
+bool mcp_task_request_shows_result(const McpTaskRequest *r);
 const char *mcp_task_request_task_id(const McpTaskRequest *r); /* NULL for LIST */
 /* As mcp_call_id_key(): a tasks/result that waits can be cancelled by its request id. */
 const char *mcp_task_request_id_key(const McpTaskRequest *r);

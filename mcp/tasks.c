@@ -30,6 +30,10 @@ McpTaskOp mcp_task_request_op(const McpTaskRequest *r) {
         return r->op;
 }
 
+bool mcp_task_request_shows_result(const McpTaskRequest *r) {
+        return r->op == MCP_TASK_RESULT || (r->op == MCP_TASK_GET && r->stamp);
+}
+
 const char *mcp_task_request_task_id(const McpTaskRequest *r) {
         return r->task_id;
 }

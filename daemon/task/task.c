@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zstd.h>
+
 #include "str-util.h"
 #include "task.h"
 
@@ -16,9 +18,51 @@ void task_store_init(TaskStore *s, unsigned max_total, unsigned max_per_owner, u
 static void task_free(TaskStore *s, Task *t) {
         LIST_REMOVE(tasks, s->tasks, t);
         s->n_tasks--;
-        s->bytes -= t->reply_len;
-        free(t->reply);
+        s->bytes -= t->packed_len;
+        free(t->packed);
         free(t);
+}
+
+/* Level 1 (the fastest: this runs on the loop) with long-distance matching, which finds the second
+ * copy of the output however far on it is in the reply (its window is the whole reply). */
+static int pack(const char *s, size_t n, void **ret, size_t *ret_len) {
+        ZSTD_CCtx *cctx = ZSTD_createCCtx();
+        if (!cctx)
+                return -ENOMEM;
+        size_t bound = ZSTD_compressBound(n);
+        void *out = malloc(bound);
+        size_t len = 0;
+        int r = -ENOMEM;
+        if (out && !ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, 1)) &&
+            !ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_enableLongDistanceMatching, 1))) {
+                len = ZSTD_compress2(cctx, out, bound, s, n);
+                r = ZSTD_isError(len) ? -ENOMEM : 0; /* with a bound-sized buffer only memory can fail */
+        }
+        ZSTD_freeCCtx(cctx);
+        if (r < 0) {
+                free(out);
+                return r;
+        }
+        void *shrunk = realloc(out, len ? len : 1);
+        *ret = shrunk ?: out;
+        *ret_len = len;
+        return 0;
+}
+
+char *task_reply(const Task *t) {
+        if (t->status != TASK_COMPLETED || !t->packed)
+                return NULL;
+        char *out = malloc(t->reply_len + 1);
+        if (!out)
+                return NULL;
+        /* The frame's window is at most the reply's size (it is known when compressing). */
+        size_t n = ZSTD_decompress(out, t->reply_len, t->packed, t->packed_len);
+        if (ZSTD_isError(n) || n != t->reply_len) {
+                free(out);
+                return NULL;
+        }
+        out[n] = '\0';
+        return out;
 }
 
 void task_store_done(TaskStore *s) {
@@ -134,23 +178,29 @@ size_t task_store_list(TaskStore *s, const char *owner, uint64_t now_mono, Task 
 }
 
 void task_end(Task *t, TaskStatus status, char *reply, uint64_t now_mono, uint64_t now_real) {
-        if (t->status != TASK_WORKING) {
-                free(reply);
+        _cleanup_free_ char *plain = reply;
+        if (t->status != TASK_WORKING)
                 return;
+        void *packed = NULL;
+        size_t packed_len = 0, n = plain ? strlen(plain) : 0;
+        if (status == TASK_COMPLETED && plain) {
+                if (pack(plain, n, &packed, &packed_len) < 0)
+                        status = TASK_FAILED; /* too_big 0: out of memory */
+                else if (!task_store_make_room(t->store, packed_len, t)) {
+                        /* Kept results nobody fetched fill the bound: this one is not kept, and says so. */
+                        t->too_big = packed_len;
+                        free(packed);
+                        packed = NULL;
+                        status = TASK_FAILED;
+                }
         }
-        size_t n = reply ? strlen(reply) : 0;
-        if (status == TASK_COMPLETED && reply && !task_store_make_room(t->store, n, t)) {
-                /* Kept results nobody fetched fill the bound: this one is not kept, and says so. */
-                free(reply);
-                reply = NULL;
-                status = TASK_FAILED;
-                t->too_big = n;
-                n = 0;
-        }
+        if (!packed)
+                packed_len = n = 0;
         t->status = status;
-        t->reply = reply;
+        t->packed = packed;
+        t->packed_len = packed_len;
         t->reply_len = n;
-        t->store->bytes += n;
+        t->store->bytes += packed_len;
         t->run = NULL;
         t->ended_usec = now_mono;
         t->updated_usec = now_real;

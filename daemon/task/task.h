@@ -41,8 +41,10 @@ struct Task {
         uint64_t ended_usec;    /* CLOCK_MONOTONIC when it left TASK_WORKING; the TTL runs from here */
         uint64_t ttl_usec;      /* how long the result is kept once it ended */
         bool fetched;           /* its owner has been told how it ended (task_fetched()) */
-        char *reply;            /* TASK_COMPLETED: the run's JSON-RPC reply, as the call would have had it */
-        size_t reply_len;       /* its bytes, counted in the store's */
+        void *packed;           /* TASK_COMPLETED: the run's JSON-RPC reply, as the call would have had it,
+                                 * compressed (task_reply() gives it back) */
+        size_t packed_len;      /* its bytes, counted in the store's */
+        size_t reply_len;       /* the reply's own */
         uint64_t too_big;       /* TASK_FAILED: the result's bytes, which max_bytes could not hold (0: OOM) */
         void *run;              /* TASK_WORKING: the dispatcher's record of the run (borrowed) */
         void *waiters;          /* TASK_WORKING: the dispatcher's requests waiting for the end (borrowed) */
@@ -59,6 +61,11 @@ struct TaskStore {
         uint64_t ttl_usec;      /* MCP_EXEC_TASK_TTL_S */
         const char *tag;        /* MCP_EXEC_INSTANCE, borrowed: ids are "<tag>-<hex>"; NULL: "<hex>" */
 };
+
+/* A kept reply is compressed (zstd, with long-distance matching): it holds a run's output twice
+ * (structuredContent, and its JSON as the text content), and control characters escaped as \u0001
+ * in both, 13-19 bytes a byte of output; compressed it costs about what the output does, and the
+ * repeats nothing. What is kept is counted in MCP_EXEC_TASKS_MAX_BYTES as compressed. */
 
 void task_store_init(TaskStore *s, unsigned max_total, unsigned max_per_owner, uint64_t max_bytes,
                      uint64_t ttl_usec);
@@ -89,8 +96,13 @@ size_t task_store_list(TaskStore *s, const char *owner, uint64_t now_mono_usec, 
 /* The task left TASK_WORKING: status (not TASK_WORKING), and for TASK_COMPLETED reply (taken, may be
  * NULL only for the others). A task already ended (cancelled while its run was being killed) keeps
  * its first end; reply is freed. A reply the store's max_bytes cannot hold, after fetched results
- * made room, is freed and the task is TASK_FAILED with too_big set. */
+ * made room, is freed and the task is TASK_FAILED with too_big set (its compressed size); one that
+ * cannot be compressed (no memory) is TASK_FAILED with too_big 0. */
 void task_end(Task *t, TaskStatus status, char *reply, uint64_t now_mono_usec, uint64_t now_real_usec);
+
+/* A TASK_COMPLETED task's reply, NUL-terminated, malloc'd for the caller; NULL for another status
+ * or without memory. */
+char *task_reply(const Task *t);
 
 bool task_status_is_terminal(TaskStatus status);
 

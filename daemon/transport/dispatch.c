@@ -196,6 +196,7 @@ static uint64_t realtime_usec(void) {
 }
 
 static McpTaskView task_view(const Task *k);
+static char *task_answer(Task *k, const McpTaskRequest *req, bool was_terminal);
 
 static void task_waiter_unlink(DispatchCall *c) {
         DispatchCall **head = (DispatchCall **) &c->wait_task->waiters;
@@ -210,13 +211,8 @@ static void task_waiters_answer(Task *k, bool ended) {
         while ((c = k->waiters)) {
                 task_waiter_unlink(c);
                 char *reply = NULL;
-                if (ended) {
-                        McpTaskView v = task_view(k);
-                        reply = mcp_task_reply(c->wait, &v, true);
-                        if (reply && mcp_task_reply_tells_end(c->wait, &v))
-                                task_fetched(k);
-                        reply = reply ?: mcp_task_reply_oom(c->wait);
-                }
+                if (ended)
+                        reply = task_answer(k, c->wait, true) ?: mcp_task_reply_oom(c->wait);
                 dispatch_on_reply(c, reply);
         }
 }
@@ -319,10 +315,27 @@ static McpTaskView task_view(const Task *k) {
                 .created_usec = k->created_usec,
                 .updated_usec = k->updated_usec,
                 .ttl_msec = k->ttl_usec / 1000u,
-                .reply = k->reply,
                 .too_big = k->too_big,
                 .max_bytes = k->store->max_bytes,
         };
+}
+
+/* The answer to a request about task k: with its result opened (the store keeps it compressed)
+ * only when the answer shows it. Marks k fetched once the answer exists (a client answered "out of
+ * memory" has not been told). NULL without memory. */
+static char *task_answer(Task *k, const McpTaskRequest *req, bool was_terminal) {
+        McpTaskView v = task_view(k);
+        _cleanup_free_ char *result = NULL;
+        if (k->status == TASK_COMPLETED && mcp_task_request_shows_result(req)) {
+                result = task_reply(k);
+                if (!result)
+                        return NULL;
+                v.reply = result;
+        }
+        char *reply = mcp_task_reply(req, &v, was_terminal);
+        if (reply && mcp_task_reply_tells_end(req, &v))
+                task_fetched(k);
+        return reply;
 }
 
 /* A call that runs as a task: the task first (or the bound it hit), its creation answered, then its
@@ -434,12 +447,7 @@ static char *dispatch_task_answer(Dispatch *d, const McpTaskRequest *req) {
                 }
                 log_debug("a task was cancelled by the client");
         }
-        McpTaskView v = task_view(k);
-        char *reply = mcp_task_reply(req, &v, was_terminal);
-        /* Only once the answer exists: a client answered "out of memory" has not been told. */
-        if (reply && mcp_task_reply_tells_end(req, &v))
-                task_fetched(k);
-        return reply;
+        return task_answer(k, req, was_terminal);
 }
 
 void dispatch_action(Dispatch *d, McpAction *a, void *ctx) {

@@ -215,16 +215,19 @@ test('stdio: at the per-client bound, a task whose end the client was told makes
 
 // Issue 29 #3: kept results are bounded in bytes (MCP_EXEC_TASKS_MAX_BYTES), not only in number: a
 // result that does not fit beside the ones not fetched yet is not kept, and its task says why,
-// naming the variable; a fetched result makes room. The daemon's memory stays near the bound.
+// naming the variable; a fetched result makes room. Results are kept compressed, so the outputs
+// here are random letters (about 70 % of them is kept: ~640 kB a result, its output's two copies
+// in the answer costing one), two of which do not fit in 1M.
+const randomLetters = (n, seed) => `import random, string\nrandom.seed(${seed})\n` +
+    `print(''.join(random.choices(string.ascii_letters, k=${n})))`;
 test('stdio 2025: a result over MCP_EXEC_TASKS_MAX_BYTES beside unfetched ones is not kept; the task says why; fetching makes room', async (t) => {
     const d = RawDaemon.spawn(t, { env: { MCP_EXEC_TASKS_MAX_BYTES: '1M', MCP_EXEC_WARM_POOL: 0 } });
     await d.initialize();
-    // about 300 kB of output: its result (stdout twice, in content and structuredContent) ~600 kB
-    const big = (n) => ({ name: 'exec', arguments: { code: `print("${n}" * 300000)` }, task: {} });
+    const big = (n) => ({ name: 'exec', arguments: { code: randomLetters(900000, n) }, task: {} });
     const ended = async (id) => (await pollUntilEnded(async () => (await d.request('tasks/get', { taskId: id })).result)).task;
-    const a = (await d.request('tools/call', big('a'))).result.task.taskId;
+    const a = (await d.request('tools/call', big(1))).result.task.taskId;
     assert.equal((await ended(a)).status, 'completed');
-    const b = (await d.request('tools/call', big('b'))).result.task.taskId;
+    const b = (await d.request('tools/call', big(2))).result.task.taskId;
     const tb = await ended(b);
     assert.equal(tb.status, 'failed', JSON.stringify(tb));
     assert.match(tb.statusMessage ?? '', /did not fit in MCP_EXEC_TASKS_MAX_BYTES=1048576/, JSON.stringify(tb));
@@ -232,11 +235,36 @@ test('stdio 2025: a result over MCP_EXEC_TASKS_MAX_BYTES beside unfetched ones i
     assert.match(rb.error?.message ?? '', /MCP_EXEC_TASKS_MAX_BYTES/, JSON.stringify(rb).slice(0, 400));
     // a's result is intact; fetched, it gives its place to the next one
     const ra = await d.request('tasks/result', { taskId: a });
-    assert.equal(ra.result.structuredContent.stdout.length, 300001);
-    const c = (await d.request('tools/call', big('c'))).result.task.taskId;
+    assert.equal(ra.result.structuredContent.stdout.length, 900001);
+    assert.match(ra.result.structuredContent.stdout, /^[A-Za-z]{900000}\n$/);
+    const c = (await d.request('tools/call', big(3))).result.task.taskId;
     assert.equal((await ended(c)).status, 'completed');
-    assert.equal((await d.request('tasks/result', { taskId: c })).result.structuredContent.stdout.length, 300001);
+    assert.equal((await d.request('tasks/result', { taskId: c })).result.structuredContent.stdout.length, 900001);
     assert.equal((await d.request('tasks/get', { taskId: a })).error?.code, -32602, 'a was not freed for c');
+});
+
+// The issue's case: 1 MiB of control characters is 13-19 MiB of answer (escaped in
+// structuredContent and again in the text content). Kept compressed, eight such results fit in
+// 4M unfetched, and each comes back whole, in both eras' shapes.
+test('stdio 2025: eight results of 1 MiB of control characters are all kept in MCP_EXEC_TASKS_MAX_BYTES=4M, and come back whole', async (t) => {
+    const d = RawDaemon.spawn(t, { env: { MCP_EXEC_TASKS_MAX_BYTES: '4M', MCP_EXEC_WARM_POOL: 0 } });
+    await d.initialize();
+    const ended = async (id) => (await pollUntilEnded(async () => (await d.request('tasks/get', { taskId: id }, { timeoutMs: 60000 })).result)).task;
+    const ids = [];
+    for (let i = 0; i < 8; i++) {
+        const code = `import sys\nsys.stdout.write(chr(${i + 1}) * (1 << 20))`;
+        ids.push((await d.request('tools/call', { name: 'exec', arguments: { code }, task: {} })).result.task.taskId);
+    }
+    for (const id of ids) assert.equal((await ended(id)).status, 'completed', id);
+    for (let i = 0; i < 8; i++) {
+        const t0 = performance.now();
+        const r = await d.request('tasks/result', { taskId: ids[i] }, { timeoutMs: 60000 });
+        t.diagnostic(`result ${i}: ${Math.round(performance.now() - t0)} ms`);
+        const out = r.result.structuredContent.stdout;
+        assert.equal(out.length, 1 << 20);
+        assert.equal(out, String.fromCharCode(i + 1).repeat(1 << 20));
+        assert.equal(JSON.parse(r.result.content[0].text).stdout, out);
+    }
 });
 
 test('stdio: end of input with a task running: the run dies with the daemon, which exits 0', async (t) => {

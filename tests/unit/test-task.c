@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "cleanup.h"
 #include "str-util.h"
 #include "task.h"
 
@@ -164,62 +165,133 @@ static void test_end_is_final(void **state) {
         /* The run's late answer does not undo the cancel (and is freed: ASan/valgrind would see). */
         task_end(t, TASK_COMPLETED, strdup("late"), 2 * SEC, 9);
         assert_int_equal(t->status, TASK_CANCELLED);
-        assert_null(t->reply);
+        assert_null(t->packed);
+        assert_null(task_reply(t));
         assert_int_equal(t->created_usec, 7);
         assert_int_equal(t->updated_usec, 8);
         task_store_done(&s);
 }
 
-static char *reply_of(size_t n) {
+/* n letters from a fixed seed: about as incompressible as letters get (log2(26) bits each), so a
+ * reply's compressed size is known to be most of it. */
+static char *reply_random(size_t n, unsigned seed) {
         char *r = malloc(n + 1);
         assert_non_null(r);
-        memset(r, 'r', n);
+        for (size_t i = 0; i < n; i++)
+                r[i] = (char) ('a' + rand_r(&seed) % 26);
         r[n] = '\0';
         return r;
 }
 
-/* MCP_EXEC_TASKS_MAX_BYTES (issue 29 #3): kept results are counted in bytes; a result that does not
- * fit once fetched results made room fails the task (too_big) and is not kept. */
-static void test_bytes(void **state) {
+/* What the store holds of reply once kept: its compressed size. */
+static size_t packed_size(char *reply) {
         TaskStore s;
-        task_store_init(&s, 100, 100, 100, 10 * SEC);
+        task_store_init(&s, 1, 1, UINT64_MAX, SEC);
+        Task *t;
+        assert_int_equal(task_store_create(&s, "o", 0, 1, 1, &t), 0);
+        task_end(t, TASK_COMPLETED, reply, 2, 2);
+        assert_int_equal(t->status, TASK_COMPLETED);
+        size_t n = t->packed_len;
+        task_store_done(&s);
+        return n;
+}
+
+/* MCP_EXEC_TASKS_MAX_BYTES (issue 29 #3): kept results are counted in bytes, as kept (compressed);
+ * a result that does not fit once fetched results made room fails the task (too_big) and is not
+ * kept. */
+static void test_bytes(void **state) {
+        const size_t pa = packed_size(reply_random(600, 1)), pc = packed_size(reply_random(1000, 3)),
+                     pd = packed_size(reply_random(1400, 4));
+        /* a and b do not fit together where c fits alone, d never */
+        assert_true(pa < pc && 2 * pa > pc && pd > pc);
+        TaskStore s;
+        task_store_init(&s, 100, 100, pc, 10 * SEC);
         Task *a, *b, *c, *d;
         assert_int_equal(task_store_create(&s, "o", 0, 1, 1, &a), 0);
         assert_int_equal(task_store_create(&s, "o", 0, 1, 1, &b), 0);
         char a_id[TASK_ID_MAX + 1];
         strcpy(a_id, a->id);
-        task_end(a, TASK_COMPLETED, reply_of(60), 2, 2);
+        task_end(a, TASK_COMPLETED, reply_random(600, 1), 2, 2);
         assert_int_equal(a->status, TASK_COMPLETED);
-        assert_int_equal(s.bytes, 60);
-        task_end(b, TASK_COMPLETED, reply_of(60), 2, 2); /* a is not fetched: no room */
+        assert_int_equal(s.bytes, pa);
+        task_end(b, TASK_COMPLETED, reply_random(600, 2), 2, 2); /* a is not fetched: no room */
         assert_int_equal(b->status, TASK_FAILED);
-        assert_int_equal(b->too_big, 60);
-        assert_null(b->reply);
-        assert_int_equal(s.bytes, 60);
+        assert_true(b->too_big > 0 && b->too_big < 600);
+        assert_null(b->packed);
+        assert_int_equal(s.bytes, pa);
 
         assert_int_equal(task_store_create(&s, "o", 0, 3, 3, &c), 0);
         task_fetched(a); /* now a gives its place */
-        task_end(c, TASK_COMPLETED, reply_of(100), 4, 4); /* exactly the bound, once a is gone */
+        task_end(c, TASK_COMPLETED, reply_random(1000, 3), 4, 4); /* exactly the bound, once a is gone */
         assert_int_equal(c->status, TASK_COMPLETED);
-        assert_int_equal(s.bytes, 100);
+        assert_int_equal(s.bytes, pc);
         assert_int_equal(s.n_tasks, 2); /* a was freed for c's room; b (failed) and c remain */
         assert_null(task_store_find(&s, "o", a_id, 5));
+        _cleanup_free_ char *back = task_reply(c), *want = reply_random(1000, 3);
+        assert_string_equal(back, want);
 
         task_fetched(c);
         assert_int_equal(task_store_create(&s, "p", 0, 6, 6, &d), 0);
         /* a result larger than the bound itself never fits, and c is not freed for it in vain */
-        task_end(d, TASK_COMPLETED, reply_of(101), 7, 7);
+        task_end(d, TASK_COMPLETED, reply_random(1400, 4), 7, 7);
         assert_int_equal(d->status, TASK_FAILED);
-        assert_int_equal(d->too_big, 101);
-        assert_int_equal(s.bytes, 100);
+        assert_int_equal(d->too_big, pd);
+        assert_int_equal(s.bytes, pc);
         task_store_done(&s);
         assert_int_equal(s.bytes, 0);
+}
+
+/* The issue's case: a reply holding 1 MiB of control characters, escaped (\u0001) in
+ * structuredContent and again in the text content (\\u0001), 13 bytes an output byte, costs well
+ * under 1 % of that kept; and the output's second copy, 600 KB on, costs nothing: a reply of the
+ * same random text twice is kept in hardly more than once. Both come back byte for byte. */
+static void test_compact(void **state) {
+        const size_t n = 1 << 20;
+        char *escaped = malloc(13 * n + 1);
+        assert_non_null(escaped);
+        char *p = escaped;
+        for (size_t i = 0; i < n; i++)
+                p = stpcpy(p, "\\u0001");
+        for (size_t i = 0; i < n; i++)
+                p = stpcpy(p, "\\\\u0001");
+        const size_t len = (size_t) (p - escaped);
+        _cleanup_free_ char *copy = strdup(escaped);
+        assert_non_null(copy);
+
+        TaskStore s;
+        task_store_init(&s, 10, 10, UINT64_MAX, SEC);
+        Task *t, *u;
+        assert_int_equal(task_store_create(&s, "o", 0, 1, 1, &t), 0);
+        task_end(t, TASK_COMPLETED, escaped, 2, 2);
+        assert_int_equal(t->status, TASK_COMPLETED);
+        assert_int_equal(t->reply_len, len);
+        assert_true(t->packed_len * 100 < len);
+        _cleanup_free_ char *back = task_reply(t);
+        assert_non_null(back);
+        assert_memory_equal(back, copy, len + 1);
+
+        const size_t half = 600 * 1000;
+        _cleanup_free_ char *one = reply_random(half, 7);
+        char *twice = malloc(2 * half + 1);
+        assert_non_null(twice);
+        memcpy(twice, one, half);
+        memcpy(twice + half, one, half + 1);
+        const size_t alone = packed_size(strdup(one));
+        assert_int_equal(task_store_create(&s, "o", 0, 1, 1, &u), 0);
+        task_end(u, TASK_COMPLETED, twice, 2, 2);
+        assert_true(u->packed_len < alone + alone / 20);
+        _cleanup_free_ char *back2 = task_reply(u);
+        assert_int_equal(strlen(back2), 2 * half);
+        assert_memory_equal(back2, one, half);
+        assert_memory_equal(back2 + half, one, half);
+        task_store_done(&s);
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ids),
                 cmocka_unit_test(test_bytes),
+                cmocka_unit_test(test_compact),
                 cmocka_unit_test(test_owners),
                 cmocka_unit_test(test_bounds),
                 cmocka_unit_test(test_fetched_make_room),

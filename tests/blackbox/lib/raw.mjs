@@ -13,6 +13,7 @@
 // that writes anything but protocol to stdout shows up there).
 
 import { spawn } from 'node:child_process';
+import { StringDecoder } from 'node:string_decoder';
 import { binaryPath, daemonEnv } from './env.mjs';
 import { afterStderr } from './proc.mjs';
 
@@ -46,7 +47,9 @@ export class RawDaemon {
         this.stderrText = '';
         this.nextId = 1;
         this._waiters = new Set();
-        this._buf = '';
+        this._parts = []; // of the line not yet ended: joined once its newline comes (a 20 MB line
+                          // arrives in hundreds of chunks; rescanning it all for each was quadratic)
+        this._decoder = new StringDecoder('utf8'); // a chunk may end inside a character
         this.exit = null;      // {code, signal} once exited
         this.closed = false;   // true once the process is gone and its stdout drained
         this._exitWaiters = [];
@@ -71,11 +74,13 @@ export class RawDaemon {
 
     _onData(chunk) {
         this.stdoutBytes += chunk.length;
-        this._buf += chunk.toString('utf8');
+        let rest = this._decoder.write(chunk);
         let i;
-        while ((i = this._buf.indexOf('\n')) >= 0) {
-            const line = this._buf.slice(0, i);
-            this._buf = this._buf.slice(i + 1);
+        while ((i = rest.indexOf('\n')) >= 0) {
+            this._parts.push(rest.slice(0, i));
+            rest = rest.slice(i + 1);
+            const line = this._parts.join('');
+            this._parts = [];
             this.lines.push(line);
             let msg;
             try { msg = JSON.parse(line); } catch { this.badLines.push(line); continue; }
@@ -84,10 +89,11 @@ export class RawDaemon {
                 if (w.pred(msg)) { this._waiters.delete(w); clearTimeout(w.timer); w.resolve(msg); }
             }
         }
+        if (rest) this._parts.push(rest);
     }
 
     /** Bytes received after the last newline (a daemon must end every message with \n). */
-    get partialLine() { return this._buf; }
+    get partialLine() { return this._parts.join(''); }
 
     /** Write one line (a string is sent verbatim, anything else JSON.stringify'd) plus "\n". */
     sendLine(x) {
