@@ -45,6 +45,8 @@
  *   socket(AF_*) but AF_UNIX  Docker refuses only AF_VSOCK; we have no network at all
  *   socketpair(AF_*) but AF_UNIX  Docker allows every family
  *   ioctl(TIOCSTI, TIOCLINUX)  Docker allows every ioctl
+ *   prlimit64(pid ≠ 0, …, new ≠ NULL)  setting another process's limits: the run's PID 1 shares
+ *                             an unprivileged daemon's uid (seccomp_rules_add() says why)
  *
  * We allow, Docker refuses:
  *   get_mempolicy, mbind, set_mempolicy, set_mempolicy_home_node  NUMA placement of the run's own
@@ -168,6 +170,16 @@ static int seccomp_rules_add(scmp_filter_ctx ctx, const char **reterr_what) {
         *reterr_what = "personality";
         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
                              SCMP_A0(SCMP_CMP_NE, 0xffffffffu));
+        if (r < 0)
+                return r;
+
+        /* prlimit64() setting another process's limits: an unprivileged daemon's run shares its
+         * PID 1's uid, which is all the kernel asks, and could set sandbox-init's (RLIMIT_NOFILE 0:
+         * no /proc to read the run's account from; RLIMIT_CPU: its end). The run's own (pid 0, as
+         * glibc's setrlimit() passes it) and reading any are left. */
+        *reterr_what = "prlimit64";
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2, SCMP_A0(SCMP_CMP_NE, 0),
+                             SCMP_A2(SCMP_CMP_NE, 0));
         if (r < 0)
                 return r;
 

@@ -518,6 +518,17 @@ test('as an unprivileged daemon (the run shares PID 1\'s uid): /proc/1/mem, envi
         '        out[p] = "opened"',
         '    except OSError as e:',
         '        out[p] = errno.errorcode[e.errno]',
+        // Issue 29.8: the same uid is all prlimit(2) asks; PID 1 with no files could not read the
+        // run's account. Setting one's own limits, and reading PID 1's, stay allowed.
+        'import resource',
+        'try:',
+        '    resource.prlimit(1, resource.RLIMIT_NOFILE, (0, 0))',
+        '    out["prlimit_pid1"] = "set"',
+        'except OSError as e:',
+        '    out["prlimit_pid1"] = errno.errorcode[e.errno]',
+        'out["prlimit_pid1_read"] = resource.prlimit(1, resource.RLIMIT_NOFILE)[0] > 0',
+        'resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))',
+        'out["own"] = resource.getrlimit(resource.RLIMIT_NOFILE)[0]',
         'print(json.dumps(out))',
     ].join('\n') });
     const r = await d.response(id, 60000);
@@ -527,6 +538,12 @@ test('as an unprivileged daemon (the run shares PID 1\'s uid): /proc/1/mem, envi
     assert.equal(v.same_uid, true);
     for (const p of ['/proc/1/mem', '/proc/1/environ', '/proc/1/fd', '/proc/1/root/'])
         assert.equal(v[p], 'EACCES', `${p}: ${JSON.stringify(v)}`);
+    assert.equal(v.prlimit_pid1, 'EPERM', JSON.stringify(v));
+    assert.equal(v.prlimit_pid1_read, true, JSON.stringify(v));
+    assert.equal(v.own, 64, JSON.stringify(v));
+    // and PID 1 still reads the account: the run's CPU is there
+    const again = await d.response(d.callExec({ code: 'sum(i * i for i in range(3000000))' }), 60000);
+    assert.ok(again.result.structuredContent.cpu_user_us + again.result.structuredContent.cpu_system_us > 0, JSON.stringify(again.result.structuredContent));
 });
 
 test('the daemon\'s pid is not visible in the run\'s /proc, and kill(daemon pid) does not reach it', async (t) => {
