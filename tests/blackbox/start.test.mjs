@@ -226,17 +226,22 @@ async function withProcessAs(t, uid, ownPidNs) {
     assert.fail(`no process of uid ${uid} appeared`);
 }
 
-// The refused daemon and the process are alone in a PID namespace with its own /proc: the daemons
-// of the other test files, which run meanwhile, see the process one namespace down and start.
+// The daemon and a process of uid that lives for seconds s, alone in a PID namespace with its own
+// /proc: the daemons of the other test files, which run meanwhile, see the process one namespace
+// down and start. The daemon starts once the process runs as uid.
+function spawnBesideUid(t, uid, s) {
+    return RawDaemon.spawn(t, {
+        binary: 'unshare',
+        args: ['--pid', '--fork', '--mount-proc', '--kill-child', 'sh', '-c',
+            `setpriv --reuid=${uid} --regid=${uid} --clear-groups sleep ${s} & ` +
+            // not exec: the process's parent is sh, not a daemon (an instance's installer is)
+            `until grep -q "^Uid:.${uid}" /proc/$!/status; do :; done; "$0"`, binaryPath()],
+    });
+}
+
 for (const [uid, whose] of [[65532, "the runs'"], [65533, "the dependency installer's"]]) {
     test(`a host process of uid ${uid} refuses the start, named with its uid and whose it is`, { skip: !setprivOk && 'needs root and setpriv' }, async (t) => {
-        const d = RawDaemon.spawn(t, {
-            binary: 'unshare',
-            args: ['--pid', '--fork', '--mount-proc', '--kill-child', 'sh', '-c',
-                `setpriv --reuid=${uid} --regid=${uid} --clear-groups sleep 120 & ` +
-                // not exec: the process's parent is sh, not a daemon (an instance's installer is)
-                `until grep -q "^Uid:.${uid}" /proc/$!/status; do :; done; "$0"`, binaryPath()],
-        });
+        const d = spawnBesideUid(t, uid, 120);
         d.endStdin();
         const { code } = await d.waitExit(30000);
         assert.equal(code, 1, d.stderrText);
@@ -248,12 +253,7 @@ for (const [uid, whose] of [[65532, "the runs'"], [65533, "the dependency instal
 // die): a call sent after initialize, while the process is there, is read, held, and answered with
 // the refusal; never left unread when the daemon exits.
 test('a call sent while a host process of uid 65532 is there is answered with the refusal, then exit 1', { skip: !setprivOk && 'needs root and setpriv' }, async (t) => {
-    const d = RawDaemon.spawn(t, {
-        binary: 'unshare',
-        args: ['--pid', '--fork', '--mount-proc', '--kill-child', 'sh', '-c',
-            'setpriv --reuid=65532 --regid=65532 --clear-groups sleep 120 & ' +
-            'until grep -q "^Uid:.65532" /proc/$!/status; do :; done; "$0"', binaryPath()],
-    });
+    const d = spawnBesideUid(t, 65532, 120);
     await d.initialize('2025-11-25', 10000);
     // well after initialize, well before the refusal (the process must last 3 s)
     await sleep(1000);
@@ -269,12 +269,7 @@ test('a call sent while a host process of uid 65532 is there is answered with th
 // daemon's installer dying of its parent-death signal) does not refuse it, and the call sent
 // meanwhile is served.
 test('a host process of uid 65533 that ends within 3 s does not refuse the start', { skip: !setprivOk && 'needs root and setpriv' }, async (t) => {
-    const d = RawDaemon.spawn(t, {
-        binary: 'unshare',
-        args: ['--pid', '--fork', '--mount-proc', '--kill-child', 'sh', '-c',
-            'setpriv --reuid=65533 --regid=65533 --clear-groups sleep 1 & ' +
-            'until grep -q "^Uid:.65533" /proc/$!/status; do :; done; "$0"', binaryPath()],
-    });
+    const d = spawnBesideUid(t, 65533, 1);
     await d.initialize('2025-11-25', 10000);
     const r = await d.response(d.callExec({ code: 'print(6 * 7)' }), 30000);
     assert.equal(r.result?.structuredContent?.stdout, '42\n', JSON.stringify(r));
