@@ -74,8 +74,8 @@ slow_files=(
 # through the daemon's memory-owning code (JSON-RPC and HTTP parsing, bad input, the MCP
 # lifecycle in both eras, faults and the fd/clone error paths, the scheduler's queue and
 # cancellation, output capping and UTF-8 repair, input and output files, streamed output,
-# sessions, tasks, the warm pool, the dependency cache's bookkeeping). The others add nothing
-# under ASan that these do not: the escape suites exercise the sandbox (its child side runs
+# sessions, tasks, the warm pool, the load balancer's routing header, the dependency cache's
+# bookkeeping). The others add nothing under ASan that these do not: the escape suites exercise the sandbox (its child side runs
 # after seccomp and is built without sanitizers) through the same exec path as exec.test.mjs;
 # the conformance suites repeat what http-contract and proto2026 send; py-deps-* spend their
 # time in pip; the ten-minute task only waits.
@@ -89,7 +89,8 @@ asan_files=(
         files-input.test.mjs files-outputs.test.mjs stream.test.mjs
         tasks.test.mjs pysession.test.mjs pysession-slots.test.mjs pysession-ops.test.mjs
         pysession-lifetime.test.mjs
-        warm.test.mjs fleet-ids.test.mjs py-tools.test.mjs py-meta.test.mjs py-deps-cache.test.mjs
+        warm.test.mjs fleet-ids.test.mjs fleet-haproxy.test.mjs py-tools.test.mjs py-meta.test.mjs
+        py-deps-cache.test.mjs
 )
 
 add() { passed=$((passed + $1)); failed=$((failed + $2)); skipped=$((skipped + $3)); }
