@@ -266,9 +266,11 @@ int main(int argc, char **argv) {
          * closed, which lets the Python child exec Python. */
         if (prctl(PR_SET_DUMPABLE, 0) < 0)
                 return 1;
+        /* Named before Python can exec: whoever sees the run's python3 sees its init by this name,
+         * not as the memfd it was exec'd from ("memfd:sandbox-i…"). */
+        (void) prctl(PR_SET_NAME, "sandbox-init");
         (void) close((int) go_fd);
 
-        (void) prctl(PR_SET_NAME, "sandbox-init");
         /* Kept across execve already; said again so that this program stands on its own. */
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
 

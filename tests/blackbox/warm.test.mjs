@@ -262,11 +262,12 @@ for (const sig of ['SIGTERM', 'SIGKILL']) {
     test(`${sig} of the daemon leaves no ready sandbox behind`, async (t) => {
         const d = RawDaemon.spawn(t, { env: { MCP_EXEC_MAX_CONCURRENT: '2', MCP_EXEC_WARM_POOL: '2' } });
         await d.initialize();
-        // Two inits and two Pythons below the daemon once the pool is full.
+        // Two inits and two Pythons below the daemon once the pool is full (the condition is both).
         let kids = [];
         for (let i = 0; i < 50; i++) {
             kids = descendants(d.pid);
-            if (kids.filter((p) => comm(p) === 'python3').length === 2) break;
+            const names = kids.map(comm);
+            if (names.filter((n) => n === 'python3').length === 2 && names.filter((n) => n === 'sandbox-init').length === 2) break;
             await sleep(200);
         }
         const names = kids.map(comm);
