@@ -474,7 +474,7 @@ static uint64_t delta(uint64_t now, uint64_t before) {
 
 /* The call's run record, as a run's (scheduler.c's job_record()), with its session's id: sizes and
  * counters, never the code or its output. r: the call's result, zeroed when it was not finished. */
-static void call_record(PySession *s, const PyCall *c, const McpExecResult *r, bool cancelled) {
+static void call_record(PySession *s, const PyCall *c, const ExecResult *r, bool cancelled) {
         Metrics *metrics = sessions_metrics(s->m);
         if (!metrics || !c->call)
                 return;
@@ -541,7 +541,7 @@ static void call_finish(PySession *s) {
         uint64_t wall = c->started ? delta(end, c->t_release) : 0;
         (void) run_end_bound(&e, wall, s->m->env.memory_max_bytes, s->id);
 
-        McpExecResult r;
+        ExecResult r;
         run_result_build(s->id, proc_limits(s->proc), &c->output, &c->outputs, &e, &r);
         r.timed_out = c->timed_out;
         r.duration_ms = wall / 1000;
@@ -1182,8 +1182,8 @@ static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn r
         }
         /* stdin goes first among the records, under a name no input file can have (they are relative):
          * the launcher gives it to this call's code as fd 0 and sys.stdin, and the next call none. */
-        _cleanup_free_ McpInputFile *records = NULL;
-        const McpInputFile *files = a->files;
+        _cleanup_free_ ExecInputFile *records = NULL;
+        const ExecInputFile *files = a->files;
         size_t n_files = a->n_files;
         if (a->stdin_len > 0) {
                 records = calloc(a->n_files + 1, sizeof(*records));
@@ -1191,7 +1191,7 @@ static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn r
                         answer_error(call, owner, reply, "mcp-execd is out of memory");
                         return;
                 }
-                records[0] = (McpInputFile) { .name = PYSESSION_STDIN_RECORD, .data = a->stdin_data, .len = a->stdin_len };
+                records[0] = (ExecInputFile) { .name = PYSESSION_STDIN_RECORD, .data = a->stdin_data, .len = a->stdin_len };
                 if (a->n_files)
                         memcpy(records + 1, a->files, a->n_files * sizeof(*records));
                 files = records;
@@ -1469,7 +1469,7 @@ void pysessions_stop(PySessions *m, const char *reason) {
                         /* Answered with the reason, not with a half result. */
                         PyCall *c = s->call;
                         uint64_t ms = c->started ? (now_usec() - c->t_release) / 1000u : 0;
-                        call_record(s, c, &(McpExecResult) { .exit_code = -SIGKILL, .duration_ms = ms }, true);
+                        call_record(s, c, &(ExecResult) { .exit_code = -SIGKILL, .duration_ms = ms }, true);
                         answer_error(TAKE_PTR(c->call), c->owner, c->reply, reason ? reason : "mcp-execd is stopping");
                         c->owner = NULL;
                         c->call = NULL;
