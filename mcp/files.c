@@ -60,7 +60,7 @@ char *mcp_file_name_check(const char *name, size_t n) {
                         break;
                 p = slash + 1;
         }
-        if (strcmp(name, MCP_RUN_SCRIPT) == 0 || strcmp(name, MCP_RUN_LAUNCHER) == 0)
+        if (strcmp(name, EXEC_SCRIPT_NAME) == 0 || strcmp(name, EXEC_LAUNCHER_NAME) == 0)
                 return mcp_problem("\"%s\" is reserved (the run's own script)", q);
         return NULL;
 }
@@ -152,80 +152,6 @@ char *mcp_base64_encode(const void *p, size_t n, size_t *ret_len) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * What a file is. */
-
-static bool utf8_text(const unsigned char *s, size_t n, bool may_be_cut) {
-        for (size_t i = 0; i < n;) {
-                unsigned char c = s[i];
-                if (c == 0 || (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != 0x1b))
-                        return false;
-                size_t k = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-                if (k == 0 || (k == 2 && c < 0xc2) || (k == 4 && c > 0xf4))
-                        return false;
-                if (i + k > n)
-                        return may_be_cut; /* a sequence cut by the end of the head */
-                for (size_t j = 1; j < k; j++)
-                        if ((s[i + j] & 0xc0) != 0x80)
-                                return false;
-                /* Overlong forms, surrogates and code points above U+10FFFF (jansson refuses them). */
-                if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] > 0x9f) ||
-                    (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] > 0x8f))
-                        return false;
-                i += k;
-        }
-        return true;
-}
-
-bool mcp_file_is_text(const void *data, size_t n) {
-        return utf8_text(data, n, false);
-}
-
-const char *mcp_file_mime(const void *head, size_t n, bool complete, const char *name) {
-        const unsigned char *h = head;
-        /* The four image types an MCP client displays, by their signatures, never by the name. */
-        if (n >= 8 && memcmp(h, "\x89PNG\r\n\x1a\n", 8) == 0)
-                return "image/png";
-        if (n >= 3 && memcmp(h, "\xff\xd8\xff", 3) == 0)
-                return "image/jpeg";
-        if (n >= 6 && (memcmp(h, "GIF87a", 6) == 0 || memcmp(h, "GIF89a", 6) == 0))
-                return "image/gif";
-        if (n >= 12 && memcmp(h, "RIFF", 4) == 0 && memcmp(h + 8, "WEBP", 4) == 0)
-                return "image/webp";
-        if (n >= 5 && memcmp(h, "%PDF-", 5) == 0)
-                return "application/pdf";
-        if (n >= 4 && memcmp(h, "PK\x03\x04", 4) == 0)
-                return "application/zip";
-        if (n >= 2 && memcmp(h, "\x1f\x8b", 2) == 0)
-                return "application/gzip";
-        if (n >= 6 && memcmp(h, "\x93NUMPY", 6) == 0)
-                return "application/octet-stream";
-
-        bool text = utf8_text(h, n, !complete);
-        static const struct {
-                const char *ext, *mime;
-        } text_types[] = {
-                { ".csv", "text/csv" },          { ".tsv", "text/tab-separated-values" },
-                { ".json", "application/json" }, { ".md", "text/markdown" },
-                { ".html", "text/html" },        { ".htm", "text/html" },
-                { ".svg", "image/svg+xml" },     { ".xml", "application/xml" },
-                { ".txt", "text/plain" },        { ".log", "text/plain" },
-                { ".py", "text/x-python" },      { ".yaml", "application/yaml" },
-                { ".yml", "application/yaml" },  { ".tex", "text/x-tex" },
-        };
-        const char *dot = name ? strrchr(name, '.') : NULL;
-        if (text && dot && !strchr(dot, '/'))
-                for (size_t i = 0; i < ELEMENTSOF(text_types); i++)
-                        if (strcasecmp(dot, text_types[i].ext) == 0)
-                                return text_types[i].mime;
-        return text ? "text/plain" : "application/octet-stream";
-}
-
-bool mcp_mime_is_image(const char *mime) {
-        return mime && (strcmp(mime, "image/png") == 0 || strcmp(mime, "image/jpeg") == 0 ||
-                        strcmp(mime, "image/gif") == 0 || strcmp(mime, "image/webp") == 0);
-}
-
-/* ---------------------------------------------------------------------------------------------
  * The result. */
 
 int mcp_files_output_schema_add(json_t *schema) {
@@ -284,12 +210,12 @@ static int placeholder(char *out, size_t size, const char *nonce, size_t i) {
         return snprintf(out, size, BODY_PREFIX "%s-%zu", nonce, i) < (int) size ? 0 : -ENAMETOOLONG;
 }
 
-int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content, char nonce[static 17]) {
+int mcp_files_result_add(const ExecResult *r, json_t *sc, json_t *content, char nonce[static 17]) {
         _cleanup_(json_decrefp) json_t *list = json_array();
         if (!list || str_random_hex(nonce, 8) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < r->n_files; i++) {
-                const McpOutputFile *f = &r->files[i];
+                const ExecOutputFile *f = &r->files[i];
                 /* The name is whatever bytes the run chose (issue 15): shown escaped, never as is. */
                 _cleanup_free_ char *name = mcp_file_name_display(f->name);
                 if (!name || json_array_append_new(list, json_pack("{s:s, s:I, s:s, s:b}", "name", name, "bytes",
@@ -302,12 +228,12 @@ int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content, ch
                 if (placeholder(body, sizeof(body), nonce, i) < 0)
                         return -ENOMEM;
                 json_t *item;
-                if (mcp_mime_is_image(f->mime))
+                if (mime_is_image(f->mime))
                         item = json_pack("{s:s, s:s, s:s}", "type", "image", "data", body, "mimeType", f->mime);
                 else {
                         _cleanup_free_ char *uri = resource_uri(r->run_id, name);
                         item = uri ? json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "resource", "resource", "uri", uri,
-                                               "mimeType", f->mime, mcp_file_is_text(f->data, f->len) ? "text" : "blob",
+                                               "mimeType", f->mime, file_is_text(f->data, f->len) ? "text" : "blob",
                                                body)
                                    : NULL;
                 }
@@ -320,7 +246,7 @@ int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content, ch
         return 0;
 }
 
-/* Text (valid UTF-8, checked by mcp_file_is_text) as the inside of a JSON string. */
+/* Text (valid UTF-8, checked by file_is_text) as the inside of a JSON string. */
 static int json_escape_append(Buf *b, const char *s, size_t n) {
         static const char hex[] = "0123456789abcdef";
         size_t run = 0;
@@ -351,12 +277,12 @@ static int json_escape_append(Buf *b, const char *s, size_t n) {
         return buf_append(b, s + run, n - run);
 }
 
-char *mcp_files_splice(char *json, const McpExecResult *r, const char *nonce) {
+char *mcp_files_splice(char *json, const ExecResult *r, const char *nonce) {
         _cleanup_free_ char *owned = json; /* the text the placeholders are in: ours now, whatever happens */
         _cleanup_(buf_done) Buf b = {};
         const char *p = json;
         for (size_t i = 0; i < r->n_files; i++) {
-                const McpOutputFile *f = &r->files[i];
+                const ExecOutputFile *f = &r->files[i];
                 if (!f->returned)
                         continue;
                 char body[64];
@@ -367,7 +293,7 @@ char *mcp_files_splice(char *json, const McpExecResult *r, const char *nonce) {
                         return NULL;
                 if (buf_append(&b, p, (size_t) (at - p)) < 0)
                         return NULL;
-                if (mcp_mime_is_image(f->mime) || !mcp_file_is_text(f->data, f->len)) {
+                if (mime_is_image(f->mime) || !file_is_text(f->data, f->len)) {
                         size_t n;
                         _cleanup_free_ char *b64 = mcp_base64_encode(f->data, f->len, &n);
                         if (!b64 || buf_append(&b, b64, n) < 0)

@@ -88,9 +88,9 @@ char *mcp_reply_tool_error(json_t *id, const char *message, json_t *stamp);
 
 /* files.c: the result's files (structuredContent.files and the content items). */
 int mcp_files_output_schema_add(json_t *schema);
-int mcp_files_result_add(const McpExecResult *r, json_t *sc, json_t *content, char nonce[static 17]);
+int mcp_files_result_add(const ExecResult *r, json_t *sc, json_t *content, char nonce[static 17]);
 /* Puts the returned files' bytes in the dumped reply in place of their placeholders; takes json. */
-char *mcp_files_splice(char *json, const McpExecResult *r, const char *nonce);
+char *mcp_files_splice(char *json, const ExecResult *r, const char *nonce);
 
 /* A JSON string to compare as a C string: NULL if v is not a string or has a NUL inside, which a
  * C comparison would cut short ("exec\u0000x" is not the tool "exec"; found by fuzz-mcp-server). */

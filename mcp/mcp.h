@@ -8,6 +8,9 @@
 #include <stdint.h>
 
 #include "cleanup.h"
+#include "exec-result.h"
+#include "mime.h"
+#include "utf8.h"
 
 /* jansson's value type, named here without its header: JSON crosses from mcp/ to the daemon and
  * back as values, never as text to be parsed again. */
@@ -77,24 +80,12 @@ typedef enum McpTool {
         _MCP_TOOL_MAX,
 } McpTool;
 
-/* One file of the `files` argument (files.c), created in the working directory before the run. */
-typedef struct McpInputFile {
-        const char *name; /* validated relative path: no absolute path, . or .., empty segment or control */
-        const char *data; /* decoded bytes (into McpExecArgs.files_data) */
-        size_t len;
-} McpInputFile;
-
 /* Bounds of the `files` argument; MCP_FILES_MAX × (MCP_FILE_NAME_MAX_BYTES + 1) fits the sandbox's
  * staging table (SANDBOX_STAGED_MAX names, 16 KiB of them) with the run's own two files. */
 #define MCP_FILES_MAX 64
 #define MCP_SESSION_HANDLE_MAX_BYTES 64 /* a Python session's handle as the tools accept it */
-#define MCP_FILE_NAME_MAX_BYTES 240
+#define MCP_FILE_NAME_MAX_BYTES EXEC_FILE_NAME_MAX_BYTES
 #define MCP_FILE_DEPTH_MAX 8
-/* The run's own files in its working directory: the code, and the launcher that runs it (saves
- * figures, then deletes itself). Input files may not take these names. */
-#define MCP_RUN_SCRIPT "main.py"
-#define MCP_RUN_LAUNCHER ".mcp-execd-launch.py"
-
 /* Validated arguments of a tools/call. Owned by the McpCall they belong to. */
 typedef struct McpExecArgs {
         McpTool tool;
@@ -107,7 +98,7 @@ typedef struct McpExecArgs {
         uint32_t timeout_s; /* applied value: defaulted, clamped */
         const char *session;     /* a Python session's handle (exec, execute_python, session_close), or NULL */
         uint32_t idle_timeout_s; /* session_open: 0 when absent (the daemon's MCP_EXEC_PY_SESSION_IDLE_S) */
-        McpInputFile *files; /* the `files` argument, or NULL; malloc'd, as is files_data */
+        ExecInputFile *files; /* the `files` argument, or NULL; malloc'd, as is files_data */
         size_t n_files;
         char *files_data;
 } McpExecArgs;
@@ -274,16 +265,6 @@ enum {
         MCP_ERROR_UNSUPPORTED_PROTOCOL_VERSION = -32022,
 };
 
-/* A file the run left in outputs/ (files.c encodes it). */
-typedef struct McpOutputFile {
-        const char *name; /* relative to the working directory: "outputs/figure-1.png" */
-        uint64_t bytes;   /* its size */
-        const char *mime; /* from mcp_file_mime() */
-        bool returned;    /* data holds all of it; else it did not fit the return limits */
-        const char *data;
-        size_t len;
-} McpOutputFile;
-
 /* What rlimit mode cannot bound (no cgroup charges the run): the result's `unbounded`, empty
  * with a cgroup. Stable names, each explained in README ("Limits of rlimit mode"):
  * - memory_total: RLIMIT_AS bounds each process's address space, not their sum;
@@ -293,41 +274,11 @@ typedef struct McpOutputFile {
  * - cpu_quota: MCP_EXEC_CPU_QUOTA is not applied (RLIMIT_CPU bounds each process's CPU time). */
 #define MCP_RLIMIT_UNBOUNDED { "memory_total", "memfd", "kernel_memory", "cpu_quota" }
 
-/* What a finished run produced, in the daemon's terms. Output bytes are raw (the encoder
- * repairs UTF-8). */
-typedef struct McpExecResult {
-        const char *stdout_data;
-        size_t stdout_len;
-        const char *stderr_data;
-        size_t stderr_len;
-        int exit_code;
-        uint64_t duration_ms;
-        bool truncated;
-        bool timed_out;
-        const char *signal; /* "SIGKILL", or NULL */
-        bool oom_killed;
-        bool pids_limit_hit;
-        uint64_t memory_peak_bytes;
-        uint64_t cpu_user_us;
-        uint64_t cpu_system_us;
-        const char *limits; /* "cgroup" or "rlimit"; with "rlimit" the result's `unbounded` lists
-                             * MCP_RLIMIT_UNBOUNDED (README, "Limits of rlimit mode") */
-        uint64_t queue_ms;
-        struct json_t *extra; /* a JSON object whose members are added to the result (borrowed), or NULL */
-        const McpOutputFile *files; /* outputs/, sorted by name; returned ones become content items */
-        size_t n_files;
-        uint64_t files_unlisted;    /* entries beyond the listing limit */
-        const char *run_id;         /* names embedded resources (mcp-execd://run/<id>/outputs/…) */
-        bool warm;                  /* served by a ready sandbox (issue 16) */
-        uint64_t memory_at_start_bytes; /* resident when the code was released (a ready sandbox's
-                                         * interpreter and preload); 0 for a cold run */
-} McpExecResult;
-
 /* The reply to a call: a result, or a tool error (isError: true) with a message. malloc'd. A
  * result that cannot be encoded comes back as a tool error naming what failed ("mcp-execd could
  * not encode the result: …"); a message that is not UTF-8 is repaired. NULL only when even the
  * small fallback cannot be allocated: then mcp_call_reply_oom() is the answer (issue 15). */
-char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r);
+char *mcp_call_reply_result(const McpCall *c, const ExecResult *r);
 char *mcp_call_reply_tool_error(const McpCall *c, const char *message);
 /* A result that is one JSON object (validate_script, check_environment): structuredContent and the
  * same JSON as text. object is borrowed. A tool error naming the failure if it cannot be encoded
@@ -346,28 +297,11 @@ char *mcp_call_reply_oom(McpCall *c);
 char *mcp_file_name_display(const char *name);
 /* NULL if name is an acceptable input file name, else a malloc'd reason quoting it (escaped). */
 char *mcp_file_name_check(const char *name, size_t len);
-/* The type of a file from its first bytes (head, n of them; complete: n is the whole file) and, for
- * text, its name: image/png, image/jpeg, image/gif, image/webp by signature, a few more, text types
- * by extension, else text/plain or application/octet-stream. A static string. */
-const char *mcp_file_mime(const void *head, size_t n, bool complete, const char *name);
-bool mcp_mime_is_image(const char *mime);
-/* True if the bytes are UTF-8 text (no NUL, no control characters but whitespace and ESC). */
-bool mcp_file_is_text(const void *data, size_t n);
 /* RFC 4648 base64. Decoding skips whitespace, accepts missing padding, writes at most
  * mcp_base64_decoded_max(n) bytes to out; -EINVAL (and the offending offset) on a bad character. */
 size_t mcp_base64_decoded_max(size_t n);
 int mcp_base64_decode(const char *in, size_t n, char *out, size_t *ret_len, size_t *ret_bad);
 char *mcp_base64_encode(const void *p, size_t n, size_t *ret_len);
-
-/* Replaces invalid UTF-8 sequences with U+FFFD (one per maximal invalid subpart, as Python's
- * errors="replace" does). Returns a malloc'd NUL-terminated string and its length, or NULL. */
-char *mcp_utf8_repair(const char *s, size_t len, size_t *ret_len);
-/* Length (1–4) of the valid UTF-8 sequence at s, 0 if there is none (overlong forms, surrogates,
- * code points above U+10FFFF and a sequence cut by n are not valid: jansson refuses them). */
-size_t mcp_utf8_seq_len(const char *s, size_t n);
-/* The length (0–3) of the valid but unfinished UTF-8 sequence that ends s: what a cut inside a
- * character leaves behind. 0 if s ends with a whole character or with invalid bytes. */
-size_t mcp_utf8_incomplete_tail(const char *s, size_t len);
 
 /* Splits a byte stream into newline-terminated messages with a size cap (the stdio framing). */
 typedef struct McpLineReader {

@@ -16,7 +16,7 @@ size_t mcp_escape(char *out, const char *s, size_t n, size_t max_in, const char 
         size_t o = 0, i = 0;
         while (i < n && i < max_in) {
                 unsigned char c = (unsigned char) s[i];
-                size_t k = mcp_utf8_seq_len(s + i, n - i), esc = 0;
+                size_t k = utf8_seq_len(s + i, n - i), esc = 0;
                 if (k == 0 || (k == 1 && (c < 0x20 || c == 0x7f || c == '\\' || (c && strchr(also, c)))))
                         esc = 1;
                 else if (k == 2 && c == 0xc2 && (unsigned char) s[i + 1] <= 0x9f) /* C1: U+0080..U+009F */

@@ -21,7 +21,7 @@ char *mcp_reply_result(json_t *id, json_t *result, json_t *stamp) {
 char *mcp_reply_tool_error(json_t *id, const char *message, json_t *stamp) {
         /* A message may quote what the run made (a name, an error): jansson refuses invalid UTF-8. */
         size_t n;
-        _cleanup_free_ char *fixed = mcp_utf8_repair(message ? message : "", message ? strlen(message) : 0, &n);
+        _cleanup_free_ char *fixed = utf8_repair(message ? message : "", message ? strlen(message) : 0, &n);
         json_t *text = fixed ? json_stringn(fixed, n) : NULL;
         json_t *result = text ? json_pack("{s:[{s:s, s:o}], s:b}", "content", "type", "text", "text", text, "isError", 1)
                               : NULL;
@@ -43,13 +43,13 @@ static char *reply_failed(const McpCall *c, const char *what) {
 
 static json_t *repaired_string(const char *s, size_t len) {
         size_t n;
-        _cleanup_free_ char *fixed = mcp_utf8_repair(s ? s : "", s ? len : 0, &n);
+        _cleanup_free_ char *fixed = utf8_repair(s ? s : "", s ? len : 0, &n);
         return fixed ? json_stringn(fixed, n) : NULL;
 }
 
 /* Sets *ret_what to the part that failed (ASCII, no quotes or backslashes: reply_failed() puts it
  * in a JSON string as it is). */
-static char *reply_result(const McpCall *c, const McpExecResult *r, const char **ret_what) {
+static char *reply_result(const McpCall *c, const ExecResult *r, const char **ret_what) {
         json_t *out = repaired_string(r->stdout_data, r->stdout_len);
         json_t *err = repaired_string(r->stderr_data, r->stderr_len);
         if (!out || !err) {
@@ -116,7 +116,7 @@ static char *reply_result(const McpCall *c, const McpExecResult *r, const char *
         return reply && r->n_files > 0 ? mcp_files_splice(reply, r, nonce) : reply;
 }
 
-char *mcp_call_reply_result(const McpCall *c, const McpExecResult *r) {
+char *mcp_call_reply_result(const McpCall *c, const ExecResult *r) {
         const char *what = "the reply";
         char *reply = reply_result(c, r, &what);
         return reply ?: reply_failed(c, what);

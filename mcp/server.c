@@ -159,7 +159,7 @@ static char *reply_error(json_t *id, int code, const char *message) {
         /* A message may quote the client's bytes (jansson's parse errors say "near '…'"), which need
          * not be UTF-8; json_pack() would refuse them and a parse error became "out of memory"
          * (found by fuzz-mcp-server). */
-        _cleanup_free_ char *fixed = mcp_utf8_repair(message, strlen(message), NULL);
+        _cleanup_free_ char *fixed = utf8_repair(message, strlen(message), NULL);
         if (!fixed)
                 return NULL;
         _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:{s:i, s:s}}", "jsonrpc", "2.0", "error",

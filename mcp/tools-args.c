@@ -236,7 +236,7 @@ static int files_check(const McpLimits *l, const char *name, json_t *v, McpExecA
                 size_t len = json_string_length(json_object_get(f, "content"));
                 cap += file_is_base64(f) ? mcp_base64_decoded_max(len) : len;
         }
-        _cleanup_free_ McpInputFile *files = calloc(n, sizeof(*files));
+        _cleanup_free_ ExecInputFile *files = calloc(n, sizeof(*files));
         _cleanup_free_ char *data = malloc(cap + 1);
         if (!files || !data)
                 return -ENOMEM;

@@ -66,6 +66,7 @@
 #include <systemd/sd-id128.h>
 
 #include "cleanup.h"
+#include "endline.h"
 #include "fd-util.h"
 #include "list.h"
 #include "log.h"
@@ -77,21 +78,15 @@
 #include "spawn.h"
 #include "str-util.h"
 
-#define PYSESSION_READ_BYTES (64u * 1024u)
+#define PYSESSION_READ_BYTES PY_END_READ_MAX
 #define PYSESSION_READY_BYTES 256 /* launch.py's _READY_BYTES */
 #define PYSESSION_READY_PREFIX "MCPEXECD-READY "
 /* launch.py's _SESSION_SWITCH: absolute, so no call's input file (validated relative) is named so. */
 #define PYSESSION_SWITCH "/session"
-#define PYSESSION_END_PREFIX "\0MCPEXECD-END " /* 14 bytes, the NUL included */
-#define PYSESSION_END_PREFIX_LEN 14
-#define PYSESSION_NONCE_HEX 32
+#define PYSESSION_NONCE_HEX PY_END_NONCE_HEX
 #define PYSESSION_STDIN_RECORD "/dev/stdin" /* launch.py's _SESSION_STDIN */
 /* A handle: the instance tag (at most 16 characters), '-', 32 hex digits. */
 #define PYSESSION_HANDLE_MAX (16 + 1 + PYSESSION_NONCE_HEX)
-/* The end line after its prefix and nonce: the status (anything after it is ignored: a line of an
- * older launcher, or the code's); longer is not an end line. */
-#define PYSESSION_END_TAIL_MAX 64
-#define PYSESSION_HOLD_MAX (PYSESSION_END_PREFIX_LEN + PYSESSION_NONCE_HEX + 1 + PYSESSION_END_TAIL_MAX + 1)
 /* From SIGINT at the deadline to the kill: a KeyboardInterrupt unwinds in milliseconds, but its
  * traceback is printed by Python code, which a loaded machine (2 s was seen missed) slows down. */
 #define PYSESSION_GRACE_USEC (3u * 1000u * 1000u)
@@ -156,11 +151,8 @@ static PyHold hold_take(PyHold *h) {
 /* What the session makes of one of its process's output streams. */
 typedef struct PyStream {
         int index;  /* 0 stdout, 1 stderr */
-        bool ended; /* the current call's end line was read on this stream */
         bool paused; /* no read on the ring: the session is between calls (read again at the next) */
-        char hold[PYSESSION_HOLD_MAX + PYSESSION_READ_BYTES]; /* a possible end line's start, then data */
-        size_t held;
-        char tail[PYSESSION_END_TAIL_MAX + 1]; /* the end line after the nonce (stdout's is parsed) */
+        PyEndScan scan; /* the current call's output up to its end line (endline.h) */
 } PyStream;
 
 /* The session's CPU (and in rlimit mode memory) so far, read from the kernel: payload/'s counters,
@@ -366,6 +358,17 @@ static PyUsage usage_of_report(const SandboxReport *r) {
                            .have = true };
 }
 
+/* Where a stream's bytes that are a call's output go (PyEndOutputFn's userdata). */
+typedef struct PyOutputSink {
+        Output *output;
+        int index; /* 0 stdout, 1 stderr */
+} PyOutputSink;
+
+static void stream_output(void *userdata, const char *p, size_t n) {
+        const PyOutputSink *sink = userdata;
+        (void) output_add(sink->output, sink->index, p, n);
+}
+
 static void stream_read(PySession *s, int stream) {
         /* While opening, stdout carries exactly the ready line first. */
         size_t max = stream == 0 && s->state == PYSESSION_OPENING ? PYSESSION_READY_BYTES - s->ready_got
@@ -474,7 +477,7 @@ static uint64_t delta(uint64_t now, uint64_t before) {
 
 /* The call's run record, as a run's (scheduler.c's job_record()), with its session's id: sizes and
  * counters, never the code or its output. r: the call's result, zeroed when it was not finished. */
-static void call_record(PySession *s, const PyCall *c, const McpExecResult *r, bool cancelled) {
+static void call_record(PySession *s, const PyCall *c, const ExecResult *r, bool cancelled) {
         Metrics *metrics = sessions_metrics(s->m);
         if (!metrics || !c->call)
                 return;
@@ -499,11 +502,9 @@ static void call_finish(PySession *s) {
         bool have_stats = c->have_stats;
         /* Dead without a cgroup: what the init reaped when Python exited, if it said. */
         PyUsage usage = c->usage.have || alive ? c->usage : s->exit_usage;
-        for (int i = 0; i < 2; i++) {
-                /* Bytes held back as a possible end line that never came are the call's. */
-                (void) output_add(&c->output, i, s->streams[i].hold, s->streams[i].held);
-                s->streams[i].held = 0;
-        }
+        /* Bytes held back as a possible end line that never came are the call's. */
+        for (int i = 0; i < 2; i++)
+                py_end_scan_flush(&s->streams[i].scan, stream_output, &(PyOutputSink) { &c->output, i });
         if (alive && proc_pid(s->proc) > 0) {
                 int r = run_outputs_read(&s->m->env, s->proc, &c->outputs);
                 if (r < 0)
@@ -541,7 +542,7 @@ static void call_finish(PySession *s) {
         uint64_t wall = c->started ? delta(end, c->t_release) : 0;
         (void) run_end_bound(&e, wall, s->m->env.memory_max_bytes, s->id);
 
-        McpExecResult r;
+        ExecResult r;
         run_result_build(s->id, proc_limits(s->proc), &c->output, &c->outputs, &e, &r);
         r.timed_out = c->timed_out;
         r.duration_ms = wall / 1000;
@@ -582,7 +583,6 @@ static void session_finish_maybe(PySession *s) {
 /* The call is over: its answer, and the session waits for the next. */
 static void call_done(PySession *s) {
         s->state = PYSESSION_IDLE;
-        s->streams[0].ended = s->streams[1].ended = false;
         call_finish(s);
 }
 
@@ -596,7 +596,7 @@ static void call_ended(PySession *s) {
         c->t_end = now_usec();
         proc_timer_clear(s->proc);
         unsigned long long st = 0;
-        c->status = sscanf(s->streams[0].tail, "%llu", &st) == 1 ? (int) (st & 0xff) : 1;
+        c->status = sscanf(s->streams[0].scan.tail, "%llu", &st) == 1 ? (int) (st & 0xff) : 1;
         c->ending = true;
         if (proc_freeze(s->proc, true) < 0) {
                 session_kill(s, PYSESSION_END_ERROR, "cannot freeze the session between its calls");
@@ -617,46 +617,9 @@ static void call_ended(PySession *s) {
 
 static void stream_take(PySession *s, PyStream *st, const char *p, size_t n) {
         PyCall *c = s->call;
-        if (!c || !c->started || st->ended)
+        if (!c || !c->started)
                 return; /* between calls (a thread the code left running): not any call's */
-        memcpy(st->hold + st->held, p, n);
-        st->held += n;
-
-        char prefix[PYSESSION_END_PREFIX_LEN + PYSESSION_NONCE_HEX + 1];
-        memcpy(prefix, PYSESSION_END_PREFIX, PYSESSION_END_PREFIX_LEN);
-        memcpy(prefix + PYSESSION_END_PREFIX_LEN, c->nonce, PYSESSION_NONCE_HEX);
-        prefix[sizeof(prefix) - 1] = ' ';
-        const size_t plen = sizeof(prefix);
-
-        char *at = memmem(st->hold, st->held, prefix, plen);
-        if (at) {
-                size_t before = (size_t) (at - st->hold);
-                (void) output_add(&c->output, st->index, st->hold, before);
-                char *line = at + plen;
-                size_t rest = st->held - before - plen;
-                char *nl = memchr(line, '\n', rest);
-                if (nl && (size_t) (nl - line) <= PYSESSION_END_TAIL_MAX) {
-                        memcpy(st->tail, line, (size_t) (nl - line));
-                        st->tail[nl - line] = 0;
-                        st->ended = true;
-                        st->held = 0; /* what follows is no call's */
-                        return;
-                }
-                if (!nl && rest <= PYSESSION_END_TAIL_MAX) {
-                        memmove(st->hold, at, st->held - before); /* the rest of the line comes next */
-                        st->held -= before;
-                        return;
-                }
-                /* Not our line after all (forged, or cut): it is output like any other. */
-                (void) output_add(&c->output, st->index, at, st->held - before);
-                st->held = 0;
-                return;
-        }
-        /* Keep what could be the start of the end line; the rest is the call's. */
-        size_t keep = MIN(st->held, plen - 1);
-        (void) output_add(&c->output, st->index, st->hold, st->held - keep);
-        memmove(st->hold, st->hold + st->held - keep, keep);
-        st->held = keep;
+        py_end_scan_take(&st->scan, c->nonce, p, n, stream_output, &(PyOutputSink) { &c->output, st->index });
 }
 
 static void session_became_ready(PySession *s) {
@@ -746,7 +709,7 @@ static void session_on_output(Proc *p, int stream, const char *buf, ssize_t res,
                 session_maybe_free(s);
                 return;
         }
-        if (s->state == PYSESSION_BUSY && !s->call->ending && s->streams[0].ended && s->streams[1].ended) {
+        if (s->state == PYSESSION_BUSY && !s->call->ending && s->streams[0].scan.ended && s->streams[1].scan.ended) {
                 /* Not read again before the next call: nothing of the session's runs until then. */
                 st->paused = true;
                 call_ended(s);
@@ -1133,8 +1096,8 @@ static void call_start(PySession *s) {
         c->started = true;
         s->calls++;
         s->in_grace = false;
-        s->streams[0].ended = s->streams[1].ended = false;
-        s->streams[0].held = s->streams[1].held = 0;
+        py_end_scan_reset(&s->streams[0].scan);
+        py_end_scan_reset(&s->streams[1].scan);
         c->t_release = now_usec();
         proc_write(s->proc, c->msg, c->msg_len, false);
         proc_timer_arm(s->proc, (uint64_t) mcp_call_args(c->call)->timeout_s * 1000000u);
@@ -1182,8 +1145,8 @@ static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn r
         }
         /* stdin goes first among the records, under a name no input file can have (they are relative):
          * the launcher gives it to this call's code as fd 0 and sys.stdin, and the next call none. */
-        _cleanup_free_ McpInputFile *records = NULL;
-        const McpInputFile *files = a->files;
+        _cleanup_free_ ExecInputFile *records = NULL;
+        const ExecInputFile *files = a->files;
         size_t n_files = a->n_files;
         if (a->stdin_len > 0) {
                 records = calloc(a->n_files + 1, sizeof(*records));
@@ -1191,7 +1154,7 @@ static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn r
                         answer_error(call, owner, reply, "mcp-execd is out of memory");
                         return;
                 }
-                records[0] = (McpInputFile) { .name = PYSESSION_STDIN_RECORD, .data = a->stdin_data, .len = a->stdin_len };
+                records[0] = (ExecInputFile) { .name = PYSESSION_STDIN_RECORD, .data = a->stdin_data, .len = a->stdin_len };
                 if (a->n_files)
                         memcpy(records + 1, a->files, a->n_files * sizeof(*records));
                 files = records;
@@ -1469,7 +1432,7 @@ void pysessions_stop(PySessions *m, const char *reason) {
                         /* Answered with the reason, not with a half result. */
                         PyCall *c = s->call;
                         uint64_t ms = c->started ? (now_usec() - c->t_release) / 1000u : 0;
-                        call_record(s, c, &(McpExecResult) { .exit_code = -SIGKILL, .duration_ms = ms }, true);
+                        call_record(s, c, &(ExecResult) { .exit_code = -SIGKILL, .duration_ms = ms }, true);
                         answer_error(TAKE_PTR(c->call), c->owner, c->reply, reason ? reason : "mcp-execd is stopping");
                         c->owner = NULL;
                         c->call = NULL;

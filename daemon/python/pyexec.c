@@ -132,7 +132,7 @@ static void interp_done(PyInterp *i) {
         *i = (PyInterp) {};
 }
 
-static char *stderr_tail(const McpExecResult *r) {
+static char *stderr_tail(const ExecResult *r) {
         size_t n = r->stderr_len, off = n > STDERR_TAIL_BYTES ? n - STDERR_TAIL_BYTES : 0;
         return strndup(r->stderr_data ? r->stderr_data + off : "", n - off);
 }
@@ -144,7 +144,7 @@ static json_t *helper_output(const RunOps *ops, Run *run, const char *what, char
                         *reterr = NULL;
                 return NULL;
         }
-        McpExecResult r;
+        ExecResult r;
         ops->result(run, &r);
         json_t *o = r.exit_code == 0 && !r.timed_out ? json_loadb(r.stdout_data ? r.stdout_data : "", r.stdout_len, 0, NULL)
                                                      : NULL;
@@ -256,7 +256,7 @@ static void on_probe_done(Run *run, void *userdata) {
  * check_environment alike. */
 int pyexec_probe_start(PyExec *px, PyExecProbedFn done, void *userdata) {
         /* exec's interpreter compiles the runs' launcher too (probe.py). */
-        const McpInputFile launcher = { .name = "launch.py", .data = py_launch, .len = strlen(py_launch) };
+        const ExecInputFile launcher = { .name = "launch.py", .data = py_launch, .len = strlen(py_launch) };
         PyInterp *all[CONFIG_PYTHONS_MAX + 2];
         size_t n = probe_entries(px, all);
         int r = 0;

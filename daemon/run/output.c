@@ -4,7 +4,8 @@
 #include <stdlib.h>
 
 #include "cleanup.h"
-#include "mcp.h"
+#include "exec-result.h"
+#include "utf8.h"
 #include "output.h"
 
 void output_init(Output *o, uint64_t cap) {
@@ -35,9 +36,9 @@ int output_add(Output *o, int stream, const char *p, size_t n) {
 static int stream_repair(Buf *b, bool drop_cut) {
         size_t len = b->len;
         if (drop_cut)
-                len -= mcp_utf8_incomplete_tail(b->data, len);
+                len -= utf8_incomplete_tail(b->data, len);
         size_t n;
-        char *fixed = mcp_utf8_repair(b->data ? b->data : "", len, &n);
+        char *fixed = utf8_repair(b->data ? b->data : "", len, &n);
         if (!fixed)
                 return -ENOMEM;
         free(b->data);
@@ -98,10 +99,10 @@ int output_stream_next(const Output *o, OutputCursor *cur, char *ret[static 2], 
                 if (b->len <= cur->off[s] || cut)
                         continue;
                 size_t n = b->len - cur->off[s];
-                n -= mcp_utf8_incomplete_tail(b->data + cur->off[s], n);
+                n -= utf8_incomplete_tail(b->data + cur->off[s], n);
                 if (n == 0)
                         continue;
-                piece[s] = mcp_utf8_repair(b->data + cur->off[s], n, &len[s]);
+                piece[s] = utf8_repair(b->data + cur->off[s], n, &len[s]);
                 if (!piece[s])
                         return -ENOMEM;
                 end[s] = cur->off[s] + n;
@@ -121,7 +122,7 @@ int output_stream_next(const Output *o, OutputCursor *cur, char *ret[static 2], 
         for (int s = 0; s < 2; s++) {
                 size_t left = o->stream[s].len - end[s]; /* at most an unfinished character, if all */
                 all = all &&
-                      (left == 0 || mcp_utf8_incomplete_tail(o->stream[s].data + end[s], left) == left);
+                      (left == 0 || utf8_incomplete_tail(o->stream[s].data + end[s], left) == left);
         }
         if (cut || (o->truncated && all)) {
                 cur->done = true;

@@ -21,6 +21,7 @@
 
 #include "cleanup.h"
 #include "fd-util.h"
+#include "mime.h"
 #include "outputs.h"
 
 #define OUTPUTS_DIR "outputs"
@@ -96,7 +97,7 @@ static int walk_add(Walk *w, const char *rel, uint64_t bytes, const char *mime) 
         Outputs *o = w->out;
         if (o->n_files == w->cap) {
                 size_t cap = w->cap ? w->cap * 2 : 16;
-                McpOutputFile *f = realloc(o->files, cap * sizeof(*f));
+                ExecOutputFile *f = realloc(o->files, cap * sizeof(*f));
                 if (!f)
                         return -ENOMEM;
                 o->files = f;
@@ -110,7 +111,7 @@ static int walk_add(Walk *w, const char *rel, uint64_t bytes, const char *mime) 
         w->rel[o->n_files] = strdup(rel);
         if (!w->rel[o->n_files])
                 return -ENOMEM;
-        o->files[o->n_files++] = (McpOutputFile) { .name = TAKE_PTR(name), .bytes = bytes, .mime = mime };
+        o->files[o->n_files++] = (ExecOutputFile) { .name = TAKE_PTR(name), .bytes = bytes, .mime = mime };
         return 0;
 }
 
@@ -168,14 +169,14 @@ static int walk_dir(Walk *w, int dir_fd, const char *prefix, unsigned depth) {
                 if (n < 0)
                         n = 0;
                 r = walk_add(w, rel, (uint64_t) st.st_size,
-                             mcp_file_mime(head, (size_t) n, (uint64_t) n >= (uint64_t) st.st_size, de->d_name));
+                             file_mime(head, (size_t) n, (uint64_t) n >= (uint64_t) st.st_size, de->d_name));
         }
         return r;
 }
 
 /* Sorts files and their relative paths together. */
 static int cmp_files(const void *a, const void *b) {
-        return strverscmp(((const McpOutputFile *) a)->name, ((const McpOutputFile *) b)->name);
+        return strverscmp(((const ExecOutputFile *) a)->name, ((const ExecOutputFile *) b)->name);
 }
 
 /* Reads one listed file whole (it fits the budget), through a fresh resolution of its path. */
@@ -246,7 +247,7 @@ int outputs_collect_at(int rootfd, const char *workdir, uint64_t max_return_byte
 
         size_t n_returned = 0;
         for (size_t i = 0; r >= 0 && i < o.n_files; i++) {
-                McpOutputFile *f = &o.files[i];
+                ExecOutputFile *f = &o.files[i];
                 if (strcmp(f->mime, "inode/symlink") == 0 || n_returned >= OUTPUTS_RETURN_MAX ||
                     f->bytes > max_return_bytes - o.returned_bytes)
                         continue;
@@ -261,7 +262,7 @@ int outputs_collect_at(int rootfd, const char *workdir, uint64_t max_return_byte
                 f->len = len;
                 f->returned = true;
                 /* The type from the whole file now (a head of a text file may end mid-sequence). */
-                f->mime = mcp_file_mime(data, MIN(len, (size_t) OUTPUTS_HEAD_BYTES), len <= OUTPUTS_HEAD_BYTES,
+                f->mime = file_mime(data, MIN(len, (size_t) OUTPUTS_HEAD_BYTES), len <= OUTPUTS_HEAD_BYTES,
                                         f->name);
                 o.returned_bytes += len;
                 n_returned++;

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "mcp.h"
+#include "exec-result.h"
 
 /* Entries listed in the result; beyond, only counted (files_unlisted). */
 #define OUTPUTS_LIST_MAX 1000
@@ -21,7 +21,7 @@
 #define OUTPUTS_DIRS_MAX 256
 
 typedef struct Outputs {
-        McpOutputFile *files; /* sorted by name (version order: figure-2 before figure-10) */
+        ExecOutputFile *files; /* sorted by name (version order: figure-2 before figure-10) */
         size_t n_files;
         uint64_t unlisted;
         uint64_t returned_bytes;

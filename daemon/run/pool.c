@@ -67,7 +67,7 @@
 #include "fd-util.h"
 #include "list.h"
 #include "log.h"
-#include "mcp.h"
+#include "exec-result.h"
 #include "pool.h"
 #include "py-launch.h"
 #include "spawn.h"

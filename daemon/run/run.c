@@ -31,7 +31,7 @@
 #include "spawn.h"
 #include "str-util.h"
 
-#define RUN_SCRIPT_NAME MCP_RUN_SCRIPT
+#define RUN_SCRIPT_NAME EXEC_SCRIPT_NAME
 /* After a kill the kernel tears the run down in milliseconds; this bounds how long a reply can lag
  * behind the deadline if something does not go away. */
 #define RUN_KILL_GRACE_USEC (2u * 1000u * 1000u)
@@ -408,8 +408,8 @@ static void on_start_failed(RingOp *op, int res) {
 
 /* An input file at its relative path below dfd (names validated by mcp/: no absolute path, no
  * . or .., no empty segment), its directories made on the way. */
-static int run_stage_file(int dfd, const McpInputFile *f) {
-        char path[MCP_FILE_NAME_MAX_BYTES + 1];
+static int run_stage_file(int dfd, const ExecInputFile *f) {
+        char path[EXEC_FILE_NAME_MAX_BYTES + 1];
         if (strlen(f->name) >= sizeof(path))
                 return -ENAMETOOLONG;
         strcpy(path, f->name);
@@ -448,8 +448,8 @@ static int run_stage(Run *run, const RunParams *p) {
                  * format are its own); the file keeps its name: Python knows bytecode by its magic. */
                 const RunLauncherCode *lc = run->env.launcher_code;
                 bool pyc = lc && lc->pyc && run->env.python && (!run->python || strcmp(run->python, run->env.python) == 0);
-                int r = pyc ? fd_write_file_at(dfd, MCP_RUN_LAUNCHER, lc->pyc, lc->pyc_len, 0600)
-                            : fd_write_file_at(dfd, MCP_RUN_LAUNCHER, py_launch, strlen(py_launch), 0600);
+                int r = pyc ? fd_write_file_at(dfd, EXEC_LAUNCHER_NAME, lc->pyc, lc->pyc_len, 0600)
+                            : fd_write_file_at(dfd, EXEC_LAUNCHER_NAME, py_launch, strlen(py_launch), 0600);
                 if (r < 0)
                         return r;
         }
@@ -544,7 +544,7 @@ static int run_spawn(Run *run) {
         int r = proc_spawn(run->proc, &(ProcSpawn) {
                 .python = run->python ? run->python : run->env.python,
                 .env_dir = run->env_dir,
-                .script = run->user_code ? MCP_RUN_LAUNCHER : RUN_SCRIPT_NAME,
+                .script = run->user_code ? EXEC_LAUNCHER_NAME : RUN_SCRIPT_NAME,
         });
         if (r < 0)
                 return run_spawn_failed(run, r);
@@ -665,8 +665,8 @@ int run_outputs_read(const RunEnv *env, const Proc *p, Outputs *ret) {
 }
 
 void run_result_build(const char *run_id, const char *limits, const Output *output, const Outputs *outputs,
-                      const RunEnd *end, McpExecResult *ret) {
-        *ret = (McpExecResult) {
+                      const RunEnd *end, ExecResult *ret) {
+        *ret = (ExecResult) {
                 .stdout_data = output->stream[0].data,
                 .stdout_len = output->stream[0].len,
                 .stderr_data = output->stream[1].data,
@@ -723,8 +723,8 @@ bool run_end_bound(RunEnd *e, uint64_t wall_usec, uint64_t memory_max_bytes, con
         return clamped;
 }
 
-void run_result(const Run *run, McpExecResult *ret) {
-        McpExecResult r;
+void run_result(const Run *run, ExecResult *ret) {
+        ExecResult r;
         uint64_t end = run->t_end ? run->t_end : now_usec();
         uint64_t wall = run->t_release && end > run->t_release ? end - run->t_release : 0;
         RunEnd e = run->end;

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "cgroup.h"
-#include "mcp.h"
+#include "exec-result.h"
 #include "output.h"
 #include "outputs.h"
 #include "pool.h"
@@ -54,7 +54,7 @@ typedef struct RunParams {
         /* The caller's code (exec, execute_python), not one of our helpers: run through the
          * launcher (figures saved to outputs/), with its input files, and outputs/ read back. */
         bool user_code;
-        const McpInputFile *files; /* validated names; written to the working directory */
+        const ExecInputFile *files; /* validated names; written to the working directory */
         size_t n_files;
 } RunParams;
 
@@ -82,7 +82,7 @@ bool run_end_bound(RunEnd *e, uint64_t wall_usec, uint64_t memory_max_bytes, con
  * (output_finish()), the files of its outputs/ and how it ended. Points into them. The caller adds
  * what is its own: timed_out, the timing, warm, memory_at_start_bytes, extra. */
 void run_result_build(const char *run_id, const char *limits, const Output *output, const Outputs *outputs,
-                      const RunEnd *end, McpExecResult *ret);
+                      const RunEnd *end, ExecResult *ret);
 
 /* Reads back the files the code left in outputs/ of p's working directory, through p's root (its
  * init alive, not reaped), bounded by env->max_return_bytes, with the runs' host ids. Returns 0 or
@@ -99,7 +99,7 @@ void run_kill(Run *run);
 /* After done: NULL if the run produced a result (then fills *ret, pointing into the run), else an
  * explanation of the infrastructure failure for a tool error. */
 const char *run_error(const Run *run);
-void run_result(const Run *run, McpExecResult *ret);
+void run_result(const Run *run, ExecResult *ret);
 const char *run_id(const Run *run);
 
 /* The output collected so far, for streaming it while the run goes on (output_stream_next()). */
@@ -121,7 +121,7 @@ typedef struct RunOps {
         int (*start)(const RunEnv *env, const RunParams *params, RunDoneFn done, void *userdata, Run **ret);
         void (*kill)(Run *run);
         const char *(*error)(const Run *run);
-        void (*result)(const Run *run, McpExecResult *ret);
+        void (*result)(const Run *run, ExecResult *ret);
         const char *(*id)(const Run *run);
         const char *(*unit)(const Run *run);
         uint64_t (*place_usec)(const Run *run);

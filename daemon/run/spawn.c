@@ -9,18 +9,18 @@
 
 #include "cleanup.h"
 #include "fd-util.h"
-#include "mcp.h"
+#include "exec-result.h"
 #include "spawn.h"
 
 int run_launcher_spawn(Proc *p, const RunLauncherSpec *spec) {
         _cleanup_close_ int dfd = proc_staging_make(p, spec->staging);
         if (dfd < 0)
                 return dfd;
-        int r = fd_write_file_at(dfd, MCP_RUN_LAUNCHER, spec->launcher, spec->launcher_len, 0600);
+        int r = fd_write_file_at(dfd, EXEC_LAUNCHER_NAME, spec->launcher, spec->launcher_len, 0600);
         if (r < 0)
                 return r;
         return proc_spawn(p, &(ProcSpawn) { .python = spec->python, .env_dir = spec->env_dir,
-                                            .script = MCP_RUN_LAUNCHER, .background = spec->background });
+                                            .script = EXEC_LAUNCHER_NAME, .background = spec->background });
 }
 
 char *run_launcher_warm_head(const char *modules) {
@@ -60,7 +60,7 @@ static char *message_record(char *w, const char *name, const void *data, size_t 
         return w + len;
 }
 
-char *run_launcher_message(const char *first, const char *code, size_t code_len, const McpInputFile *files,
+char *run_launcher_message(const char *first, const char *code, size_t code_len, const ExecInputFile *files,
                            size_t n_files, const char *tail, size_t tail_len, size_t *ret_len) {
         size_t body = 12 + strlen(first) + code_len;
         for (size_t i = 0; i < n_files; i++)

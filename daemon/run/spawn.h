@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "cgroup.h"
-#include "mcp.h"
+#include "exec-result.h"
 #include "proc.h"
 
 typedef struct RunLauncherSpec {
@@ -29,7 +29,7 @@ int run_launcher_spawn(Proc *p, const RunLauncherSpec *spec);
  * the name, the data): first `first` with the code (main.py for a run, the call's nonce for a
  * Python session), then the input files; then tail (the caller's stdin), not counted in the
  * length. Returns a malloc'd buffer and its length in *ret_len, or NULL on ENOMEM. */
-char *run_launcher_message(const char *first, const char *code, size_t code_len, const McpInputFile *files,
+char *run_launcher_message(const char *first, const char *code, size_t code_len, const ExecInputFile *files,
                            size_t n_files, const char *tail, size_t tail_len, size_t *ret_len);
 
 /* The prefix for launch.py's warm mode: `_WARM = ("mod", …)\n` from a comma-separated module list

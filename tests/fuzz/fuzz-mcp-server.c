@@ -227,7 +227,7 @@ static bool file_name_valid(const char *s, size_t n) {
                         return false;
                 seg = 0;
         }
-        return strcmp(s, MCP_RUN_SCRIPT) != 0 && strcmp(s, MCP_RUN_LAUNCHER) != 0;
+        return strcmp(s, EXEC_SCRIPT_NAME) != 0 && strcmp(s, EXEC_LAUNCHER_NAME) != 0;
 }
 
 /* Within arena_begin(). */
@@ -238,7 +238,7 @@ static void check_files(const McpExecArgs *a, json_t *files) {
         FUZZ_CHECK(n == 0 || (a->files && a->files_data));
         size_t off = 0;
         for (size_t i = 0; i < n; i++) {
-                const McpInputFile *f = &a->files[i];
+                const ExecInputFile *f = &a->files[i];
                 json_t *jf = json_array_get(files, i);
                 json_t *name = json_object_get(jf, "name"), *content = json_object_get(jf, "content");
                 json_t *enc = json_object_get(jf, "encoding");
@@ -390,14 +390,14 @@ static bool base64_is(const json_t *v, const char *p, size_t n) {
  * returned one is a content item holding exactly its bytes. */
 static void check_result(const McpCall *call) {
         const McpExecArgs *a = mcp_call_args(call);
-        McpOutputFile out[MCP_FILES_MAX];
+        ExecOutputFile out[MCP_FILES_MAX];
         size_t returned = 0;
         for (size_t i = 0; i < a->n_files; i++) {
-                const McpInputFile *f = &a->files[i];
-                out[i] = (McpOutputFile) {
+                const ExecInputFile *f = &a->files[i];
+                out[i] = (ExecOutputFile) {
                         .name = f->name,
                         .bytes = f->len,
-                        .mime = mcp_file_mime(f->data, f->len, true, f->name),
+                        .mime = file_mime(f->data, f->len, true, f->name),
                         .returned = i % 3 != 2,
                         .data = f->data,
                         .len = f->len,
@@ -411,7 +411,7 @@ static void check_result(const McpCall *call) {
                                   "python_version", "3.11.2", "dependencies", deps, "environment");
                 FUZZ_CHECK(extra);
         }
-        McpExecResult r = {
+        ExecResult r = {
                 .stdout_data = a->code,
                 .stdout_len = a->code_len,
                 .stderr_data = a->stdin_data,
@@ -458,7 +458,7 @@ static void check_result(const McpCall *call) {
                 if (!out[i].returned)
                         continue;
                 json_t *item = json_array_get(content, k++);
-                if (mcp_mime_is_image(out[i].mime)) {
+                if (mime_is_image(out[i].mime)) {
                         FUZZ_CHECK(string_is(json_object_get(item, "type"), "image", 5));
                         FUZZ_CHECK(base64_is(json_object_get(item, "data"), out[i].data, out[i].len));
                         continue;
@@ -466,7 +466,7 @@ static void check_result(const McpCall *call) {
                 json_t *res = json_object_get(item, "resource");
                 FUZZ_CHECK(string_is(json_object_get(item, "type"), "resource", 8));
                 FUZZ_CHECK(string_is(json_object_get(res, "mimeType"), out[i].mime, strlen(out[i].mime)));
-                if (mcp_file_is_text(out[i].data, out[i].len))
+                if (file_is_text(out[i].data, out[i].len))
                         FUZZ_CHECK(string_is(json_object_get(res, "text"), out[i].data, out[i].len));
                 else
                         FUZZ_CHECK(base64_is(json_object_get(res, "blob"), out[i].data, out[i].len));

@@ -1,4 +1,4 @@
-/* fuzz-utf8.c: mcp_utf8_repair() on arbitrary bytes: the result is valid UTF-8 (jansson accepts
+/* fuzz-utf8.c: utf8_repair() on arbitrary bytes: the result is valid UTF-8 (jansson accepts
  * it), valid input comes back unchanged, and repair is idempotent. */
 #include <jansson.h>
 #include <string.h>
@@ -8,7 +8,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size_t n;
-        char *out = mcp_utf8_repair((const char *) data, size, &n);
+        char *out = utf8_repair((const char *) data, size, &n);
         FUZZ_CHECK(out);
         FUZZ_CHECK(out[n] == '\0');
         FUZZ_CHECK(n <= size * 3);
@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         json_decref(orig);
 
         size_t n2;
-        char *again = mcp_utf8_repair(out, n, &n2);
+        char *again = utf8_repair(out, n, &n2);
         FUZZ_CHECK(again && n2 == n && memcmp(again, out, n) == 0);
         free(again);
         free(out);

@@ -53,7 +53,7 @@ static void test_names(void **state) {
         check_bad("a\xc2\x85" "b", 4, "control character (U+0085)");
         check_bad("\xc2\x9f", 2, "control character (U+009F)");
         check_bad("main.py", 7, "reserved");
-        check_bad(MCP_RUN_LAUNCHER, strlen(MCP_RUN_LAUNCHER), "reserved");
+        check_bad(EXEC_LAUNCHER_NAME, strlen(EXEC_LAUNCHER_NAME), "reserved");
         check_bad("a/b/c/d/e/f/g/h/i", 17, "levels deep");
         char longname[MCP_FILE_NAME_MAX_BYTES + 2];
         memset(longname, 'x', sizeof(longname) - 1);
@@ -111,27 +111,27 @@ static void test_base64(void **state) {
 static void test_mime(void **state) {
         static const unsigned char png[] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13 };
         static const unsigned char jpeg[] = { 0xff, 0xd8, 0xff, 0xe0, 0, 16, 'J', 'F', 'I', 'F' };
-        assert_string_equal(mcp_file_mime(png, sizeof(png), false, "x.txt"), "image/png"); /* bytes, not name */
-        assert_string_equal(mcp_file_mime(jpeg, sizeof(jpeg), false, "noext"), "image/jpeg");
-        assert_string_equal(mcp_file_mime("GIF89a\x01\x00", 8, false, "a.png"), "image/gif");
-        assert_string_equal(mcp_file_mime("GIF87a", 6, true, NULL), "image/gif");
-        assert_string_equal(mcp_file_mime("RIFF\x10\0\0\0WEBPVP8 ", 16, false, "w"), "image/webp");
-        assert_string_equal(mcp_file_mime("RIFF\x10\0\0\0WAVEfmt ", 16, false, "w.webp"), "application/octet-stream");
+        assert_string_equal(file_mime(png, sizeof(png), false, "x.txt"), "image/png"); /* bytes, not name */
+        assert_string_equal(file_mime(jpeg, sizeof(jpeg), false, "noext"), "image/jpeg");
+        assert_string_equal(file_mime("GIF89a\x01\x00", 8, false, "a.png"), "image/gif");
+        assert_string_equal(file_mime("GIF87a", 6, true, NULL), "image/gif");
+        assert_string_equal(file_mime("RIFF\x10\0\0\0WEBPVP8 ", 16, false, "w"), "image/webp");
+        assert_string_equal(file_mime("RIFF\x10\0\0\0WAVEfmt ", 16, false, "w.webp"), "application/octet-stream");
         /* A PNG by its name only is not an image. */
-        assert_string_equal(mcp_file_mime("hello", 5, true, "fake.png"), "text/plain");
-        assert_false(mcp_mime_is_image(mcp_file_mime("hello", 5, true, "fake.png")));
-        assert_true(mcp_mime_is_image("image/webp"));
-        assert_false(mcp_mime_is_image("image/svg+xml"));
-        assert_string_equal(mcp_file_mime("a,b\n1,2\n", 8, true, "t.CSV"), "text/csv");
-        assert_string_equal(mcp_file_mime("{}", 2, true, "r.json"), "application/json");
-        assert_string_equal(mcp_file_mime("%PDF-1.7", 8, false, "x"), "application/pdf");
-        assert_string_equal(mcp_file_mime("a\0b", 3, true, "x.csv"), "application/octet-stream");
+        assert_string_equal(file_mime("hello", 5, true, "fake.png"), "text/plain");
+        assert_false(mime_is_image(file_mime("hello", 5, true, "fake.png")));
+        assert_true(mime_is_image("image/webp"));
+        assert_false(mime_is_image("image/svg+xml"));
+        assert_string_equal(file_mime("a,b\n1,2\n", 8, true, "t.CSV"), "text/csv");
+        assert_string_equal(file_mime("{}", 2, true, "r.json"), "application/json");
+        assert_string_equal(file_mime("%PDF-1.7", 8, false, "x"), "application/pdf");
+        assert_string_equal(file_mime("a\0b", 3, true, "x.csv"), "application/octet-stream");
         /* A head cut in the middle of a UTF-8 sequence is still text; a whole file is not. */
-        assert_string_equal(mcp_file_mime("caf\xc3", 4, false, "x.txt"), "text/plain");
-        assert_string_equal(mcp_file_mime("caf\xc3", 4, true, "x.txt"), "application/octet-stream");
-        assert_true(mcp_file_is_text("caf\xc3\xa9\n", 6));
-        assert_false(mcp_file_is_text("\xed\xa0\x80", 3)); /* a surrogate */
-        assert_false(mcp_file_is_text("\xc0\xaf", 2));     /* overlong */
+        assert_string_equal(file_mime("caf\xc3", 4, false, "x.txt"), "text/plain");
+        assert_string_equal(file_mime("caf\xc3", 4, true, "x.txt"), "application/octet-stream");
+        assert_true(file_is_text("caf\xc3\xa9\n", 6));
+        assert_false(file_is_text("\xed\xa0\x80", 3)); /* a surrogate */
+        assert_false(file_is_text("\xc0\xaf", 2));     /* overlong */
 }
 
 static int write_file(int dfd, const char *name, const char *s, size_t n) {
@@ -298,13 +298,13 @@ static void test_result_content(void **state) {
         assert_int_equal(mcp_server_handle(s, m, strlen(m), &a), 0);
         static const char png[] = "\x89PNG\r\n\x1a\n\x00\x01";
         static const char text[] = "q\"b\\\n\x01\xc3\xa9";
-        McpOutputFile files[] = {
+        ExecOutputFile files[] = {
                 { .name = "outputs/a.png", .bytes = 10, .mime = "image/png", .returned = true, .data = png, .len = 10 },
                 { .name = "outputs/big.bin", .bytes = 1 << 30, .mime = "application/octet-stream" },
                 { .name = "outputs/t x.txt", .bytes = sizeof(text) - 1, .mime = "text/plain", .returned = true,
                   .data = text, .len = sizeof(text) - 1 },
         };
-        McpExecResult r = { .stdout_data = "mcp-execd-body-", .stdout_len = 15, .limits = "rlimit", .files = files,
+        ExecResult r = { .stdout_data = "mcp-execd-body-", .stdout_len = 15, .limits = "rlimit", .files = files,
                             .n_files = 3, .run_id = "0123456789abcdef", .files_unlisted = 7 };
         char *reply = mcp_call_reply_result(a.call, &r);
         assert_non_null(reply);
@@ -337,7 +337,7 @@ static void test_result_content(void **state) {
 
         /* Text that JSON must escape, as text. */
         static const char esc[] = "q\"b\\\n\t\x1b\xc3\xa9\xf0\x9f\x98\x80";
-        McpOutputFile one = { .name = "outputs/e.txt", .bytes = sizeof(esc) - 1, .mime = "text/plain", .returned = true,
+        ExecOutputFile one = { .name = "outputs/e.txt", .bytes = sizeof(esc) - 1, .mime = "text/plain", .returned = true,
                               .data = esc, .len = sizeof(esc) - 1 };
         r.files = &one;
         r.n_files = 1;
@@ -413,13 +413,13 @@ static void test_result_odd_names(void **state) {
         McpServer *s = server();
         McpAction a = call_action(s);
         static const char text[] = "hi";
-        McpOutputFile files[] = {
+        ExecOutputFile files[] = {
                 { .name = "outputs/\xff\xfe.txt", .bytes = 2, .mime = "text/plain", .returned = true, .data = text, .len = 2 },
                 { .name = "outputs/n\n\t\x1b\x7f\xc2\x85.txt", .bytes = 2, .mime = "text/plain", .returned = true,
                   .data = text, .len = 2 },
                 { .name = "outputs/big\xff", .bytes = 1 << 30, .mime = "application/octet-stream" },
         };
-        McpExecResult r = { .limits = "rlimit", .files = files, .n_files = 3, .run_id = "0123456789abcdef" };
+        ExecResult r = { .limits = "rlimit", .files = files, .n_files = 3, .run_id = "0123456789abcdef" };
         json_t *j = parsed_reply(mcp_call_reply_result(a.call, &r));
         json_t *result = json_object_get(j, "result");
         assert_true(json_is_false(json_object_get(result, "isError")));
@@ -448,7 +448,7 @@ static void test_reply_backstop(void **state) {
 
         /* A result the encoder refuses: execute_python's fields that are not an object. */
         json_t *bad = json_string("not an object");
-        McpExecResult r = { .limits = "rlimit", .extra = bad, .run_id = "0123456789abcdef" };
+        ExecResult r = { .limits = "rlimit", .extra = bad, .run_id = "0123456789abcdef" };
         json_t *j = parsed_reply(mcp_call_reply_result(a.call, &r));
         assert_true(json_is_true(json_object_get(json_object_get(j, "result"), "isError")));
         assert_non_null(strstr(reply_text(j), "mcp-execd could not encode the result: the interpreter"));

@@ -411,7 +411,7 @@ static void test_hold_refuse(void **state) {
 static void test_result_encoding(void **state) {
         McpServer *s = server_new(true);
         McpCall *c = call(s, "{\"code\":\"print(1)\"}", NULL);
-        McpExecResult r = {
+        ExecResult r = {
                 .stdout_data = "ok\xff\n", .stdout_len = 4,
                 .stderr_data = "", .stderr_len = 0,
                 .exit_code = -9, .duration_ms = 12, .truncated = true, .signal = "SIGKILL",
@@ -498,7 +498,7 @@ static void test_modern_requests(void **state) {
         assert_int_equal(mcp_server_handle(s, call, strlen(call), &a), 0);
         assert_int_equal(a.kind, MCP_ACTION_CALL);
         assert_true(a.is_modern);
-        McpExecResult er = { .stdout_data = "1\n", .stdout_len = 2, .limits = "rlimit" };
+        ExecResult er = { .stdout_data = "1\n", .stdout_len = 2, .limits = "rlimit" };
         char *reply = mcp_call_reply_result(a.call, &er);
         json_error_t err;
         r = json_loads(reply, 0, &err);

@@ -13,7 +13,7 @@
 
 static void check_repair_n(const char *in, size_t n, const char *want, size_t want_len) {
         size_t len;
-        char *out = mcp_utf8_repair(in, n, &len);
+        char *out = utf8_repair(in, n, &len);
         assert_non_null(out);
         assert_int_equal(len, want_len);
         assert_memory_equal(out, want, len);
@@ -47,18 +47,18 @@ static void test_utf8_invalid_replaced(void **state) {
 
 /* What a cut inside a character leaves at the end, and only that (issue 15 #10). */
 static void test_utf8_incomplete_tail(void **state) {
-        assert_int_equal(mcp_utf8_incomplete_tail("", 0), 0);
-        assert_int_equal(mcp_utf8_incomplete_tail("a\xe2\x82\xac", 4), 0);     /* whole € */
-        assert_int_equal(mcp_utf8_incomplete_tail("a\xe2\x82", 3), 2);
-        assert_int_equal(mcp_utf8_incomplete_tail("a\xe2", 2), 1);
-        assert_int_equal(mcp_utf8_incomplete_tail("\xf0\x9f\x98", 3), 3);
-        assert_int_equal(mcp_utf8_incomplete_tail("\xf0\x9f", 2), 2);
-        assert_int_equal(mcp_utf8_incomplete_tail("\xf0\x9f\x98\x80", 4), 0); /* whole 😀 */
-        assert_int_equal(mcp_utf8_incomplete_tail("a\xff", 2), 0);             /* invalid, not cut */
-        assert_int_equal(mcp_utf8_incomplete_tail("a\x82", 2), 0);             /* lone continuation */
-        assert_int_equal(mcp_utf8_incomplete_tail("\xed\xa0", 2), 0);         /* a surrogate's start */
-        assert_int_equal(mcp_utf8_incomplete_tail("\xc0", 1), 0);              /* overlong lead */
-        assert_int_equal(mcp_utf8_incomplete_tail("\xe2\x82\xac\x82", 4), 0); /* stray continuation */
+        assert_int_equal(utf8_incomplete_tail("", 0), 0);
+        assert_int_equal(utf8_incomplete_tail("a\xe2\x82\xac", 4), 0);     /* whole € */
+        assert_int_equal(utf8_incomplete_tail("a\xe2\x82", 3), 2);
+        assert_int_equal(utf8_incomplete_tail("a\xe2", 2), 1);
+        assert_int_equal(utf8_incomplete_tail("\xf0\x9f\x98", 3), 3);
+        assert_int_equal(utf8_incomplete_tail("\xf0\x9f", 2), 2);
+        assert_int_equal(utf8_incomplete_tail("\xf0\x9f\x98\x80", 4), 0); /* whole 😀 */
+        assert_int_equal(utf8_incomplete_tail("a\xff", 2), 0);             /* invalid, not cut */
+        assert_int_equal(utf8_incomplete_tail("a\x82", 2), 0);             /* lone continuation */
+        assert_int_equal(utf8_incomplete_tail("\xed\xa0", 2), 0);         /* a surrogate's start */
+        assert_int_equal(utf8_incomplete_tail("\xc0", 1), 0);              /* overlong lead */
+        assert_int_equal(utf8_incomplete_tail("\xe2\x82\xac\x82", 4), 0); /* stray continuation */
 }
 
 static void test_lines_split_and_cr(void **state) {
@@ -124,7 +124,7 @@ static void check_quote(const char *in, size_t n, const char *want) {
         const char *out = mcp_quote(&q, in, n);
         assert_string_equal(out, want);
         size_t len;
-        char *repaired = mcp_utf8_repair(out, strlen(out), &len);
+        char *repaired = utf8_repair(out, strlen(out), &len);
         assert_non_null(repaired);
         assert_string_equal(repaired, out); /* nothing to repair: valid UTF-8 */
         free(repaired);

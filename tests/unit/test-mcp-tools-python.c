@@ -130,7 +130,7 @@ static void test_encoders(void **state) {
         test_tools_call(s, "execute_python", "{\"script\":\"x\"}", &a);
         json_t *extra = json_pack("{s:s, s:n}", "python", "python3", "environment");
         assert_non_null(extra);
-        McpExecResult r = { .stdout_data = "hi\n", .stdout_len = 3, .limits = "rlimit", .extra = extra };
+        ExecResult r = { .stdout_data = "hi\n", .stdout_len = 3, .limits = "rlimit", .extra = extra };
         char *reply = mcp_call_reply_result(a.call, &r);
         json_t *j = json_loads(reply, 0, NULL);
         json_t *sc = json_object_get(json_object_get(j, "result"), "structuredContent");

@@ -163,7 +163,7 @@ typedef struct Done {
         bool called;
         bool inside_start; /* done() came from inside run_start() (never allowed) */
         char *error;
-        McpExecResult r;
+        ExecResult r;
         char *out, *err;
         size_t n_files;
         char *file0_name, *file0_data;
@@ -343,7 +343,7 @@ static void test_files_and_outputs(void **state) {
                 skip();
         const char *code = "data = open('in/data.txt').read()\n"
                            "open('outputs/answer.txt', 'w').write(data[::-1])\n";
-        McpInputFile files[] = { { .name = "in/data.txt", .data = "abc", .len = 3 } };
+        ExecInputFile files[] = { { .name = "in/data.txt", .data = "abc", .len = 3 } };
         RunParams p = { .code = code, .code_len = strlen(code), .timeout_s = 10, .user_code = true,
                         .files = files, .n_files = 1 };
         Run *run;
@@ -440,7 +440,7 @@ static void test_warm_run(void **state) {
 
         /* Served by the ready sandbox: the code, a file and stdin reach it. */
         const char *code = "import sys\nprint(open('in/data.txt').read(), sys.stdin.read(), sys.argv)\n";
-        McpInputFile files[] = { { .name = "in/data.txt", .data = "abc", .len = 3 } };
+        ExecInputFile files[] = { { .name = "in/data.txt", .data = "abc", .len = 3 } };
         RunParams rp = { .code = code, .code_len = strlen(code), .stdin_data = "fed", .stdin_len = 3,
                          .timeout_s = 10, .user_code = true, .files = files, .n_files = 1 };
         Run *run;

@@ -45,9 +45,9 @@ static const char *fake_error(const Run *run) {
         return run->error;
 }
 
-static void fake_result(const Run *run, McpExecResult *ret) {
+static void fake_result(const Run *run, ExecResult *ret) {
         const char *out = run->stdout_text ?: run->code, *err = run->stderr_text ?: "";
-        *ret = (McpExecResult) { .stdout_data = out, .stdout_len = strlen(out), .stderr_data = err,
+        *ret = (ExecResult) { .stdout_data = out, .stdout_len = strlen(out), .stderr_data = err,
                                  .stderr_len = strlen(err), .exit_code = run->exit_code, .limits = "rlimit",
                                  .run_id = "fake" };
 }

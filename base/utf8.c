@@ -1,8 +1,9 @@
-/* utf8.c: repair of invalid UTF-8 in captured output (jansson refuses invalid UTF-8). */
+/* utf8.c: UTF-8 as a run's output needs it: repair of invalid sequences (jansson, and any JSON
+ * encoder, refuses them) and where a cut inside a character leaves a tail. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp.h"
+#include "utf8.h"
 
 /* Length of the valid UTF-8 sequence at s (1–4), or 0 if invalid; *bad_len receives the length of
  * the maximal invalid subpart to replace by one U+FFFD (Unicode §3.9, "U+FFFD substitution of
@@ -43,7 +44,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad_len) {
         return need + 1;
 }
 
-char *mcp_utf8_repair(const char *s, size_t len, size_t *ret_len) {
+char *utf8_repair(const char *s, size_t len, size_t *ret_len) {
         /* Worst case: every byte becomes the three bytes of U+FFFD. */
         char *out = malloc(len * 3 + 1);
         if (!out)
@@ -69,12 +70,12 @@ char *mcp_utf8_repair(const char *s, size_t len, size_t *ret_len) {
         return out;
 }
 
-size_t mcp_utf8_seq_len(const char *s, size_t n) {
+size_t utf8_seq_len(const char *s, size_t n) {
         size_t bad = 0;
         return n == 0 ? 0 : utf8_seq((const unsigned char *) s, n, &bad);
 }
 
-size_t mcp_utf8_incomplete_tail(const char *s, size_t len) {
+size_t utf8_incomplete_tail(const char *s, size_t len) {
         const unsigned char *p = (const unsigned char *) s;
         for (size_t k = 1; k <= 3 && k <= len; k++) {
                 unsigned char c = p[len - k];

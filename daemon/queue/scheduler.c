@@ -120,7 +120,7 @@ static void job_answer_error(Job *j, const char *message) {
 
 static void scheduler_pump(Scheduler *s);
 
-MetricsRun scheduler_record_of(const McpCall *call, const McpExecResult *r) {
+MetricsRun scheduler_record_of(const McpCall *call, const ExecResult *r) {
         const McpExecArgs *a = mcp_call_args(call);
         return (MetricsRun) {
                 .timeout_s = a->timeout_s,
@@ -147,7 +147,7 @@ MetricsRun scheduler_record_of(const McpCall *call, const McpExecResult *r) {
 
 /* The run's journal record (metadata only: sizes, never the bytes) and counters. r is the run's
  * result, zeroed when the run failed to run. */
-static void job_record(Job *j, Run *run, const McpExecResult *r) {
+static void job_record(Job *j, Run *run, const ExecResult *r) {
         Scheduler *s = j->scheduler;
         if (!s->metrics)
                 return;
@@ -166,7 +166,7 @@ static void on_run_done(Run *run, void *userdata) {
         Job *j = userdata;
         Scheduler *s = j->scheduler;
         const char *error = s->run_ops->error(run);
-        McpExecResult r = {};
+        ExecResult r = {};
         if (!error)
                 s->run_ops->result(run, &r);
 

@@ -134,7 +134,7 @@ void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reas
 void scheduler_answered(Scheduler *s);
 /* The fields of a run's record that come from its call and its result (sizes and counters, never
  * the bytes); the caller adds what only the runner knows (ids, unit, queueing, cancellation). */
-MetricsRun scheduler_record_of(const McpCall *call, const McpExecResult *r);
+MetricsRun scheduler_record_of(const McpCall *call, const ExecResult *r);
 
 /* The metrics as Prometheus text (GET /metrics), with the queue gauges as they are now. */
 int scheduler_metrics_render(Scheduler *s, char **ret, size_t *ret_len);
