@@ -215,7 +215,7 @@ static int daemon_pool_setup(Daemon *d) {
                 .preload = cfg->preload,
                 .cgroup = d->cgroup,
                 .max_timeout_s = cfg->max_timeout_s,
-                /* session_open takes ready sandboxes too (pysession.c). */
+                /* session_open takes ready sandboxes too (pysession/session.c). */
                 .session_backstop_s = cfg->py_sessions_max > 0
                                               ? pysession_backstop_s(cfg->py_session_lifetime_s, cfg->max_timeout_s)
                                               : 0,

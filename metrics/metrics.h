@@ -23,7 +23,7 @@
 
 /* A Python session's id in records (issue 18.7): derived from its handle, never the handle (the
  * session's only credential): the first 16 hex digits of
- * `systemd-id128 machine-id --app-specific=<the handle's hex>` (daemon/pysession/pysession.c). */
+ * `systemd-id128 machine-id --app-specific=<the handle's hex>` (daemon/pysession/session.c). */
 #define METRICS_PY_SESSION_ID_HEX 16
 /* How a run ended, for the runs_total{outcome} counter and the OUTCOME field. */
 typedef enum MetricsOutcome {

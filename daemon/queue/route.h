@@ -34,7 +34,7 @@ typedef enum RouteVariant {
 RouteVariant route_variant_of(const McpExecArgs *a);
 
 /* A room's operations, defined once (const) in the room's own file: the run queue's in scheduler.c,
- * pyexec.c's, pysession.c's. Adding a tool touches the registry (mcp/tools*.c) and the one room
+ * pyexec.c's, pysession/tools.c's. Adding a tool touches the registry (mcp/tools*.c) and the one room
  * that serves it: its serves[] row and its handler. userdata is the room's object, given when the
  * room joins the table. */
 typedef struct RouteVTable {

@@ -16,7 +16,7 @@
  * caller's stdin; the launcher reads exactly the message, writes the files into /tmp itself (as the
  * run's user, so charged to the run, as a cold run's copy is), and runs main.py as a cold run does.
  * The moment that write starts is the run's release: duration and the deadline count from it.
- * session_open takes one the same way (pysession.c), and its message makes the launcher a session.
+ * session_open takes one the same way (pysession/session.c), and its message makes the launcher a session.
  *
  * Accounting. The launcher's ready line is written before any caller code exists in that process
  * (it is ours and the operator's preload), so its CPU figures are the preload's own CPU: run.c
