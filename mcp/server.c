@@ -171,6 +171,12 @@ static char *reply_error(json_t *id, int code, const char *message) {
         return mcp_json_dump(m);
 }
 
+/* ret answers with an error reply: 0, or -ENOMEM when it could not be made. */
+static int action_error(McpAction *ret, json_t *id, int code, const char *message) {
+        ret->reply = reply_error(id, code, message);
+        return ret->reply ? 0 : -ENOMEM;
+}
+
 char *mcp_error_reply_new(int code, const char *message) {
         return reply_error(NULL, code, message);
 }
@@ -244,15 +250,13 @@ static const char *negotiate(const char *requested) {
 
 static int handle_initialize(McpServer *s, json_t *id, json_t *params, McpAction *ret) {
         if (s->protocol_version) {
-                ret->reply = reply_error(id, MCP_ERROR_INVALID_REQUEST,
-                                         "initialize: this session is already initialized");
-                return ret->reply ? 0 : -ENOMEM;
+                return action_error(ret, id, MCP_ERROR_INVALID_REQUEST,
+                                    "initialize: this session is already initialized");
         }
         json_t *v = params ? json_object_get(params, "protocolVersion") : NULL;
         if (!json_is_string(v)) {
-                ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS,
-                                         "initialize: params.protocolVersion must be a string");
-                return ret->reply ? 0 : -ENOMEM;
+                return action_error(ret, id, MCP_ERROR_INVALID_PARAMS,
+                                    "initialize: params.protocolVersion must be a string");
         }
         /* An unknown version (one with a NUL inside too) gets our latest, as the spec asks. */
         const char *version = negotiate(mcp_json_name(v) ? json_string_value(v) : "");
@@ -291,8 +295,7 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *s
                              McpAction *ret) {
         json_t *name = params ? json_object_get(params, "name") : NULL;
         if (!json_is_string(name)) {
-                ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "tools/call: params.name must be a string");
-                return ret->reply ? 0 : -ENOMEM;
+                return action_error(ret, id, MCP_ERROR_INVALID_PARAMS, "tools/call: params.name must be a string");
         }
         const McpToolDef *tool = mcp_json_name(name) ? mcp_tool_find(json_string_value(name)) : NULL;
         if (!tool) {
@@ -304,18 +307,16 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *s
         }
         json_t *arguments = json_object_get(params, "arguments");
         if (arguments && !json_is_object(arguments)) {
-                ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS,
-                                         "tools/call: params.arguments must be an object");
-                return ret->reply ? 0 : -ENOMEM;
+                return action_error(ret, id, MCP_ERROR_INVALID_PARAMS,
+                                    "tools/call: params.arguments must be an object");
         }
         json_t *task = stamp ? NULL : json_object_get(params, "task");
         json_t *ttl = json_is_object(task) ? json_object_get(task, "ttl") : NULL;
         if ((task && !json_is_object(task)) || (ttl && !json_is_null(ttl) && !json_is_integer(ttl)) ||
             json_integer_value(ttl) < 0) {
-                ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS,
-                                         "tools/call: params.task must be an object whose ttl, if any, is a "
-                                         "non-negative integer (milliseconds)");
-                return ret->reply ? 0 : -ENOMEM;
+                return action_error(ret, id, MCP_ERROR_INVALID_PARAMS,
+                                    "tools/call: params.task must be an object whose ttl, if any, is a "
+                                    "non-negative integer (milliseconds)");
         }
 
         _cleanup_(mcp_call_freep) McpCall *c = calloc(1, sizeof(*c));
@@ -423,8 +424,7 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
         if (strcmp(method, "tools/list") == 0) {
                 if (params && json_object_get(params, "cursor")) {
                         /* We never hand out a cursor: the list is one page. */
-                        ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "tools/list: invalid cursor");
-                        return ret->reply ? 0 : -ENOMEM;
+                        return action_error(ret, id, MCP_ERROR_INVALID_PARAMS, "tools/list: invalid cursor");
                 }
                 ret->reply = mcp_reply_result(id, json_deep_copy(s->tools_list), NULL);
                 return ret->reply ? 0 : -ENOMEM;
@@ -501,13 +501,11 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
         json_t *info = json_object_get(meta, META_CLIENT_INFO);
         if (!json_is_object(caps) || (info && !json_is_object(info))) {
                 ret->rejected = MCP_ERROR_INVALID_PARAMS;
-                ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS,
-                                         json_is_object(caps) ? "Invalid params: _meta." META_CLIENT_INFO
-                                                                " must be an object"
-                                                              : "Invalid params: _meta." META_CLIENT_CAPABILITIES
-                                                                " must be an object (it is required in every "
-                                                                "2026-07-28 request)");
-                return ret->reply ? 0 : -ENOMEM;
+                return action_error(ret, id, MCP_ERROR_INVALID_PARAMS,
+                                    json_is_object(caps)
+                                            ? "Invalid params: _meta." META_CLIENT_INFO " must be an object"
+                                            : "Invalid params: _meta." META_CLIENT_CAPABILITIES
+                                              " must be an object (it is required in every 2026-07-28 request)");
         }
 
         json_t *extensions = json_object_get(caps, "extensions");
@@ -576,8 +574,7 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
         }
         if (list) {
                 if (json_object_get(params, "cursor")) {
-                        ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "tools/list: invalid cursor");
-                        return ret->reply ? 0 : -ENOMEM;
+                        return action_error(ret, id, MCP_ERROR_INVALID_PARAMS, "tools/list: invalid cursor");
                 }
                 json_t *result = json_deep_copy(s->tools_list);
                 if (!result || json_object_set_new(result, "ttlMs", json_integer(LIST_TTL_MSEC)) < 0 ||
@@ -669,9 +666,8 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
                 return ret->reply ? 0 : -ENOMEM;
         }
         if (!json_is_object(m)) {
-                ret->reply = reply_error(NULL, MCP_ERROR_INVALID_REQUEST,
-                                         "Invalid Request: a message must be a JSON object");
-                return ret->reply ? 0 : -ENOMEM;
+                return action_error(ret, NULL, MCP_ERROR_INVALID_REQUEST,
+                                    "Invalid Request: a message must be a JSON object");
         }
 
         json_t *id = json_object_get(m, "id");
@@ -680,9 +676,8 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
 
         json_t *jsonrpc = json_object_get(m, "jsonrpc");
         if (!mcp_json_name(jsonrpc) || strcmp(json_string_value(jsonrpc), "2.0") != 0) {
-                ret->reply = reply_error(reply_id, MCP_ERROR_INVALID_REQUEST,
-                                         "Invalid Request: \"jsonrpc\" must be \"2.0\"");
-                return ret->reply ? 0 : -ENOMEM;
+                return action_error(ret, reply_id, MCP_ERROR_INVALID_REQUEST,
+                                    "Invalid Request: \"jsonrpc\" must be \"2.0\"");
         }
 
         json_t *method = json_object_get(m, "method");
@@ -691,13 +686,11 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
                         ret->kind = MCP_ACTION_NONE; /* a response; we send no requests */
                         return 0;
                 }
-                ret->reply = reply_error(reply_id, MCP_ERROR_INVALID_REQUEST, "Invalid Request: \"method\" is missing");
-                return ret->reply ? 0 : -ENOMEM;
+                return action_error(ret, reply_id, MCP_ERROR_INVALID_REQUEST, "Invalid Request: \"method\" is missing");
         }
         if (!json_is_string(method)) {
-                ret->reply = reply_error(reply_id, MCP_ERROR_INVALID_REQUEST,
-                                         "Invalid Request: \"method\" must be a string");
-                return ret->reply ? 0 : -ENOMEM;
+                return action_error(ret, reply_id, MCP_ERROR_INVALID_REQUEST,
+                                    "Invalid Request: \"method\" must be a string");
         }
 
         json_t *params = json_object_get(m, "params");
@@ -713,14 +706,13 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
                                            ret);
         }
         if (!id_ok) {
-                ret->reply = reply_error(NULL, MCP_ERROR_INVALID_REQUEST,
-                                         json_is_null(id) ? "Invalid Request: \"id\" must not be null"
-                                                          : "Invalid Request: \"id\" must be a string or an integer");
-                return ret->reply ? 0 : -ENOMEM;
+                return action_error(ret, NULL, MCP_ERROR_INVALID_REQUEST,
+                                    json_is_null(id)
+                                            ? "Invalid Request: \"id\" must not be null"
+                                            : "Invalid Request: \"id\" must be a string or an integer");
         }
         if (params && !json_is_object(params)) {
-                ret->reply = reply_error(id, MCP_ERROR_INVALID_PARAMS, "Invalid params: \"params\" must be an object");
-                return ret->reply ? 0 : -ENOMEM;
+                return action_error(ret, id, MCP_ERROR_INVALID_PARAMS, "Invalid params: \"params\" must be an object");
         }
         /* The era is the request's own (2026-07-28 basic/versioning.mdx): one that names a protocol
          * version in _meta is of 2026-07-28 or later, whatever came before on this connection. */
