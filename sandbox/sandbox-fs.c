@@ -1,6 +1,7 @@
 /* sandbox-fs.c: the run's view of the filesystem: a read-only tmpfs root, /usr and a minimal /etc bound
  * read-only, fresh /proc, five device nodes, and a private size-capped /tmp holding the working
  * directory (a copy of the staging directory's regular files). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -88,27 +89,21 @@ static int fail(SpawnPlan *plan, int err, const char *step, const char *what) {
 static int prepare_dir(SpawnPlan *plan, int dfd, const char *prefix, unsigned depth, size_t *used) {
         for (;;) {
                 char buf[4096] __attribute__((aligned(8)));
-                long n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
+                ssize_t n = getdents64(dfd, buf, sizeof(buf));
                 if (n < 0)
                         return fail(plan, errno, "getdents64 ", plan->staging_dir);
                 if (n == 0)
                         break;
-                for (long off = 0; off < n;) {
-                        struct {
-                                uint64_t ino;
-                                int64_t off;
-                                unsigned short reclen;
-                                unsigned char type;
-                                char name[];
-                        } *de = (void *) (buf + off);
-                        off += de->reclen;
-                        if (strcmp(de->name, ".") == 0 || strcmp(de->name, "..") == 0)
+                for (ssize_t off = 0; off < n;) {
+                        const struct dirent64 *de = (const void *) (buf + off);
+                        off += de->d_reclen;
+                        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                                 continue;
-                        int fd = openat(dfd, de->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                        int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
                         if (fd < 0) {
                                 if (errno == ELOOP || errno == ENXIO)
                                         continue; /* symlink, socket */
-                                return fail(plan, errno, "open staged file ", de->name);
+                                return fail(plan, errno, "open staged file ", de->d_name);
                         }
                         struct stat st;
                         if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
@@ -116,10 +111,10 @@ static int prepare_dir(SpawnPlan *plan, int dfd, const char *prefix, unsigned de
                                 continue;
                         }
                         char path[SANDBOX_STAGED_PATH_MAX];
-                        if ((size_t) snprintf(path, sizeof(path), "%s%s%s", prefix, de->name,
+                        if ((size_t) snprintf(path, sizeof(path), "%s%s%s", prefix, de->d_name,
                                               S_ISDIR(st.st_mode) ? "/" : "") >= sizeof(path)) {
                                 close(fd);
-                                return fail(plan, ENAMETOOLONG, "staged file name too long ", de->name);
+                                return fail(plan, ENAMETOOLONG, "staged file name too long ", de->d_name);
                         }
                         if (S_ISDIR(st.st_mode)) {
                                 int r = depth + 1 < SANDBOX_STAGED_DEPTH_MAX

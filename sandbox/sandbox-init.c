@@ -16,6 +16,7 @@
  * And what the daemon asks over control_fd (SandboxCommand): stop or continue every process of the
  * run (rlimit mode's freezer, for a Python session between its calls), and the run's usage so far,
  * read from the kernel here, where the code cannot write it (issue 29.1). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -149,19 +150,13 @@ static void usage_report(int64_t base_utime, int64_t base_stime) {
 
         int dirfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dirfd >= 0) {
-                char dents[4096];
+                char dents[4096] __attribute__((aligned(8)));
                 for (;;) {
-                        long n = syscall(SYS_getdents64, dirfd, dents, sizeof(dents));
+                        ssize_t n = getdents64(dirfd, dents, sizeof(dents));
                         if (n <= 0)
                                 break;
-                        for (long off = 0; off < n;) {
-                                struct linux_dirent64 {
-                                        uint64_t d_ino;
-                                        int64_t d_off;
-                                        unsigned short d_reclen;
-                                        unsigned char d_type;
-                                        char d_name[];
-                                } *d = (void *) (dents + off);
+                        for (ssize_t off = 0; off < n;) {
+                                const struct dirent64 *d = (const void *) (dents + off);
                                 off += d->d_reclen;
                                 const char *name = d->d_name;
                                 if (name[0] < '1' || name[0] > '9' || strcmp(name, "1") == 0)
