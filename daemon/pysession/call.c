@@ -1,6 +1,7 @@
 /* call.c: the call in flight in a Python session (pysession-internal.h): its message to the
  * launcher, its slot and deadline, its output up to the end line (endline.h), the freeze at that
  * line, its account read from the kernel, and its answer. */
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -208,7 +209,12 @@ static void call_start(PySession *s) {
         py_end_scan_reset(&s->streams[0].scan);
         py_end_scan_reset(&s->streams[1].scan);
         c->t_release = now_usec();
-        proc_write(s->proc, c->msg, c->msg_len, false);
+        /* The session's from here: the write may outlive the call (msg_writing). The last call's
+         * write is over: its launcher read the whole message before its code ran and wrote the end
+         * line, so the write's completion came first. */
+        assert(!s->msg_writing);
+        s->msg_writing = TAKE_PTR(c->msg);
+        proc_write(s->proc, s->msg_writing, c->msg_len, false);
         proc_timer_arm(s->proc, (uint64_t) mcp_call_args(c->call)->timeout_s * 1000000u);
 }
 

@@ -215,6 +215,10 @@ struct PySession {
         void *open_owner;
         JobReplyFn open_reply;
         PyCall *call;
+        /* The call message on the ring: proc_write()'s buffer lives until its write completes
+         * (session_on_written()), which may come after its call was answered and freed (a kill
+         * ends the call once the pipes are at EOF); a session is freed only once its proc is idle. */
+        char *msg_writing;
         char ready[PYSESSION_READY_BYTES];
         size_t ready_got;
         bool in_grace; /* the timer is the grace after SIGINT */

@@ -42,6 +42,7 @@ void pys_session_free(PySession *s) {
         s->proc = proc_free(s->proc);
         hold_release(&s->env_hold);
         pys_call_free(s->call);
+        free(s->msg_writing); /* its proc is idle: no write on the ring */
         if (s->open_call)
                 pys_answer_error(s->open_call, s->open_owner, s->open_reply, "the session ended before it was ready");
         explicit_bzero(s->handle, sizeof(s->handle));
@@ -400,8 +401,7 @@ static void session_on_written(Proc *p, int error, void *userdata) {
                 pys_session_kill(s, PYSESSION_END_ERROR, "cannot write the call to the interpreter");
                 return;
         }
-        if (s->call)
-                free(TAKE_PTR(s->call->msg));
+        free(TAKE_PTR(s->msg_writing));
 }
 
 

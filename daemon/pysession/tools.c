@@ -115,10 +115,10 @@ static void session_close(PySessions *m, McpCall *call, void *owner, JobReplyFn 
                 answer_unknown(m, call, owner, reply, mcp_call_args(call)->session);
                 return;
         }
-        if (s->call) {
-                /* Its caller is answered first, with what the call printed so far. */
+        /* A call in flight ends here: it is answered with what it printed, once the kill has brought
+         * both pipes to their EOF (after this answer). */
+        if (s->call)
                 s->call->t_end = now_usec();
-        }
         pys_session_kill(s, PYSESSION_END_CLOSED, "closed");
         pys_answer_json(call, owner, reply, json_pack("{s:b}", "closed", 1));
 }
