@@ -5,14 +5,13 @@ back through the run's root, base64, JSON, the pipe, the client's parse). Interl
 
     bench/files.py [--n 50] [--kib 200] [--env K=V ...] <path to mcp-execd>
 """
-import argparse
 import os
 import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtt import Daemon  # noqa: E402
+from rtt import Daemon, bench_args, env_of  # noqa: E402
 
 WRITE = ('import os\nprint(1)\nopen("{path}", "wb").write(b"\\x89PNG\\r\\n\\x1a\\n" + os.urandom({n} - 8))\n')
 
@@ -30,11 +29,8 @@ def call(d, code):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("binary")
-    ap.add_argument("--n", type=int, default=50)
+    ap = bench_args(50)
     ap.add_argument("--kib", type=int, default=200)
-    ap.add_argument("--env", action="append", default=[])
     a = ap.parse_args()
 
     n = a.kib * 1024
@@ -42,7 +38,7 @@ def main():
     kept = WRITE.format(path="/tmp/not-returned.png", n=n)
     returned = WRITE.format(path="outputs/figure.png", n=n)
 
-    d = Daemon(a.binary, dict(kv.split("=", 1) for kv in a.env))
+    d = Daemon(a.binary, env_of(a.env))
     for _ in range(5):  # warm-up
         for code in (plain, kept, returned):
             call(d, code)

@@ -14,13 +14,12 @@ Interleaves, --n times each, with 20 ms of quiet after each measurement:
 Prints the four medians and their ratios to bare. bwrap is a spawned command like the bare baseline,
 so its ratio is what the kernel's namespaces, mounts and one more process cost, with no JSON-RPC.
 """
-import argparse
 import os
 import statistics
 import subprocess
 import time
 
-from rtt import Daemon, bare
+from rtt import Daemon, bare, bench_args, env_of
 
 ETC = ["/etc/ld.so.cache", "/etc/alternatives", "/etc/fonts", "/etc/matplotlibrc", "/etc/mime.types",
        "/etc/python3", "/etc/python3.11", "/etc/python3.12", "/etc/python3.13"]
@@ -48,14 +47,8 @@ def timed(cmd):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("binary")
-    ap.add_argument("--n", type=int, default=60)
-    ap.add_argument("--python", default="/usr/bin/python3")
-    ap.add_argument("--env", action="append", default=[])
-    a = ap.parse_args()
-    env = {"MCP_EXEC_WARM_POOL": "0"}
-    env.update(dict(kv.split("=", 1) for kv in a.env))
+    a = bench_args(60, python=True).parse_args()
+    env = env_of(a.env, {"MCP_EXEC_WARM_POOL": "0"})
     full = bwrap_full(a.python)
     user = ["bwrap", "--unshare-user", "--bind", "/", "/", a.python, "-I", "-c", "pass"]
     d = Daemon(a.binary, env)

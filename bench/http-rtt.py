@@ -8,7 +8,6 @@ Prints the medians and the HTTP/stdio ratios.
 The HTTP daemon listens on 127.0.0.1 at a random free port; the client keeps one connection alive
 (as SDK clients do) and sends what the SDK sends (Accept, session id, protocol version).
 """
-import argparse
 import http.client
 import json
 import os
@@ -20,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtt import Client, Daemon, medians  # noqa: E402  (Daemon: stdio)
+from rtt import Client, Daemon, bench_args, env_of, medians  # noqa: E402  (Daemon: stdio)
 
 
 def free_port():
@@ -87,12 +86,8 @@ def stdio_ping(d):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("binary")
-    ap.add_argument("--n", type=int, default=50)
-    ap.add_argument("--env", action="append", default=[])
-    a = ap.parse_args()
-    env = dict(kv.split("=", 1) for kv in a.env)
+    a = bench_args(50).parse_args()
+    env = env_of(a.env)
 
     s = Daemon(a.binary, env)
     h = HttpDaemon(a.binary, env)

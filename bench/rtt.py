@@ -120,10 +120,29 @@ def saturate(d, code, n, inflight):
     return time.perf_counter() - t, warm
 
 
+def bench_args(n, python=False):
+    """An argument parser with what the benches share: the binary, --n (how many measurements,
+    default n), --env K=V for the daemon (again for more) and, with python, --python (the
+    interpreter run bare to compare with)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("--n", type=int, default=n)
+    if python:
+        ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("--env", action="append", default=[])
+    return ap
+
+
+def env_of(pairs, base=()):
+    """The daemon's environment: base, then each K=V of pairs over it."""
+    env = dict(base)
+    env.update(kv.split("=", 1) for kv in pairs)
+    return env
+
+
 def warm_vs_cold(a):
-    env = dict(kv.split("=", 1) for kv in a.env)
-    cold_env = dict(env)
-    cold_env.update(dict(kv.split("=", 1) for kv in a.cold_env) if a.cold_env else {"MCP_EXEC_WARM_POOL": "0"})
+    env = env_of(a.env)
+    cold_env = env_of(a.cold_env, env) if a.cold_env else dict(env, MCP_EXEC_WARM_POOL="0")
     w, c = Daemon(a.binary, env), Daemon(a.binary, cold_env)
     if a.saturate:
         time.sleep(1 + a.settle)
@@ -169,7 +188,7 @@ def warm_vs_cold(a):
 
 
 def against(a):
-    env = dict(kv.split("=", 1) for kv in a.env)
+    env = env_of(a.env)
     d, o = Daemon(a.binary, env), Daemon(a.against, env)
     time.sleep(1)
     for _ in range(5):
@@ -194,11 +213,7 @@ def against(a):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("binary")
-    ap.add_argument("--n", type=int, default=50)
-    ap.add_argument("--python", default="/usr/bin/python3")
-    ap.add_argument("--env", action="append", default=[])
+    ap = bench_args(50, python=True)
     ap.add_argument("--warm-vs-cold", action="store_true")
     ap.add_argument("--cold-env", action="append", default=[])
     ap.add_argument("--code", default="print(1)")
@@ -213,7 +228,7 @@ def main():
     if a.warm_vs_cold:
         return warm_vs_cold(a)
 
-    d = Daemon(a.binary, dict(kv.split("=", 1) for kv in a.env))
+    d = Daemon(a.binary, env_of(a.env))
     for _ in range(5):  # warm-up: page cache, first mounts
         d.call()
         bare(a.python)

@@ -19,7 +19,6 @@ what happens inside the sandbox on the same clock as the daemon's own steps: the
 mount helper's fork, pivot_root, the old root's detach and its exit, the Python child's fork, the
 init's exec of sandbox-init, Python's exec and exit, the init's exit.
 """
-import argparse
 import re
 import statistics
 import subprocess
@@ -28,21 +27,17 @@ import tempfile
 import time
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from rtt import Daemon, bare  # noqa: E402
+from rtt import Daemon, bare, bench_args, env_of  # noqa: E402
 
 STEPS = ["staged", "spawned", "released", "started", "exited", "collected", "eof", "init-reaped", "now"]
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("binary")
-    ap.add_argument("--n", type=int, default=30)
-    ap.add_argument("--env", action="append", default=[])
+    ap = bench_args(30)
     ap.add_argument("--code", default="print(1)")
     ap.add_argument("--perf", action="store_true", help="also time the steps inside the sandbox (perf)")
     a = ap.parse_args()
-    env = {"MCP_EXECD_DEBUG": "1", "MCP_EXEC_WARM_POOL": "0"}
-    env.update(dict(kv.split("=", 1) for kv in a.env))
+    env = env_of(a.env, {"MCP_EXECD_DEBUG": "1", "MCP_EXEC_WARM_POOL": "0"})
     log = tempfile.NamedTemporaryFile(prefix="steps-", suffix=".log", delete=False)
     binary = a.binary
     if a.perf:

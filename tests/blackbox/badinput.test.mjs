@@ -68,6 +68,13 @@ function execCall(args, id = nextId++) {
     return req({ id, method: 'tools/call', params: { name: 'exec', arguments: args } }, 30000);
 }
 
+/** An exec call of code whose timeout_s is raw JSON text (a number JavaScript cannot hold exactly): its response. */
+function execRawTimeout(code, raw, id = nextId++) {
+    d.sendLine(`{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"exec",` +
+        `"arguments":{"code":${JSON.stringify(code)},"timeout_s":${raw}}}}`);
+    return d.response(id, 30000);
+}
+
 function toolError(res, re) {
     assert.equal(res.result?.isError, true, `not a tool error: ${JSON.stringify(res).slice(0, 400)}`);
     assert.match(res.result.content[0].text, re);
@@ -409,17 +416,11 @@ test('\\u0000 in code is a tool error naming the offset; in stdin it reaches the
 
 test('enormous timeout_s (1e308, 2^63-1, 2^64) is clamped to the maximum and the run works', async (t) => {
     for (const raw of ['1e308', '9223372036854775807']) {
-        const id = nextId++;
-        d.sendLine(`{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"exec",` +
-            `"arguments":{"code":"print('big')","timeout_s":${raw}}}}`);
-        const r = await d.response(id, 30000);
+        const r = await execRawTimeout("print('big')", raw);
         assert.equal(r.result?.structuredContent?.stdout, 'big\n', JSON.stringify(r).slice(0, 400));
     }
     // Beyond 64 bits (valid JSON all the same): clamped too, under its id.
-    const big = nextId++;
-    d.sendLine(`{"jsonrpc":"2.0","id":${big},"method":"tools/call","params":{"name":"exec",` +
-        '"arguments":{"code":"print(1)","timeout_s":18446744073709551616}}}');
-    const rb = await d.response(big, 30000);
+    const rb = await execRawTimeout('print(1)', '18446744073709551616');
     assert.equal(rb.result?.structuredContent?.stdout, '1\n', JSON.stringify(rb).slice(0, 400));
     // Beyond what a double can hold: a clear parse error, never a crash.
     await lineGetsIdlessError('{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"exec",' +
@@ -429,10 +430,7 @@ test('enormous timeout_s (1e308, 2^63-1, 2^64) is clamped to the maximum and the
 
 test('negative timeout_s (-5, -2^63) means 1 s: a 3 s sleep is cut at about 1 s', async (t) => {
     for (const raw of ['-5', '-9223372036854775808']) {
-        const id = nextId++;
-        d.sendLine(`{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"exec",` +
-            `"arguments":{"code":"import time; time.sleep(3)","timeout_s":${raw}}}}`);
-        const r = await d.response(id, 30000);
+        const r = await execRawTimeout('import time; time.sleep(3)', raw);
         const sc = r.result?.structuredContent;
         assert.equal(sc?.timed_out, true, JSON.stringify(r).slice(0, 400));
         assert.equal(sc.exit_code, -1);

@@ -2,16 +2,12 @@
 // one; no response is sent for it; the daemon goes on serving.
 import assert from 'node:assert/strict';
 import {
-    startDaemon, callExec, RawDaemon, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent,
+    startDaemon, callExec, RawDaemon, uniqueMarker, findByMarker, reapMarker, waitMarkerGone, waitMarkerPresent,
     pySleeperExec, sleep, test } from './lib/index.mjs';
-
-const reap = (t, marker) => t.after(() => {
-    for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ }
-});
 
 test('SDK abort after 300 ms: the run is gone within 1 s, no response comes, ping answers', async (t) => {
     const marker = uniqueMarker('cancel-sdk');
-    reap(t, marker);
+    reapMarker(t, marker);
     const d = await startDaemon(t);
     const ac = new AbortController();
     const call = callExec(d.client, { code: pySleeperExec(marker, 60), timeout_s: 60 }, { signal: ac.signal });
@@ -35,7 +31,7 @@ test('SDK abort after 300 ms: the run is gone within 1 s, no response comes, pin
 
 test('raw notifications/cancelled: the process gone within 1 s, ping answers, no line with that id ever', async (t) => {
     const marker = uniqueMarker('cancel-raw');
-    reap(t, marker);
+    reapMarker(t, marker);
     const d = RawDaemon.spawn(t);
     await d.initialize();
     const id = d.callExec({ code: pySleeperExec(marker, 60), timeout_s: 60 }, { id: 'to-cancel' });
@@ -59,7 +55,7 @@ test('raw notifications/cancelled: the process gone within 1 s, ping answers, no
 
 test('cancelling a queued call drops it: it never runs and gets no response', async (t) => {
     const marker = uniqueMarker('cancel-queued');
-    reap(t, marker);
+    reapMarker(t, marker);
     const d = RawDaemon.spawn(t, { env: { MCP_EXEC_MAX_CONCURRENT: 1 } });
     await d.initialize();
     // b is read before its cancellation (one stream, in order) and waits behind a (one slot).
@@ -87,7 +83,7 @@ test('cancelling a queued call drops it: it never runs and gets no response', as
 
 test('cancelling a running call frees its slot for the queued one', async (t) => {
     const marker = uniqueMarker('cancel-slot');
-    reap(t, marker);
+    reapMarker(t, marker);
     const d = RawDaemon.spawn(t, { env: { MCP_EXEC_MAX_CONCURRENT: 1 } });
     await d.initialize();
     const a = d.callExec({ code: pySleeperExec(marker, 60), timeout_s: 60 });

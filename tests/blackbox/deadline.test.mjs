@@ -3,7 +3,7 @@
 // called setsid() and keeps the output pipes open.
 import assert from 'node:assert/strict';
 import {
-    startDaemon, callExec, summarize, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent, sleep, descendants,
+    startDaemon, callExec, summarize, uniqueMarker, findByMarker, reapMarker, waitMarkerGone, waitMarkerPresent, sleep, descendants,
     test } from './lib/index.mjs';
 
 test('while True: pass with timeout_s 1 → timed_out, exit_code -1, answered', async (t) => {
@@ -57,7 +57,7 @@ function setsidCode(marker, parentSleeps) {
 
 test('setsid() grandchild holding stdout open, parent exits at once: the call returns on time, nothing survives', async (t) => {
     const marker = uniqueMarker('setsid-a');
-    t.after(() => { for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch {} });
+    reapMarker(t, marker);
     const d = await startDaemon(t);
     // A deadline far beyond the run's own time (two Python starts): a call that waited for the
     // pipe the grandchild holds would end at it, timed out; one that ends with the run does not.
@@ -74,7 +74,7 @@ test('setsid() grandchild holding stdout open, parent exits at once: the call re
 
 test('setsid() grandchild, parent sleeps too: timed_out at the deadline, nothing survives', async (t) => {
     const marker = uniqueMarker('setsid-b');
-    t.after(() => { for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch {} });
+    reapMarker(t, marker);
     const d = await startDaemon(t);
     // 3 s: room for two Python starts and the forks before the deadline on a loaded machine.
     const call = callExec(d.client, { code: setsidCode(marker, true), timeout_s: 3 });
@@ -94,7 +94,7 @@ test('setsid() grandchild, parent sleeps too: timed_out at the deadline, nothing
 
 test('a run that ends normally leaves no background process behind', async (t) => {
     const marker = uniqueMarker('bg');
-    t.after(() => { for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch {} });
+    reapMarker(t, marker);
     const d = await startDaemon(t);
     // the background child closes its stdio, so only "the run has ended" can end it
     const code = [
@@ -125,7 +125,7 @@ test('a run that ends normally leaves no background process behind', async (t) =
 // test_exited_alone_only_when_nothing_is_left (the init's children, read while it still lives).
 test('no process of the run is alive when its answer arrives; its init is reaped after', async (t) => {
     const marker = uniqueMarker('left');
-    t.after(() => { for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch {} });
+    reapMarker(t, marker);
     const d = await startDaemon(t, { env: { MCP_EXEC_WARM_POOL: 0 } });
     const sleeper = (tag) => `os.execv(exe, [exe, '-c', 'import time; time.sleep(300)', ${JSON.stringify(marker)} + '-${tag}'])`;
     const codes = [

@@ -123,6 +123,13 @@ const SYSCALL = [
     '    return errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno())) if r == -1 else "OK"',
 ].join('\n');
 
+// What the system calls of calls (name → a Python expression over sc()) give, run after the Python
+// lines of prelude: { name: errno name, or "OK" }.
+function syscallVerdicts(d, calls, prelude = []) {
+    const entries = Object.entries(calls).map(([name, expr]) => `${JSON.stringify(name)}: ${expr}`);
+    return verdict(d, [SYSCALL, ...prelude, `print(json.dumps({${entries.join(', ')}}))`].join('\n'));
+}
+
 // Python: try something, print {"ok": false, "err": name} if it raised OSError, {"ok": true} if not.
 const tryIt = (stmt) => [
     'import json, errno',
@@ -589,7 +596,7 @@ test('SIGKILL to PID 1 and kill(-1) from the run leave the daemon and the run\'s
 
 test('ptrace: PTRACE_ATTACH to PID 1 and PTRACE_TRACEME are refused', async (t) => {
     const d = shared;
-    const v = await verdict(d, `${SYSCALL}\nprint(json.dumps({"attach": sc(101, 16, 1, 0, 0), "traceme": sc(101, 0, 0, 0, 0)}))`);
+    const v = await syscallVerdicts(d, { attach: 'sc(101, 16, 1, 0, 0)', traceme: 'sc(101, 0, 0, 0, 0)' });
     assert.deepEqual(v, { attach: 'EPERM', traceme: 'EPERM' });
 });
 
@@ -608,7 +615,7 @@ test('mount (tmpfs, bind, proc) is refused', async (t) => {
 test('unshare of every namespace kind is refused', async (t) => {
     const d = shared;
     const flags = { user: 0x10000000, net: 0x40000000, mnt: 0x00020000, pid: 0x20000000, ipc: 0x08000000, uts: 0x04000000, cgroup: 0x02000000, time: 0x80 };
-    const v = await verdict(d, `${SYSCALL}\nprint(json.dumps({k: sc(272, f) for k, f in ${JSON.stringify(flags)}.items()}))`);
+    const v = await syscallVerdicts(d, Object.fromEntries(Object.entries(flags).map(([k, f]) => [k, `sc(272, ${f})`])));
     for (const [k, e] of Object.entries(v)) assert.equal(e, 'EPERM', `unshare ${k}: ${e}`);
 });
 
@@ -630,35 +637,42 @@ test('setns into PID 1\'s namespaces is refused', async (t) => {
 
 test('clone3 is ENOSYS and clone() with namespace flags is refused; plain threads still work', async (t) => {
     const d = shared;
-    const v = await verdict(d, [
-        SYSCALL,
-        'import threading',
-        'th = threading.Thread(target=lambda: None); th.start(); th.join()',
-        'print(json.dumps({"clone3": sc(435, 0, 0), "clone_newuser": sc(56, 0x10000000 | 17, 0, 0, 0, 0),',
-        '                  "clone_newnet": sc(56, 0x40000000 | 17, 0, 0, 0, 0)}))',
-    ].join('\n'));
+    const v = await syscallVerdicts(d, {
+        clone3: 'sc(435, 0, 0)',
+        clone_newuser: 'sc(56, 0x10000000 | 17, 0, 0, 0, 0)',
+        clone_newnet: 'sc(56, 0x40000000 | 17, 0, 0, 0, 0)',
+    }, ['import threading', 'th = threading.Thread(target=lambda: None); th.start(); th.join()']);
     assert.deepEqual(v, { clone3: 'ENOSYS', clone_newuser: 'EPERM', clone_newnet: 'EPERM' });
 });
 
 test('io_uring_setup is refused (IORING_OP_SOCKET would bypass the socket filter)', async (t) => {
     const d = shared;
-    const v = await verdict(d, [
-        SYSCALL,
-        'params = ctypes.create_string_buffer(120)',
-        'print(json.dumps({"setup": sc(425, 8, ctypes.addressof(params)), "enter": sc(426, 0, 1, 0, 0, 0, 0), "register": sc(427, 0, 0, 0, 0)}))',
-    ].join('\n'));
+    const v = await syscallVerdicts(d, {
+        setup: 'sc(425, 8, ctypes.addressof(params))',
+        enter: 'sc(426, 0, 1, 0, 0, 0, 0)',
+        register: 'sc(427, 0, 0, 0, 0)',
+    }, ['params = ctypes.create_string_buffer(120)']);
     assert.deepEqual(v, { setup: 'EPERM', enter: 'EPERM', register: 'EPERM' });
 });
 
 test('keyctl, bpf, perf_event_open, userfaultfd, kexec, init_module, open_by_handle_at are refused', async (t) => {
     const d = shared;
-    const v = await verdict(d, `${SYSCALL}\nprint(json.dumps({"keyctl": sc(250, 0, 0), "add_key": sc(248, 0, 0, 0, 0, 0), "bpf": sc(321, 0, 0, 0), "perf_event_open": sc(298, 0, 0, -1, -1, 0), "userfaultfd": sc(323, 0), "kexec_load": sc(246, 0, 0, 0, 0), "init_module": sc(175, 0, 0, 0), "open_by_handle_at": sc(304, 0, 0, 0)}))`);
+    const v = await syscallVerdicts(d, {
+        keyctl: 'sc(250, 0, 0)',
+        add_key: 'sc(248, 0, 0, 0, 0, 0)',
+        bpf: 'sc(321, 0, 0, 0)',
+        perf_event_open: 'sc(298, 0, 0, -1, -1, 0)',
+        userfaultfd: 'sc(323, 0)',
+        kexec_load: 'sc(246, 0, 0, 0, 0)',
+        init_module: 'sc(175, 0, 0, 0)',
+        open_by_handle_at: 'sc(304, 0, 0, 0)',
+    });
     for (const [k, e] of Object.entries(v)) assert.equal(e, 'EPERM', `${k}: ${e}`);
 });
 
 test('memfd_secret is refused', async (t) => {
     const d = shared;
-    const v = await verdict(d, `${SYSCALL}\nprint(json.dumps({"memfd_secret": sc(447, 0)}))`);
+    const v = await syscallVerdicts(d, { memfd_secret: 'sc(447, 0)' });
     assert.deepEqual(v, { memfd_secret: 'EPERM' });
 });
 

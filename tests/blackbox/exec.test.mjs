@@ -4,21 +4,13 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startDaemon, callExec, summarize, assertResultShape, RawDaemon, test, skipUnlessCI, waitPoolFull, uniqueMarker, pySleeperExec,
+import { startDaemon, callExec, summarize, assertResultShape, assertCleanRun, RawDaemon, test, skipUnlessCI, waitPoolFull, uniqueMarker, pySleeperExec,
     waitMarkerPresent } from './lib/index.mjs';
 
 test('print(1): stdout "1\\n", exit 0, every field present, structuredContent == JSON of the text', async (t) => {
     const d = await startDaemon(t, { listTools: true });   // listTools: the SDK validates against outputSchema
     const r = await callExec(d.client, { code: 'print(1)' });
-    assertResultShape(r);
-    assert.equal(r.sc.stdout, '1\n');
-    assert.equal(r.sc.stderr, '');
-    assert.equal(r.sc.exit_code, 0);
-    assert.equal(r.sc.truncated, false);
-    assert.equal(r.sc.timed_out, false);
-    assert.equal(r.sc.signal, null);
-    assert.equal(r.sc.oom_killed, false);
-    assert.equal(r.sc.pids_limit_hit, false);
+    assertCleanRun(r, '1\n');
     assert.ok(r.sc.duration_ms < 5000, `duration_ms ${r.sc.duration_ms}`);
     assert.ok(r.sc.duration_ms <= r.ms + 1, `duration_ms ${r.sc.duration_ms} > the call's wall time ${r.ms}`);
     assert.deepEqual(d.errors, [], `SDK errors: ${d.errors.map(String)}`);

@@ -19,14 +19,22 @@ const BASELINE_2026 = path.join(path.dirname(new URL(import.meta.url).pathname),
 const APPLICABLE_2026 = ['tools-list', 'dns-rebinding-protection', 'server-sse-multiple-streams',
     'http-header-validation', 'sep-2164-resource-not-found'];
 
-test('conformance 0.2.0-alpha.12 (--requirements 2026-07-28): stateless serving, caching hints, standard headers', { timeout: 240000 }, async (t) => {
+// conformance-next run with these options and the 2026 baseline against a new daemon, its output in
+// a directory (named with prefix) removed after the test; the run must pass that baseline. Returns
+// the run and the output directory.
+async function runWithBaseline(t, options, prefix, timeoutMs) {
     const d = await startHttpDaemon(t);
-    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-conformance-2026-'));
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
     t.after(() => fs.rmSync(out, { recursive: true, force: true }));
-    const r = await runSuite('conformance-next', ['server', '--url', d.url, '--requirements', '2026-07-28',
-        '--expected-failures', BASELINE_2026, '-o', out], 200000);
+    const r = await runSuite('conformance-next', ['server', '--url', d.url, ...options,
+        '--expected-failures', BASELINE_2026, '-o', out], timeoutMs);
     assert.equal(r.code, 0, r.out.slice(-4000));
     assert.match(r.out, /Baseline check passed/);
+    return { r, out };
+}
+
+test('conformance 0.2.0-alpha.12 (--requirements 2026-07-28): stateless serving, caching hints, standard headers', { timeout: 240000 }, async (t) => {
+    const { r, out } = await runWithBaseline(t, ['--requirements', '2026-07-28'], 'mcp-conformance-2026-', 200000);
     const checks = readChecks(out);
     assertApplicablePass(checks, APPLICABLE_2026, r.out);
 
@@ -85,13 +93,7 @@ test('conformance 0.2.0-alpha.12 (--requirements 2026-07-28): stateless serving,
 });
 
 test('conformance 0.2.0-alpha.12 (--spec-version 2026-07-28): the same baseline', { timeout: 180000 }, async (t) => {
-    const d = await startHttpDaemon(t);
-    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-conformance-2026s-'));
-    t.after(() => fs.rmSync(out, { recursive: true, force: true }));
-    const r = await runSuite('conformance-next', ['server', '--url', d.url, '--spec-version', '2026-07-28',
-        '--expected-failures', BASELINE_2026, '-o', out], 150000);
-    assert.equal(r.code, 0, r.out.slice(-4000));
-    assert.match(r.out, /Baseline check passed/);
+    const { r, out } = await runWithBaseline(t, ['--spec-version', '2026-07-28'], 'mcp-conformance-2026s-', 150000);
     assertApplicablePass(readChecks(out), ['tools-list', 'dns-rebinding-protection', 'server-sse-multiple-streams'], r.out);
     t.diagnostic(`0.2.0-alpha.12 --spec-version 2026-07-28: ${r.out.match(/Total: .*/)?.[0]}`);
 });

@@ -4,7 +4,7 @@
 // an unknown tool, the catalogue, ping. One daemon serves both transports (MCP_EXEC_TRANSPORT=http).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { callExec, summarize, assertResultShape } from './lib/index.mjs';
+import { callExec, summarize, assertResultShape, assertCleanRun } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk } from './lib/http-daemon.mjs';
 
 for (const kind of ['http', 'sse']) {
@@ -29,13 +29,7 @@ for (const kind of ['http', 'sse']) {
         const c = await connectSdk(t, d, kind);
         await c.listTools(); // the SDK then validates structuredContent against the outputSchema
         const r = await callExec(c, { code: 'print(1)' });
-        assertResultShape(r);
-        assert.equal(r.sc.stdout, '1\n');
-        assert.equal(r.sc.stderr, '');
-        assert.equal(r.sc.exit_code, 0);
-        assert.equal(r.sc.timed_out, false);
-        assert.equal(r.sc.truncated, false);
-        assert.equal(r.sc.signal, null);
+        assertCleanRun(r, '1\n');
     });
 
     test(`${name}: stdin is fed to the program`, async (t) => {

@@ -20,6 +20,17 @@ function sleeperThenPrint(marker, seconds) {
     ].join('\n');
 }
 
+/** A daemon with env and, on an SDK session (connectOpts), a call in flight: exec of code(marker), with
+ * marker in the run's argv, seen started on the host. */
+async function callInFlight(t, env, code, timeout_s, connectOpts) {
+    const d = await startHttpDaemon(t, { env });
+    const c = await connectSdk(t, d, 'http', connectOpts);
+    const marker = uniqueMarker();
+    const inflight = callExec(c, { code: code(marker), timeout_s }, { timeoutMs: 90000 });
+    assert.ok((await waitMarkerPresent(marker, 15000)).length > 0, 'the run never started');
+    return { d, marker, inflight };
+}
+
 async function health(d, method = 'GET', headers = {}) {
     return rawRequest(d, { method, path: '/health', headers });
 }
@@ -54,11 +65,8 @@ test('/health: ready without the token, the MCP endpoints still need it; HEAD to
 });
 
 test('MCP_EXEC_DRAIN_S: SIGTERM drains: 503 + Retry-After for new requests, the call in flight gets its real result, then exit 0', async (t) => {
-    const d = await startHttpDaemon(t, { env: { MCP_EXEC_AUTH_TOKEN: TOKEN, MCP_EXEC_DRAIN_S: '120' } });
-    const c = await connectSdk(t, d, 'http', { headers: AUTH });
-    const marker = uniqueMarker();
-    const inflight = callExec(c, { code: sleeperThenPrint(marker, 4), timeout_s: 60 }, { timeoutMs: 90000 });
-    assert.ok((await waitMarkerPresent(marker, 15000)).length > 0, 'the run never started');
+    const { d, inflight } = await callInFlight(t, { MCP_EXEC_AUTH_TOKEN: TOKEN, MCP_EXEC_DRAIN_S: '120' },
+        (marker) => sleeperThenPrint(marker, 4), 60, { headers: AUTH });
     d.kill('SIGTERM');
     await waitDraining(d);
     const fresh = await rawRequest(d, {
@@ -82,11 +90,7 @@ test('MCP_EXEC_DRAIN_S: SIGTERM drains: 503 + Retry-After for new requests, the 
 });
 
 test('MCP_EXEC_DRAIN_S: past the bound the call left is stopped and answered, naming the variable', async (t) => {
-    const d = await startHttpDaemon(t, { env: { MCP_EXEC_DRAIN_S: '1' } });
-    const c = await connectSdk(t, d, 'http');
-    const marker = uniqueMarker();
-    const inflight = callExec(c, { code: pySleeperExec(marker, 120), timeout_s: 120 }, { timeoutMs: 90000 });
-    assert.ok((await waitMarkerPresent(marker, 15000)).length > 0, 'the run never started');
+    const { d, marker, inflight } = await callInFlight(t, { MCP_EXEC_DRAIN_S: '1' }, (m) => pySleeperExec(m, 120), 120);
     d.kill('SIGTERM');
     const r = await inflight;
     assert.equal(r.isError, true, JSON.stringify(r.result));
@@ -97,11 +101,7 @@ test('MCP_EXEC_DRAIN_S: past the bound the call left is stopped and answered, na
 });
 
 test('MCP_EXEC_DRAIN_S: a second SIGTERM during the drain stops at once', async (t) => {
-    const d = await startHttpDaemon(t, { env: { MCP_EXEC_DRAIN_S: '300' } });
-    const c = await connectSdk(t, d, 'http');
-    const marker = uniqueMarker();
-    const inflight = callExec(c, { code: pySleeperExec(marker, 120), timeout_s: 120 }, { timeoutMs: 90000 });
-    assert.ok((await waitMarkerPresent(marker, 15000)).length > 0, 'the run never started');
+    const { d, marker, inflight } = await callInFlight(t, { MCP_EXEC_DRAIN_S: '300' }, (m) => pySleeperExec(m, 120), 120);
     d.kill('SIGTERM');
     await waitDraining(d);
     d.kill('SIGTERM');

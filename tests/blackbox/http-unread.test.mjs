@@ -10,7 +10,7 @@
 // second client is served all along.
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { test, callExec, summarize, uniqueMarker, pySleeperExec, waitMarkerPresent, waitMarkerGone, findByMarker, procMemory } from './lib/index.mjs';
+import { test, callExec, summarize, uniqueMarker, pySleeperExec, waitMarkerPresent, waitMarkerGone, reapMarker, procMemory } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk, until } from './lib/http-daemon.mjs';
 
 const MiB = 1 << 20;
@@ -76,7 +76,7 @@ test('a legacy stream whose client stops reading is closed past 4 × MCP_EXEC_MA
     assert.equal(await post(lazy.endpoint, { jsonrpc: '2.0', method: 'notifications/initialized' }), 202);
 
     const marker = uniqueMarker('unread');
-    t.after(() => { for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ } });
+    reapMarker(t, marker);
     assert.equal(await post(lazy.endpoint, { jsonrpc: '2.0', id: 2, method: 'tools/call',
         params: { name: 'exec', arguments: { code: pySleeperExec(marker, 120), timeout_s: 120 } } }), 202);
     assert.ok((await waitMarkerPresent(marker, 15000)).length > 0, 'the long run did not start');

@@ -13,6 +13,17 @@ import { callTool, makeSources, pep723, tempDir, cacheState } from './lib/pydeps
 const T = { timeout: 600000 };
 const root = process.getuid() === 0;
 
+// The installer: the daemon's child running install.py (its argv carries the request JSON), looked
+// for every stepMs, 300 times at the most.
+async function installerPid(d, stepMs) {
+    for (let i = 0; i < 300; i++) {
+        const pid = descendants(d.pid).find((p) => (procCmdline(p) ?? []).some((a) => a.includes('"mode":"install"')));
+        if (pid) return pid;
+        await sleep(stepMs);
+    }
+    assert.fail('no installer process found');
+}
+
 test('a package that only exists as a source distribution is never built: no code of it runs', T, async (t) => {
     const src = await makeSources(t, [{ name: 'hellopkg', version: '1.0' }]);
     const proof = path.join(tempDir(t, 'mcp-execd-proof-'), 'setup-py-ran');
@@ -42,13 +53,7 @@ test('the installer sees the host read-only except its own directory, without ho
     const d = await startDaemon(t, { env: { MCP_EXEC_INDEX_URL: slow.indexUrl, MCP_EXEC_ENV_CACHE_DIR: cache } });
     const call = callTool(d.client, 'execute_python', { script: pep723(['heldpkg==1.0'], 'import heldpkg\nprint(heldpkg.GREETING)\n') });
 
-    // The installer: the daemon's child running install.py (its argv carries the request JSON).
-    let pid;
-    for (let i = 0; i < 300 && !pid; i++) {
-        pid = descendants(d.pid).find((p) => (procCmdline(p) ?? []).some((a) => a.includes('"mode":"install"')));
-        if (!pid) await sleep(100);
-    }
-    assert.ok(pid, 'no installer process found');
+    const pid = await installerPid(d, 100);
     // Not root: a user of its own (65533), neither the daemon's nor the runs' (65532).
     const uid = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/^Uid:\s+(\d+)/m)[1];
     assert.equal(uid, '65533');
@@ -78,12 +83,7 @@ test('with only a local wheelhouse the installer has no network', { ...T, skip: 
     const cache = tempDir(t, 'mcp-execd-cache-');
     const d = await startDaemon(t, { env: { MCP_EXEC_WHEELHOUSE: src.wheelhouse, MCP_EXEC_ENV_CACHE_DIR: cache } });
     const call = callTool(d.client, 'execute_python', { script: pep723(['localpkg==1.0'], 'import localpkg\n') });
-    let pid;
-    for (let i = 0; i < 300 && !pid; i++) {
-        pid = descendants(d.pid).find((p) => (procCmdline(p) ?? []).some((a) => a.includes('"mode":"install"')));
-        if (!pid) await sleep(50);
-    }
-    assert.ok(pid, 'no installer process found');
+    const pid = await installerPid(d, 50);
     const ns = (p) => fs.readlinkSync(`/proc/${p}/ns/net`);
     assert.notEqual(ns(pid), ns(d.pid));
     const r = await call;

@@ -26,6 +26,18 @@ async function openSession(client, args) {
     return r;
 }
 
+/** A daemon whose environment cache (cache) holds 1 MiB, with a wheelhouse of pkga, pkgb and pkgc:
+ * as py-deps-cache.test.mjs, ~400 KiB per environment, two fit in 1 MiB, three do not. */
+async function daemonWithSmallCache(t) {
+    const pkgs = ['pkga', 'pkgb', 'pkgc'].map((name) => ({ name, version: '1.0', padding: 300 * 1024 }));
+    const src = await makeSources(t, pkgs);
+    const cache = tempDir(t, 'mcp-execd-cache-');
+    const d = await startDaemon(t, {
+        env: { ...ENV, MCP_EXEC_WHEELHOUSE: src.wheelhouse, MCP_EXEC_ENV_CACHE_DIR: cache, MCP_EXEC_ENV_CACHE_MAX: '1M' },
+    });
+    return { d, cache };
+}
+
 async function sessionsOpen(client) {
     const r = await callTool(client, 'check_environment', {});
     return r.sc.sandbox.python_sessions_open;
@@ -141,13 +153,7 @@ test('session_open with dependencies: installed once, imported in every call, st
 });
 
 test('a session holds its environment: a full cache evicts others while it is open, and it once it is closed', T, async (t) => {
-    // As py-deps-cache.test.mjs: ~400 KiB per environment, two fit in 1 MiB, three do not.
-    const pkgs = ['pkga', 'pkgb', 'pkgc'].map((name) => ({ name, version: '1.0', padding: 300 * 1024 }));
-    const src = await makeSources(t, pkgs);
-    const cache = tempDir(t, 'mcp-execd-cache-');
-    const d = await startDaemon(t, {
-        env: { ...ENV, MCP_EXEC_WHEELHOUSE: src.wheelhouse, MCP_EXEC_ENV_CACHE_DIR: cache, MCP_EXEC_ENV_CACHE_MAX: '1M' },
-    });
+    const { d, cache } = await daemonWithSmallCache(t);
     const use = (name) => ({ script: `import ${name}\nprint(${name}.GREETING)\n`, dependencies: [`${name}==1.0`] });
     const o = await openSession(d.client, { dependencies: ['pkga==1.0'] });
     const a = o.sc.environment.key;
@@ -174,12 +180,7 @@ test('a session holds its environment: a full cache evicts others while it is op
 // what is left beside them, and an install past that is stopped with both figures, never a cache
 // that grows past the bound.
 test('environments held by sessions count against MCP_EXEC_ENV_CACHE_MAX: a new one gets only what is left', T, async (t) => {
-    const pkgs = ['pkga', 'pkgb', 'pkgc'].map((name) => ({ name, version: '1.0', padding: 300 * 1024 }));
-    const src = await makeSources(t, pkgs);
-    const cache = tempDir(t, 'mcp-execd-cache-');
-    const d = await startDaemon(t, {
-        env: { ...ENV, MCP_EXEC_WHEELHOUSE: src.wheelhouse, MCP_EXEC_ENV_CACHE_DIR: cache, MCP_EXEC_ENV_CACHE_MAX: '1M' },
-    });
+    const { d, cache } = await daemonWithSmallCache(t);
     const a = await openSession(d.client, { dependencies: ['pkga==1.0'] });
     const b = await openSession(d.client, { dependencies: ['pkgb==1.0'] });
     // ~800 KiB held of 1 MiB: a third ~400 KiB environment does not fit beside them.
@@ -187,9 +188,16 @@ test('environments held by sessions count against MCP_EXEC_ENV_CACHE_MAX: a new 
     assert.equal(c.isError, true, c.text);
     assert.match(c.text, /installing stopped: the environment grew to \d+ bytes, past the \d+ bytes MCP_EXEC_ENV_CACHE_MAX \(1048576 bytes\) leaves beside the \d+ bytes of environments in use by Python sessions/, c.text);
     assert.deepEqual(cacheState(cache).envs.sort(), [a.sc.environment.key, b.sc.environment.key].sort());
-    // One session closed: it fits again (the closed one's environment is evicted for it).
+    // One session closed: it fits again (the closed one's environment is evicted for it). The
+    // environment is let go once the closed session's sandbox is reaped, which comes just after
+    // the close's answer (one run here found it still held): wait for that, with a bound.
     assert.equal((await callTool(d.client, 'session_close', { session: a.sc.session })).sc.closed, true);
-    const c2 = await callTool(d.client, 'execute_python', { script: 'import pkgc\nprint(pkgc.GREETING)\n', dependencies: ['pkgc==1.0'] });
+    let c2;
+    for (let i = 0; i < 50; i++) {
+        c2 = await callTool(d.client, 'execute_python', { script: 'import pkgc\nprint(pkgc.GREETING)\n', dependencies: ['pkgc==1.0'] });
+        if (!c2.isError || !/in use by Python sessions/.test(c2.text)) break;
+        await sleep(100);
+    }
     assert.equal(c2.sc?.stdout, 'hello from pkgc 1.0\n', c2.text);
 });
 

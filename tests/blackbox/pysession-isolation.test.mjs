@@ -5,7 +5,7 @@
 // then looks for each and finds none. A's handle given to another daemon (another credential: a
 // daemon serves one) gets the one "unknown session" answer a garbage handle gets.
 import assert from 'node:assert/strict';
-import { findByMarker, startDaemon, test, uniqueMarker } from './lib/index.mjs';
+import { findByMarker, reapMarker, startDaemon, test, uniqueMarker } from './lib/index.mjs';
 import { callTool } from './lib/files.mjs';
 
 const T = { timeout: 90000 };
@@ -28,9 +28,7 @@ async function run(client, session, code) {
 
 test('a session cannot see another session\'s variables, files, processes, memory or sockets', T, async (t) => {
     const marker = uniqueMarker('sess-iso');
-    t.after(() => {
-        for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ }
-    });
+    reapMarker(t, marker);
     const d = await startDaemon(t, { env: ENV });
     const a = await open(d.client);
     const b = await open(d.client);

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { RawDaemon, procMemory, uniqueMarker, findByMarker, waitMarkerGone, waitMarkerPresent, pySleeperExec, test } from './lib/index.mjs';
+import { RawDaemon, procMemory, uniqueMarker, reapMarker, waitMarkerGone, waitMarkerPresent, pySleeperExec, test } from './lib/index.mjs';
 
 // Called once the daemon's stdout is closed (RawDaemon.waitClosed, not waitExit: the last bytes it
 // wrote may still be in the pipe at 'exit'), so it judges everything the daemon ever wrote.
@@ -123,13 +123,19 @@ for (const sig of ['SIGTERM', 'SIGINT']) {
     });
 }
 
-test('SIGTERM with a run in progress: the daemon exits promptly and the run is gone', async (t) => {
-    const marker = uniqueMarker('sigterm');
-    t.after(() => { for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch {} });
+// A daemon with a run in progress (a sleeper marked with marker, killed when the test ends).
+async function daemonMidRun(t, marker) {
+    reapMarker(t, marker);
     const d = RawDaemon.spawn(t);
     await d.initialize();
     d.callExec({ code: pySleeperExec(marker, 120), timeout_s: 100 });
     assert.ok((await waitMarkerPresent(marker, 3000)).length > 0, 'the run never started');
+    return d;
+}
+
+test('SIGTERM with a run in progress: the daemon exits promptly and the run is gone', async (t) => {
+    const marker = uniqueMarker('sigterm');
+    const d = await daemonMidRun(t, marker);
     d.kill('SIGTERM');
     const ex = await d.waitClosed(5000);
     t.diagnostic(`exit ${JSON.stringify(ex)}`);
@@ -141,11 +147,7 @@ test('SIGTERM with a run in progress: the daemon exits promptly and the run is g
 // Beyond the letter of issue 2 (which asks for clean exits), but a run must never outlive its daemon.
 test('the daemon is killed (SIGKILL) mid-run: the run does not outlive it', async (t) => {
     const marker = uniqueMarker('sigkill');
-    t.after(() => { for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch {} });
-    const d = RawDaemon.spawn(t);
-    await d.initialize();
-    d.callExec({ code: pySleeperExec(marker, 120), timeout_s: 100 });
-    assert.ok((await waitMarkerPresent(marker, 3000)).length > 0, 'the run never started');
+    const d = await daemonMidRun(t, marker);
     d.kill('SIGKILL');
     await d.waitExit(3000);
     assert.deepEqual(await waitMarkerGone(marker, 2000), [], 'the run outlived the daemon (no PDEATHSIG / namespace kill)');

@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport as Http2x } from '@modelcontextprotocol/c
 import { StdioClientTransport as Stdio2x } from '@modelcontextprotocol/client/stdio';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import {
-    RawDaemon, binaryPath, daemonEnv, findByMarker, pySleeperExec, sleep, startDaemon, test, uniqueMarker,
+    RawDaemon, binaryPath, daemonEnv, pySleeperExec, reapMarker, sleep, startDaemon, test, uniqueMarker,
     waitMarkerGone, waitMarkerPresent,
 } from './lib/index.mjs';
 import { initSession, mcpPost, rawRequest, postHeaders, startHttpDaemon } from './lib/http-daemon.mjs';
@@ -21,10 +21,6 @@ const CAPS = 'io.modelcontextprotocol/clientCapabilities';
 const EXT = 'io.modelcontextprotocol/tasks';
 const RELATED = 'io.modelcontextprotocol/related-task';
 const DEADLINE_MS = 30000;
-
-const reap = (t, marker) => t.after(() => {
-    for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ }
-});
 
 /** A 2026 request's params: the envelope, declaring the tasks extension unless told not to. */
 function modern(extra = {}, withTasks = true) {
@@ -44,6 +40,18 @@ async function pollUntilEnded(get, deadlineMs = DEADLINE_MS) {
 }
 
 /** The fields of an exec result that do not depend on timing. */
+/** A stdio daemon (2025) with a task running a sleeper marked with marker (reaped when the test
+ * ends), seen started: the daemon and the tools/call's answer (its task). */
+async function stdioTaskRunning(t, marker) {
+    reapMarker(t, marker);
+    const d = RawDaemon.spawn(t);
+    await d.initialize();
+    const created = await d.request('tools/call', { name: 'exec', arguments: { code: pySleeperExec(marker, 120), timeout_s: 120 }, task: {} });
+    assert.ok(created.result?.task, JSON.stringify(created));
+    assert.ok((await waitMarkerPresent(marker, DEADLINE_MS)).length > 0, 'the run never started');
+    return { d, created };
+}
+
 function stable(r) {
     const sc = r.structuredContent;
     return { isError: r.isError, stdout: sc.stdout, stderr: sc.stderr, exit_code: sc.exit_code,
@@ -67,7 +75,7 @@ test('stdio 2025: initialize offers tasks; tools say taskSupport optional', asyn
 
 test('stdio 2025: a task is created at once while its run sleeps; working, then completed; result as a call\'s', async (t) => {
     const marker = uniqueMarker('task-2025');
-    reap(t, marker);
+    reapMarker(t, marker);
     const d = RawDaemon.spawn(t);
     await d.initialize();
     const code = `${pySleeperExec(marker, 3).split('\n').slice(0, 2).join('\n')}\nimport subprocess\n` +
@@ -109,12 +117,8 @@ test('stdio 2025: a task is created at once while its run sleeps; working, then 
 
 test('stdio 2025: tasks/cancel kills the run (no process left), the task says cancelled, no result', async (t) => {
     const marker = uniqueMarker('task-cancel');
-    reap(t, marker);
-    const d = RawDaemon.spawn(t);
-    await d.initialize();
-    const created = await d.request('tools/call', { name: 'exec', arguments: { code: pySleeperExec(marker, 120), timeout_s: 120 }, task: {} });
+    const { d, created } = await stdioTaskRunning(t, marker);
     const id = created.result.task.taskId;
-    assert.ok((await waitMarkerPresent(marker, DEADLINE_MS)).length > 0, 'the run never started');
     const waiting = d.send('tasks/result', { taskId: id });
     const c = await d.request('tasks/cancel', { taskId: id });
     assert.equal(c.result?.status, 'cancelled', JSON.stringify(c));
@@ -269,12 +273,7 @@ test('stdio 2025: eight results of 1 MiB of control characters are all kept in M
 
 test('stdio: end of input with a task running: the run dies with the daemon, which exits 0', async (t) => {
     const marker = uniqueMarker('task-eof');
-    reap(t, marker);
-    const d = RawDaemon.spawn(t);
-    await d.initialize();
-    const created = await d.request('tools/call', { name: 'exec', arguments: { code: pySleeperExec(marker, 120), timeout_s: 120 }, task: {} });
-    assert.ok(created.result?.task);
-    assert.ok((await waitMarkerPresent(marker, DEADLINE_MS)).length > 0, 'the run never started');
+    const { d } = await stdioTaskRunning(t, marker);
     d.endStdin();
     const exit = await d.waitExit(DEADLINE_MS);
     assert.equal(exit.code, 0, d.stderrText);
@@ -318,7 +317,7 @@ test('stdio 2026: the extension in server/discover; a declaring request\'s call 
 
 test('stdio 2026: cancel kills the run; -32021 without the extension; -32602 for an unknown id', async (t) => {
     const marker = uniqueMarker('task-2026-cancel');
-    reap(t, marker);
+    reapMarker(t, marker);
     const d = RawDaemon.spawn(t);
     const created = (await d.request('tools/call', modern({ name: 'exec', arguments: { code: pySleeperExec(marker, 120), timeout_s: 120 } }))).result;
     assert.ok((await waitMarkerPresent(marker, DEADLINE_MS)).length > 0, 'the run never started');
@@ -466,7 +465,7 @@ test('http 2025: a session\'s task is its own: another session gets -32602 and a
 
 test('http 2025: ending the session (DELETE) cancels its running tasks: nobody can fetch them any more', async (t) => {
     const marker = uniqueMarker('task-delete');
-    reap(t, marker);
+    reapMarker(t, marker);
     const d = await startHttpDaemon(t);
     const sid = await initSession(d);
     const created = await post2025(d, sid, 1, 'tools/call', { name: 'exec', arguments: { code: pySleeperExec(marker, 120), timeout_s: 120 }, task: {} });
@@ -479,7 +478,7 @@ test('http 2025: ending the session (DELETE) cancels its running tasks: nobody c
 
 test('http: SIGTERM with a task running: its run is killed like every run, the daemon exits', async (t) => {
     const marker = uniqueMarker('task-sigterm');
-    reap(t, marker);
+    reapMarker(t, marker);
     const d = await startHttpDaemon(t);
     const c = await modernPost(d, 1, 'tools/call', modern({ name: 'exec', arguments: { code: pySleeperExec(marker, 120), timeout_s: 120 } }));
     assert.equal(c.json?.result?.resultType, 'task', c.body);

@@ -9,26 +9,18 @@ import time
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
-from scopes import (DEADLINE, all_scope_dirs, read, ready_scope_dirs, run_units, sc, scope_dirs, start_call,  # noqa: E402
-                    wait_reply, wait_until)
+from scopes import (DEADLINE, all_scope_dirs, read, ready_scope_dirs, run_units, sc, scope_dirs,  # noqa: E402
+                    start_call_in_one, wait_reply, wait_until)
 
 
 def main():
     env = dict(os.environ, MCP_EXEC_MEMORY_MAX="128M", MCP_EXEC_PIDS_MAX="32", MCP_EXEC_CPU_QUOTA="50%")
     with Daemon(env=env, verbose=False, deadline=DEADLINE) as d:
         d.initialize()
-        # The interpreter probe ran in a scope of its own before the daemon served: wait for it to
-        # go, so the scope seen below is the call's; and for the warm pool's two ready sandboxes
-        # (scopes of their own, at a lower cpu.weight, which scope_dirs() leaves out), so none is
-        # being made during the call.
-        if not wait_until(lambda: not scope_dirs() and len(ready_scope_dirs()) == 2, 60):
-            raise TestFailure("the probe's scope is still there, or the pool is not full: runs %s, ready %s"
-                              % (scope_dirs(), ready_scope_dirs()))
-        rid = start_call(d, "import time\ntime.sleep(4)\nprint('done')", timeout_s=30)
-        dirs = wait_until(scope_dirs, 20)
-        if len(dirs) != 1:
-            raise TestFailure("expected one run scope during the run, found %r" % dirs)
-        scope = dirs[0]
+        # The interpreter probe ran in a scope of its own before the daemon served; the warm pool's
+        # ready sandboxes have scopes of their own, at a lower cpu.weight, which scope_dirs() leaves out.
+        rid, scope = start_call_in_one(d, scope_dirs, ready_scope_dirs,
+                                       "import time\ntime.sleep(4)\nprint('done')", "run scope")
         want = {"memory.max": "134217728", "memory.swap.max": "0", "pids.max": "32", "cpu.max": "50000 100000"}
         got = {k: read(os.path.join(scope, k)) for k in want}
         print("scope %s: %r" % (os.path.basename(scope), got))

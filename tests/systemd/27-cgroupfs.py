@@ -9,8 +9,8 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
-from scopes import (DEADLINE, is_ready_sandbox, read, sc, start_call, wait_reply, wait_until,  # noqa: E402
-                    warm_exec)
+from scopes import (DEADLINE, is_ready_sandbox, read, sc, start_call_in_one, wait_reply,  # noqa: E402
+                    wait_until, warm_exec)
 
 
 def main():
@@ -35,14 +35,9 @@ def main():
 
         def run_dirs():
             return [e for e in all_run_dirs() if not is_ready_sandbox(os.path.join(base, e))]
-        if not wait_until(lambda: not run_dirs() and len(ready_dirs()) == 2, 60):
-            raise TestFailure("the probe's run cgroup is still there, or the pool is not full: runs %s, ready %s"
-                              % (run_dirs(), ready_dirs()))
-        rid = start_call(d, "import time\ntime.sleep(3)\nprint('delegated')", timeout_s=30)
-        runs = wait_until(run_dirs, 20)
-        if len(runs) != 1:
-            raise TestFailure("expected one run cgroup in %s, found %r" % (base, runs))
-        rc = os.path.join(base, runs[0])
+        rid, run = start_call_in_one(d, run_dirs, ready_dirs,
+                                     "import time\ntime.sleep(3)\nprint('delegated')", "run cgroup in %s" % base)
+        rc = os.path.join(base, run)
         got = {k: read(os.path.join(rc, k)) for k in ("memory.max", "pids.max", "cpu.max")}
         print("run cgroup %s: %r" % (rc, got))
         if got != {"memory.max": "134217728", "pids.max": "32", "cpu.max": "50000 100000"}:

@@ -28,19 +28,12 @@ sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"
 import prometheus  # noqa: E402
 from journal import wait_records  # noqa: E402
 from mcpclient import TestFailure, daemon_path, run, wait_for  # noqa: E402
-from service import install_units, remove_units, run_units  # noqa: E402
+from service import run_units, sh, with_units  # noqa: E402
 from scopes import scope_dirs  # noqa: E402
 
 FINISHED = "0a6bda1f24cf4b5188307da770817b6b"
 PORT = 8080
 TOKEN = secrets.token_hex(16)
-
-
-def sh(*cmd, check=False):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if check and r.returncode != 0:
-        raise TestFailure("%s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr.strip()))
-    return r.stdout.strip()
 
 
 def prop(name, unit="mcp-execd.service"):
@@ -146,12 +139,7 @@ def main():
     why = http_refused()
     if why:
         raise TestFailure("the binary refuses MCP_EXEC_TRANSPORT=http (%s)" % why.splitlines()[-1])
-    install_units(TOKEN)
-    try:
-        return scenario()
-    finally:
-        print(sh("journalctl", "-u", "mcp-execd.service", "-b", "--no-pager", "-n", "40", "-o", "short-monotonic"))
-        remove_units()
+    return with_units(TOKEN, (), scenario, 40)
 
 
 def scenario():

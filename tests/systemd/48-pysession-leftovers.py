@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"
 import fleet  # noqa: E402
 from mcpclient import TestFailure, run, wait_for  # noqa: E402
 from scopes import all_scope_dirs, marker_pids  # noqa: E402
-from service import install_units, remove_units, run_units, sh  # noqa: E402
+from service import run_units, sh, with_units  # noqa: E402
 
 PORT = 8080
 TOKEN = secrets.token_hex(16)
@@ -90,12 +90,7 @@ def wait_nothing_left(marker, after, timeout=120):
 def main():
     # Room for the 50 sessions; no ready sandboxes (sessions do not take them, and they would only
     # add scopes to tell apart).
-    install_units(TOKEN, [("MCP_EXEC_PY_SESSIONS_MAX", N + 10), ("MCP_EXEC_WARM_POOL", 0)])
-    try:
-        return scenario()
-    finally:
-        print(sh("journalctl", "-u", "mcp-execd.service", "-b", "--no-pager", "-n", "15", "-o", "short-monotonic"))
-        remove_units()
+    return with_units(TOKEN, [("MCP_EXEC_PY_SESSIONS_MAX", N + 10), ("MCP_EXEC_WARM_POOL", 0)], scenario, 15)
 
 
 def scenario():

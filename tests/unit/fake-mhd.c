@@ -13,6 +13,9 @@
 
 #include "fake-mhd.h"
 #include "http-internal.h"
+#include "ring.h"
+#include "scheduler.h"
+#include "unit-fakes.h"
 
 HttpMhd http_mhd;
 unsigned fake_http_scheduled;
@@ -175,6 +178,22 @@ void fake_http_done(Http *h) {
         assert_null(h->closed);
         assert_int_equal(h->n_sessions, 0);
         assert_int_equal(h->n_calls, 0);
+}
+
+void fake_http_setup(Http *h, Ring **ret_ring, Scheduler *scheduler, McpServer **ret_template,
+                     unsigned max_sessions) {
+        assert_int_equal(ring_new(32, ret_ring), 0);
+        scheduler_init(scheduler, &(RunEnv) {}, 4, 4);
+        scheduler_set_run_ops(scheduler, &fake_ops);
+        *ret_template = mcp_server_new(&fake_limits, "1.0.0");
+        assert_non_null(*ret_template);
+        fake_http_init(h, *ret_ring, scheduler, *ret_template, max_sessions);
+}
+
+void fake_http_teardown(Ring **ring, Scheduler *scheduler, McpServer **template) {
+        scheduler_done(scheduler);
+        *template = mcp_server_free(*template);
+        *ring = ring_free(*ring);
 }
 
 HttpRequest *fake_request(Http *h, FakeConn *c, HttpSession *session, const char *body) {

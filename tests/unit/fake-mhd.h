@@ -60,6 +60,13 @@ void fake_http_init(Http *h, Ring *ring, Scheduler *scheduler, const McpServer *
 /* Closes what is still open and checks nothing is left: no request, session or call. */
 void fake_http_done(Http *h);
 
+/* What the tests of the objects stand on: a ring, a scheduler of unit-fakes.h's runs (4 running, 4
+ * queued), the sessions' template (fake_limits) and the server object over them (fake_http_init()). */
+void fake_http_setup(Http *h, Ring **ret_ring, Scheduler *scheduler, McpServer **ret_template,
+                     unsigned max_sessions);
+/* After fake_http_done(): frees what fake_http_setup() made. */
+void fake_http_teardown(Ring **ring, Scheduler *scheduler, McpServer **template);
+
 /* A request on c (as MHD's head callback makes it) holding a reference of session (or none), its
  * body read. */
 HttpRequest *fake_request(Http *h, FakeConn *c, HttpSession *session, const char *body);

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "dispatch.h"
+#include "unit-fixture.h"
 
 /* ---- the fake scheduler ------------------------------------------------------------------- */
 
@@ -540,14 +541,14 @@ static void test_tasks(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_reply_goes_to_answer, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_call_submitted_and_answered, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_progress_streams_output, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_duplicate_id_refused, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cancel_by_id, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_refusals_answer_the_call, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cancel_all_and_detach, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_tasks, setup, teardown),
+                fixture_test(test_reply_goes_to_answer),
+                fixture_test(test_call_submitted_and_answered),
+                fixture_test(test_progress_streams_output),
+                fixture_test(test_duplicate_id_refused),
+                fixture_test(test_cancel_by_id),
+                fixture_test(test_refusals_answer_the_call),
+                fixture_test(test_cancel_all_and_detach),
+                fixture_test(test_tasks),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

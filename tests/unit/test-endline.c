@@ -50,20 +50,26 @@ static void expect(const Collected *out, const char *data, size_t n) {
                 assert_memory_equal(out->data, data, n);
 }
 
+/* stream, fed in reads of piece bytes, is a call that ended with this tail and output want (len
+ * bytes). */
+static void expect_call(const char *stream, size_t n, size_t piece, const char *tail, const char *want,
+                        size_t len) {
+        PyEndScan *scan = calloc(1, sizeof(*scan));
+        Collected out = {};
+        feed(scan, &out, stream, n, piece);
+        assert_true(scan->ended);
+        assert_string_equal(scan->tail, tail);
+        expect(&out, want, len);
+        free(out.data);
+        free(scan);
+}
+
 /* The output before the line is the call's; the line is not; the status is the tail; what follows
  * is no call's. Any cut of the reads gives the same. */
 static void test_end_line_any_cut(void **state) {
         static const char stream[] = "hello\nworld\n" END(NONCE, "3") "after the end";
-        for (size_t piece = 0; piece <= sizeof(stream); piece++) {
-                PyEndScan *scan = calloc(1, sizeof(*scan));
-                Collected out = {};
-                feed(scan, &out, LIT(stream), piece);
-                assert_true(scan->ended);
-                assert_string_equal(scan->tail, "3");
-                expect(&out, LIT("hello\nworld\n"));
-                free(out.data);
-                free(scan);
-        }
+        for (size_t piece = 0; piece <= sizeof(stream); piece++)
+                expect_call(LIT(stream), piece, "3", LIT("hello\nworld\n"));
 }
 
 /* Another call's nonce, or a line with no newline within PY_END_TAIL_MAX, is output; the launcher's
@@ -73,8 +79,6 @@ static void test_forged_lines(void **state) {
         memset(tail, '9', sizeof(tail) - 1);
         tail[sizeof(tail) - 1] = 0;
         for (size_t piece = 0; piece <= 7; piece += 7) {
-                PyEndScan *scan = calloc(1, sizeof(*scan));
-                Collected out = {};
                 char stream[1024];
                 size_t n = 0;
                 static const char other[] = "a" END(OTHER, "0"), ours[] = "\0MCPEXECD-END " NONCE " ",
@@ -85,12 +89,7 @@ static void test_forged_lines(void **state) {
                 memcpy(stream + n, after, sizeof(after) - 1), n += sizeof(after) - 1;
                 size_t forged = n;
                 memcpy(stream + n, real, sizeof(real) - 1), n += sizeof(real) - 1;
-                feed(scan, &out, stream, n, piece);
-                assert_true(scan->ended);
-                assert_string_equal(scan->tail, "0");
-                expect(&out, stream, forged);
-                free(out.data);
-                free(scan);
+                expect_call(stream, n, piece, "0", stream, forged);
         }
 }
 

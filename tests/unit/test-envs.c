@@ -27,6 +27,7 @@
 #include "envs.h"
 #include "fd-util.h"
 #include "ring.h"
+#include "unit-fixture.h"
 
 #define MARKER ".mcp-execd-env.json"
 #define ENV_SIZE 100       /* size_bytes of every fake environment */
@@ -343,10 +344,10 @@ static void test_failed_install_reported_to_all(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_lru_order, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_in_use_not_evicted, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_concurrent_requests_one_install, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_failed_install_reported_to_all, setup, teardown),
+                fixture_test(test_lru_order),
+                fixture_test(test_in_use_not_evicted),
+                fixture_test(test_concurrent_requests_one_install),
+                fixture_test(test_failed_install_reported_to_all),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

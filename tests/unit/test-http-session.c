@@ -20,6 +20,7 @@
 #include "ring.h"
 #include "scheduler.h"
 #include "unit-fakes.h"
+#include "unit-fixture.h"
 
 #define INIT "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"," \
              "\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}"
@@ -37,21 +38,14 @@ static Http http;
 
 static int setup(void **state) {
         fakes_reset();
-        assert_int_equal(ring_new(32, &ring), 0);
-        scheduler_init(&sched, &(RunEnv) {}, 4, 4);
-        scheduler_set_run_ops(&sched, &fake_ops);
-        template = mcp_server_new(&fake_limits, "1.0.0");
-        assert_non_null(template);
-        fake_http_init(&http, ring, &sched, template, 2);
+        fake_http_setup(&http, &ring, &sched, &template, 2);
         return 0;
 }
 
 static int teardown(void **state) {
         fake_http_done(&http);
         fakes_reset();
-        scheduler_done(&sched);
-        template = mcp_server_free(template);
-        ring = ring_free(ring);
+        fake_http_teardown(&ring, &sched, &template);
         return 0;
 }
 
@@ -336,16 +330,16 @@ static void test_lb_body_read(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_initialize_registers, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_no_session, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_messages, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_call_waits, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_call_cancelled_with_its_request, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_make_room, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_close, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_legacy_stream, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_modern_stands_alone, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_lb_body_read, setup, teardown),
+                fixture_test(test_initialize_registers),
+                fixture_test(test_no_session),
+                fixture_test(test_messages),
+                fixture_test(test_call_waits),
+                fixture_test(test_call_cancelled_with_its_request),
+                fixture_test(test_make_room),
+                fixture_test(test_close),
+                fixture_test(test_legacy_stream),
+                fixture_test(test_modern_stands_alone),
+                fixture_test(test_lb_body_read),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@
 #include "ring.h"
 #include "scheduler.h"
 #include "unit-fakes.h"
+#include "unit-fixture.h"
 
 static Ring *ring;
 static Scheduler sched;
@@ -30,21 +31,14 @@ static Http http;
 static int sv[2] = { -EBADF, -EBADF }; /* sv[0]: the request's socket, sv[1]: the client's */
 
 static int setup(void **state) {
-        assert_int_equal(ring_new(32, &ring), 0);
-        scheduler_init(&sched, &(RunEnv) {}, 4, 4);
-        scheduler_set_run_ops(&sched, &fake_ops);
-        template = mcp_server_new(&fake_limits, "1.0.0");
-        assert_non_null(template);
-        fake_http_init(&http, ring, &sched, template, 4);
+        fake_http_setup(&http, &ring, &sched, &template, 4);
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
         return 0;
 }
 
 static int teardown(void **state) {
         fake_http_done(&http);
-        scheduler_done(&sched);
-        template = mcp_server_free(template);
-        ring = ring_free(ring);
+        fake_http_teardown(&ring, &sched, &template);
         for (int i = 0; i < 2; i++)
                 if (sv[i] >= 0)
                         close(TAKE_FD(sv[i]));
@@ -242,13 +236,13 @@ static void test_refusal_headers(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_request_lifetime, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_stream, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_stream_fail, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_stream_unread, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_hangup_while_suspended, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_resume_then_suspend, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_refusal_headers, setup, teardown),
+                fixture_test(test_request_lifetime),
+                fixture_test(test_stream),
+                fixture_test(test_stream_fail),
+                fixture_test(test_stream_unread),
+                fixture_test(test_hangup_while_suspended),
+                fixture_test(test_resume_then_suspend),
+                fixture_test(test_refusal_headers),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

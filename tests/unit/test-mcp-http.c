@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "cleanup.h"
 #include "mcp-http.h"
 #include "str-util.h"
 #include "mcp.h"
@@ -51,6 +52,19 @@ static McpHttpVerdict check(const McpHttpPolicy *p, const McpHttpHead *h) {
         return v;
 }
 
+/* allowed() admits each of ok, none of no, and a request without the header (NULL). */
+static void check_allow_list(bool (*allowed)(const McpHttpPolicy *p, const char *value),
+                             const McpHttpPolicy *p, const char *const *ok, size_t n_ok,
+                             const char *const *no, size_t n_no) {
+        for (size_t i = 0; i < n_ok; i++)
+                if (!allowed(p, ok[i]))
+                        fail_msg("\"%s\" should be allowed", ok[i]);
+        for (size_t i = 0; i < n_no; i++)
+                if (allowed(p, no[i]))
+                        fail_msg("\"%s\" should be refused", no[i]);
+        assert_true(allowed(p, NULL));
+}
+
 static void test_host_allow_list(void **state) {
         McpHttpPolicy p = policy(NULL);
         static const char *const ok[] = {
@@ -61,11 +75,7 @@ static void test_host_allow_list(void **state) {
                 "evil.example.com", "evil.example.com:8080", "localhost.evil.com", "127.0.0.1.evil.com",
                 "10.0.0.5:8081", "10.0.0.5", "[::2]:8080", "", ":8080", "mcp.example.com.evil",
         };
-        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
-                assert_true(mcp_http_host_allowed(&p, ok[i]));
-        for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
-                assert_false(mcp_http_host_allowed(&p, no[i]));
-        assert_true(mcp_http_host_allowed(&p, NULL));
+        check_allow_list(mcp_http_host_allowed, &p, ok, ELEMENTSOF(ok), no, ELEMENTSOF(no));
         p.any_host = true;
         assert_true(mcp_http_host_allowed(&p, "evil.example.com"));
 }
@@ -81,11 +91,7 @@ static void test_origin_allow_list(void **state) {
                 "http://127.0.0.1@evil.com", "ftp://localhost", "http://app.example.com", "https://app.example.com:444",
                 "localhost", "http://localhost/path",
         };
-        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
-                assert_true(mcp_http_origin_allowed(&p, ok[i]));
-        for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
-                assert_false(mcp_http_origin_allowed(&p, no[i]));
-        assert_true(mcp_http_origin_allowed(&p, NULL));
+        check_allow_list(mcp_http_origin_allowed, &p, ok, ELEMENTSOF(ok), no, ELEMENTSOF(no));
         p.any_origin = true;
         assert_true(mcp_http_origin_allowed(&p, "http://evil.example.com"));
 }
@@ -330,40 +336,40 @@ static void test_head_statuses(void **state) {
 }
 
 static void test_classify(void **state) {
-        McpHttpMessageInfo i;
-#define C(s) assert_int_equal(mcp_http_message_classify(s, strlen(s), &i), 0)
-        C("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}");
-        assert_int_equal(i.kind, MCP_HTTP_MSG_REQUEST);
-        assert_true(i.is_initialize);
-        assert_false(i.is_ping);
-        C("{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"server/discover\"}");
-        assert_int_equal(i.kind, MCP_HTTP_MSG_REQUEST);
-        assert_false(i.is_initialize);
-        assert_false(i.is_ping);
-        C("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
-        assert_int_equal(i.kind, MCP_HTTP_MSG_REQUEST);
-        assert_true(i.is_ping);
-        assert_false(i.is_initialize);
-        C("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
-        assert_int_equal(i.kind, MCP_HTTP_MSG_NOTIFICATION);
-        C("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}");
-        assert_int_equal(i.kind, MCP_HTTP_MSG_RESPONSE);
-        C("not json");
-        assert_int_equal(i.kind, MCP_HTTP_MSG_INVALID);
-        C("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]");
-        assert_int_equal(i.kind, MCP_HTTP_MSG_INVALID);
-        C("{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}");
-        assert_int_equal(i.kind, MCP_HTTP_MSG_INVALID);
-        C("42");
-        assert_int_equal(i.kind, MCP_HTTP_MSG_INVALID);
-        C("{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}");
-        assert_int_equal(i.kind, MCP_HTTP_MSG_INVALID);
-        /* A number jansson cannot hold as an integer does not hide the request. */
-        C("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"x\":99999999999999999999}}");
-        assert_int_equal(i.kind, MCP_HTTP_MSG_REQUEST);
-        assert_int_equal(mcp_http_message_classify("", 0, &i), 0);
-        assert_int_equal(i.kind, MCP_HTTP_MSG_INVALID);
-#undef C
+        static const struct {
+                const char *body;
+                McpHttpMessageKind kind;
+                bool is_initialize, is_ping;
+        } cases[] = {
+                { "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}",
+                  MCP_HTTP_MSG_REQUEST, true, false },
+                { "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"server/discover\"}",
+                  MCP_HTTP_MSG_REQUEST, false, false },
+                { "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}", MCP_HTTP_MSG_REQUEST, false, true },
+                { "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+                  MCP_HTTP_MSG_NOTIFICATION },
+                { "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}", MCP_HTTP_MSG_RESPONSE },
+                { "not json", MCP_HTTP_MSG_INVALID },
+                { "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", MCP_HTTP_MSG_INVALID },
+                { "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}", MCP_HTTP_MSG_INVALID },
+                { "42", MCP_HTTP_MSG_INVALID },
+                { "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}", MCP_HTTP_MSG_INVALID },
+                /* A number jansson cannot hold as an integer does not hide the request. */
+                { "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\","
+                  "\"params\":{\"x\":99999999999999999999}}",
+                  MCP_HTTP_MSG_REQUEST },
+                { "", MCP_HTTP_MSG_INVALID },
+        };
+        for (size_t k = 0; k < ELEMENTSOF(cases); k++) {
+                McpHttpMessageInfo i;
+                assert_int_equal(mcp_http_message_classify(cases[k].body, strlen(cases[k].body), &i), 0);
+                if (i.kind != cases[k].kind)
+                        fail_msg("%s: kind %d, expected %d", cases[k].body, i.kind, cases[k].kind);
+                if (cases[k].kind == MCP_HTTP_MSG_REQUEST) {
+                        assert_int_equal(i.is_initialize, cases[k].is_initialize);
+                        assert_int_equal(i.is_ping, cases[k].is_ping);
+                }
+        }
 }
 
 static void test_error_body(void **state) {
@@ -425,6 +431,16 @@ static void test_progress(void **state) {
         assert_null(mcp_progress_new("7", 3, 0, NULL, &bad));
 }
 
+/* A framing refusal: 400, with the connection closed, saying message. */
+static McpHttpVerdict expect_framing_refusal(const McpHttpPolicy *p, const McpHttpHead *h,
+                                             const char *message) {
+        McpHttpVerdict v = check(p, h);
+        assert_int_equal(v.status, 400);
+        assert_true(v.close);
+        assert_string_equal(v.message, message);
+        return v;
+}
+
 /* RFC 9112 §6.3: refused first (before Host and token), with the connection closed. */
 static void test_framing(void **state) {
         McpHttpPolicy p = policy("secret");
@@ -433,18 +449,12 @@ static void test_framing(void **state) {
 
         h.host = "evil.example.com"; /* would be 403, but framing comes first */
         h.transfer_encoding = "chunked";
-        v = check(&p, &h);
-        assert_int_equal(v.status, 400);
-        assert_true(v.close);
+        v = expect_framing_refusal(&p, &h, "Bad Request: both Content-Length and Transfer-Encoding");
         assert_false(v.www_authenticate);
-        assert_string_equal(v.message, "Bad Request: both Content-Length and Transfer-Encoding");
 
         h.has_content_length = false;
         h.transfer_encoding = "gzip, chunked";
-        v = check(&p, &h);
-        assert_int_equal(v.status, 400);
-        assert_true(v.close);
-        assert_string_equal(v.message, "Bad Request: the only Transfer-Encoding accepted is chunked");
+        expect_framing_refusal(&p, &h, "Bad Request: the only Transfer-Encoding accepted is chunked");
 
         h.transfer_encoding = "Chunked"; /* codings are case-insensitive: on to the Host check */
         v = check(&p, &h);
@@ -453,10 +463,7 @@ static void test_framing(void **state) {
 
         h = post_head();
         h.content_length_conflict = true;
-        v = check(&p, &h);
-        assert_int_equal(v.status, 400);
-        assert_true(v.close);
-        assert_string_equal(v.message, "Bad Request: Content-Length given twice with different values");
+        expect_framing_refusal(&p, &h, "Bad Request: Content-Length given twice with different values");
 
         /* Content-Length parsing: a value that is no number is over any cap. */
         h = post_head();

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "mcp.h"
+#include "unit-mcp.h"
 
 static const McpLimits limits = {
         .default_timeout_s = 30,
@@ -30,15 +31,8 @@ static const McpLimits limits = {
 static McpServer *server_new(bool initialized) {
         McpServer *s = mcp_server_new(&limits, "9.9.9");
         assert_non_null(s);
-        if (initialized) {
-                McpAction a;
-                const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-                                   "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                                   "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
-                assert_int_equal(mcp_server_handle(s, init, strlen(init), &a), 0);
-                assert_int_equal(a.kind, MCP_ACTION_REPLY);
-                mcp_action_done(&a);
-        }
+        if (initialized)
+                unit_server_initialize(s);
         return s;
 }
 
@@ -192,24 +186,16 @@ static McpCall *call(McpServer *s, const char *arguments, const char *want_error
         snprintf(msg, sizeof(msg),
                  "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\",\"arguments\":%s}}",
                  arguments);
+        if (!want_error_substring)
+                return unit_server_call(s, msg);
         McpAction a;
         assert_int_equal(mcp_server_handle(s, msg, strlen(msg), &a), 0);
-        if (!want_error_substring) {
-                assert_int_equal(a.kind, MCP_ACTION_CALL);
-                McpCall *c = a.call;
-                a.call = NULL;
-                mcp_action_done(&a);
-                return c;
-        }
         assert_int_equal(a.kind, MCP_ACTION_REPLY);
-        json_error_t err;
-        json_t *r = json_loads(a.reply, 0, &err);
-        json_t *res = json_object_get(r, "result");
-        assert_true(json_is_true(json_object_get(res, "isError")));
-        const char *text = json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
+        json_t *res = unit_reply_result(a.reply, true);
+        const char *text = unit_result_text(res);
         print_message("%s -> %s\n", arguments, text);
         assert_non_null(strstr(text, want_error_substring));
-        json_decref(r);
+        json_decref(res);
         mcp_action_done(&a);
         return NULL;
 }
@@ -393,12 +379,10 @@ static void test_hold_refuse(void **state) {
         json_t *r = json_loads(a.reply, 0, NULL);
         assert_non_null(r);
         assert_int_equal(json_integer_value(json_object_get(r, "id")), 2);
-        json_t *result = json_object_get(r, "result");
-        assert_true(json_is_true(json_object_get(result, "isError")));
-        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0),
-                                                              "text")),
-                            "shutting down (SIGTERM)");
         json_decref(r);
+        json_t *result = unit_reply_result(a.reply, true);
+        assert_string_equal(unit_result_text(result), "shutting down (SIGTERM)");
+        json_decref(result);
         mcp_action_done(&a);
         r = roundtrip(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}");
         assert_int_equal(error_code(r), -32603);
@@ -434,8 +418,7 @@ static void test_result_encoding(void **state) {
         assert_true(json_is_array(json_object_get(sc, "unbounded")));
         assert_int_equal(json_array_size(json_object_get(sc, "unbounded")), 0);
         /* The text content is the same JSON. */
-        const char *text = json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
-        json_t *parsed = json_loads(text, 0, &err);
+        json_t *parsed = json_loads(unit_result_text(res), 0, &err);
         assert_true(json_equal(parsed, sc));
         json_decref(parsed);
         json_decref(j);

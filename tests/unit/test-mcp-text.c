@@ -61,59 +61,59 @@ static void test_utf8_incomplete_tail(void **state) {
         assert_int_equal(utf8_incomplete_tail("\xe2\x82\xac\x82", 4), 0); /* stray continuation */
 }
 
-static void test_lines_split_and_cr(void **state) {
-        McpLineReader r;
+/* The reader's next line (with finish: its last, unterminated one) says status and, when it is
+ * MCP_LINE_OK, is want. */
+static void expect_line(McpLineReader *r, bool finish, McpLineStatus status, const char *want) {
         const char *line;
         size_t len;
+        McpLineStatus got = finish ? mcp_line_reader_finish(r, &line, &len)
+                                   : mcp_line_reader_next(r, &line, &len);
+        assert_int_equal(got, status);
+        if (status != MCP_LINE_OK)
+                return;
+        assert_int_equal(len, strlen(want));
+        assert_memory_equal(line, want, len);
+}
+
+static void test_lines_split_and_cr(void **state) {
+        McpLineReader r;
 
         mcp_line_reader_init(&r, 100);
         assert_int_equal(mcp_line_reader_feed(&r, "{\"a\":1}\n{\"b\"", 12), 0);
-        assert_int_equal(mcp_line_reader_next(&r, &line, &len), MCP_LINE_OK);
-        assert_int_equal(len, 7);
-        assert_memory_equal(line, "{\"a\":1}", 7);
-        assert_int_equal(mcp_line_reader_next(&r, &line, &len), MCP_LINE_NONE);
+        expect_line(&r, false, MCP_LINE_OK, "{\"a\":1}");
+        expect_line(&r, false, MCP_LINE_NONE, NULL);
         assert_int_equal(mcp_line_reader_feed(&r, ":2}\r\n", 5), 0);
-        assert_int_equal(mcp_line_reader_next(&r, &line, &len), MCP_LINE_OK);
-        assert_int_equal(len, 7);
-        assert_memory_equal(line, "{\"b\":2}", 7);
-        assert_int_equal(mcp_line_reader_next(&r, &line, &len), MCP_LINE_NONE);
+        expect_line(&r, false, MCP_LINE_OK, "{\"b\":2}");
+        expect_line(&r, false, MCP_LINE_NONE, NULL);
         mcp_line_reader_done(&r);
 }
 
 static void test_lines_oversize_dropped_then_recovers(void **state) {
         McpLineReader r;
-        const char *line;
-        size_t len;
         char big[300];
 
         memset(big, 'x', sizeof(big));
         mcp_line_reader_init(&r, 100);
         /* A line over the cap, fed in pieces, is reported once and skipped up to its newline. */
         assert_int_equal(mcp_line_reader_feed(&r, big, 150), 0);
-        assert_int_equal(mcp_line_reader_next(&r, &line, &len), MCP_LINE_OVERSIZE);
+        expect_line(&r, false, MCP_LINE_OVERSIZE, NULL);
         assert_int_equal(mcp_line_reader_feed(&r, big, 150), 0);
-        assert_int_equal(mcp_line_reader_next(&r, &line, &len), MCP_LINE_NONE);
+        expect_line(&r, false, MCP_LINE_NONE, NULL);
         assert_true(r.cap <= 4096); /* memory stayed bounded */
         assert_int_equal(mcp_line_reader_feed(&r, "xx\nok\n", 6), 0);
-        assert_int_equal(mcp_line_reader_next(&r, &line, &len), MCP_LINE_OK);
-        assert_int_equal(len, 2);
-        assert_memory_equal(line, "ok", 2);
+        expect_line(&r, false, MCP_LINE_OK, "ok");
         mcp_line_reader_done(&r);
 }
 
 static void test_lines_unterminated_at_eof(void **state) {
         McpLineReader r;
-        const char *line;
-        size_t len;
 
         mcp_line_reader_init(&r, 100);
         assert_int_equal(mcp_line_reader_feed(&r, "a\nlast", 6), 0);
-        assert_int_equal(mcp_line_reader_next(&r, &line, &len), MCP_LINE_OK);
-        assert_int_equal(mcp_line_reader_next(&r, &line, &len), MCP_LINE_NONE);
-        assert_int_equal(mcp_line_reader_finish(&r, &line, &len), MCP_LINE_OK);
-        assert_int_equal(len, 4);
-        assert_memory_equal(line, "last", 4);
-        assert_int_equal(mcp_line_reader_finish(&r, &line, &len), MCP_LINE_NONE);
+        expect_line(&r, false, MCP_LINE_OK, "a");
+        expect_line(&r, false, MCP_LINE_NONE, NULL);
+        expect_line(&r, true, MCP_LINE_OK, "last");
+        expect_line(&r, true, MCP_LINE_NONE, NULL);
         mcp_line_reader_done(&r);
 }
 

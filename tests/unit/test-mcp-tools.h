@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "mcp.h"
+#include "unit-mcp.h"
 
 /* Small, so every limit is reachable with short arguments. */
 static const McpLimits test_limits = {
@@ -31,15 +32,7 @@ static const McpLimits test_limits = {
 
 /* A server past initialize. */
 static inline McpServer *test_server_new(void) {
-        McpServer *s = mcp_server_new(&test_limits, "1.0.0");
-        assert_non_null(s);
-        McpAction a;
-        const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-                           "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
-        assert_int_equal(mcp_server_handle(s, init, strlen(init), &a), 0);
-        mcp_action_done(&a);
-        return s;
+        return unit_server_new(&test_limits, "1.0.0");
 }
 
 /* tools/call of tool with args (a JSON object's text). */
@@ -57,13 +50,8 @@ static inline void test_tools_call(McpServer *s, const char *tool, const char *a
 static inline char *test_tool_error_text(const McpAction *a) {
         assert_int_equal(a->kind, MCP_ACTION_REPLY);
         assert_true(a->is_tool_error);
-        json_t *j = json_loads(a->reply, 0, NULL);
-        assert_non_null(j);
-        json_t *result = json_object_get(j, "result");
-        assert_true(json_is_true(json_object_get(result, "isError")));
-        const char *text = json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
-        assert_non_null(text);
-        char *copy = strdup(text);
-        json_decref(j);
+        json_t *result = unit_reply_result(a->reply, true);
+        char *copy = strdup(unit_result_text(result));
+        json_decref(result);
         return copy;
 }

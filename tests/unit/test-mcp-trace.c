@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "mcp.h"
+#include "unit-mcp.h"
 
 #define GOOD "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
@@ -60,15 +61,7 @@ static McpServer *server_new(void) {
                 .max_output_bytes = 4096, .memory_max_bytes = UINT64_MAX, .pids_max = UINT64_MAX,
                 .tmp_size_bytes = 1u << 20, .limits_by = "rlimit",
         };
-        McpServer *s = mcp_server_new(&limits, "0");
-        assert_non_null(s);
-        const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-                           "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
-        McpAction a;
-        assert_int_equal(mcp_server_handle(s, init, strlen(init), &a), 0);
-        mcp_action_done(&a);
-        return s;
+        return unit_server_new(&limits, "0");
 }
 
 /* A tools/call with this _meta (a JSON object's members, or ""); the accepted call. */
@@ -77,13 +70,7 @@ static McpCall *call(McpServer *s, const char *meta) {
         snprintf(msg, sizeof(msg),
                  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\","
                  "\"arguments\":{\"code\":\"print(1)\"},\"_meta\":{%s}}}", meta);
-        McpAction a;
-        assert_int_equal(mcp_server_handle(s, msg, strlen(msg), &a), 0);
-        assert_int_equal(a.kind, MCP_ACTION_CALL);
-        McpCall *c = a.call;
-        a.call = NULL;
-        mcp_action_done(&a);
-        return c;
+        return unit_server_call(s, msg);
 }
 
 static void test_call_trace(void **state) {

@@ -34,6 +34,20 @@ static void capture_close(Capture *c) {
         c->f = NULL;
 }
 
+/* A Metrics (version 1.2.3, of this transport) whose records go to c. */
+static Metrics *metrics_capture(Capture *c, const char *transport) {
+        capture_open(c);
+        Metrics *m = NULL;
+        assert_int_equal(metrics_new("1.2.3", transport, c->f, &m), 0);
+        return m;
+}
+
+/* After capture_close(c): done with what c captured and with m. */
+static void metrics_capture_done(Capture *c, Metrics *m) {
+        free(c->data);
+        metrics_free(m);
+}
+
 /* The value of KEY in a record line ("<6>mcp-execd: MESSAGE; KEY=v KEY="q v" …"), unquoted into
  * out; false if the key is absent. */
 static bool line_field(const char *line, const char *key, char *out, size_t n) {
@@ -141,9 +155,7 @@ static const char *const run_fields[] = {
 
 static void test_run_record_line(void **state) {
         Capture c;
-        capture_open(&c);
-        Metrics *m = NULL;
-        assert_int_equal(metrics_new("1.2.3", "stdio", c.f, &m), 0);
+        Metrics *m = metrics_capture(&c, "stdio");
         MetricsRun r = sample_run();
         metrics_run_finished(m, &r);
         capture_close(&c);
@@ -186,8 +198,7 @@ static void test_run_record_line(void **state) {
         assert_false(line_field(c.data, "TRACEPARENT", v, sizeof(v))); /* the call carried none */
         assert_false(line_field(c.data, "MESSAGE", v, sizeof(v))); /* it leads the line instead */
         assert_false(line_field(c.data, "PRIORITY", v, sizeof(v)));
-        free(c.data);
-        metrics_free(m);
+        metrics_capture_done(&c, m);
 }
 
 #define TRACEPARENT "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -195,24 +206,19 @@ static void test_run_record_line(void **state) {
 /* Issue 17.5: the call's trace context (validated in mcp/) joins the record to the agent's trace. */
 static void test_run_record_traceparent(void **state) {
         Capture c;
-        capture_open(&c);
-        Metrics *m = NULL;
-        assert_int_equal(metrics_new("1.2.3", "http", c.f, &m), 0);
+        Metrics *m = metrics_capture(&c, "http");
         MetricsRun r = sample_run();
         r.traceparent = TRACEPARENT;
         metrics_run_finished(m, &r);
         capture_close(&c);
         assert_field(c.data, "TRACEPARENT", TRACEPARENT);
         assert_field(c.data, "RUN_ID", "0123456789abcdef");
-        free(c.data);
-        metrics_free(m);
+        metrics_capture_done(&c, m);
 }
 
 static void test_run_record_timeout_and_signal(void **state) {
         Capture c;
-        capture_open(&c);
-        Metrics *m = NULL;
-        assert_int_equal(metrics_new("1.2.3", "http", c.f, &m), 0);
+        Metrics *m = metrics_capture(&c, "http");
         MetricsRun r = sample_run();
         r.unit = NULL;
         r.limits = "rlimit";
@@ -252,15 +258,12 @@ static void test_run_record_timeout_and_signal(void **state) {
         assert_int_equal(metrics_runs_total(m, METRICS_OUTCOME_TIMEOUT), 1);
         assert_int_equal(metrics_runs_total(m, METRICS_OUTCOME_SIGNAL), 1);
         assert_int_equal(metrics_runs_total(m, METRICS_OUTCOME_OK), 0);
-        free(c.data);
-        metrics_free(m);
+        metrics_capture_done(&c, m);
 }
 
 static void test_error_record_quotes_and_stays_one_line(void **state) {
         Capture c;
-        capture_open(&c);
-        Metrics *m = NULL;
-        assert_int_equal(metrics_new("1.2.3", "stdio", c.f, &m), 0);
+        Metrics *m = metrics_capture(&c, "stdio");
         MetricsRun r = sample_run();
         r.error = "cannot start \"the\" sandbox:\nno such\\thing";
         metrics_run_finished(m, &r);
@@ -271,8 +274,7 @@ static void test_error_record_quotes_and_stays_one_line(void **state) {
         assert_field(c.data, "EXIT_CODE", "");
         assert_field(c.data, "ERROR", "cannot start \"the\" sandbox:\nno such\\thing");
         assert_int_equal(metrics_runs_total(m, METRICS_OUTCOME_ERROR), 1);
-        free(c.data);
-        metrics_free(m);
+        metrics_capture_done(&c, m);
 }
 
 /* The n lines of text, split in place into lines[]: exactly n, no more, no fewer. */
@@ -289,9 +291,7 @@ static void split_lines(char *text, char **lines, int n) {
 
 static void test_other_records(void **state) {
         Capture c;
-        capture_open(&c);
-        Metrics *m = NULL;
-        assert_int_equal(metrics_new("1.2.3", "stdio", c.f, &m), 0);
+        Metrics *m = metrics_capture(&c, "stdio");
         metrics_daemon_started(m, &(MetricsStart) { .limits = "rlimit", .python_version = "3.11.2",
                                                     .max_concurrent = 2, .queue_max = 64 });
         metrics_set_runs(m, 2, 64);
@@ -321,17 +321,14 @@ static void test_other_records(void **state) {
         assert_field(lines[3], "REASON", "SIGTERM");
         assert_field(lines[3], "RUNS_TOTAL", "0");
         assert_int_equal(metrics_runs_total(m, METRICS_OUTCOME_REJECTED), 2);
-        free(c.data);
-        metrics_free(m);
+        metrics_capture_done(&c, m);
 }
 
 /* Issue 18.7: a Python session's open and close, and its calls' run records, name it by the same id
  * (never the handle). */
 static void test_py_session_records(void **state) {
         Capture c;
-        capture_open(&c);
-        Metrics *m = NULL;
-        assert_int_equal(metrics_new("1.2.3", "http", c.f, &m), 0);
+        Metrics *m = metrics_capture(&c, "http");
         MetricsPySession ps = { .id = "00112233aabbccdd", .run_id = "0123456789abcdef", .limits = "rlimit",
                                 .traceparent = TRACEPARENT, .idle_timeout_s = 60, .lifetime_s = 3600,
                                 .open_ms = 41, .warm = true };
@@ -386,8 +383,7 @@ static void test_py_session_records(void **state) {
         assert_true(strncmp(lines[3], "<6>", 3) == 0);
         char v[64];
         assert_false(line_field(lines[3], "DETAIL", v, sizeof(v)));
-        free(c.data);
-        metrics_free(m);
+        metrics_capture_done(&c, m);
 }
 
 static void test_message_ids_are_128_bit_hex(void **state) {
@@ -817,8 +813,7 @@ static void test_exposition(void **state) {
         assert_true(sample_value(text, "mcp_execd_start_time_seconds") > 1.7e9);
         free(text);
         capture_close(&c);
-        free(c.data);
-        metrics_free(m);
+        metrics_capture_done(&c, m);
 }
 
 int main(void) {

@@ -10,14 +10,20 @@
 
 #include "output.h"
 
+/* Stream i of o kept exactly these len bytes. */
+static void expect_kept(const Output *o, int i, const char *want, size_t len) {
+        assert_int_equal(o->stream[i].len, len);
+        assert_memory_equal(o->stream[i].data, want, len);
+}
+
 static void test_under_cap_keeps_all(void **state) {
         Output o;
         output_init(&o, 10);
         assert_int_equal(output_add(&o, 0, "abc", 3), 0);
         assert_int_equal(output_add(&o, 1, "de", 2), 0);
         assert_false(o.truncated);
-        assert_int_equal(o.stream[0].len, 3);
-        assert_int_equal(o.stream[1].len, 2);
+        expect_kept(&o, 0, "abc", 3);
+        expect_kept(&o, 1, "de", 2);
         output_done(&o);
 }
 
@@ -28,10 +34,8 @@ static void test_cap_is_combined_first_bytes_kept(void **state) {
         assert_int_equal(output_add(&o, 1, "defg", 4), 0); /* only "de" fits */
         assert_int_equal(output_add(&o, 0, "hij", 3), 0);  /* nothing fits */
         assert_true(o.truncated);
-        assert_int_equal(o.stream[0].len, 3);
-        assert_memory_equal(o.stream[0].data, "abc", 3);
-        assert_int_equal(o.stream[1].len, 2);
-        assert_memory_equal(o.stream[1].data, "de", 2);
+        expect_kept(&o, 0, "abc", 3);
+        expect_kept(&o, 1, "de", 2);
         assert_int_equal(o.seen[0], 6);
         assert_int_equal(o.seen[1], 4);
         output_done(&o);
@@ -87,10 +91,8 @@ static void test_cut_at_read_boundary(void **state) {
         assert_int_equal(output_add(&o, 0, "\xC3", 1), 0); /* nothing fits either */
         assert_int_equal(output_finish(&o), 0);
         assert_true(o.truncated);
-        assert_int_equal(o.stream[0].len, 1);
-        assert_memory_equal(o.stream[0].data, "b", 1);
-        assert_int_equal(o.stream[1].len, 1); /* stderr's cut "\xE2\x82" dropped */
-        assert_memory_equal(o.stream[1].data, "a", 1);
+        expect_kept(&o, 0, "b", 1);
+        expect_kept(&o, 1, "a", 1); /* stderr's cut "\xE2\x82" dropped */
         output_done(&o);
 }
 
@@ -119,10 +121,8 @@ static void test_finish_keeps_valid_output(void **state) {
         assert_int_equal(output_add(&o, 1, "\xE2\x82", 2), 0);
         assert_int_equal(output_finish(&o), 0);
         assert_false(o.truncated);
-        assert_int_equal(o.stream[0].len, 3);
-        assert_memory_equal(o.stream[0].data, "h\xC3\xA9", 3);
-        assert_int_equal(o.stream[1].len, 3);
-        assert_memory_equal(o.stream[1].data, "\xEF\xBF\xBD", 3);
+        expect_kept(&o, 0, "h\xC3\xA9", 3);
+        expect_kept(&o, 1, "\xEF\xBF\xBD", 3);
         output_done(&o);
 }
 

@@ -131,6 +131,12 @@ static void drive_until(const bool *flag, uint64_t max_usec) {
         }
 }
 
+/* Runs the loop until the proc has printed something. */
+static void wait_output(const Seen *s) {
+        while (s->out_len[0] == 0)
+                assert_int_equal(ring_run_once(fixture.ring, 100000), 0);
+}
+
 static void drain(void) {
         uint64_t t0 = now_usec();
         while (ring_inflight(fixture.ring) > 0) {
@@ -141,8 +147,10 @@ static void drain(void) {
 
 static unsigned serial;
 
-/* A proc with code staged as main.py, spawned held. */
+/* A proc with code staged as main.py, spawned held. Skips the test where sandboxes cannot be made. */
 static Proc *make(const char *code, const ProcHandler *h, Seen *s) {
+        if (fixture.none)
+                skip();
         char id[17];
         assert_int_equal(str_random_hex(id, 8), 0);
         Proc *p = NULL;
@@ -171,14 +179,20 @@ static void go(Proc *p) {
         proc_read(p, 1, SIZE_MAX);
 }
 
+/* After its init is gone: the reports and streams cancelled, every operation back, freed. */
+static void settle_and_free(Proc *p) {
+        proc_cancel(p, PROC_OP_REPORTS | PROC_OP_STREAMS);
+        drain();
+        assert_false(proc_busy(p));
+        proc_free(p);
+}
+
 static bool dir_exists(const char *path) {
         struct stat st;
         return stat(path, &st) == 0;
 }
 
 static void test_run_to_its_end(void **state) {
-        if (fixture.none)
-                skip();
         Seen s = {};
         Proc *p = make("import sys\nprint('out')\nsys.stderr.write('err')\nsys.exit(3)\n", &handler, &s);
         assert_true(dir_exists(s.staging));
@@ -200,15 +214,13 @@ static void test_run_to_its_end(void **state) {
 }
 
 static void test_stdin_written_and_closed(void **state) {
-        if (fixture.none)
-                skip();
         Seen s = {};
+        Proc *p = make("import sys\nd = sys.stdin.read()\nprint(len(d), d.count('x'))\n", &handler, &s);
         /* Larger than a pipe's buffer: the write goes in pieces, and all of it arrives. */
         size_t n = 300000;
         _cleanup_free_ char *data = malloc(n);
         assert_non_null(data);
         memset(data, 'x', n);
-        Proc *p = make("import sys\nd = sys.stdin.read()\nprint(len(d), d.count('x'))\n", &handler, &s);
         go(p);
         proc_write(p, data, n, true);
         drive_until(&s.exited, 20000000);
@@ -222,8 +234,6 @@ static void test_stdin_written_and_closed(void **state) {
 }
 
 static void test_timer_moved_and_cleared(void **state) {
-        if (fixture.none)
-                skip();
         Seen s = {};
         Proc *p = make("pass\n", &handler, &s);
         /* Armed far, then moved near: it fires once, near. */
@@ -247,13 +257,10 @@ static void test_timer_moved_and_cleared(void **state) {
 }
 
 static void test_kill_init(void **state) {
-        if (fixture.none)
-                skip();
         Seen s = {};
         Proc *p = make("import time\nprint('up', flush=True)\ntime.sleep(60)\n", &handler, &s);
         go(p);
-        while (s.out_len[0] == 0)
-                assert_int_equal(ring_run_once(fixture.ring, 100000), 0);
+        wait_output(&s);
         /* Without a cgroup there is no payload to kill: the init is. */
         assert_int_equal(proc_kill_payload(p), -EBADF);
         uint64_t t0 = now_usec();
@@ -262,23 +269,17 @@ static void test_kill_init(void **state) {
         drive_until(&s.exited, 5000000);
         assert_true(now_usec() - t0 < 3000000);
         assert_int_equal(s.reports[SANDBOX_REPORT_EXITED], 0); /* the init died first */
-        proc_cancel(p, PROC_OP_REPORTS | PROC_OP_STREAMS);
-        drain();
-        assert_false(proc_busy(p));
-        proc_free(p);
+        settle_and_free(p);
 }
 
 static void test_interrupt(void **state) {
-        if (fixture.none)
-                skip();
         Seen s = {};
         Proc *p = make("import time\ntry:\n    print('up', flush=True)\n    time.sleep(60)\n"
                        "except KeyboardInterrupt:\n    print('interrupted')\n",
                        &handler, &s);
         go(p);
         proc_stdin_close(p);
-        while (s.out_len[0] == 0)
-                assert_int_equal(ring_run_once(fixture.ring, 100000), 0);
+        wait_output(&s);
         proc_interrupt(p);
         drive_until(&s.exited, 10000000);
         while (!s.eof[0])
@@ -291,8 +292,6 @@ static void test_interrupt(void **state) {
 }
 
 static void test_accounting_without_cgroup(void **state) {
-        if (fixture.none)
-                skip();
         Seen s = {};
         Proc *p = make("pass\n", &handler, &s);
         CgroupStats st;
@@ -344,6 +343,19 @@ static void tree_scan(pid_t pid, unsigned *n, unsigned *stopped, uint64_t *ticks
         }
 }
 
+/* Scans the tree of p's init until all of it is stopped (frozen: two processes at least) or none
+ * of it is; what the last scan saw in n, stopped and ticks. */
+static void tree_wait(Proc *p, bool frozen, unsigned *n, unsigned *stopped, uint64_t *ticks) {
+        for (uint64_t t0 = now_usec();; usleep(10000)) {
+                *n = *stopped = 0;
+                *ticks = 0;
+                tree_scan(proc_pid(p), n, stopped, ticks);
+                if (frozen ? *n >= 2 && *stopped == *n : *stopped == 0)
+                        break;
+                assert_true(now_usec() - t0 < 5000000);
+        }
+}
+
 static void usage_wait(Proc *p, Seen *s) {
         int before = s->reports[SANDBOX_REPORT_USAGE];
         assert_int_equal(proc_ask_usage(p), 0);
@@ -358,8 +370,6 @@ static void usage_wait(Proc *p, Seen *s) {
  * thread and in a child process is stopped whole, spends nothing while stopped, and its usage is
  * the kernel's; continued, it runs again. */
 static void test_freeze_and_usage(void **state) {
-        if (fixture.none)
-                skip();
         Seen s = {};
         Proc *p = make("import subprocess, sys, threading, time\n"
                        "def spin():\n    while True:\n        pass\n"
@@ -369,21 +379,13 @@ static void test_freeze_and_usage(void **state) {
                        &handler, &s);
         go(p);
         proc_stdin_close(p);
-        while (s.out_len[0] == 0)
-                assert_int_equal(ring_run_once(fixture.ring, 100000), 0);
+        wait_output(&s);
         usleep(300000);
 
         assert_int_equal(proc_freeze(p, true), 0);
-        unsigned n = 0, stopped = 0;
-        uint64_t ticks = 0;
-        for (uint64_t t0 = now_usec();; usleep(10000)) {
-                n = stopped = 0;
-                ticks = 0;
-                tree_scan(proc_pid(p), &n, &stopped, &ticks);
-                if (n >= 2 && stopped == n)
-                        break;
-                assert_true(now_usec() - t0 < 5000000);
-        }
+        unsigned n, stopped;
+        uint64_t ticks;
+        tree_wait(p, true, &n, &stopped, &ticks);
         usage_wait(p, &s);
         SandboxReport first = s.usage;
         assert_int_equal(first.value, 2); /* Python and its child; not the init */
@@ -400,28 +402,17 @@ static void test_freeze_and_usage(void **state) {
         assert_true(s.usage.utime_usec == first.utime_usec && s.usage.stime_usec == first.stime_usec);
 
         assert_int_equal(proc_freeze(p, false), 0);
-        for (uint64_t t0 = now_usec();; usleep(10000)) {
-                n = stopped = 0;
-                ticks = 0;
-                tree_scan(proc_pid(p), &n, &stopped, &ticks);
-                if (stopped == 0)
-                        break;
-                assert_true(now_usec() - t0 < 5000000);
-        }
+        tree_wait(p, false, &n, &stopped, &ticks);
         usleep(300000);
         usage_wait(p, &s);
         assert_true(s.usage.utime_usec + s.usage.stime_usec > first.utime_usec + first.stime_usec);
 
         assert_int_equal(proc_kill_init(p), 0);
         drive_until(&s.exited, 5000000);
-        proc_cancel(p, PROC_OP_REPORTS | PROC_OP_STREAMS);
-        drain();
-        proc_free(p);
+        settle_and_free(p);
 }
 
 static void test_free_while_busy(void **state) {
-        if (fixture.none)
-                skip();
         Seen s = {};
         Proc *p = make("import time\ntime.sleep(60)\n", &handler, &s);
         go(p);

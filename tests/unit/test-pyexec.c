@@ -19,6 +19,8 @@
 #include "ring.h"
 #include "scheduler.h"
 #include "unit-fakes.h"
+#include "unit-fixture.h"
+#include "unit-mcp.h"
 
 /* An interpreter that exists (the build needs it) and one that does not. */
 #define PY3 "/usr/bin/python3"
@@ -27,21 +29,13 @@
 /* The result of reply i (isError as is_error says); a new reference. */
 static json_t *reply_result(size_t i, bool is_error) {
         assert_true(i < n_replies);
-        assert_non_null(replies[i].text);
-        json_t *j = json_loads(replies[i].text, 0, NULL);
-        assert_non_null(j);
-        json_t *result = json_incref(json_object_get(j, "result"));
-        json_decref(j);
-        assert_non_null(result);
-        assert_int_equal(json_is_true(json_object_get(result, "isError")), is_error);
-        return result;
+        return unit_reply_result(replies[i].text, is_error);
 }
 
 /* Reply i is a tool error whose text contains want. */
 static void expect_tool_error(size_t i, const char *want) {
         _cleanup_(json_decrefp) json_t *result = reply_result(i, true);
-        const char *text = json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
-        assert_non_null(text);
+        const char *text = unit_result_text(result);
         if (!strstr(text, want))
                 fail_msg("tool error \"%s\" does not contain \"%s\"", text, want);
 }
@@ -392,20 +386,20 @@ static void test_probe_shared_path(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_probe, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_probe_failed, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_probe_stop, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_probe_shared_path, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_exec_naming_interpreter, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_execute_python, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_execute_python_refused, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_metadata_tools_missing, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_validate_script, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_check_environment, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_session_prepare, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cancel_mid_helper, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cancel_before_first_step, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_shutdown, setup, teardown),
+                fixture_test(test_probe),
+                fixture_test(test_probe_failed),
+                fixture_test(test_probe_stop),
+                fixture_test(test_probe_shared_path),
+                fixture_test(test_exec_naming_interpreter),
+                fixture_test(test_execute_python),
+                fixture_test(test_execute_python_refused),
+                fixture_test(test_metadata_tools_missing),
+                fixture_test(test_validate_script),
+                fixture_test(test_check_environment),
+                fixture_test(test_session_prepare),
+                fixture_test(test_cancel_mid_helper),
+                fixture_test(test_cancel_before_first_step),
+                fixture_test(test_shutdown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -212,18 +212,20 @@ static void done_free(Done *d) {
         free(d->file0_data);
 }
 
+/* Runs the ring once; fails the test when max_usec have passed since t0. */
+static void ring_step(uint64_t t0, uint64_t max_usec) {
+        assert_int_equal(ring_run_once(ring, 100000), 0);
+        assert_true(now_usec() - t0 < max_usec);
+}
+
 /* Drives the ring until the run is over, then until its last kernel operations are back, so it
  * has freed itself. */
 static void wait_done(Done *d, uint64_t max_usec) {
         uint64_t t0 = now_usec();
-        while (!d->called) {
-                assert_int_equal(ring_run_once(ring, 100000), 0);
-                assert_true(now_usec() - t0 < max_usec);
-        }
-        while (ring_inflight(ring) > 0) {
-                assert_int_equal(ring_run_once(ring, 100000), 0);
-                assert_true(now_usec() - t0 < max_usec);
-        }
+        while (!d->called)
+                ring_step(t0, max_usec);
+        while (ring_inflight(ring) > 0)
+                ring_step(t0, max_usec);
 }
 
 static void start(const RunParams *p, Run **ret, Done *d) {
@@ -413,19 +415,15 @@ static RunPool *pool_make(unsigned size, const char *preload, char **reterr) {
 
 static void pool_wait_ready(RunPool *p, unsigned n) {
         uint64_t t0 = now_usec();
-        while (run_pool_ready(p) < n) {
-                assert_int_equal(ring_run_once(ring, 100000), 0);
-                assert_true(now_usec() - t0 < 20000000);
-        }
+        while (run_pool_ready(p) < n)
+                ring_step(t0, 20000000);
 }
 
 static void pool_end(RunPool *p) {
         run_pool_stop(p);
         uint64_t t0 = now_usec();
-        while (run_pool_busy(p) || ring_inflight(ring) > 0) {
-                assert_int_equal(ring_run_once(ring, 100000), 0);
-                assert_true(now_usec() - t0 < 5000000);
-        }
+        while (run_pool_busy(p) || ring_inflight(ring) > 0)
+                ring_step(t0, 5000000);
         run_pool_free(p);
 }
 

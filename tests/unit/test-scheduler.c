@@ -17,6 +17,8 @@
 #include "cleanup.h"
 #include "scheduler.h"
 #include "unit-fakes.h"
+#include "unit-fixture.h"
+#include "unit-mcp.h"
 
 /* ---- calls and their replies ---------------------------------------------------------------- */
 
@@ -39,17 +41,12 @@ static McpCall *exec_call(const char *code) {
 static void expect_reply(size_t i, const void *owner, bool is_error, const char *text) {
         assert_true(i < n_replies);
         assert_ptr_equal(replies[i].owner, owner);
-        assert_non_null(replies[i].text);
-        json_t *j = json_loads(replies[i].text, 0, NULL);
-        assert_non_null(j);
-        json_t *result = json_object_get(j, "result");
-        assert_non_null(result);
-        assert_int_equal(json_is_true(json_object_get(result, "isError")), is_error);
-        const char *got = is_error ? json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"))
+        json_t *result = unit_reply_result(replies[i].text, is_error);
+        const char *got = is_error ? unit_result_text(result)
                                    : json_string_value(json_object_get(json_object_get(result, "structuredContent"), "stdout"));
         assert_non_null(got);
         assert_string_equal(got, text);
-        json_decref(j);
+        json_decref(result);
 }
 
 static void expect_no_answer(size_t i, const void *owner) {
@@ -61,23 +58,18 @@ static void expect_no_answer(size_t i, const void *owner) {
 /* ---- fixture -------------------------------------------------------------------------------- */
 
 static Scheduler sched;
-static Metrics *metrics;
-static char *metrics_log;
-static size_t metrics_log_len;
-static FILE *metrics_stream;
+static FakeMetrics fm;
 static int owner_a, owner_b; /* owners are only compared: their addresses will do */
 
 static void setup_limits(uint32_t max_running, uint32_t queue_max) {
         scheduler_init(&sched, &(RunEnv) {}, max_running, queue_max);
         scheduler_set_run_ops(&sched, &fake_ops);
-        scheduler_set_metrics(&sched, metrics);
+        scheduler_set_metrics(&sched, fm.metrics);
 }
 
 static int setup(void **state) {
         server = fake_server_new(&fake_limits);
-        metrics_stream = open_memstream(&metrics_log, &metrics_log_len);
-        assert_non_null(metrics_stream);
-        assert_int_equal(metrics_new("1.0.0", "stdio", metrics_stream, &metrics), 0);
+        fake_metrics_new(&fm);
         fakes_reset();
         replies_reset();
         setup_limits(1, 16);
@@ -85,16 +77,8 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-        /* Every job is gone: every run started was ended and released, or never started. */
-        assert_int_equal(sched.n_running, 0);
-        assert_int_equal(sched.n_queued, 0);
-        fakes_reset();
-        replies_reset();
-        scheduler_done(&sched);
-        metrics = metrics_free(metrics);
-        fclose(metrics_stream);
-        free(metrics_log);
-        metrics_log = NULL;
+        fake_scheduler_done(&sched); /* every job is gone */
+        fake_metrics_free(&fm);
         server = mcp_server_free(server);
         return 0;
 }
@@ -115,7 +99,7 @@ static void test_fifo_order(void **state) {
                 expect_reply(i, &owner_a, false, codes[i]);
         }
         assert_int_equal(sched.n_finished, 4);
-        assert_int_equal(metrics_runs_total(metrics, METRICS_OUTCOME_OK), 4);
+        assert_int_equal(metrics_runs_total(fm.metrics, METRICS_OUTCOME_OK), 4);
 }
 
 static void test_max_running(void **state) {
@@ -148,7 +132,7 @@ static void test_queue_full(void **state) {
         assert_non_null(strstr(msg, "MCP_EXEC_QUEUE_MAX=3"));
         assert_non_null(strstr(msg, "MCP_EXEC_MAX_CONCURRENT=2"));
         mcp_call_free(c); /* not taken */
-        assert_int_equal(metrics_runs_total(metrics, METRICS_OUTCOME_REJECTED), 1);
+        assert_int_equal(metrics_runs_total(fm.metrics, METRICS_OUTCOME_REJECTED), 1);
         assert_int_equal(n_replies, 0);
 
         /* A slot frees: one more fits. */
@@ -174,7 +158,7 @@ static void test_session_limit(void **state) {
         char msg[320];
         scheduler_refusal_message(&sched, -EDQUOT, msg, sizeof(msg));
         assert_non_null(strstr(msg, "MCP_EXEC_SESSION_QUEUE_MAX=2"));
-        assert_int_equal(metrics_runs_total(metrics, METRICS_OUTCOME_REJECTED), 1);
+        assert_int_equal(metrics_runs_total(fm.metrics, METRICS_OUTCOME_REJECTED), 1);
 
         /* Another session still has its share. */
         assert_int_equal(scheduler_submit(&sched, exec_call("b"), &owner_b, on_reply), 0);
@@ -290,7 +274,7 @@ static void test_run_error(void **state) {
         fakes[0].error = "the sandbox could not start the run: boom";
         fake_end(0);
         expect_reply(0, &owner_a, true, "the sandbox could not start the run: boom");
-        assert_int_equal(metrics_runs_total(metrics, METRICS_OUTCOME_ERROR), 1);
+        assert_int_equal(metrics_runs_total(fm.metrics, METRICS_OUTCOME_ERROR), 1);
 }
 
 static void test_nonzero_exit_recorded(void **state) {
@@ -298,8 +282,8 @@ static void test_nonzero_exit_recorded(void **state) {
         fakes[0].exit_code = 3;
         fake_end(0);
         expect_reply(0, &owner_a, false, "a");
-        assert_int_equal(metrics_runs_total(metrics, METRICS_OUTCOME_NONZERO), 1);
-        assert_non_null(strstr(metrics_log, "EXIT_CODE=3"));
+        assert_int_equal(metrics_runs_total(fm.metrics, METRICS_OUTCOME_NONZERO), 1);
+        assert_non_null(strstr(fm.log, "EXIT_CODE=3"));
 }
 
 /* ---- cancellation --------------------------------------------------------------------------- */
@@ -340,7 +324,7 @@ static void test_cancel_running(void **state) {
 
         fake_end(0); /* the kill's end */
         expect_no_answer(0, &owner_a);
-        assert_int_equal(metrics_runs_total(metrics, METRICS_OUTCOME_CANCELLED), 1);
+        assert_int_equal(metrics_runs_total(fm.metrics, METRICS_OUTCOME_CANCELLED), 1);
         assert_int_equal(n_fakes, 2);
         fake_end(1);
         expect_reply(1, &owner_a, false, "b");
@@ -407,7 +391,7 @@ static void test_shutdown(void **state) {
         expect_reply(3, &owner_b, true, REASON);
         expect_reply(4, &owner_a, true, REASON);
         assert_int_equal(n_fakes, 2); /* nothing started after the shutdown */
-        assert_int_equal(metrics_runs_total(metrics, METRICS_OUTCOME_CANCELLED), 2);
+        assert_int_equal(metrics_runs_total(fm.metrics, METRICS_OUTCOME_CANCELLED), 2);
 }
 
 static void test_shutdown_after_cancel(void **state) {
@@ -600,24 +584,24 @@ static void test_cancel_owner_reaches_hook(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_fifo_order, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_max_running, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_queue_full, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_session_limit, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_session_limit_free_slot, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_slot_fifo_with_runs, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_slot_queue_bound, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_start_failure, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_run_error, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_nonzero_exit_recorded, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cancel_queued, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cancel_running, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cancel_owner, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_shutdown, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_shutdown_after_cancel, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_hook, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cancel_owner_reaches_hook, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_routes, setup, teardown),
+                fixture_test(test_fifo_order),
+                fixture_test(test_max_running),
+                fixture_test(test_queue_full),
+                fixture_test(test_session_limit),
+                fixture_test(test_session_limit_free_slot),
+                fixture_test(test_slot_fifo_with_runs),
+                fixture_test(test_slot_queue_bound),
+                fixture_test(test_start_failure),
+                fixture_test(test_run_error),
+                fixture_test(test_nonzero_exit_recorded),
+                fixture_test(test_cancel_queued),
+                fixture_test(test_cancel_running),
+                fixture_test(test_cancel_owner),
+                fixture_test(test_shutdown),
+                fixture_test(test_shutdown_after_cancel),
+                fixture_test(test_hook),
+                fixture_test(test_cancel_owner_reaches_hook),
+                fixture_test(test_routes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@
 #include "scheduler.h"
 #include "stdio-transport.h"
 #include "unit-fakes.h"
+#include "unit-fixture.h"
 
 #define INIT "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"," \
              "\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n"
@@ -278,14 +279,14 @@ int main(void) {
         /* A write to a pipe whose reader is gone must fail with EPIPE, not kill the test (as the daemon). */
         signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_lines_in_order, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_oversize, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_eof, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_call_answered, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_client_gone, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_hold_release, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_hold_refuse, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_stop_reading, setup, teardown),
+                fixture_test(test_lines_in_order),
+                fixture_test(test_oversize),
+                fixture_test(test_eof),
+                fixture_test(test_call_answered),
+                fixture_test(test_client_gone),
+                fixture_test(test_hold_release),
+                fixture_test(test_hold_refuse),
+                fixture_test(test_stop_reading),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

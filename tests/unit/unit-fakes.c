@@ -12,6 +12,7 @@
 
 #include "cleanup.h"
 #include "unit-fakes.h"
+#include "unit-mcp.h"
 
 struct Run fakes[FAKES_MAX];
 size_t n_fakes;
@@ -118,6 +119,28 @@ void replies_reset(void) {
         n_replies = 0;
 }
 
+void fake_metrics_new(FakeMetrics *m) {
+        *m = (FakeMetrics) {};
+        m->stream = open_memstream(&m->log, &m->log_len);
+        assert_non_null(m->stream);
+        assert_int_equal(metrics_new("1.0.0", "stdio", m->stream, &m->metrics), 0);
+}
+
+void fake_metrics_free(FakeMetrics *m) {
+        m->metrics = metrics_free(m->metrics);
+        fclose(m->stream);
+        free(m->log);
+        *m = (FakeMetrics) {};
+}
+
+void fake_scheduler_done(Scheduler *s) {
+        assert_int_equal(s->n_running, 0);
+        assert_int_equal(s->n_queued, 0);
+        fakes_reset();
+        replies_reset();
+        scheduler_done(s);
+}
+
 const McpLimits fake_limits = {
         .default_timeout_s = 30,
         .max_timeout_s = 60,
@@ -128,15 +151,7 @@ const McpLimits fake_limits = {
 };
 
 McpServer *fake_server_new(const McpLimits *limits) {
-        McpServer *s = mcp_server_new(limits, "1.0.0");
-        assert_non_null(s);
-        const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-                           "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
-        McpAction a;
-        assert_int_equal(mcp_server_handle(s, init, strlen(init), &a), 0);
-        mcp_action_done(&a);
-        return s;
+        return unit_server_new(limits, "1.0.0");
 }
 
 McpCall *fake_call(McpServer *s, int id, const char *tool, const char *args) {
@@ -145,10 +160,5 @@ McpCall *fake_call(McpServer *s, int id, const char *tool, const char *args) {
                              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
                              "\"arguments\":%s}}",
                              id, tool, args) > 0);
-        McpAction a;
-        assert_int_equal(mcp_server_handle(s, msg, strlen(msg), &a), 0);
-        assert_int_equal(a.kind, MCP_ACTION_CALL);
-        McpCall *c = TAKE_PTR(a.call);
-        mcp_action_done(&a);
-        return c;
+        return unit_server_call(s, msg);
 }

@@ -4,9 +4,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "mcp.h"
+#include "metrics.h"
 #include "run.h"
+#include "scheduler.h"
 
 #define FAKES_MAX 32
 
@@ -50,6 +53,22 @@ extern size_t n_replies;
 /* A JobReplyFn that keeps each reply in replies[]. */
 void on_reply(void *owner, char *reply);
 void replies_reset(void);
+
+/* A Metrics (version 1.0.0, transport stdio) whose records go to memory: log holds them (log_len
+ * bytes) as soon as they are written. */
+typedef struct FakeMetrics {
+        Metrics *metrics;
+        FILE *stream;
+        char *log;
+        size_t log_len;
+} FakeMetrics;
+
+void fake_metrics_new(FakeMetrics *m);
+void fake_metrics_free(FakeMetrics *m);
+
+/* Checks s holds no job (every run started was ended and released, or never started), forgets
+ * the fake runs and the replies (fakes_reset(), replies_reset()) and is done with s. */
+void fake_scheduler_done(Scheduler *s);
 
 /* What the calls are checked against: pypy3 is an interpreter a call may name. */
 extern const McpLimits fake_limits;

@@ -1,17 +1,10 @@
 // Helpers of the files-*.test.mjs tier (issue 10: files in, outputs/ and figures out).
 import assert from 'node:assert/strict';
+import { callToolTimed } from './sdk.mjs';
 
 /** Calls a tool by name with the SDK, shaped like callExec()'s result. */
-export async function callTool(client, name, args, opts = {}) {
-    const t0 = performance.now();
-    const result = await client.callTool({ name, arguments: args }, undefined, {
-        timeout: opts.timeoutMs ?? 150000,
-    });
-    const ms = performance.now() - t0;
-    const text = result.content?.find((c) => c.type === 'text')?.text;
-    let textJson;
-    try { textJson = JSON.parse(text); } catch { textJson = undefined; }
-    return { result, isError: result.isError === true, sc: result.structuredContent, text, textJson, ms };
+export function callTool(client, name, args, opts = {}) {
+    return callToolTimed(client, name, args, { timeoutMs: opts.timeoutMs ?? 150000 });
 }
 
 /** The content items after the text one. */

@@ -52,6 +52,13 @@ export function allPids() {
     return fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
 }
 
+/** When the test ends, SIGKILLs every process still carrying marker (a run a failed check left). */
+export function reapMarker(t, marker) {
+    t.after(() => {
+        for (const p of findByMarker(marker)) try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ }
+    });
+}
+
 /**
  * Processes whose argv contains `marker` (as a whole argument or inside one):
  * [{pid, argv, state}]. Zombies have an empty cmdline and are therefore not reported:

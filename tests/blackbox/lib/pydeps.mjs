@@ -12,22 +12,14 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { sleep } from './env.mjs';
+import { callToolTimed } from './sdk.mjs';
 
 const PY = '/usr/bin/python3';
 
 /** tools/call of any tool; the same shape as callExec(). */
-export async function callTool(client, name, args, opts = {}) {
-    const t0 = performance.now();
-    const result = await client.callTool({ name, arguments: args }, undefined, {
-        timeout: opts.timeoutMs ?? 120000,
-        signal: opts.signal,
-        resetTimeoutOnProgress: true,
-    });
-    const ms = performance.now() - t0;
-    const text = result.content?.find((c) => c.type === 'text')?.text;
-    let textJson;
-    try { textJson = JSON.parse(text); } catch { textJson = undefined; }
-    return { result, isError: result.isError === true, sc: result.structuredContent, text, textJson, ms };
+export function callTool(client, name, args, opts = {}) {
+    return callToolTimed(client, name, args,
+        { timeoutMs: opts.timeoutMs ?? 120000, signal: opts.signal, resetTimeoutOnProgress: true });
 }
 
 /** A fresh directory (mode 0755, removed in t.after()). */

@@ -133,11 +133,20 @@ export function errorsNotRaces(errors, wire) {
  *          or undefined if it is not JSON; ms = wall time of the call as seen by the client.
  *          A JSON-RPC error throws (McpError with .code).
  */
-export async function callExec(client, args, opts = {}) {
+export function callExec(client, args, opts = {}) {
+    return callToolTimed(client, 'exec', args, { ...opts, timeoutMs: opts.timeoutMs ?? 30000 });
+}
+
+/**
+ * Call any tool by name, with callExec()'s result. opts.timeoutMs (required here: each caller has
+ * its default), opts.signal, opts.resetTimeoutOnProgress (the SDK's: progress restarts the timeout).
+ */
+export async function callToolTimed(client, name, args, opts) {
     const t0 = performance.now();
-    const result = await client.callTool({ name: 'exec', arguments: args }, undefined, {
-        timeout: opts.timeoutMs ?? 30000,
+    const result = await client.callTool({ name, arguments: args }, undefined, {
+        timeout: opts.timeoutMs,
         signal: opts.signal,
+        resetTimeoutOnProgress: opts.resetTimeoutOnProgress,
     });
     const ms = performance.now() - t0;
     const text = result.content?.find((c) => c.type === 'text')?.text;
@@ -164,6 +173,20 @@ export const RLIMIT_UNBOUNDED = ['memory_total', 'memfd', 'kernel_memory', 'cpu_
 
 // The exec result contract, the same over every transport: every field with its type, integers
 // where the schema says integer, the same JSON as the one text content item.
+/** r has the result's shape (assertResultShape()) and is a run that printed stdout and nothing on
+ * stderr, exited 0, was not cut, timed out, signalled, OOM-killed, or stopped by its pids limit. */
+export function assertCleanRun(r, stdout) {
+    assertResultShape(r);
+    assert.equal(r.sc.stdout, stdout);
+    assert.equal(r.sc.stderr, '');
+    assert.equal(r.sc.exit_code, 0);
+    assert.equal(r.sc.truncated, false);
+    assert.equal(r.sc.timed_out, false);
+    assert.equal(r.sc.signal, null);
+    assert.equal(r.sc.oom_killed, false);
+    assert.equal(r.sc.pids_limit_hit, false);
+}
+
 export function assertResultShape(r) {
     assert.equal(r.isError, false, `isError: ${summarize(r)}`);
     assert.ok(r.sc && typeof r.sc === 'object', `no structuredContent: ${summarize(r)}`);

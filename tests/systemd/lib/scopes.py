@@ -86,6 +86,21 @@ def start_call(d, code, **arguments):
     return rid
 
 
+def start_call_in_one(d, runs, ready, code, what):
+    """Waits for the interpreter probe's run to be gone (runs() empty), so the one seen after is the
+    call's, and for the warm pool's two ready sandboxes (ready()), so none is being made during the
+    call; then starts code as an exec call. Returns the call's id and the one entry runs() has while
+    it runs. what names a run's cgroup in the messages ("run scope", "run cgroup in <dir>")."""
+    if not wait_until(lambda: not runs() and len(ready()) == 2, 60):
+        raise TestFailure("the probe's %s is still there, or the pool is not full: runs %s, ready %s"
+                          % (what, runs(), ready()))
+    rid = start_call(d, code, timeout_s=30)
+    found = wait_until(runs, 20)
+    if len(found) != 1:
+        raise TestFailure("expected one %s during the run, found %r" % (what, found))
+    return rid, found[0]
+
+
 def wait_reply(d, rid, timeout=DEADLINE):
     """The result of call rid (replies to other calls are kept for them)."""
     reply = d.reply(rid, time.monotonic() + timeout)

@@ -47,6 +47,18 @@ def remove_units():
     sh("systemctl", "daemon-reload")
 
 
+def with_units(token, env, scenario, journal_lines):
+    """Installs the units (install_units()), returns what scenario() does, and whatever it did prints
+    the service's last journal_lines lines and removes the units."""
+    install_units(token, env)
+    try:
+        return scenario()
+    finally:
+        print(sh("journalctl", "-u", "mcp-execd.service", "-b", "--no-pager", "-n", str(journal_lines),
+                 "-o", "short-monotonic"))
+        remove_units()
+
+
 def run_units():
     """The run scopes systemd knows (mcp-execd-run-*), loaded or not."""
     return [l.split()[0] for l in sh("systemctl", "list-units", "--all", "--plain", "--no-legend",

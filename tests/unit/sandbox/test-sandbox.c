@@ -374,45 +374,63 @@ static void test_kill_ends_setsid_grandchild(void **state) {
         assert_true(mono_usec() - t0 < 30 * 1000000ULL);
 }
 
+/* A held run (not yet released) in a new staging directory (staging: a "/tmp/test-sandbox-XXXXXX"
+ * to fill in) holding main.py = code, or nothing when code is NULL. Its stdin is the read end of
+ * the pipe in, its stdout and stderr the write end of the pipe out: those two ends are the run's
+ * alone (closed here), in[1] and out[0] the caller's. */
+static void spawn_held(char *staging, const char *code, int in[2], int out[2], int supervisor_cgroup_fd,
+                       int payload_cgroup_fd, SandboxChild *ret) {
+        assert_non_null(mkdtemp(staging));
+        if (code) {
+                _cleanup_close_ int dfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                assert_int_equal(fd_write_file_at(dfd, "main.py", code, strlen(code), 0600), 0);
+        }
+        assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        SandboxRunSpec spec = {
+                .python = PYTHON, .staging_dir = staging, .script = "main.py",
+                .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = out[1],
+                .supervisor_cgroup_fd = supervisor_cgroup_fd, .payload_cgroup_fd = payload_cgroup_fd,
+        };
+        assert_int_equal(sandbox_spawn(sbx, &spec, ret), 0);
+        close(in[0]);
+        close(out[1]);
+}
+
+/* A held run with nothing staged, the only holder of its pipes. */
+static void spawn_held_empty(char *staging, SandboxChild *ret) {
+        int in[2], out[2];
+        spawn_held(staging, NULL, in, out, -EBADF, -EBADF, ret);
+        close(in[1]);
+        close(out[0]);
+}
+
+/* Closes c's control connection (before the release: drops the hold), waits for its init to exit
+ * and is done with it. Returns how the init ended. */
+static siginfo_t close_and_wait(SandboxChild *c) {
+        c->control_fd = safe_close(c->control_fd);
+        siginfo_t si = {};
+        assert_int_equal(waitid(P_PIDFD, (id_t) c->pidfd, &si, WEXITED), 0);
+        sandbox_child_done(c);
+        return si;
+}
+
 static void test_release_eof_before_release(void **state) {
         /* Dropping a held run: the init exits at once without starting Python. */
         char staging[] = "/tmp/test-sandbox-XXXXXX";
-        assert_non_null(mkdtemp(staging));
-        int p[2];
-        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-        SandboxRunSpec spec = {
-                .python = PYTHON, .staging_dir = staging, .script = "main.py",
-                .stdin_fd = p[0], .stdout_fd = p[1], .stderr_fd = p[1],
-                .supervisor_cgroup_fd = -EBADF, .payload_cgroup_fd = -EBADF,
-        };
         SandboxChild c;
-        assert_int_equal(sandbox_spawn(sbx, &spec, &c), 0);
-        close(p[0]);
-        close(p[1]);
-        c.control_fd = safe_close(c.control_fd);
-        siginfo_t si = {};
-        assert_int_equal(waitid(P_PIDFD, (id_t) c.pidfd, &si, WEXITED), 0);
+        spawn_held_empty(staging, &c);
+        siginfo_t si = close_and_wait(&c);
         assert_int_equal(si.si_code, CLD_EXITED);
         assert_int_equal(si.si_status, 0);
-        sandbox_child_done(&c);
         assert_int_equal(sandbox_child_kill(&c), -ESRCH);
         rmdir(staging);
 }
 
 static void test_init_ignores_sigterm(void **state) {
         char staging[] = "/tmp/test-sandbox-XXXXXX";
-        assert_non_null(mkdtemp(staging));
-        int p[2];
-        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-        SandboxRunSpec spec = {
-                .python = PYTHON, .staging_dir = staging, .script = "main.py",
-                .stdin_fd = p[0], .stdout_fd = p[1], .stderr_fd = p[1],
-                .supervisor_cgroup_fd = -EBADF, .payload_cgroup_fd = -EBADF,
-        };
         SandboxChild c;
-        assert_int_equal(sandbox_spawn(sbx, &spec, &c), 0);
-        close(p[0]);
-        close(p[1]);
+        spawn_held_empty(staging, &c);
         assert_int_equal(kill(c.pid, SIGTERM), 0);
         assert_int_equal(kill(c.pid, SIGINT), 0);
         assert_int_equal(kill(c.pid, SIGHUP), 0);
@@ -694,23 +712,12 @@ static void test_concurrent_runs_isolated(void **state) {
         /* Run A stays alive (blocked on stdin) with a file in its /tmp; run B must see neither the
          * file nor A's processes. */
         char staging[] = "/tmp/test-sandbox-XXXXXX";
-        assert_non_null(mkdtemp(staging));
-        _cleanup_close_ int dfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        const char *code = "import os, sys\nopen('/tmp/marker-a', 'w').write('a')\n"
-                           "print('ready', flush=True)\nsys.stdin.read()\n";
-        assert_int_equal(fd_write_file_at(dfd, "main.py", code, strlen(code), 0600), 0);
         int in[2], out[2];
-        assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
-        SandboxRunSpec spec = {
-                .python = PYTHON, .staging_dir = staging, .script = "main.py",
-                .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = out[1],
-                .supervisor_cgroup_fd = -EBADF, .payload_cgroup_fd = -EBADF,
-        };
         SandboxChild a;
-        assert_int_equal(sandbox_spawn(sbx, &spec, &a), 0);
-        close(in[0]);
-        close(out[1]);
+        spawn_held(staging,
+                   "import os, sys\nopen('/tmp/marker-a', 'w').write('a')\n"
+                   "print('ready', flush=True)\nsys.stdin.read()\n",
+                   in, out, -EBADF, -EBADF, &a);
         assert_int_equal(sandbox_child_release(&a), 0);
         char buf[16] = {};
         assert_int_equal(read(out[0], buf, sizeof(buf) - 1), 6);
@@ -724,10 +731,7 @@ static void test_concurrent_runs_isolated(void **state) {
         close(in[1]);
         assert_int_equal(read(out[0], buf, sizeof(buf)), 0); /* A ended after its stdin closed */
         close(out[0]);
-        a.control_fd = safe_close(a.control_fd);
-        siginfo_t si = {};
-        assert_int_equal(waitid(P_PIDFD, (id_t) a.pidfd, &si, WEXITED), 0);
-        sandbox_child_done(&a);
+        close_and_wait(&a);
         assert_int_equal(rm_rf(staging), 0);
 }
 
@@ -774,23 +778,12 @@ static void clone_into_cgroup(bool via_release) {
         assert_true(supfd >= 0 && payfd >= 0);
 
         char staging[] = "/tmp/test-sandbox-XXXXXX";
-        assert_non_null(mkdtemp(staging));
-        _cleanup_close_ int dfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        const char *code = "import sys\nprint(open('/proc/self/cgroup').read().count('0::/\\n'), flush=True)\n"
-                           "sys.stdin.read()\n";
-        assert_int_equal(fd_write_file_at(dfd, "main.py", code, strlen(code), 0600), 0);
         int in[2], out[2];
-        assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
-        SandboxRunSpec spec = {
-                .python = PYTHON, .staging_dir = staging, .script = "main.py",
-                .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = out[1],
-                .supervisor_cgroup_fd = supfd, .payload_cgroup_fd = via_release ? -EBADF : payfd,
-        };
         SandboxChild c;
-        assert_int_equal(sandbox_spawn(sbx, &spec, &c), 0);
-        close(in[0]);
-        close(out[1]);
+        spawn_held(staging,
+                   "import sys\nprint(open('/proc/self/cgroup').read().count('0::/\\n'), flush=True)\n"
+                   "sys.stdin.read()\n",
+                   in, out, supfd, via_release ? -EBADF : payfd, &c);
         if (via_release)
                 assert_int_equal(sandbox_child_release_into(&c, payfd), 0);
         else
@@ -818,10 +811,7 @@ static void clone_into_cgroup(bool via_release) {
         close(in[1]);
         assert_int_equal(read(out[0], buf, sizeof(buf)), 0);
         close(out[0]);
-        c.control_fd = safe_close(c.control_fd);
-        siginfo_t si = {};
-        assert_int_equal(waitid(P_PIDFD, (id_t) c.pidfd, &si, WEXITED), 0);
-        sandbox_child_done(&c);
+        close_and_wait(&c);
         assert_int_equal(rm_rf(staging), 0);
         assert_int_equal(rmdir(pay), 0);
         assert_int_equal(rmdir(sup), 0);
