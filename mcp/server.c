@@ -36,9 +36,23 @@ static const char *const protocol_versions_modern[] = {
  * goes unseen behind a load balancer. "public": the answer is the same for every client. */
 #define LIST_TTL_MSEC 300000
 
+/* What a model reads first (initialize, server/discover): when to use which tool, in under 1,500
+ * characters (issue 30.4). It said once that nothing survives a call, and models never tried a
+ * session. The details are in the tools' descriptions. */
 static const char instructions[] =
-        "Use the exec tool to run Python code in a fresh, network-less sandbox. Each call starts "
-        "from nothing: no files or state survive between calls.";
+        "mcp-execd runs Python code in locked-down sandboxes with no network access.\n"
+        "- exec and execute_python run code in a fresh sandbox: nothing survives the call (no files, "
+        "variables or processes). Input files go in `files`; files the code writes to outputs/ come back "
+        "(images as images; plt.show() saves matplotlib figures there).\n"
+        "- To keep state across calls (variables, imports, data loaded once, files in /tmp), open a session "
+        "with session_open and pass its handle as `session` to exec or execute_python; close it with "
+        "session_close. A session runs one call at a time and ends when idle too long.\n"
+        "- execute_python also takes `dependencies` (pip-style requirements, installed once and cached, where "
+        "the server has a package source) and `python` (another configured interpreter); check_environment "
+        "says what this server has.\n"
+        "- Every call has a timeout (timeout_s, up to the server's maximum). Longer work belongs in a task, "
+        "if your client supports MCP tasks, or in several calls of one session.\n"
+        "- A non-zero exit_code, timed_out=true or truncated=true is a normal result: read stdout and stderr.";
 
 struct McpServer {
         McpLimits limits;

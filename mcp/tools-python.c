@@ -24,7 +24,9 @@ static char *execute_description(const McpLimits *l) {
                      "(the environment is cached and mounted read-only into each run); always pin versions. "
                      "Interpreters: %s (the `python` argument, default the first). "
                      "timeout_seconds: wall-clock limit of the run itself (default %" PRIu32 ", at most %" PRIu32
-                     ", larger values are clamped); installation has its own limit. Importable without "
+                     ", larger values are clamped; longer work belongs in a task, where the client supports "
+                     "MCP tasks, or in several calls of one session_open session); installation has its own "
+                     "limit. Importable without "
                      "dependencies: the standard library%s%s.\n"
                      "`files` and outputs/ work as in exec: input files before the run, files written to "
                      "outputs/ and matplotlib figures (plt.show(), figures left open) come back as image or "

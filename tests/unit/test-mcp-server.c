@@ -119,6 +119,24 @@ static void test_version_negotiation(void **state) {
         }
 }
 
+/* The instructions tell a model when to use what (issue 30.4: a model told only "nothing survives"
+ * never opened a session), in under 1,500 characters. */
+static void test_instructions(void **state) {
+        McpServer *s = server_new(false);
+        json_t *r = roundtrip(s, UNIT_INITIALIZE);
+        const char *text = json_string_value(json_object_get(json_object_get(r, "result"), "instructions"));
+        assert_non_null(text);
+        assert_true(strlen(text) < 1500);
+        static const char *const names[] = { "exec", "execute_python", "session_open", "`session`",
+                                             "session_close", "outputs/", "`files`", "`dependencies`",
+                                             "check_environment", "timeout_s", "task" };
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                if (!strstr(text, names[i]))
+                        fail_msg("the instructions do not name %s", names[i]);
+        json_decref(r);
+        mcp_server_free(s);
+}
+
 static void test_lifecycle_gates(void **state) {
         McpServer *s = server_new(false);
         /* ping and unknown methods (the 2026 server/discover probe) are answered before initialize. */
@@ -546,6 +564,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_errors),
                 cmocka_unit_test(test_version_negotiation),
+                cmocka_unit_test(test_instructions),
                 cmocka_unit_test(test_lifecycle_gates),
                 cmocka_unit_test(test_tools_list),
                 cmocka_unit_test(test_argument_validation),
