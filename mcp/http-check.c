@@ -248,6 +248,35 @@ static void reject(McpHttpVerdict *v, unsigned status, int code, const char *fmt
 
 static void refuse(const McpHttpPolicy *p, McpHttpRefusal what, McpHttpVerdict *v);
 
+#define UNAUTHORIZED_MESSAGE "Unauthorized: " MCP_HTTP_STATIC_TOKEN_HINT " (or X-MCP-AUTH: <token>)"
+_Static_assert(sizeof(UNAUTHORIZED_MESSAGE) <= sizeof(((McpHttpVerdict *) NULL)->message), "the 401's message is cut");
+
+/* The paths an OAuth client tries after a 401 (the MCP authorization specification: RFC 9728's
+ * and RFC 8414's metadata, OpenID's, then the default endpoints at the server's root), each with
+ * the status that makes the client stop there and show the error's description: 404 for a
+ * metadata document (there is none), 400 for an endpoint. 0: not one of them. */
+static unsigned oauth_path_status(const char *path) {
+        static const struct {
+                const char *prefix;
+                unsigned status;
+        } paths[] = {
+                { "/.well-known/oauth-protected-resource", 404 },
+                { "/.well-known/oauth-authorization-server", 404 },
+                { "/.well-known/openid-configuration", 404 },
+                { "/register", 400 },
+                { "/token", 400 },
+                { "/authorize", 400 },
+        };
+        if (!path)
+                return 0;
+        for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+                size_t n = strlen(paths[i].prefix);
+                if (strncmp(path, paths[i].prefix, n) == 0 && (path[n] == '\0' || path[n] == '/'))
+                        return paths[i].status;
+        }
+        return 0;
+}
+
 static McpHttpEndpoint route(const McpHttpPolicy *p, const char *path) {
         if (!path)
                 return MCP_HTTP_EP_NONE;
@@ -422,10 +451,17 @@ void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVe
                 v->next = MCP_HTTP_HEALTH_GET;
                 return;
         }
+        if (p->token && *p->token) {
+                unsigned status = oauth_path_status(h->path);
+                if (status) {
+                        v->oauth_error = "invalid_request";
+                        REJECT(v, status, MCP_HTTP_ERROR_SERVER, "%s", MCP_HTTP_STATIC_TOKEN_HINT);
+                }
+        }
         if (!mcp_http_authorized(p->token, h->authorization, h->x_mcp_auth)) {
                 v->www_authenticate = true;
-                REJECT(v, 401, MCP_HTTP_ERROR_SESSION_NOT_FOUND,
-                              "Unauthorized: send the token as Authorization: Bearer <token> or X-MCP-AUTH");
+                v->token_wrong = h->authorization || h->x_mcp_auth;
+                REJECT(v, 401, MCP_HTTP_ERROR_SESSION_NOT_FOUND, "%s", UNAUTHORIZED_MESSAGE);
         }
 
         v->endpoint = route(p, h->path);

@@ -190,6 +190,11 @@ char *mcp_http_error_body(int code, const char *message) {
         return m ? mcp_json_dump(m) : NULL;
 }
 
+char *mcp_http_oauth_error_body(const char *code, const char *message) {
+        _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:s}", "error", code, "error_description", message);
+        return m ? mcp_json_dump(m) : NULL;
+}
+
 int mcp_http_sse_event(Buf *b, const char *event, const char *data, size_t len) {
         if (event && (buf_append(b, "event: ", 7) < 0 || buf_append(b, event, strlen(event)) < 0 ||
                       buf_append(b, "\n", 1) < 0))

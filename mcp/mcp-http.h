@@ -92,9 +92,12 @@ typedef struct McpHttpVerdict {
         McpHttpEndpoint endpoint;
         unsigned status;            /* REJECT: the HTTP status */
         int rpc_code;               /* REJECT: JSON-RPC error code for the body */
-        char message[192];          /* REJECT: error message for the body (never echoes secrets) */
+        char message[256];          /* REJECT: error message for the body (never echoes secrets) */
         const char *allow;          /* 405: the Allow header */
-        bool www_authenticate;      /* 401: add `WWW-Authenticate: Bearer` */
+        bool www_authenticate;      /* 401: add `WWW-Authenticate` (MCP_HTTP_WWW_AUTHENTICATE*) */
+        bool token_wrong;           /* 401: a token was sent, and is not ours (error="invalid_token") */
+        const char *oauth_error;    /* REJECT: the body is an OAuth error with this code (RFC 6749 §5.2:
+                                     * {error, error_description}), not JSON-RPC's (mcp_http_check_head()) */
         bool close;                 /* add `Connection: close`: the body is never read */
         const char *retry_after;    /* 503: the Retry-After header (seconds), or NULL */
         const char *protocol_version; /* effective version (static string) */
@@ -103,8 +106,22 @@ typedef struct McpHttpVerdict {
                                      * any other mcp_http_refuse_version()) */
 } McpHttpVerdict;
 
+/* What a client without the token is told, in the 401's body and WWW-Authenticate (issue 30.3):
+ * OAuth-capable clients (Claude Code, the Inspector, mcporter) meet a 401 by trying OAuth discovery
+ * and registration, and their users saw only "Dynamic Client Registration rejected". A quoted
+ * string of RFC 9110: no '"' or '\\'. */
+#define MCP_HTTP_STATIC_TOKEN_HINT                                                                     \
+        "mcp-execd takes a static bearer token, not OAuth: configure the client to send the header "  \
+        "Authorization: Bearer <token> (the server's operator has the token)"
+#define MCP_HTTP_WWW_AUTHENTICATE "Bearer realm=\"mcp-execd\", error_description=\"" MCP_HTTP_STATIC_TOKEN_HINT "\""
+#define MCP_HTTP_WWW_AUTHENTICATE_WRONG                                                               \
+        "Bearer realm=\"mcp-execd\", error=\"invalid_token\", error_description=\"" MCP_HTTP_STATIC_TOKEN_HINT "\""
+
 /* Decides what to do with a request from its head alone, in this order: framing (400 and close:
- * RFC 9112 §6.3), Host/Origin (403), /health (no token: see mcp_http_health_body()), token (401), path (404), method (405 + Allow), Content-Length over the cap (413), Content-Type (415),
+ * RFC 9112 §6.3), Host/Origin (403), /health (no token: see mcp_http_health_body()), with a token
+ * configured the paths of OAuth's discovery and registration (an OAuth error whose description is
+ * MCP_HTTP_STATIC_TOKEN_HINT: 404 for the metadata, 400 for /register, /token and /authorize), token
+ * (401), path (404), method (405 + Allow), Content-Length over the cap (413), Content-Type (415),
  * Accept (406), MCP-Protocol-Version (400), session header syntax (400/404). The session's
  * existence is the caller's to check. */
 void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVerdict *ret);
@@ -224,6 +241,8 @@ unsigned mcp_http_post_reply_status(const McpHttpMessageInfo *info, bool new_ses
 
 /* {"jsonrpc":"2.0","error":{"code":…,"message":…},"id":null}, malloc'd or NULL. */
 char *mcp_http_error_body(int code, const char *message);
+/* An OAuth error response's body (RFC 6749 §5.2): {"error": code, "error_description": message}. */
+char *mcp_http_oauth_error_body(const char *code, const char *message);
 
 /* SSE framing (WHATWG "server-sent events"): an event with an optional name; every line of data
  * becomes its own `data:` line, so a payload can never end the event early. Returns 0 or -ENOMEM. */

@@ -217,12 +217,14 @@ enum MHD_Result http_respond_json(HttpRequest *req, unsigned status, char *body)
 
 /* A refusal as mcp/ decided it: its status, error body and the one header it asks for. */
 enum MHD_Result http_respond_verdict(HttpRequest *req, const McpHttpVerdict *v) {
-        char *body = mcp_http_error_body(v->rpc_code, v->message);
+        char *body = v->oauth_error ? mcp_http_oauth_error_body(v->oauth_error, v->message)
+                                    : mcp_http_error_body(v->rpc_code, v->message);
         if (!body)
                 return MHD_NO;
         const char *h = NULL, *value = NULL;
         if (v->www_authenticate)
-                h = MHD_HTTP_HEADER_WWW_AUTHENTICATE, value = "Bearer";
+                h = MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                value = v->token_wrong ? MCP_HTTP_WWW_AUTHENTICATE_WRONG : MCP_HTTP_WWW_AUTHENTICATE;
         else if (v->status == MHD_HTTP_METHOD_NOT_ALLOWED)
                 h = MHD_HTTP_HEADER_ALLOW, value = v->allow ? v->allow : "POST";
         else if (v->retry_after)

@@ -98,6 +98,55 @@ for (const kind of ['http', 'sse']) {
     }
 }
 
+// Issue 30.3: an OAuth-capable client meets the 401 with OAuth's discovery and registration (Claude
+// Code, the Inspector and mcporter do). What it shows its user must be the daemon's words, not
+// "Dynamic Client Registration rejected" or "Invalid OAuth error response".
+const HINT = /static bearer token, not OAuth: configure the client to send the header Authorization: Bearer <token>/;
+
+test('an OAuth-capable SDK client without the token is told to send a static bearer token, and does nothing else', async (t) => {
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_AUTH_TOKEN: TOKEN } });
+    const seen = [];
+    const callback = 'http://127.0.0.1:9/callback';
+    const authProvider = {
+        get redirectUrl() { return callback; },
+        get clientMetadata() { return { client_name: 'mcp-execd-blackbox', redirect_uris: [callback] }; },
+        clientInformation: () => undefined,
+        saveClientInformation: (i) => { seen.push(['client', i]); },
+        tokens: () => undefined,
+        saveTokens: (tk) => { seen.push(['tokens', tk]); },
+        redirectToAuthorization: (u) => { seen.push(['redirect', String(u)]); },
+        saveCodeVerifier: () => {},
+        codeVerifier: () => 'verifier',
+    };
+    await assert.rejects(connectSdk(t, d, 'http', { authProvider, connectTimeoutMs: 10000 }), (e) => {
+        assert.match(String(e?.message), HINT);
+        return true;
+    });
+    assert.deepEqual(seen, [], 'nothing registered, no token saved, no browser sent to an authorization page');
+
+    // Each path of the way answers so that a client stops there and shows the description.
+    const h = { ...postHeaders(), Accept: 'application/json' };
+    for (const [method, p, status] of [
+        ['GET', '/.well-known/oauth-protected-resource/mcp', 404], ['GET', '/.well-known/oauth-protected-resource', 404],
+        ['GET', '/.well-known/oauth-authorization-server', 404], ['GET', '/.well-known/openid-configuration', 404],
+        ['POST', '/register', 400], ['POST', '/token', 400], ['GET', '/authorize?response_type=code', 400],
+    ]) {
+        const r = await rawRequest(d, { method, path: p, headers: h, body: method === 'POST' ? '{}' : undefined });
+        assert.equal(r.status, status, `${method} ${p}: ${r.body}`);
+        assert.equal(r.json?.error, 'invalid_request', `${method} ${p}: ${r.body}`);
+        assert.match(r.json?.error_description ?? '', HINT, `${method} ${p}`);
+    }
+    // The 401 says it too, in its body and WWW-Authenticate; a wrong token is called invalid.
+    const none = await rawRequest(d, { method: 'POST', path: '/mcp', headers: h, body: INIT });
+    assert.equal(none.status, 401);
+    assert.match(none.json?.error?.message ?? '', HINT);
+    assert.match(none.headers['www-authenticate'], /^Bearer realm="mcp-execd", error_description="[^"]*static bearer token, not OAuth[^"]*"$/);
+    const wrong = await rawRequest(d, { method: 'POST', path: '/mcp', headers: { ...h, Authorization: 'Bearer nope' }, body: INIT });
+    assert.match(wrong.headers['www-authenticate'], /^Bearer realm="mcp-execd", error="invalid_token", error_description="/);
+    // The SDK client without a provider sees the body's words in its error.
+    await assert.rejects(connectSdk(t, d, 'http', { headers: {}, connectTimeoutMs: 5000 }), HINT);
+});
+
 test('the token from the systemd credential auth-token ($CREDENTIALS_DIRECTORY) is enforced', async (t) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-execd-cred-'));
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));

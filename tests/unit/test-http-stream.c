@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "fake-mhd.h"
 #include "http-internal.h"
@@ -203,7 +204,13 @@ static void test_refusal_headers(void **state) {
                 const char *header, *value;
         } cases[] = {
                 { { .status = 401, .rpc_code = -32001, .message = "Unauthorized", .www_authenticate = true },
-                  "WWW-Authenticate", "Bearer" },
+                  "WWW-Authenticate", MCP_HTTP_WWW_AUTHENTICATE },
+                { { .status = 401, .rpc_code = -32001, .message = "Unauthorized", .www_authenticate = true,
+                    .token_wrong = true },
+                  "WWW-Authenticate", MCP_HTTP_WWW_AUTHENTICATE_WRONG },
+                /* an OAuth path: an OAuth error body, whose description the client shows */
+                { { .status = 400, .rpc_code = -32000, .message = "a hint", .oauth_error = "invalid_request" },
+                  "Content-Type", "application/json" },
                 { { .status = 405, .rpc_code = -32000, .message = "Method Not Allowed", .allow = "GET, POST" },
                   "Allow", "GET, POST" },
                 { { .status = 503, .rpc_code = -32000, .message = "Unavailable", .retry_after = "1" },
@@ -218,6 +225,12 @@ static void test_refusal_headers(void **state) {
                 assert_int_equal(c.status, cases[i].verdict.status);
                 assert_string_equal(fake_conn_response_header(&c, cases[i].header), cases[i].value);
                 assert_non_null(strstr(c.body, cases[i].verdict.message));
+                if (cases[i].verdict.oauth_error) {
+                        _cleanup_(json_decrefp) json_t *b = json_loads(c.body, 0, NULL);
+                        assert_string_equal(json_string_value(json_object_get(b, "error")), "invalid_request");
+                        assert_string_equal(json_string_value(json_object_get(b, "error_description")), "a hint");
+                        assert_null(json_object_get(b, "jsonrpc"));
+                }
                 http_request_complete(req);
                 fake_conn_done(&c);
         }

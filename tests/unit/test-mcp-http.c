@@ -223,6 +223,44 @@ static void test_head_order(void **state) {
         assert_true(v.www_authenticate);
         assert_null(strstr(v.message, "tok\""));
 
+        assert_false(v.token_wrong);
+        assert_non_null(strstr(v.message, MCP_HTTP_STATIC_TOKEN_HINT));
+        h.x_mcp_auth = "tok1";
+        v = check(&p, &h);
+        assert_int_equal(v.status, 401);
+        assert_true(v.token_wrong);
+        h.x_mcp_auth = NULL;
+
+        /* OAuth's discovery and registration paths, with or without a token, get an OAuth error whose
+         * description says what to send: 404 for metadata, 400 for an endpoint; not their look-alikes. */
+        static const struct {
+                const char *path;
+                unsigned status;
+        } oauth[] = {
+                { "/.well-known/oauth-protected-resource", 404 }, { "/.well-known/oauth-protected-resource/mcp", 404 },
+                { "/.well-known/oauth-authorization-server", 404 }, { "/.well-known/openid-configuration", 404 },
+                { "/register", 400 }, { "/token", 400 }, { "/authorize", 400 },
+                { "/registered", 401 }, { "/tokens", 401 }, { "/.well-known/other", 401 },
+        };
+        for (size_t i = 0; i < sizeof(oauth) / sizeof(oauth[0]); i++) {
+                McpHttpHead o = post_head();
+                o.path = oauth[i].path;
+                v = check(&p, &o);
+                assert_int_equal(v.status, oauth[i].status);
+                if (oauth[i].status == 401)
+                        continue;
+                assert_string_equal(v.oauth_error, "invalid_request");
+                assert_string_equal(v.message, MCP_HTTP_STATIC_TOKEN_HINT);
+                assert_false(v.www_authenticate);
+        }
+        /* Without a token configured they are paths like any other. */
+        McpHttpPolicy open = policy(NULL);
+        McpHttpHead r = post_head();
+        r.path = "/register";
+        v = check(&open, &r);
+        assert_int_equal(v.status, 404);
+        assert_null(v.oauth_error);
+
         /* Then the path. */
         h.authorization = "Bearer tok";
         v = check(&p, &h);

@@ -112,11 +112,12 @@ function makeDaemon(proc, host, port) {
 /**
  * An SDK v1 Client connected over 'http' (StreamableHTTPClientTransport, /mcp) or 'sse'
  * (SSEClientTransport, /sse). Closed in t.after(). c.errors collects client.onerror.
+ * opts: headers, connectTimeoutMs, authProvider (the SDK's OAuthClientProvider, 'http' only).
  */
 export async function connectSdk(t, d, kind, opts = {}) {
     const requestInit = { headers: opts.headers ?? {} };
     const transport = kind === 'http'
-        ? new StreamableHTTPClientTransport(new URL(d.url), { requestInit })
+        ? new StreamableHTTPClientTransport(new URL(d.url), { requestInit, authProvider: opts.authProvider })
         : new SSEClientTransport(new URL(d.sseUrl), { requestInit });
     const client = new Client({ name: `mcp-execd-blackbox-${kind}`, version: '0' }, { capabilities: {} });
     client.errors = [];
