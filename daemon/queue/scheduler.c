@@ -362,6 +362,19 @@ const Output *scheduler_output(const Scheduler *s, const void *owner, const char
         return s->run_ops->output(j->run);
 }
 
+bool scheduler_queued(const Scheduler *s, const void *owner, const char *id_key, uint32_t *ret_ahead) {
+        Job *j = find(s->queue, owner, id_key);
+        if (!j)
+                return false;
+        uint32_t ahead = 0;
+        LIST_FOREACH(jobs, q, s->queue)
+                ahead += q->seq < j->seq && !q->cancelled;
+        LIST_FOREACH(slots, w, s->slot_waiters)
+                ahead += w->seq < j->seq;
+        *ret_ahead = ahead;
+        return true;
+}
+
 bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key) {
         return find(s->running, owner, id_key) || find(s->queue, owner, id_key) ||
                route_table_has(&s->routes, owner, id_key);

@@ -104,6 +104,10 @@ void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size
 
 /* Whether owner has a call with this id key queued or running. */
 bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key);
+/* Whether the call waits in the run queue for a slot (MCP_EXEC_MAX_CONCURRENT), and how many calls
+ * are ahead of it (queued runs and sessions' calls that came first): what its progress says while
+ * it waits (issue 30.1). */
+bool scheduler_queued(const Scheduler *s, const void *owner, const char *id_key, uint32_t *ret_ahead);
 
 /* The output so far of owner's call with this id key while it runs (for its progress
  * notifications), or NULL: queued, being prepared, or not known. Valid until the next turn of the

@@ -79,9 +79,16 @@ static char *reply_or_oom(McpCall *call, char *reply) {
 static void dispatch_send_progress(Dispatch *d, DispatchCall *c, uint64_t progress) {
         if (!d->ops->call_notify)
                 return;
-        char msg[96];
+        /* While it waits for a slot its deadline has not started: a client that counts its own
+         * timeout sees why the answer takes longer (issue 30.1). */
+        char msg[160];
+        uint32_t ahead;
         if (progress == 0)
                 snprintf(msg, sizeof(msg), "accepted");
+        else if (scheduler_queued(d->scheduler, c, c->id_key, &ahead))
+                snprintf(msg, sizeof(msg), "queued for %" PRIu64 " s, %" PRIu32 " call%s ahead (at most %" PRIu32
+                         " run at once); its %" PRIu32 " s deadline starts when it runs", progress, ahead,
+                         ahead == 1 ? "" : "s", d->scheduler->max_running, c->timeout_s);
         else
                 snprintf(msg, sizeof(msg), "%" PRIu64 " s elapsed of the %" PRIu32 " s deadline", progress,
                          c->timeout_s);

@@ -31,10 +31,17 @@ static struct {
         char cancelled_key[64];
         unsigned rejected_invalid, rejected_duplicate, rejected_tasks;
         Output *output;             /* what scheduler_output() gives for any running call, or NULL */
+        bool queued;                /* what scheduler_queued() says of any call */
+        uint32_t queued_ahead;
 } fake;
 
 const Output *scheduler_output(const Scheduler *s, const void *owner, const char *id_key) {
         return fake.output;
+}
+
+bool scheduler_queued(const Scheduler *s, const void *owner, const char *id_key, uint32_t *ret_ahead) {
+        *ret_ahead = fake.queued_ahead;
+        return fake.queued;
 }
 
 int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply) {
@@ -291,6 +298,31 @@ static void test_call_submitted_and_answered(void **state) {
 
 /* Issue 17.4: progress "accepted", then once per whole second, each with the output new since the
  * last one, whole characters only, within the cap; never for a call without a token. */
+/* Waiting for a slot, a call's progress says so, how many are ahead, and that its deadline has not
+ * started (issue 30.1: a client counting its own timeout sees why); then, running, the elapsed time. */
+static void test_progress_while_queued(void **state) {
+        Fixture *f = *state;
+        Session *s = &f->session;
+        fake.queued = true;
+        fake.queued_ahead = 3;
+        assert_int_equal(feed_call(f, "1", ",\"_meta\":{\"progressToken\":\"p\"}", NULL), MCP_ACTION_CALL);
+        uint64_t t0 = s->dispatch.calls->t0_usec;
+        dispatch_progress_tick(&s->dispatch, t0 + 1000000);
+        assert_int_equal(s->n_notes, 2);
+        assert_non_null(strstr(s->notes[1], "\"progress\":1,"));
+        assert_non_null(strstr(s->notes[1], "\"message\":\"queued for 1 s, 3 calls ahead (at most "));
+        assert_non_null(strstr(s->notes[1], " run at once); its "));
+        assert_non_null(strstr(s->notes[1], " s deadline starts when it runs\""));
+        fake.queued_ahead = 1;
+        dispatch_progress_tick(&s->dispatch, t0 + 2000000);
+        assert_non_null(strstr(s->notes[2], "\"message\":\"queued for 2 s, 1 call ahead (at most "));
+        fake.queued = false;
+        dispatch_progress_tick(&s->dispatch, t0 + 3000000);
+        assert_int_equal(s->n_notes, 4);
+        assert_non_null(strstr(s->notes[3], "\"progress\":3,"));
+        assert_non_null(strstr(s->notes[3], " s elapsed of the "));
+}
+
 static void test_progress_streams_output(void **state) {
         Fixture *f = *state;
         Session *s = &f->session;
@@ -544,6 +576,7 @@ int main(void) {
                 fixture_test(test_reply_goes_to_answer),
                 fixture_test(test_call_submitted_and_answered),
                 fixture_test(test_progress_streams_output),
+                fixture_test(test_progress_while_queued),
                 fixture_test(test_duplicate_id_refused),
                 fixture_test(test_cancel_by_id),
                 fixture_test(test_refusals_answer_the_call),

@@ -102,6 +102,31 @@ static void test_fifo_order(void **state) {
         assert_int_equal(metrics_runs_total(fm.metrics, METRICS_OUTCOME_OK), 4);
 }
 
+/* What a queued call's progress says (scheduler_queued()): queued or not, and how many came before it
+ * and still wait; a running call, or one of another owner's key, is not queued. */
+static void test_queued_position(void **state) {
+        char keys[3][32];
+        for (size_t i = 0; i < 3; i++) {
+                McpCall *c = exec_call("x");
+                snprintf(keys[i], sizeof(keys[i]), "%s", mcp_call_id_key(c));
+                assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), 0);
+        }
+        uint32_t ahead = 99;
+        assert_false(scheduler_queued(&sched, &owner_a, keys[0], &ahead)); /* running */
+        assert_true(scheduler_queued(&sched, &owner_a, keys[1], &ahead));
+        assert_int_equal(ahead, 0);
+        assert_true(scheduler_queued(&sched, &owner_a, keys[2], &ahead));
+        assert_int_equal(ahead, 1);
+        assert_false(scheduler_queued(&sched, &owner_b, keys[2], &ahead));
+        fake_end(0); /* the second runs: the third is next */
+        assert_false(scheduler_queued(&sched, &owner_a, keys[1], &ahead));
+        assert_true(scheduler_queued(&sched, &owner_a, keys[2], &ahead));
+        assert_int_equal(ahead, 0);
+        fake_end(1);
+        fake_end(2);
+        assert_false(scheduler_queued(&sched, &owner_a, keys[2], &ahead));
+}
+
 static void test_max_running(void **state) {
         setup_limits(3, 16);
         for (int i = 0; i < 7; i++)
@@ -585,6 +610,7 @@ static void test_cancel_owner_reaches_hook(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 fixture_test(test_fifo_order),
+                fixture_test(test_queued_position),
                 fixture_test(test_max_running),
                 fixture_test(test_queue_full),
                 fixture_test(test_session_limit),
