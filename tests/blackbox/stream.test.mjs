@@ -112,6 +112,26 @@ for (const [name, mode] of MODES_2X) {
     });
 }
 
+// Issue 30.1: a call waiting for a slot says so in its progress (its deadline has not started), then
+// counts its run's seconds once it runs.
+test('a queued call\'s progress says it is queued and how many are ahead, then that it runs', async (t) => {
+    const d = await startDaemon(t, { env: { MCP_EXEC_MAX_CONCURRENT: '1' } });
+    // Over stdio the daemon reads them in order: the first takes the one slot, the second waits for
+    // it (3 s), then runs 2.5 s, which holds at least one whole second after its run starts.
+    const first = d.client.callTool({ name: 'exec', arguments: { code: 'import time; time.sleep(3)' } });
+    const second = streamedCall(d.client, { code: 'import time; time.sleep(2.5); print("ran")' });
+    const [a, b] = await Promise.all([first, second]);
+    assert.equal(a.isError, false);
+    assert.equal(b.result.structuredContent.stdout, 'ran\n');
+    const messages = b.notes.map((n) => n.message);
+    assert.equal(messages[0], 'accepted');
+    const queued = messages.filter((m) => /^queued for \d+ s, 0 calls ahead \(at most 1 run at once\); its \d+ s deadline starts when it runs$/.test(m));
+    const running = messages.filter((m) => /^\d+ s elapsed of the \d+ s deadline$/.test(m));
+    assert.ok(queued.length >= 1, `no queued progress: ${JSON.stringify(messages)}`);
+    assert.ok(running.length >= 1, `no running progress after the queue: ${JSON.stringify(messages)}`);
+    assert.ok(messages.lastIndexOf(queued.at(-1)) < messages.indexOf(running[0]), JSON.stringify(messages));
+});
+
 test('the streamed output never passes MCP_EXEC_MAX_OUTPUT_BYTES; the result is the capped one', async (t) => {
     const cap = 1000;
     const d = await startDaemon(t, { env: { MCP_EXEC_MAX_OUTPUT_BYTES: String(cap) } });
