@@ -464,6 +464,7 @@ static int daemon_serving_setup(Daemon *d) {
                                (uint64_t) cfg->task_ttl_s * 1000000u, cfg->instance, &d->tasks);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the tasks: %m");
+        dispatch_tasks_set_inline(d->tasks, (uint64_t) cfg->task_inline_ms * 1000u);
 
         d->transport_name = cfg->transport == TRANSPORT_STDIO  ? "stdio"
                             : cfg->transport == TRANSPORT_HTTP ? "HTTP (Streamable HTTP and HTTP+SSE)"

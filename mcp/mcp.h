@@ -176,6 +176,9 @@ typedef struct McpTaskView {
 /* Whether the call is to run as a task; *ret_ttl_msec is the TTL it asked for (2025 task.ttl), 0 for
  * none. */
 bool mcp_call_is_task(const McpCall *c, uint64_t *ret_ttl_msec);
+/* A task the server may answer inline instead (2026-07-28: the client declared the tasks extension,
+ * and SEP-2663 lets the server decide); a 2025 call asked for its task with params.task. */
+bool mcp_call_task_may_inline(const McpCall *c);
 /* The immediate answer to a call that runs as a task (CreateTaskResult of its era). NULL on ENOMEM. */
 char *mcp_call_reply_task_created(const McpCall *c, const McpTaskView *t);
 /* A JSON-RPC error answering the call (the task could not be created: a bound, naming it). */

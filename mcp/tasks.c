@@ -102,6 +102,10 @@ bool mcp_call_is_task(const McpCall *c, uint64_t *ret_ttl_msec) {
         return c->task;
 }
 
+bool mcp_call_task_may_inline(const McpCall *c) {
+        return c->task && c->stamp;
+}
+
 char *mcp_call_reply_error(const McpCall *c, int code, const char *message) {
         return error_reply(c->id, code, message);
 }

@@ -598,6 +598,14 @@ const ConfigVariable config_table[] = {
          * below either way). */
         { "MCP_EXEC_TASK_TTL_S", SECONDS(task_ttl_s, 1, 604800), .fallback = "3600",
           .help = "seconds a task's result is kept after it ends" },
+        /* Issue 30.2: with the 2026 tasks extension declared the server decides what becomes a task
+         * (SEP-2663); a call that ends within this window is answered inline, so a client that
+         * declares the extension but handles only plain results (the 2.x client) still runs
+         * ordinary calls. A second is most runs of print(1) to a plot, and a short wait to poll. */
+        { "MCP_EXEC_TASK_INLINE_MS", UINT32(task_inline_ms), .min = 0, .max = 60000, .fallback = "1000",
+          .accepted = "milliseconds from 0 to 60000",
+          .help = "2026 tasks: a call that ends within this many ms is answered inline, not as a task (0: "
+                  "every call of a client that declared the extension is a task)" },
         { "MCP_EXEC_TASKS_MAX", UINT32(tasks_max), .min = 1, .max = 100000, .fallback = "256",
           .accepted = "a number of tasks from 1 to 100000",
           .help = "tasks kept at once (working or with a result), all clients" },

@@ -51,6 +51,7 @@ typedef struct Config {
         uint32_t session_idle_s;    /* HTTP: an idle Streamable HTTP session is ended after this long */
         uint32_t sse_keepalive_s;   /* HTTP: a comment on a quiet event stream this often */
         uint32_t task_ttl_s;        /* a task's result is kept this long after it ends */
+        uint32_t task_inline_ms;    /* 2026 tasks: a call ending within this is answered inline */
         uint32_t tasks_max;         /* tasks kept at once (working or with a result), all clients */
         uint32_t tasks_per_client;  /* the same, one client's (at most tasks_max) */
         uint64_t tasks_max_bytes;   /* bytes of the kept results, all clients */

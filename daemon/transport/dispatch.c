@@ -23,6 +23,7 @@ static DispatchCall *dispatch_call_free(DispatchCall *c) {
         free(c->id_key);
         free(c->progress_token);
         mcp_task_request_free(c->wait);
+        free(c->inline_created);
         free(c);
         return NULL;
 }
@@ -118,7 +119,17 @@ static void dispatch_send_progress(Dispatch *d, DispatchCall *c, uint64_t progre
         c->progress_sent = progress;
 }
 
+static void task_waiter_unlink(DispatchCall *c);
+
 void dispatch_progress_tick(Dispatch *d, uint64_t now) {
+        /* A call whose window to be answered inline is over is answered with its task: one a tick,
+         * since an answer may free d (a 2026 request's session goes with it). */
+        LIST_FOREACH(calls, c, d->calls)
+                if (c->inline_created && now >= c->inline_until) {
+                        task_waiter_unlink(c);
+                        dispatch_on_reply(c, TAKE_PTR(c->inline_created));
+                        return;
+                }
         LIST_FOREACH(calls, c, d->calls) {
                 uint64_t elapsed = (now - c->t0_usec) / DISPATCH_PROGRESS_USEC;
                 if (c->progress_token && elapsed > c->progress_sent)
@@ -128,7 +139,7 @@ void dispatch_progress_tick(Dispatch *d, uint64_t now) {
 
 bool dispatch_wants_progress(const Dispatch *d) {
         LIST_FOREACH(calls, c, d->calls)
-                if (c->progress_token)
+                if (c->progress_token || c->inline_created)
                         return true;
         return false;
 }
@@ -188,6 +199,7 @@ static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx, const char
 struct DispatchTasks {
         Dispatch dispatch;  /* the tasks' runs, keyed by task id */
         TaskStore store;
+        uint64_t inline_usec; /* MCP_EXEC_TASK_INLINE_MS */
 };
 
 /* A task's run: the task it answers into, or NULL once the task let go of it (cancelled). */
@@ -218,10 +230,21 @@ static void task_waiters_answer(Task *k, bool ended) {
         while ((c = k->waiters)) {
                 task_waiter_unlink(c);
                 char *reply = NULL;
-                if (ended)
+                if (c->inline_created)
+                        /* Ended otherwise than by its run's answer (cancelled, a shutdown): the task it is,
+                         * which says how it ended. */
+                        reply = ended ? TAKE_PTR(c->inline_created) : NULL;
+                else if (ended)
                         reply = task_answer(k, c->wait, true) ?: mcp_task_reply_oom(c->wait);
                 dispatch_on_reply(c, reply);
         }
+}
+
+/* The call waiting for task k's run to be answered inline, if any (it is k's only waiter: nobody
+ * else knows the task's id). */
+static DispatchCall *task_inline_waiter(const Task *k) {
+        DispatchCall *c = k->waiters;
+        return c && c->inline_created ? c : NULL;
 }
 
 static void task_ended(Task *k, TaskStatus status, char *reply) {
@@ -248,8 +271,20 @@ static void tasks_on_call_reply(Dispatch *d, DispatchCall *c, char *reply) {
                 free(reply);
                 return;
         }
+        /* The run ended within its call's window: the answer is the call's own, inline, as without
+         * tasks, and the task, whose id nobody was told, goes. */
+        Task *k = tc->task;
+        DispatchCall *w = reply ? task_inline_waiter(k) : NULL;
+        if (w) {
+                task_waiter_unlink(w);
+                tc->task = NULL;
+                k->run = NULL;
+                task_store_remove(k->store, k);
+                dispatch_on_reply(w, reply);
+                return;
+        }
         /* NULL: cancelled (by the scheduler's shutdown, or dispatch_tasks_cancel_all()). */
-        task_ended(tc->task, reply ? TASK_COMPLETED : TASK_CANCELLED, reply);
+        task_ended(k, reply ? TASK_COMPLETED : TASK_CANCELLED, reply);
 }
 
 /* Kills (or drops, if queued) a task's run, as scheduler_cancel() does a call's. By owner, the run's
@@ -275,6 +310,10 @@ int dispatch_tasks_new(Scheduler *scheduler, unsigned max_total, unsigned max_pe
         t->store.tag = tag;
         *ret = t;
         return 0;
+}
+
+void dispatch_tasks_set_inline(DispatchTasks *t, uint64_t usec) {
+        t->inline_usec = usec;
 }
 
 void dispatch_tasks_cancel_all(DispatchTasks *t) {
@@ -345,6 +384,28 @@ static char *task_answer(Task *k, const McpTaskRequest *req, bool was_terminal) 
         return reply;
 }
 
+/* A 2026 call that may be answered inline (issue 30.2): a record on the session's list, so the
+ * transport holds its request, and task k's waiter, so the run's answer finds it; takes created.
+ * False without memory (then the task is answered at once, as before). */
+static bool dispatch_task_hold(Dispatch *d, McpCall *call, Task *k, char *created, void *ctx) {
+        _cleanup_(dispatch_call_freep) DispatchCall *c = calloc(1, d->ops->call_size ?: sizeof(DispatchCall));
+        if (!c || !(c->id_key = strdup(mcp_call_id_key(call))))
+                return false;
+        c->t0_usec = now_usec();
+        c->dispatch = d;
+        c->wait_task = k;
+        c->inline_created = created;
+        c->inline_until = c->t0_usec + d->tasks->inline_usec;
+        DispatchCall *owner = TAKE_PTR(c); /* the session's list's, and the task's, until answered */
+        DispatchCall **head = (DispatchCall **) &k->waiters;
+        LIST_PREPEND(waiters, *head, owner);
+        LIST_PREPEND(calls, d->calls, owner);
+        d->n_calls++;
+        if (d->ops->call_new)
+                d->ops->call_new(d, owner, ctx);
+        return true;
+}
+
 /* A call that runs as a task: the task first (or the bound it hit), its creation answered, then its
  * run submitted through the task dispatch exactly as a call is (a refusal there, a full queue, is
  * the task's result). */
@@ -383,6 +444,11 @@ static void dispatch_task_submit(Dispatch *d, McpCall *call_in, void *ctx) {
         if (!created) {
                 task_store_remove(&dt->store, k);
                 dispatch_answer(d, ctx, reply_or_oom(call, mcp_call_reply_tool_error(call, DISPATCH_OOM_MESSAGE)));
+                return;
+        }
+        if (dt->inline_usec > 0 && mcp_call_task_may_inline(call) && dispatch_task_hold(d, call, k, created, ctx)) {
+                /* Held: answered inline if the run ends within the window, else with created. */
+                dispatch_submit(&dt->dispatch, TAKE_PTR(call), k, k->id);
                 return;
         }
         dispatch_submit(&dt->dispatch, TAKE_PTR(call), k, k->id);
@@ -501,7 +567,20 @@ bool dispatch_call_cancel(DispatchCall *c) {
         if (!d)
                 return false;
         if (c->wait_task) {
+                Task *k = c->wait_task;
+                bool held = c->inline_created;
                 task_waiter_unlink(c);
+                if (held) {
+                        /* A call held to be answered inline is cancelled before its client learned of
+                         * a task: its task goes too, its run killed, as a plain call's would be. */
+                        TaskCall *tc = k->run;
+                        if (tc) {
+                                tc->task = NULL;
+                                task_run_cancel(d->tasks, tc);
+                        }
+                        task_waiters_answer(k, false);
+                        task_store_remove(k->store, k);
+                }
                 dispatch_on_reply(c, NULL); /* frees c */
                 return true;
         }

@@ -34,6 +34,11 @@ struct DispatchCall {
          * scheduler's; answered from the task when it ends, or NULL when cancelled. */
         McpTaskRequest *wait;
         Task *wait_task;        /* the task it waits for, until answered */
+        /* Or a 2026 tools/call made a task, waiting up to inline_until (CLOCK_MONOTONIC) for its
+         * run's answer, which it then gets inline as a plain call would, the task never seen; else
+         * this, the CreateTaskResult, at inline_until (dispatch_progress_tick()). */
+        char *inline_created;
+        uint64_t inline_until;
         LIST_FIELDS(DispatchCall, waiters);
 };
 
@@ -79,6 +84,9 @@ void dispatch_set_tasks(Dispatch *d, DispatchTasks *tasks, const char *owner);
 /* tag: MCP_EXEC_INSTANCE (borrowed, outlives the tasks), the prefix of task ids, or NULL. */
 int dispatch_tasks_new(Scheduler *scheduler, unsigned max_total, unsigned max_per_owner, uint64_t max_bytes,
                        uint64_t ttl_usec, const char *tag, DispatchTasks **ret);
+/* MCP_EXEC_TASK_INLINE_MS: how long a 2026 call that may be a task (mcp_call_task_may_inline())
+ * waits for its run before it becomes one; 0 (the default here): at once. */
+void dispatch_tasks_set_inline(DispatchTasks *t, uint64_t usec);
 /* owner is gone for good (a 2025 HTTP session ended): nobody can fetch its tasks any more, so their
  * runs are cancelled and the tasks freed now rather than at their TTL. */
 void dispatch_tasks_drop_owner(DispatchTasks *t, const char *owner);
@@ -125,7 +133,8 @@ void dispatch_detach(Dispatch *d);
  * unchanged). Nothing of the output is logged. */
 void dispatch_progress_tick(Dispatch *d, uint64_t now_usec);
 
-/* Whether a call of the session asked for progress: the transport keeps ticking while it does. */
+/* Whether a call of the session asked for progress, or waits to be answered inline: the transport
+ * keeps ticking while one does. */
 bool dispatch_wants_progress(const Dispatch *d);
 
 /* For scheduler_set_sessions(): the session (its Dispatch) a call belongs to, for per-session limits. */

@@ -132,7 +132,7 @@ static void on_tick(RingOp *op, int res) {
 }
 
 static void on_call_new(Dispatch *d, DispatchCall *c, void *ctx) {
-        if (c->progress_token)
+        if (c->progress_token || c->inline_created)
                 stdio_arm_tick(d->userdata);
 }
 

@@ -13,7 +13,8 @@ const EXT = 'io.modelcontextprotocol/tasks';
 const modern = (extra = {}) => ({ ...extra, _meta: { [PV]: '2026-07-28', [CAPS]: { extensions: { [EXT]: {} } } } });
 
 test('MCP_EXEC_INSTANCE: a task id is "<tag>-<hex>" and works for tasks/get until the result', async (t) => {
-    const d = RawDaemon.spawn(t, { env: { MCP_EXEC_INSTANCE: 'i8081' } });
+    // MCP_EXEC_TASK_INLINE_MS=0: a short call is a task too (else it is answered inline, no task).
+    const d = RawDaemon.spawn(t, { env: { MCP_EXEC_INSTANCE: 'i8081', MCP_EXEC_TASK_INLINE_MS: '0' } });
     const created = (await d.request('tools/call', modern({ name: 'exec', arguments: { code: 'print(6 * 7)' } }))).result;
     assert.match(created.taskId, /^i8081-[0-9a-f]{32}$/, JSON.stringify(created));
     let task;

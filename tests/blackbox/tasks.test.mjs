@@ -185,7 +185,8 @@ test('stdio: the bounds refuse a task with an error naming the variable', async 
 });
 
 test('stdio: at the per-client bound, a task whose end the client was told makes room; an unfetched one does not', async (t) => {
-    const d = RawDaemon.spawn(t, { env: { MCP_EXEC_TASKS_PER_CLIENT: 2 } });
+    // MCP_EXEC_TASK_INLINE_MS=0: each short call is a task (issue 30.2 answers them inline otherwise).
+    const d = RawDaemon.spawn(t, { env: { MCP_EXEC_TASKS_PER_CLIENT: 2, MCP_EXEC_TASK_INLINE_MS: 0 } });
     // 2026: tasks/get of an ended task inlines its result: fetched.
     const call = () => d.request('tools/call', modern({ name: 'exec', arguments: { code: 'print(7)' } }));
     const ids = [];
@@ -315,6 +316,30 @@ test('stdio 2026: the extension in server/discover; a declaring request\'s call 
     assert.equal(upd.result?.resultType, 'complete', JSON.stringify(upd));
 });
 
+// Issue 30.2: with the extension declared the server decides; a call that ends within
+// MCP_EXEC_TASK_INLINE_MS (1 s) is answered inline, as without tasks, and leaves no task behind.
+test('stdio 2026: a declaring request\'s short call is answered inline, no task; with MCP_EXEC_TASK_INLINE_MS=0 it is a task', async (t) => {
+    // A window no loaded machine's cold run (ASan, a CPU busy) comes near: the test is of the
+    // mechanism, not of how fast a run is.
+    const d = RawDaemon.spawn(t, { env: { MCP_EXEC_TASK_INLINE_MS: '30000' } });
+    const r = (await d.request('tools/call', modern({ name: 'exec', arguments: { code: 'print(6 * 7)' } }))).result;
+    assert.equal(r.resultType, 'complete', JSON.stringify(r));
+    assert.equal(r.structuredContent.stdout, '42\n');
+    assert.ok(!('taskId' in r), JSON.stringify(r));
+    const plain = (await d.request('tools/call', modern({ name: 'exec', arguments: { code: 'print(6 * 7)' } }, false))).result;
+    assert.deepEqual(stable(r), stable(plain));
+    // An error is inline too.
+    const err = (await d.request('tools/call', modern({ name: 'exec', arguments: { code: 'raise SystemExit(3)' } }))).result;
+    assert.equal(err.resultType, 'complete');
+    assert.equal(err.structuredContent.exit_code, 3);
+
+    const zero = RawDaemon.spawn(t, { env: { MCP_EXEC_TASK_INLINE_MS: '0' } });
+    const created = (await zero.request('tools/call', modern({ name: 'exec', arguments: { code: 'print(6 * 7)' } }))).result;
+    assert.equal(created.resultType, 'task', JSON.stringify(created));
+    const { task } = await pollUntilEnded(async () => (await zero.request('tasks/get', modern({ taskId: created.taskId }))).result);
+    assert.equal(task.result.structuredContent.stdout, '42\n');
+});
+
 test('stdio 2026: cancel kills the run; -32021 without the extension; -32602 for an unknown id', async (t) => {
     const marker = uniqueMarker('task-2026-cancel');
     reapMarker(t, marker);
@@ -377,14 +402,20 @@ test('the 2.x client (2025-11-25, the era its API can drive tasks in) runs a tas
     assert.equal(result.structuredContent?.stdout ?? JSON.parse(result.content[0].text).stdout, 'done after 2 s\n');
 });
 
-for (const via of ['stdio', 'http']) test(`the 2.x client in auto mode (2026-07-28) over ${via} with the tasks extension: a task is made and polled; the client cannot take its CreateTaskResult`, async (t) => {
-    const transport = via === 'http' ? new Http2x(new URL((await startHttpDaemon(t)).url))
-        : new Stdio2x({ command: binaryPath(), args: [], env: daemonEnv(), stderr: 'pipe' });
+for (const via of ['stdio', 'http']) test(`the 2.x client in auto mode (2026-07-28) over ${via} with the tasks extension: a short call is answered inline; a long one is a task, polled; the client cannot take its CreateTaskResult`, async (t) => {
+    // 5 s: far above a short call on a loaded machine, below the long one's 6 s.
+    const env = { MCP_EXEC_TASK_INLINE_MS: '5000' };
+    const transport = via === 'http' ? new Http2x(new URL((await startHttpDaemon(t, { env })).url))
+        : new Stdio2x({ command: binaryPath(), args: [], env: daemonEnv(env), stderr: 'pipe' });
     const client = new Client2x({ name: 'mcp-execd-blackbox-2x', version: '0' },
         { versionNegotiation: { mode: 'auto' }, capabilities: { extensions: { [EXT]: {} } } });
     t.after(async () => { try { await client.close(); } catch { /* gone */ } });
     await client.connect(transport);
     assert.equal(client.getNegotiatedProtocolVersion(), MODERN);
+    // An ordinary call ends within MCP_EXEC_TASK_INLINE_MS: answered inline, which the client takes
+    // (issue 30.2: before, every call of a client declaring the extension failed here).
+    const quick = await client.callTool({ name: 'exec', arguments: { code: 'print(6 * 7)' } });
+    assert.equal(quick.structuredContent?.stdout, '42\n', JSON.stringify(quick));
     // What came over the wire, below the client's decoding.
     const seen = [];
     const onmessage = transport.onmessage;
@@ -394,7 +425,7 @@ for (const via of ['stdio', 'http']) test(`the 2.x client in auto mode (2026-07-
     // task; @modelcontextprotocol/client 2.4.0 knows no resultType but "complete" and
     // "input_required" and refuses it. This assertion fails once a client takes tasks: then the
     // test should drive it through the client's own API.
-    await assert.rejects(client.request({ method: 'tools/call', params: { name: 'exec', arguments: { code: SLOW(2) } } }, anyResult),
+    await assert.rejects(client.request({ method: 'tools/call', params: { name: 'exec', arguments: { code: SLOW(6) } } }, anyResult),
         /Unsupported result type 'task'/);
     const created = seen.find((m) => m.result?.resultType === 'task')?.result;
     assert.match(created?.taskId ?? '', /^[0-9a-f]{32}$/, JSON.stringify(seen));
@@ -402,7 +433,7 @@ for (const via of ['stdio', 'http']) test(`the 2.x client in auto mode (2026-07-
     // end and gets the result inlined.
     const { task } = await pollUntilEnded(() => client.request({ method: 'tasks/get', params: { taskId: created.taskId } }, anyResult));
     assert.equal(task.status, 'completed', JSON.stringify(task));
-    assert.equal(task.result.structuredContent.stdout, 'done after 2 s\n');
+    assert.equal(task.result.structuredContent.stdout, 'done after 6 s\n');
 });
 
 // ---- HTTP: who sees a task --------------------------------------------------------------------

@@ -198,6 +198,7 @@ static const struct {
         { "MCP_EXEC_SESSION_IDLE_S", "60", "0" },
         { "MCP_EXEC_SSE_KEEPALIVE_S", "1", "3601" },
         { "MCP_EXEC_TASK_TTL_S", "60", "0" },
+        { "MCP_EXEC_TASK_INLINE_MS", "250", "60001" },
         { "MCP_EXEC_TASKS_MAX", "8", "0" },
         { "MCP_EXEC_TASKS_PER_CLIENT", "4", "257" },
         { "MCP_EXEC_TASKS_MAX_BYTES", "64M", "512K" },

@@ -571,6 +571,94 @@ static void test_tasks(void **state) {
         dispatch_tasks_free(dt);
 }
 
+/* How many tasks owner A's tasks/list shows (each entry has one "taskId"). */
+static unsigned tasks_listed(Fixture *f) {
+        feed_task(f, &f->session, "tasks/list", "");
+        unsigned n = 0;
+        for (const char *p = f->session.last; (p = strstr(p, "\"taskId\"")); p++)
+                n++;
+        return n;
+}
+
+/* A 2026 tools/call of a client that declared the tasks extension (every such call may be a task). */
+static McpActionKind feed_modern_task_call(Fixture *f, const char *id, void *ctx) {
+        char msg[640];
+        snprintf(msg, sizeof(msg),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"tools/call\",\"params\":{\"name\":\"exec\","
+                 "\"arguments\":{\"code\":\"print(1)\"},\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":"
+                 "\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{\"extensions\":"
+                 "{\"io.modelcontextprotocol/tasks\":{}}}}}}",
+                 id);
+        return feed(f, msg, ctx);
+}
+
+/* Issue 30.2: such a call is held for MCP_EXEC_TASK_INLINE_MS. A run that ends within it is answered
+ * inline, its own reply, and its task (whose id nobody was told) is gone; one that does not gets its
+ * CreateTaskResult when the window ends and is a task from then on; a held call cancelled takes its
+ * task and run with it. A 2025 call that asked for a task gets one at once. */
+static void test_task_inline(void **state) {
+        Fixture *f = *state;
+        Session *s = &f->session;
+        DispatchTasks *dt = NULL;
+        assert_int_equal(dispatch_tasks_new(&scheduler, 8, 8, UINT64_MAX, 10u * 1000000u, NULL, &dt), 0);
+        dispatch_tasks_set_inline(dt, 1000000u);
+        dispatch_set_tasks(&s->dispatch, dt, "A");
+        int ctx;
+
+        /* Ends within the window: its reply, inline, on the held request. */
+        assert_int_equal(feed_modern_task_call(f, "1", &ctx), MCP_ACTION_CALL);
+        assert_int_equal(s->n_answers, 0);
+        assert_int_equal(s->dispatch.n_calls, 1);
+        assert_int_equal(s->n_call_new, 1);
+        assert_true(dispatch_wants_progress(&s->dispatch)); /* the transport ticks for the window */
+        assert_int_equal(fake.n_submitted, 1);
+        fake_answer(0, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"resultType\":\"complete\"}}");
+        assert_int_equal(s->n_call_replies, 1);
+        assert_ptr_equal(s->last_ctx, &ctx);
+        assert_string_equal(s->last, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"resultType\":\"complete\"}}");
+        assert_int_equal(s->dispatch.n_calls, 0);
+        assert_int_equal(tasks_listed(f), 0);
+
+        /* Runs past the window: at its end, the CreateTaskResult; the task then ends as any. */
+        assert_int_equal(feed_modern_task_call(f, "2", &ctx), MCP_ACTION_CALL);
+        uint64_t t0 = s->dispatch.calls->t0_usec;
+        dispatch_progress_tick(&s->dispatch, t0 + 999999);
+        assert_int_equal(s->n_call_replies, 1);
+        dispatch_progress_tick(&s->dispatch, t0 + 1000000);
+        assert_int_equal(s->n_call_replies, 2);
+        assert_non_null(strstr(s->last, "\"resultType\":\"task\""));
+        assert_non_null(strstr(s->last, "\"status\":\"working\""));
+        assert_int_equal(s->dispatch.n_calls, 0);
+        assert_false(dispatch_wants_progress(&s->dispatch));
+        char id2[TASK_ID_LEN + 1];
+        last_task_id(s, id2);
+        fake_answer(1, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}");
+        assert_int_equal(s->n_call_replies, 2); /* the task's now: nothing more on the session */
+        feed_task(f, s, "tasks/get", id2);
+        assert_non_null(strstr(s->last, "\"completed\""));
+        assert_int_equal(tasks_listed(f), 1);
+
+        /* Cancelled while held: no answer, its run cancelled, its task gone. */
+        assert_int_equal(feed_modern_task_call(f, "3", &ctx), MCP_ACTION_CALL);
+        assert_int_equal(tasks_listed(f), 2);
+        assert_int_equal(feed(f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":3}}",
+                              NULL),
+                         MCP_ACTION_CANCEL);
+        assert_int_equal(s->n_null_replies, 1);
+        assert_int_equal(fake.n_cancelled, 1);
+        assert_int_equal(s->dispatch.n_calls, 0);
+        assert_int_equal(tasks_listed(f), 1);
+
+        /* A 2025 call that asked for a task: answered with it at once. */
+        unsigned answers = s->n_answers;
+        assert_int_equal(feed_call(f, "4", ",\"task\":{}", &ctx), MCP_ACTION_CALL);
+        assert_int_equal(s->n_answers, answers + 1);
+        assert_non_null(strstr(s->last, "\"status\":\"working\""));
+
+        dispatch_set_tasks(&s->dispatch, NULL, "A");
+        dispatch_tasks_free(dt);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 fixture_test(test_reply_goes_to_answer),
@@ -582,6 +670,7 @@ int main(void) {
                 fixture_test(test_refusals_answer_the_call),
                 fixture_test(test_cancel_all_and_detach),
                 fixture_test(test_tasks),
+                fixture_test(test_task_inline),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
