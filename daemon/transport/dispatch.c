@@ -384,25 +384,38 @@ static char *task_answer(Task *k, const McpTaskRequest *req, bool was_terminal) 
         return reply;
 }
 
-/* A 2026 call that may be answered inline (issue 30.2): a record on the session's list, so the
- * transport holds its request, and task k's waiter, so the run's answer finds it; takes created.
- * False without memory (then the task is answered at once, as before). */
-static bool dispatch_task_hold(Dispatch *d, McpCall *call, Task *k, char *created, void *ctx) {
-        _cleanup_(dispatch_call_freep) DispatchCall *c = calloc(1, d->ops->call_size ?: sizeof(DispatchCall));
-        if (!c || !(c->id_key = strdup(mcp_call_id_key(call))))
-                return false;
+/* A request that waits on task k (a 2025 tasks/result, or a 2026 call held to be answered inline):
+ * a record on the session's list, so the transport holds the request and a cancellation finds it,
+ * and k's waiter, so its end finds it. NULL without memory. */
+static DispatchCall *dispatch_waiter_new(Dispatch *d, Task *k, const char *id_key) {
+        DispatchCall *c = calloc(1, d->ops->call_size ?: sizeof(DispatchCall));
+        if (!c || !(c->id_key = strdup(id_key)))
+                return dispatch_call_free(c);
         c->t0_usec = now_usec();
         c->dispatch = d;
         c->wait_task = k;
-        c->inline_created = created;
-        c->inline_until = c->t0_usec + d->tasks->inline_usec;
-        DispatchCall *owner = TAKE_PTR(c); /* the session's list's, and the task's, until answered */
-        DispatchCall **head = (DispatchCall **) &k->waiters;
-        LIST_PREPEND(waiters, *head, owner);
-        LIST_PREPEND(calls, d->calls, owner);
+        return c;
+}
+
+/* Puts the waiter made by dispatch_waiter_new() (and filled) on the lists, then tells the transport. */
+static void dispatch_waiter_link(Dispatch *d, DispatchCall *c, void *ctx) {
+        DispatchCall **head = (DispatchCall **) &c->wait_task->waiters;
+        LIST_PREPEND(waiters, *head, c);
+        LIST_PREPEND(calls, d->calls, c);
         d->n_calls++;
         if (d->ops->call_new)
-                d->ops->call_new(d, owner, ctx);
+                d->ops->call_new(d, c, ctx);
+}
+
+/* A 2026 call that may be answered inline (issue 30.2): held as task k's waiter; takes created.
+ * False without memory (then the task is answered at once, as before). */
+static bool dispatch_task_hold(Dispatch *d, McpCall *call, Task *k, char *created, void *ctx) {
+        DispatchCall *c = dispatch_waiter_new(d, k, mcp_call_id_key(call));
+        if (!c)
+                return false;
+        c->inline_created = created;
+        c->inline_until = c->t0_usec + d->tasks->inline_usec;
+        dispatch_waiter_link(d, c, ctx); /* the session's list's, and the task's, until answered */
         return true;
 }
 
@@ -467,22 +480,13 @@ static bool dispatch_task_wait(Dispatch *d, McpAction *a, void *ctx) {
         if (!k || task_status_is_terminal(k->status))
                 return false;
 
-        _cleanup_(dispatch_call_freep) DispatchCall *c = calloc(1, d->ops->call_size ?: sizeof(DispatchCall));
-        if (!c || !(c->id_key = strdup(mcp_task_request_id_key(a->task)))) {
+        DispatchCall *c = dispatch_waiter_new(d, k, mcp_task_request_id_key(a->task));
+        if (!c) {
                 dispatch_answer(d, ctx, mcp_task_reply_oom(a->task));
                 return true;
         }
-        c->t0_usec = now_usec();
-        c->dispatch = d;
         c->wait = TAKE_PTR(a->task);
-        c->wait_task = k;
-        DispatchCall *owner = TAKE_PTR(c); /* the session's list's, and the task's, until answered */
-        DispatchCall **head = (DispatchCall **) &k->waiters;
-        LIST_PREPEND(waiters, *head, owner);
-        LIST_PREPEND(calls, d->calls, owner);
-        d->n_calls++;
-        if (d->ops->call_new)
-                d->ops->call_new(d, owner, ctx);
+        dispatch_waiter_link(d, c, ctx); /* the session's list's, and the task's, until answered */
         return true;
 }
 
