@@ -120,8 +120,10 @@ def run_scopes(slice_):
 def install():
     svc = open(os.path.join(BUILD, "units/mcp-execd@.service")).read()
     svc = re.sub(r"(?m)^ExecStart=.*$", "ExecStart=" + stable_daemon_path(), svc)
-    # The ready sandboxes are not what this test is about; they would triple the guest's load.
-    svc = svc.replace("[Service]\n", "[Service]\nEnvironment=MCP_EXEC_WARM_POOL=0\n", 1)
+    # The ready sandboxes are not what this test is about; they would triple the guest's load. The
+    # tasks are (routed by their ids' tags): every call that asks is one, however short
+    # (MCP_EXEC_TASK_INLINE_MS=0; by default one that ends within a second is answered inline).
+    svc = svc.replace("[Service]\n", "[Service]\nEnvironment=MCP_EXEC_WARM_POOL=0 MCP_EXEC_TASK_INLINE_MS=0\n", 1)
     open("/run/systemd/system/mcp-execd@.service", "w").write(svc)
     for u in ("mcp-execd@.socket", "mcp-execd.slice"):
         open("/run/systemd/system/" + u, "w").write(open(os.path.join(SRC, "units", u)).read())
