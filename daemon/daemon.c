@@ -35,6 +35,8 @@
 
 #define RING_ENTRIES 256
 #define SHUTDOWN_DEADLINE_USEC (5u * 1000u * 1000u)
+/* stdio: how long the start waits for the client's first bytes before its checks (daemon_run()). */
+#define DAEMON_FIRST_INPUT_USEC (100u * 1000u)
 /* After the loop: how long the calls and the kernel operations still in flight may take to
  * complete before we free what they point into anyway (a run killed at shutdown ends within its
  * kill grace; a cancelled read completes at once). */
@@ -674,8 +676,15 @@ int daemon_run(Daemon *d) {
         int r = 0;
         if (!d->ready) {
                 /* stdio: what stdin already holds (the client's initialize, when it wrote it at
-                 * once) is answered and its answer handed to the kernel before the checks. */
-                r = ring_run_once(d->ring, 1);
+                 * once) is answered and its answer handed to the kernel before the checks. A client
+                 * writes at once, but on a loaded machine its write may land a moment after we get
+                 * here; a check that fails fast then ended the daemon with nothing read, and the
+                 * client got no answer at all (seen once in a CI run). So wait for its first bytes,
+                 * a little. */
+                uint64_t until = now_usec() + DAEMON_FIRST_INPUT_USEC;
+                do
+                        r = ring_run_once(d->ring, 1000);
+                while (r >= 0 && d->stdio && !stdio_got_input(d->stdio) && now_usec() < until);
                 if (r >= 0)
                         r = ring_submit(d->ring);
                 if (r >= 0)

@@ -29,6 +29,7 @@ struct Stdio {
         bool reading;     /* a read may be submitted */
         bool input_done;  /* EOF or stopped */
         bool eof;         /* the end of input was read (its lines may still wait behind a held one) */
+        bool got_input;   /* a read brought bytes, or the end of input (stdio_got_input()) */
         char *held;       /* a message the session holds (MCP_ACTION_HOLD) until stdio_release(): no
                            * line after it is handled and no read is submitted until then */
         size_t held_len;
@@ -242,6 +243,8 @@ static void on_read(RingOp *op, int res) {
 
         if (!t->reading)
                 return;
+        if (res >= 0) /* bytes, or the end of input */
+                t->got_input = true;
         if (res > 0) {
                 if (mcp_line_reader_feed(&t->lines, t->rbuf, (size_t) res) < 0)
                         log_error("out of memory reading stdin");
@@ -301,6 +304,10 @@ void stdio_refuse_held(Stdio *t) {
         t->reading = false;
         stdio_take_lines(t);
         t->reading = reading;
+}
+
+bool stdio_got_input(const Stdio *t) {
+        return t->got_input;
 }
 
 void stdio_stop_reading(Stdio *t) {

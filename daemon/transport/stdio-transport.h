@@ -27,6 +27,8 @@ void stdio_refuse_held(Stdio *t);
 /* Stops reading (shutdown). Input not read yet gets no answer; call stdio_refuse_held() for a
  * message held by a session that will never be released. */
 void stdio_stop_reading(Stdio *t);
+/* Whether stdin has brought anything yet (bytes, or its end). */
+bool stdio_got_input(const Stdio *t);
 
 /* Tasks (dispatch.h): the client of stdio, the one this process serves, creates and sees them. */
 void stdio_set_tasks(Stdio *t, DispatchTasks *tasks);
