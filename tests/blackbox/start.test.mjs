@@ -50,20 +50,12 @@ async function session(t, early) {
         assert.ok(init.result, JSON.stringify(init));
     } else {
         await d.initialize('2025-11-25', 10000);
-        await waitStderr(d, STARTED, 30000);
+        await d.waitStderr(STARTED, 30000);
         for (const [name, [method, params]] of Object.entries(calls)) ids[name] = d.send(method, params);
     }
     const out = {};
     for (const [name, id] of Object.entries(ids)) out[name] = await d.response(id, 60000);
     return out;
-}
-
-async function waitStderr(d, re, ms) {
-    const t0 = Date.now();
-    while (!re.test(d.stderrText)) {
-        if (d.exit || Date.now() - t0 > ms) throw new Error(`no ${re} on stderr: ${d.stderrText.slice(-1500)}`);
-        await new Promise((r) => setTimeout(r, 20));
-    }
 }
 
 test('calls sent with initialize, before the start is over, get the answers of a started daemon', async (t) => {
@@ -200,7 +192,7 @@ test('a failing sandbox check with stdin closed at once: still exit 1, not 0', {
 test('the start message states the runs, the sessions, and their sum sharing the per-user kernel budgets', async (t) => {
     const d = RawDaemon.spawn(t, { env: { MCP_EXEC_MAX_CONCURRENT: 3, MCP_EXEC_PY_SESSIONS_MAX: 5 } });
     await d.initialize('2025-11-25', 10000);
-    await waitStderr(d, STARTED, 30000);
+    await d.waitStderr(STARTED, 30000);
     assert.match(d.stderrText, /max 3 concurrent runs, queue \d+, 5 Python sessions; the per-user kernel budgets are shared by 8 sandboxes/);
 });
 

@@ -202,7 +202,7 @@ test('a killed daemon\'s private directory is removed by the next start; live, l
     assert.ok(!after.includes(killedDir), `the killed daemon's directory is still there: ${after}`);
     assert.ok(after.includes(liveDir), `the live daemon's directory was removed: ${after}`);
     assert.ok(after.includes(lockless) && after.includes(foreign), `a lockless or foreign directory was removed: ${after}`);
-    assert.match(next.stderrText, /removed 1 private directory in .* that mcp-execd instances which were killed had left/);
+    await next.waitStderr(/removed 1 private directory in .* that mcp-execd instances which were killed had left/);
     // the live daemon still serves, from its directory
     const ping = await live.request('ping');
     assert.deepEqual(ping.result, {});

@@ -221,6 +221,20 @@ export class RawDaemon {
         });
     }
 
+    /**
+     * Resolve once the daemon's stderr matches re; reject after timeoutMs or when it exits first.
+     * Its stdout and stderr are two pipes read in no fixed order: an answer on stdout does not
+     * mean a line logged before it has been read yet.
+     */
+    async waitStderr(re, timeoutMs = 5000) {
+        const t0 = Date.now();
+        while (!re.test(this.stderrText)) {
+            if (this.exit || Date.now() - t0 > timeoutMs)
+                throw new Error(`no ${re} on mcp-execd's stderr within ${timeoutMs} ms: ${this.stderrText.slice(-1500)}`);
+            await new Promise((r) => setTimeout(r, 20));
+        }
+    }
+
     /** Resolve with {code, signal} when the daemon exits; reject after timeoutMs. */
     waitExit(timeoutMs = 5000) {
         if (this.exit) return Promise.resolve(this.exit);
