@@ -68,6 +68,7 @@ slow_files=(
         py-deps-confine.test.mjs py-deps-index.test.mjs py-deps-wheelhouse.test.mjs  # 25, 17, 16
         py-deps-requirements.test.mjs py-deps-sources.test.mjs  # 9, 4: pip, like the others
         http-conformance.test.mjs http-conformance-2026.test.mjs http-conformance-next.test.mjs
+        clients.test.mjs                # the README's clients, 1.2 GB from npm on first use
 )
 
 # The black-box files the asan tier runs again under the sanitizers: those whose calls go

@@ -73,7 +73,7 @@ for f in "${files[@]}"; do
 done
 # The files that take longest start first, so that the workers end together (seconds in a full
 # run on a 2-core machine, 2026-12-05); the rest follow in name order.
-first=(http-badinput escape-task http-limits escape-warm http-load tasks http-exec-sse escape
+first=(clients http-badinput escape-task http-limits escape-warm http-load tasks http-exec-sse escape
        http-streams http-exec-streamable py-deps-share escape-session py-deps-cache http-stall exec)
 ordered=()
 for n in "${first[@]}"; do
