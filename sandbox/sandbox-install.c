@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,14 +24,19 @@
  *
  *   daemon ── fork (held on go_fd until the daemon has placed it in its cgroup)
  *     └─ installer: setpgid, uid/gid 65533 as root (else the daemon's), PDEATHSIG, then
- *        unshare(NEWUSER|NEWNS[|NEWNET]) mapping only that uid and gid, / recursively read-only
- *        and nosuid but work_dir, home directories and credentials under empty tmpfs, execve
+ *        unshare(NEWUSER|NEWNS|NEWPID[|NEWNET]) mapping only that uid and gid, / recursively
+ *        read-only and nosuid but work_dir, home directories and credentials under empty tmpfs;
+ *        it stays to wait, and passes on the exit status of
+ *          └─ PID 1 of the new PID namespace: PDEATHSIG, execve install.py (pip, uv, …)
  *
- * Unlike a run it is not its own PID namespace and keeps the host's /usr, /etc, /proc: it is
- * trusted code (pip, our install.py) fetching wheels, never caller code. What it must not do is
- * write anywhere but its directory, read secrets, or (when the only source is local) reach any
- * network. The uid drop comes before the user namespace, so the namespace belongs to 65533, not
- * to root, and root's capabilities never reach it. */
+ * It keeps the host's /usr, /etc, /proc: it is trusted code (pip, our install.py) fetching
+ * wheels, never caller code. What it must not do is write anywhere but its directory, read
+ * secrets, (when the only source is local) reach any network, or outlive the daemon: a
+ * parent-death signal reaches only its own process, so install.py is PID 1 of a namespace of its
+ * own, whose end the kernel makes the end of everything pip started (a daemon killed mid-install
+ * left pip's children behind before, as uid 65533, and another daemon then refused to start).
+ * The uid drop comes before the user namespace, so the namespace belongs to 65533, not to root,
+ * and root's capabilities never reach it. */
 
 /* Holding secrets, or other users' files: hidden by an empty read-only tmpfs. */
 static const char *const hidden_dirs[] = { "/root", "/home", "/run/credentials", "/etc/mcp-execd" };
@@ -96,7 +102,7 @@ static int confine(const SandboxInstallSpec *spec, const char **ret_step) {
         int r;
 
 #define STEP(s, expr) do { *ret_step = (s); if ((r = (expr)) < 0) return r; } while (0)
-        int flags = CLONE_NEWUSER | CLONE_NEWNS | (no_network ? CLONE_NEWNET : 0);
+        int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | (no_network ? CLONE_NEWNET : 0);
         STEP("unshare", unshare(flags) < 0 ? -errno : 0);
         STEP("id maps", sandbox_id_maps_write(0, uid, gid, uid, gid, true));
         STEP("make / private", sandbox_mount_private());
@@ -139,8 +145,31 @@ _Noreturn static void installer_main(const SandboxInstallSpec *spec, int go_fd, 
         }
         if (chdir(spec->work_dir) < 0)
                 _exit(127);
-        execve(spec->argv[0], (char **) spec->argv, (char **) installer_envp);
-        _exit(127);
+
+        /* Its end tells the child that we are gone: the child cannot ask getppid(), which is 0 for
+         * a PID 1 (its parent is outside its namespace). */
+        int alive[2];
+        if (pipe2(alive, O_CLOEXEC) < 0)
+                _exit(127);
+        pid_t pid = fork();
+        if (pid < 0)
+                _exit(127);
+        if (pid == 0) {
+                (void) close(alive[1]);
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                struct pollfd p = { .fd = alive[0], .events = POLLIN };
+                if (poll(&p, 1, 0) != 0) /* we died before the death signal was set */
+                        _exit(127);
+                execve(spec->argv[0], (char **) spec->argv, (char **) installer_envp);
+                _exit(127);
+        }
+        (void) close(alive[0]);
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        _exit(127);
+        /* As the daemon reads a status (envs.c): a signal's death as 128 + its number. */
+        _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
 int sandbox_spawn_installer(const SandboxInstallSpec *spec, SandboxInstaller *ret) {

@@ -1061,9 +1061,9 @@ static int bench(int n) {
 }
 
 /* The second entry point: the installer's confinement (what py-deps-confine.test.mjs checks through
- * the daemon, here without pip): its own uid (65533 as root), user and mount namespaces, only its
- * directory writable, /root hidden, an environment built from nothing, its own process group, and
- * network only for a remote index. */
+ * the daemon, here without pip): its own uid (65533 as root), user, mount and PID namespaces (it
+ * runs as PID 1 there: its process group, our setpgid's, is outside), only its directory writable,
+ * /root hidden, an environment built from nothing, and network only for a remote index. */
 static void installer_check(const char *index_url, bool want_own_net) {
         static const char code[] =
                 "import os, sys, errno\n"
@@ -1079,8 +1079,8 @@ static void installer_check(const char *index_url, bool want_own_net) {
                 "if os.path.isdir('/root'):\n"
                 "    assert os.listdir('/root') == [], os.listdir('/root')\n"
                 "assert 'TEST_SANDBOX_SECRET' not in os.environ, os.environ\n"
-                "assert os.getpgrp() == os.getpid()\n"
-                "print(os.getuid(), os.getgid(), *(os.readlink('/proc/self/ns/' + n) for n in ('user', 'mnt', 'net')))\n";
+                "assert os.getpid() == 1 and os.getpgrp() == 0, (os.getpid(), os.getpgrp())\n"
+                "print(os.getuid(), os.getgid(), *(os.readlink('/proc/self/ns/' + n) for n in ('user', 'mnt', 'pid', 'net')))\n";
         char work[] = "/tmp/test-installer-XXXXXX";
         assert_non_null(mkdtemp(work));
         assert_int_equal(setenv("TEST_SANDBOX_SECRET", "hunter2", 1), 0);
@@ -1106,12 +1106,12 @@ static void installer_check(const char *index_url, bool want_own_net) {
                 fail_msg("installer exited %d: %s", si.si_status, out);
 
         unsigned uid, gid;
-        char ns[3][64], host[3][64];
-        assert_int_equal(sscanf(out, "%u %u %63s %63s %63s", &uid, &gid, ns[0], ns[1], ns[2]), 5);
+        char ns[4][64], host[4][64];
+        assert_int_equal(sscanf(out, "%u %u %63s %63s %63s %63s", &uid, &gid, ns[0], ns[1], ns[2], ns[3]), 6);
         assert_int_equal(uid, geteuid() == 0 ? SANDBOX_INSTALL_UID : geteuid());
         assert_int_equal(gid, geteuid() == 0 ? SANDBOX_INSTALL_GID : getegid());
-        static const char *const names[] = { "user", "mnt", "net" };
-        for (size_t i = 0; i < 3; i++) {
+        static const char *const names[] = { "user", "mnt", "pid", "net" };
+        for (size_t i = 0; i < 4; i++) {
                 char link[64];
                 snprintf(link, sizeof(link), "/proc/self/ns/%s", names[i]);
                 ssize_t k = readlink(link, host[i], sizeof(host[i]) - 1);
@@ -1120,10 +1120,11 @@ static void installer_check(const char *index_url, bool want_own_net) {
         }
         assert_string_not_equal(ns[0], host[0]);
         assert_string_not_equal(ns[1], host[1]);
+        assert_string_not_equal(ns[2], host[2]);
         if (want_own_net)
-                assert_string_not_equal(ns[2], host[2]);
+                assert_string_not_equal(ns[3], host[3]);
         else
-                assert_string_equal(ns[2], host[2]);
+                assert_string_equal(ns[3], host[3]);
         char written[sizeof(work) + 16];
         snprintf(written, sizeof(written), "%s/written", work);
         assert_int_equal(access(written, F_OK), 0);
@@ -1154,6 +1155,46 @@ static void test_installer_held_until_release(void **state) {
         char ran[sizeof(work) + 8];
         snprintf(ran, sizeof(ran), "%s/ran", work);
         assert_int_equal(access(ran, F_OK), -1);
+        assert_int_equal(rm_rf(work), 0);
+}
+
+/* A daemon killed mid-install kills the installer (its parent-death signal); nothing the install
+ * started may outlive it, not even a grandchild in a session of its own, which no parent-death
+ * signal reaches. The one left holding the output pipe would keep it open: EOF on it means every
+ * process of the install is gone. */
+static void test_installer_dies_whole(void **state) {
+        static const char code[] =
+                "import os, time\n"
+                "if os.fork() == 0:\n"
+                "    os.setsid()\n"
+                "    if os.fork() == 0:\n"
+                "        time.sleep(1000)\n"
+                "    os._exit(0)\n"
+                "os.wait()\n"
+                "print('ready', flush=True)\n"
+                "time.sleep(1000)\n";
+        char work[] = "/tmp/test-installer-XXXXXX";
+        assert_non_null(mkdtemp(work));
+        int p[2];
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        const char *argv[] = { PYTHON, "-I", "-c", code, NULL };
+        SandboxInstallSpec spec = { .argv = argv, .work_dir = work, .output_fd = p[1] };
+        SandboxInstaller c;
+        assert_int_equal(sandbox_spawn_installer(&spec, &c), 0);
+        close(p[1]);
+        assert_int_equal(sandbox_installer_release(&c), 0);
+        char out[64] = "";
+        assert_int_equal(read(p[0], out, sizeof(out) - 1), 6);
+        assert_string_equal(out, "ready\n");
+        /* the installer's own process only, as the parent-death signal would */
+        assert_int_equal(kill(c.pid, SIGKILL), 0);
+        siginfo_t si = {};
+        assert_int_equal(waitid(P_PIDFD, (id_t) c.pidfd, &si, WEXITED), 0);
+        sandbox_installer_done(&c);
+        struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+        assert_int_equal(poll(&pfd, 1, 30000), 1); /* a bound, not a wait: EOF comes at once */
+        assert_int_equal(read(p[0], out, sizeof(out)), 0);
+        close(p[0]);
         assert_int_equal(rm_rf(work), 0);
 }
 
@@ -1192,6 +1233,7 @@ int main(void) {
                 cmocka_unit_test(test_new_names_the_refusal),
                 cmocka_unit_test(test_installer_confined),
                 cmocka_unit_test(test_installer_held_until_release),
+                cmocka_unit_test(test_installer_dies_whole),
                 cmocka_unit_test(test_warm_up_font_cache), /* last: later runs get the cache */
         };
         return cmocka_run_group_tests(tests, setup, teardown);
