@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startDaemon, sleep, descendants, procCmdline, procStat, findByMarker } from './lib/index.mjs';
+import { startDaemon, sleep, descendants, procCmdline, procStat, findByMarker, reapMarker, uniqueMarker, waitMarkerGone, waitMarkerPresent, SYSTEM_PATH } from './lib/index.mjs';
 import { callTool, makeSources, pep723, tempDir, cacheState, installsLogged } from './lib/pydeps.mjs';
 
 const T = { timeout: 600000 };
@@ -99,4 +99,26 @@ test('a daemon killed in the middle of an install leaves no environment a later 
     assert.equal(installsLogged(d2.stderr()), 1);
     // Only the new install's environment (nothing of the killed daemon is at work: checked above).
     assert.deepEqual(cacheState(cache).envs, [r.sc.environment.key]);
+});
+
+// A parent-death signal reaches one process: an installer's grandchild in a session of its own
+// outlived a daemon killed mid-install, as uid 65533, and every other daemon on the host then
+// refused to start. Here the installer (uv, found on the daemon's PATH: ours) leaves such a
+// grandchild and waits; the daemon is killed; the grandchild must go with the install's PID
+// namespace.
+test('a daemon killed mid-install leaves no process of the install behind, not even one in a session of its own', T, async (t) => {
+    const marker = uniqueMarker('orphan');
+    reapMarker(t, marker);
+    const bin = tempDir(t, 'mcp-execd-fake-uv-');
+    fs.writeFileSync(path.join(bin, 'uv'),
+        `#!/bin/sh\n/usr/bin/setsid /usr/bin/python3 -c 'import time; time.sleep(300)' ${marker} </dev/null >/dev/null 2>&1 &\nexec /bin/sleep 300\n`, { mode: 0o755 });
+    const src = await makeSources(t, [{ name: 'orphanpkg', version: '1.0' }]);
+    const cache = tempDir(t, 'mcp-execd-cache-');
+    const d = await startDaemon(t, { env: { MCP_EXEC_WHEELHOUSE: src.wheelhouse, MCP_EXEC_ENV_CACHE_DIR: cache, PATH: `${bin}:${SYSTEM_PATH}` } });
+    const call = callTool(d.client, 'execute_python', { script: use('orphanpkg') }).catch((e) => e);
+    assert.ok((await waitMarkerPresent(marker, 120000)).length > 0, 'the install never started its grandchild');
+    process.kill(d.pid, 'SIGKILL');
+    await d.exited;
+    await call;
+    assert.deepEqual(await waitMarkerGone(marker, 10000), [], 'a process of the install outlived the daemon by 10 s');
 });
