@@ -87,6 +87,7 @@ function userEnv(h, extra = {}) {
         // Claude Code: no update check, no telemetry (nothing here may depend on the internet)
         DISABLE_AUTOUPDATER: '1',
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+        MCP_TIMEOUT: '60000', // its wait for a server to start, on a loaded machine
         ...extra,
     };
 }
