@@ -462,11 +462,17 @@ static int daemon_serving_setup(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "cannot set up the metrics: %m");
         scheduler_set_metrics(&d->scheduler, d->metrics);
-        r = dispatch_tasks_new(&d->scheduler, cfg->tasks_max, cfg->tasks_per_client, cfg->tasks_max_bytes,
-                               (uint64_t) cfg->task_ttl_s * 1000000u, cfg->instance, &d->tasks);
+        DispatchTasksConfig tcfg = {
+                .max_total = cfg->tasks_max,
+                .max_per_owner = cfg->tasks_per_client,
+                .max_bytes = cfg->tasks_max_bytes,
+                .ttl_usec = (uint64_t) cfg->task_ttl_s * 1000000u,
+                .inline_usec = (uint64_t) cfg->task_inline_ms * 1000u,
+                .tag = cfg->instance,
+        };
+        r = dispatch_tasks_new(&d->scheduler, &tcfg, &d->tasks);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the tasks: %m");
-        dispatch_tasks_set_inline(d->tasks, (uint64_t) cfg->task_inline_ms * 1000u);
 
         d->transport_name = cfg->transport == TRANSPORT_STDIO  ? "stdio"
                             : cfg->transport == TRANSPORT_HTTP ? "HTTP (Streamable HTTP and HTTP+SSE)"

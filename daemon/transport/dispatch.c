@@ -300,20 +300,16 @@ static const DispatchOps tasks_dispatch_ops = {
         .call_reply = tasks_on_call_reply,
 };
 
-int dispatch_tasks_new(Scheduler *scheduler, unsigned max_total, unsigned max_per_owner, uint64_t max_bytes,
-                       uint64_t ttl_usec, const char *tag, DispatchTasks **ret) {
+int dispatch_tasks_new(Scheduler *scheduler, const DispatchTasksConfig *cfg, DispatchTasks **ret) {
         DispatchTasks *t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;
         dispatch_init(&t->dispatch, scheduler, &tasks_dispatch_ops, t);
-        task_store_init(&t->store, max_total, max_per_owner, max_bytes, ttl_usec);
-        t->store.tag = tag;
+        task_store_init(&t->store, cfg->max_total, cfg->max_per_owner, cfg->max_bytes, cfg->ttl_usec);
+        t->store.tag = cfg->tag;
+        t->inline_usec = cfg->inline_usec;
         *ret = t;
         return 0;
-}
-
-void dispatch_tasks_set_inline(DispatchTasks *t, uint64_t usec) {
-        t->inline_usec = usec;
 }
 
 void dispatch_tasks_cancel_all(DispatchTasks *t) {

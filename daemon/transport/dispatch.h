@@ -81,12 +81,17 @@ void dispatch_set_tasks(Dispatch *d, DispatchTasks *tasks, const char *owner);
 /* The daemon's tasks (README "Tasks"): the store, and the one Dispatch their runs go through, so a
  * task's run is exactly a call's (same scheduler, sandbox, limits, record) but belongs to no
  * session and outlives the request and connection that made it. */
-/* tag: MCP_EXEC_INSTANCE (borrowed, outlives the tasks), the prefix of task ids, or NULL. */
-int dispatch_tasks_new(Scheduler *scheduler, unsigned max_total, unsigned max_per_owner, uint64_t max_bytes,
-                       uint64_t ttl_usec, const char *tag, DispatchTasks **ret);
-/* MCP_EXEC_TASK_INLINE_MS: how long a 2026 call that may be a task (mcp_call_task_may_inline())
- * waits for its run before it becomes one; 0 (the default here): at once. */
-void dispatch_tasks_set_inline(DispatchTasks *t, uint64_t usec);
+typedef struct DispatchTasksConfig {
+        unsigned max_total;     /* MCP_EXEC_TASKS_MAX */
+        unsigned max_per_owner; /* MCP_EXEC_TASKS_PER_CLIENT */
+        uint64_t max_bytes;     /* MCP_EXEC_TASKS_MAX_BYTES: the results kept, together */
+        uint64_t ttl_usec;      /* MCP_EXEC_TASK_TTL_S */
+        /* MCP_EXEC_TASK_INLINE_MS: how long a 2026 call that may be a task
+         * (mcp_call_task_may_inline()) waits for its run before it becomes one; 0: at once. */
+        uint64_t inline_usec;
+        const char *tag; /* MCP_EXEC_INSTANCE (borrowed, outlives the tasks), the prefix of task ids, or NULL */
+} DispatchTasksConfig;
+int dispatch_tasks_new(Scheduler *scheduler, const DispatchTasksConfig *cfg, DispatchTasks **ret);
 /* owner is gone for good (a 2025 HTTP session ended): nobody can fetch its tasks any more, so their
  * runs are cancelled and the tasks freed now rather than at their TTL. */
 void dispatch_tasks_drop_owner(DispatchTasks *t, const char *owner);

@@ -497,7 +497,8 @@ static void feed_task(Fixture *f, Session *on, const char *method, const char *t
 static void test_tasks(void **state) {
         Fixture *f = *state;
         DispatchTasks *dt = NULL;
-        assert_int_equal(dispatch_tasks_new(&scheduler, 8, 2, UINT64_MAX, 10u * 1000000u, NULL, &dt), 0);
+        DispatchTasksConfig cfg = { .max_total = 8, .max_per_owner = 2, .max_bytes = UINT64_MAX, .ttl_usec = 10u * 1000000u };
+        assert_int_equal(dispatch_tasks_new(&scheduler, &cfg, &dt), 0);
         dispatch_set_tasks(&f->session.dispatch, dt, "A");
         Session other = {};
         dispatch_init(&other.dispatch, &scheduler, &ops, &other);
@@ -600,8 +601,9 @@ static void test_task_inline(void **state) {
         Fixture *f = *state;
         Session *s = &f->session;
         DispatchTasks *dt = NULL;
-        assert_int_equal(dispatch_tasks_new(&scheduler, 8, 8, UINT64_MAX, 10u * 1000000u, NULL, &dt), 0);
-        dispatch_tasks_set_inline(dt, 1000000u);
+        DispatchTasksConfig cfg = { .max_total = 8, .max_per_owner = 8, .max_bytes = UINT64_MAX, .ttl_usec = 10u * 1000000u,
+                                    .inline_usec = 1000000u };
+        assert_int_equal(dispatch_tasks_new(&scheduler, &cfg, &dt), 0);
         dispatch_set_tasks(&s->dispatch, dt, "A");
         int ctx;
 
