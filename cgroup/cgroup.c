@@ -103,11 +103,11 @@ Cgroup *cgroup_free(Cgroup *c) {
 }
 
 CgroupBackend cgroup_backend(const Cgroup *c) {
-        return c->ops->backend;
+        return c ? c->ops->backend : CGROUP_BACKEND_NONE;
 }
 
 const char *cgroup_backend_name(const Cgroup *c) {
-        return c->ops->name;
+        return c ? c->ops->name : "none";
 }
 
 const char *cgroup_describe(const Cgroup *c) {

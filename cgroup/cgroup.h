@@ -40,6 +40,7 @@ int cgroup_new(const CgroupConfig *config, Cgroup **ret, char **reterr);
 Cgroup *cgroup_free(Cgroup *c);
 DEFINE_POINTER_CLEANUP(Cgroup, cgroup_free)
 
+/* NULL, no Cgroup at all (proc/ takes one: rlimits), is the none backend. */
 CgroupBackend cgroup_backend(const Cgroup *c);
 const char *cgroup_backend_name(const Cgroup *c); /* "systemd", "cgroupfs", "none" */
 /* One line for logs: which manager or subtree, which slice. */

@@ -35,6 +35,9 @@ static void test_none(void **state) {
         assert_null(why); /* an explicit none is no fallback: nothing to warn about */
         assert_int_equal(cgroup_backend(c), CGROUP_BACKEND_NONE);
         assert_string_equal(cgroup_backend_name(c), "none");
+        /* no Cgroup at all, as proc/ takes it, names the same backend (a run's error message) */
+        assert_int_equal(cgroup_backend(NULL), CGROUP_BACKEND_NONE);
+        assert_string_equal(cgroup_backend_name(NULL), "none");
         assert_string_equal(cgroup_describe(c), "none: limits by rlimits only");
         assert_int_equal(cgroup_stop_stale(c), 0);
         assert_int_equal(cgroup_event_fd(c), -EBADF);
