@@ -1,0 +1,199 @@
+/* test-tenants.c: the tenants file (daemon/tenant/tenants.h): its lines, its limits, each kind of
+ * bad file refused with the line and the reason, a token found by its hash and no other, and the
+ * file's owner and mode checked as sshd checks a key. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cleanup.h"
+#include "tenants.h"
+
+/* sha256("alpha-token"), sha256("beta-token"): what `printf %s TOKEN | sha256sum` prints. */
+static char alpha_hash[65], beta_hash[65];
+
+static int setup(void **state) {
+        (void) state;
+        assert_int_equal(tenants_hash_hex("alpha-token", 11, alpha_hash), 0);
+        assert_int_equal(tenants_hash_hex("beta-token", 10, beta_hash), 0);
+        return 0;
+}
+
+static void test_hash_is_sha256(void **state) {
+        char h[65];
+        assert_int_equal(tenants_hash_hex("test", 4, h), 0);
+        assert_string_equal(h, "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+}
+
+static Tenants *parse_ok(const char *text) {
+        Tenants *t = NULL;
+        char *err = NULL;
+        int r = tenants_parse(text, strlen(text), &t, &err);
+        if (r < 0)
+                fail_msg("refused: %s", err ? err : strerror(-r));
+        return t;
+}
+
+static void test_lines_and_limits(void **state) {
+        char text[1024];
+        snprintf(text, sizeof(text),
+                 "# the teams\n"
+                 "\n"
+                 "alpha\t%s   runs=2 memory=2G weight=300   # a comment after\n"
+                 "  beta %s\r\n",
+                 alpha_hash, beta_hash);
+        _cleanup_(tenants_freep) Tenants *t = parse_ok(text);
+        assert_int_equal(tenants_count(t), 2);
+        const Tenant *a = tenants_get(t, 0), *b = tenants_get(t, 1);
+        assert_string_equal(a->name, "alpha");
+        assert_int_equal(a->line, 3);
+        assert_int_equal(a->limits.runs, 2);
+        assert_int_equal(a->limits.memory_max, 2ull << 30);
+        assert_int_equal(a->limits.weight, 300);
+        assert_int_equal(a->limits.pids_max, UINT64_MAX);
+        /* nothing set: the daemon's own */
+        assert_string_equal(b->name, "beta");
+        assert_int_equal(b->limits.runs, 0);
+        assert_int_equal(b->limits.queue, 0);
+        assert_int_equal(b->limits.memory_max, UINT64_MAX);
+        assert_int_equal(b->limits.weight, 100);
+        assert_ptr_equal(tenants_find_name(t, "beta"), b);
+        assert_null(tenants_find_name(t, "gamma"));
+        assert_null(tenants_get(t, 2));
+}
+
+static void test_find_token(void **state) {
+        char text[256];
+        snprintf(text, sizeof(text), "alpha %s\nbeta %s\n", alpha_hash, beta_hash);
+        _cleanup_(tenants_freep) Tenants *t = parse_ok(text);
+        assert_string_equal(tenants_find_token(t, "alpha-token", 11)->name, "alpha");
+        assert_string_equal(tenants_find_token(t, "beta-token", 10)->name, "beta");
+        assert_null(tenants_find_token(t, "alpha-toke", 10));
+        assert_null(tenants_find_token(t, "alpha-tokenx", 12));
+        assert_null(tenants_find_token(t, "", 0));
+        /* the hash itself is no token */
+        assert_null(tenants_find_token(t, alpha_hash, 64));
+        assert_null(tenants_find_token(NULL, "alpha-token", 11));
+}
+
+/* Each bad file: refused with a message holding want (and never the token a line pasted). */
+static void refused(const char *text, const char *want) {
+        Tenants *t = NULL;
+        char *err = NULL;
+        assert_int_equal(tenants_parse(text, strlen(text), &t, &err), -EINVAL);
+        assert_null(t);
+        assert_non_null(err);
+        if (!strstr(err, want))
+                fail_msg("message \"%s\" lacks \"%s\"", err, want);
+        assert_null(strstr(err, "s3cret-pasted-token"));
+        free(err);
+}
+
+static void test_bad_files(void **state) {
+        char text[1024];
+        refused("", "no tenant in it");
+        refused("# only a comment\n\n", "no tenant in it");
+        snprintf(text, sizeof(text), "alpha %s\nbeta %s\nalpha %s\n", alpha_hash, beta_hash, beta_hash);
+        refused(text, "line 3: tenant alpha is named twice (first on line 1)");
+        snprintf(text, sizeof(text), "alpha %s\nbeta %s\n", alpha_hash, alpha_hash);
+        refused(text, "line 2: tenants alpha and beta have the same token");
+        refused("alpha\n", "line 1: tenant alpha has no token hash");
+        snprintf(text, sizeof(text), "alpha %.63s\n", alpha_hash);
+        refused(text, "line 1: tenant alpha: the token hash is not 64 lower-case hex digits (SHA-256) but 63 characters");
+        refused("alpha s3cret-pasted-token\n", "but 19 characters; write sha256sum's output for the token, never the token");
+        refused("alpha 9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08\n", "not 64 lower-case hex digits");
+        snprintf(text, sizeof(text), "alpha %s colour=blue\n", alpha_hash);
+        refused(text, "line 1: unknown key 'colour' (known: runs, queue, sessions, tasks, memory, pids, weight)");
+        snprintf(text, sizeof(text), "alpha %s runs=0\n", alpha_hash);
+        refused(text, "line 1: runs=0: not a number of runs, 1 to 100000");
+        snprintf(text, sizeof(text), "alpha %s memory=lots\n", alpha_hash);
+        refused(text, "memory=lots: not a size of at least 1M");
+        snprintf(text, sizeof(text), "alpha %s runs=1 runs=2\n", alpha_hash);
+        refused(text, "line 1: runs is given twice");
+        snprintf(text, sizeof(text), "alpha %s runs\n", alpha_hash);
+        refused(text, "line 1: 'runs' is no key=value field");
+        snprintf(text, sizeof(text), "al/pha %s\n", alpha_hash);
+        refused(text, "line 1: the name 'al/pha' is not 1 to 32 letters");
+        snprintf(text, sizeof(text), "%s %s\n", "a23456789012345678901234567890123", alpha_hash);
+        refused(text, "is not 1 to 32 letters");
+        Tenants *t = NULL;
+        char *err = NULL;
+        assert_int_equal(tenants_parse("alpha\0x", 7, &t, &err), -EINVAL);
+        assert_string_equal(err, "the file holds a NUL byte");
+        free(err);
+}
+
+/* A file of ours with this mode, its path in path (to unlink). */
+static void write_file(char *path, const char *text, mode_t mode) {
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, text, strlen(text)), (ssize_t) strlen(text));
+        assert_int_equal(fchmod(fd, mode), 0);
+        close(fd);
+}
+
+static void test_load_checks_owner_and_mode(void **state) {
+        char text[256], path[] = "/tmp/test-tenants-XXXXXX";
+        snprintf(text, sizeof(text), "alpha %s runs=2\n", alpha_hash);
+        write_file(path, text, 0600);
+        Tenants *t = NULL;
+        char *err = NULL;
+        assert_int_equal(tenants_load(path, geteuid(), &t, &err), 0);
+        assert_string_equal(tenants_get(t, 0)->name, "alpha");
+        t = tenants_free(t);
+
+        assert_int_equal(chmod(path, 0640), 0);
+        assert_int_equal(tenants_load(path, geteuid(), &t, &err), -EINVAL);
+        assert_non_null(strstr(err, "may be read or written by other users (mode 0640): make it 0600"));
+        free(err);
+        assert_int_equal(chmod(path, 0604), 0);
+        assert_int_equal(tenants_load(path, geteuid(), &t, &err), -EINVAL);
+        free(err);
+
+        char link[] = "/tmp/test-tenants-link-XXXXXX";
+        int fd = mkstemp(link);
+        close(fd);
+        unlink(link);
+        assert_int_equal(chmod(path, 0600), 0);
+        assert_int_equal(symlink(path, link), 0);
+        assert_int_equal(tenants_load(link, geteuid(), &t, &err), -EINVAL);
+        assert_non_null(strstr(err, "is a symbolic link"));
+        free(err);
+        unlink(link);
+
+        assert_int_equal(tenants_load("/nonexistent/tenants", geteuid(), &t, &err), -ENOENT);
+        assert_non_null(strstr(err, "cannot open /nonexistent/tenants: No such file or directory"));
+        free(err);
+
+        if (geteuid() == 0) {
+                /* another user's file: neither the daemon's (here uid 4242's daemon) nor root's */
+                assert_int_equal(chown(path, 4243, 4243), 0);
+                assert_int_equal(tenants_load(path, 4242, &t, &err), -EINVAL);
+                assert_non_null(strstr(err, "belongs to uid 4243: it must be the daemon's (uid 4242) or root's"));
+                free(err);
+                assert_int_equal(chown(path, 4242, 4242), 0);
+                assert_int_equal(tenants_load(path, 4242, &t, &err), 0);
+                t = tenants_free(t);
+        }
+        unlink(path);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_hash_is_sha256),
+                cmocka_unit_test(test_lines_and_limits),
+                cmocka_unit_test(test_find_token),
+                cmocka_unit_test(test_bad_files),
+                cmocka_unit_test(test_load_checks_owner_and_mode),
+        };
+        return cmocka_run_group_tests(tests, setup, NULL);
+}
