@@ -69,6 +69,7 @@ slow_files=(
         py-deps-requirements.test.mjs py-deps-sources.test.mjs  # 9, 4: pip, like the others
         http-conformance.test.mjs http-conformance-2026.test.mjs http-conformance-next.test.mjs
         clients.test.mjs                # the README's clients, 1.2 GB from npm on first use
+        client-matrix.long.test.mjs     # the same clients, and a 70 s call each
 )
 
 # The black-box files the asan tier runs again under the sanitizers: those whose calls go

@@ -11,7 +11,6 @@
 // A relative build-release/daemon/mcp-execd is left as is: those snippets run in a directory
 // where it is the binary under test.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,31 +21,12 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { binaryPath, daemonEnv, SYSTEM_PATH, test } from './lib/index.mjs';
 import { startHttpDaemon } from './lib/http-daemon.mjs';
+import { CLIENTS, CLIENTS_BIN, installClients, runCommand as run } from './lib/clients.mjs';
 import { fencedBlocks, readDoc, REPO, section, tableRows } from './lib/snippets.mjs';
 
 const README = readDoc('README.md');
-const CLIENTS = path.join(REPO, 'tests/blackbox/clients');
-const CLIENTS_BIN = path.join(CLIENTS, 'node_modules/.bin');
 const PLACEHOLDER = '/path/to/mcp-execd/build-release/daemon/mcp-execd';
 const TOKEN = crypto.randomBytes(16).toString('hex');
-
-/** Run a command; resolve with { code, stdout, stderr } (code null: killed at the timeout). */
-function run(cmd, args, opts = {}) {
-    return new Promise((resolve, reject) => {
-        const p = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-        let stdout = '', stderr = '';
-        p.stdout.on('data', (b) => { stdout += b; });
-        p.stderr.on('data', (b) => { stderr += b; });
-        // The whole process group: a snippet may leave a daemon in the background (`&`).
-        const killGroup = () => { try { process.kill(-p.pid, 'SIGKILL'); } catch { /* gone */ } };
-        const timer = setTimeout(killGroup, opts.timeoutMs ?? 60000);
-        let code = null;
-        p.on('error', reject);
-        // Its exit, not the pipes' close: a daemon left in the background holds them open.
-        p.on('exit', (c) => { code = c; clearTimeout(timer); killGroup(); });
-        p.on('close', () => resolve({ code, stdout, stderr }));
-    });
-}
 
 /** The output a block shows in its comment ("# {…"), as a pattern: each … stands for anything. */
 function shown(text) {
@@ -56,17 +36,6 @@ function shown(text) {
 }
 
 const out = (r) => `exit ${r.code}\n--- stdout ---\n${r.stdout.slice(-3000)}\n--- stderr ---\n${r.stderr.slice(-3000)}`;
-
-/** npm ci in clients/, once per lock file (a stamp as run.sh keeps for ../node_modules). */
-async function installClients() {
-    const stamp = path.join(CLIENTS, 'node_modules/.clients-lock.sha256');
-    const want = crypto.createHash('sha256').update(fs.readFileSync(path.join(CLIENTS, 'package-lock.json'))).digest('hex');
-    if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8').trim() === want) return;
-    const r = await run('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'],
-        { cwd: CLIENTS, env: process.env, timeoutMs: 900000 });
-    assert.equal(r.code, 0, `npm ci of the clients failed: ${out(r)}`);
-    fs.writeFileSync(stamp, want + '\n');
-}
 
 before(installClients, { timeout: 900000 });
 
