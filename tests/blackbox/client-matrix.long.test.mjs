@@ -157,8 +157,11 @@ async function inspector(t, via, d) {
     const cli = async (...args) => {
         const r = await runCommand('npx', ['--no-install', '@modelcontextprotocol/inspector', '--cli', ...target, '--format', 'json', ...args],
             { cwd: CLIENTS, env: { ...daemonEnv(), PATH: `${CLIENTS_BIN}:${SYSTEM_PATH}` }, timeoutMs: 150000 });
-        if (r.code !== 0) throw new Error(`inspector exited ${r.code}: ${r.stderr.slice(-1500)}`);
-        return JSON.parse(r.stdout);
+        // --format json: {"result": …} on stdout, also for a tool error (which exits 1 and adds an
+        // error envelope on stderr); a failure of the CLI itself is only on stderr.
+        const out = r.stdout.trim() ? JSON.parse(r.stdout) : null;
+        if (!out?.result) throw new Error(`inspector exited ${r.code}: ${r.stderr.slice(-1500)}`);
+        return out.result;
     };
     const call = (name, args) => cli('--method', 'tools/call', '--tool-name', name, '--tool-args-json', JSON.stringify(args));
     return {
