@@ -16,7 +16,9 @@ static char *execute_description(const McpLimits *l) {
         if (asprintf(&d,
                      "Run a Python script in a fresh, locked-down sandbox with no network access, after installing "
                      "its dependencies, and return its stdout, stderr, exit code and resource use (the same fields "
-                     "as exec, plus the interpreter and the environment used).\n"
+                     "as exec, plus the interpreter and the environment used). Its arguments keep the names of "
+                     "mcp-python-exec-sandbox, whose clients call it unchanged (`script`, `timeout_seconds`; exec "
+                     "takes `code`, `timeout_s`).\n"
                      "Dependencies: declare them in a PEP 723 block at the top of the script\n"
                      "# /// script\n# requires-python = \">=3.9\"\n# dependencies = [\"somepkg==1.2\"]\n# ///\n"
                      "or pass them in `dependencies` (PEP 508 strings; for the same package the parameter wins). "

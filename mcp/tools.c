@@ -60,6 +60,53 @@ static json_t *input_schema_new(const McpLimits *l, const McpToolDef *t) {
         return TAKE_PTR(schema);
 }
 
+/* In place and recursively, a nullable value's "type": [T, "null"] becomes "anyOf": [{"type": T,
+ * and T's keywords}, {"type": "null"}], its description left outside. The same contract in JSON
+ * Schema, but one type per schema: clients that map tool schemas onto a single-type dialect (the
+ * OpenAPI subset of Gemini's function declarations) cannot take a type array, and the Inspector's
+ * --strict check flags it. The definitions keep writing the short form. */
+static int schema_one_type(json_t *s) {
+        const char *key;
+        json_t *v;
+        size_t i;
+        if (json_is_array(s)) {
+                json_array_foreach(s, i, v)
+                        if (schema_one_type(v) < 0)
+                                return -ENOMEM;
+                return 0;
+        }
+        if (!json_is_object(s))
+                return 0;
+        json_object_foreach(s, key, v)
+                if (schema_one_type(v) < 0)
+                        return -ENOMEM;
+        json_t *type = json_object_get(s, "type");
+        if (!json_is_array(type) || json_array_size(type) != 2 || !json_is_string(json_array_get(type, 0)) ||
+            strcmp(json_string_value(json_array_get(type, 1)) ?: "", "null") != 0)
+                return 0;
+        _cleanup_(json_decrefp) json_t *branch = json_object(), *rest = json_object();
+        if (!branch || !rest)
+                return -ENOMEM;
+        json_object_foreach(s, key, v)
+                if (json_object_set(strcmp(key, "description") == 0 ? rest : branch, key,
+                                    strcmp(key, "type") == 0 ? json_array_get(type, 0) : v) < 0)
+                        return -ENOMEM;
+        if (json_object_set_new(rest, "anyOf", json_pack("[O, {s:s}]", branch, "type", "null")) < 0 ||
+            json_object_update(s, rest) < 0)
+                return -ENOMEM;
+        json_object_foreach(branch, key, v)
+                if (strcmp(key, "description") != 0)
+                        (void) json_object_del(s, key);
+        return 0;
+}
+
+static json_t *output_schema_new(const McpToolDef *t) {
+        _cleanup_(json_decrefp) json_t *s = t->output_schema_new();
+        if (!s || schema_one_type(s) < 0)
+                return NULL;
+        return TAKE_PTR(s);
+}
+
 static json_t *tool_new(const McpLimits *l, const McpToolDef *t) {
         _cleanup_free_ char *description = t->description_new(l);
         if (!description)
@@ -70,7 +117,7 @@ static json_t *tool_new(const McpLimits *l, const McpToolDef *t) {
                          "title", t->title,
                          "description", description,
                          "inputSchema", input_schema_new(l, t),
-                         "outputSchema", t->output_schema_new(),
+                         "outputSchema", output_schema_new(t),
                          "annotations", "readOnlyHint", t->read_only, "destructiveHint", 0,
                          "idempotentHint", t->idempotent, "openWorldHint", 0,
                          "execution", "taskSupport", "optional");

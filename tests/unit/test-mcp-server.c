@@ -194,6 +194,19 @@ static void test_tools_list(void **state) {
         assert_non_null(strstr(d, "numpy, pandas"));
         assert_non_null(strstr(d, "50%"));
         assert_null(json_object_get(json_object_get(r, "result"), "nextCursor"));
+        /* A nullable field is an anyOf of one type each, its description outside (issue 30: single-type
+         * dialects take no type array), and no schema of any tool has a type array left. */
+        json_t *sig = json_object_get(json_object_get(out, "properties"), "signal");
+        assert_non_null(json_object_get(sig, "description"));
+        assert_null(json_object_get(sig, "type"));
+        json_t *any = json_object_get(sig, "anyOf");
+        assert_int_equal(json_array_size(any), 2);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(any, 0), "type")), "string");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(any, 1), "type")), "null");
+        assert_null(json_object_get(json_array_get(any, 0), "description"));
+        char *dump = json_dumps(tools, JSON_COMPACT);
+        assert_null(strstr(dump, "\"type\":["));
+        free(dump);
         json_decref(r);
         mcp_server_free(s);
 }
