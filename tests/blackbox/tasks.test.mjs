@@ -14,6 +14,7 @@ import {
     waitMarkerGone, waitMarkerPresent,
 } from './lib/index.mjs';
 import { initSession, mcpPost, rawRequest, postHeaders, startHttpDaemon } from './lib/http-daemon.mjs';
+import { callThroughTasks, taskSession } from './lib/ext-tasks.mjs';
 
 const MODERN = '2026-07-28';
 const PV = 'io.modelcontextprotocol/protocolVersion';
@@ -434,6 +435,33 @@ for (const via of ['stdio', 'http']) test(`the 2.x client in auto mode (2026-07-
     const { task } = await pollUntilEnded(() => client.request({ method: 'tasks/get', params: { taskId: created.taskId } }, anyResult));
     assert.equal(task.status, 'completed', JSON.stringify(task));
     assert.equal(task.result.structuredContent.stdout, 'done after 6 s\n');
+});
+
+// Issue 30.2's other half: the client's tasks package runs the long call as a task, polled to its
+// end, and the short one inline, through one and the same API.
+for (const via of ['stdio', 'http']) test(`the 2.x client in auto mode over ${via} through @modelcontextprotocol/ext-tasks: a long call is a task, polled to its result; a short one inline`, async (t) => {
+    const env = { MCP_EXEC_TASK_INLINE_MS: '1000' };
+    const transport = via === 'http' ? new Http2x(new URL((await startHttpDaemon(t, { env })).url))
+        : new Stdio2x({ command: binaryPath(), args: [], env: daemonEnv(env), stderr: 'pipe' });
+    const capabilities = { extensions: { [EXT]: {} } };
+    const info = { name: 'mcp-execd-blackbox-2x', version: '0' };
+    const client = new Client2x(info, { versionNegotiation: { mode: 'auto' }, capabilities });
+    t.after(async () => { try { await client.close(); } catch { /* gone */ } });
+    await client.connect(transport);
+    const seen = [];
+    const session = taskSession(client, transport, info, capabilities);
+    t.after(() => session.close());
+    const onmessage = transport.onmessage;
+    transport.onmessage = (m, extra) => { seen.push(m); onmessage(m, extra); };
+    const long = await callThroughTasks(session, 'exec', { code: SLOW(3) });
+    assert.equal(long.structuredContent?.stdout ?? JSON.parse(long.content[0].text).stdout, 'done after 3 s\n', JSON.stringify(long));
+    const created = seen.find((m) => m.result?.resultType === 'task')?.result;
+    assert.match(created?.taskId ?? '', /^[0-9a-f]{32}$/, 'the long call was no task');
+    assert.ok(seen.some((m) => m.result?.taskId === created.taskId && m.result?.status === 'completed'), 'never polled to completed');
+    const before = seen.length;
+    const quick = await callThroughTasks(session, 'exec', { code: 'print(6 * 7)' });
+    assert.equal(quick.structuredContent?.stdout ?? JSON.parse(quick.content[0].text).stdout, '42\n');
+    assert.ok(!seen.slice(before).some((m) => m.result?.resultType === 'task'), 'the short call became a task');
 });
 
 // ---- HTTP: who sees a task --------------------------------------------------------------------
