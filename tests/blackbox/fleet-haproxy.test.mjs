@@ -57,24 +57,35 @@ async function call(lb, name, args, headers = {}) {
 const answerText = (m) => m.error?.message ?? m.result?.content?.[0]?.text ?? '';
 
 test('a session handle past the load balancer\'s buffer: the instance it reaches says the balancer did not read it', { skip: !fs.existsSync(HAPROXY) && 'haproxy is not installed (scripts/deps.sh test installs it)' }, async (t) => {
-    const [p1, p2, down, lb] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const [p1, p2, down] = [await freePort(), await freePort(), await freePort()];
     for (const p of [p1, p2]) await startHttpDaemon(t, { port: p, env: { MCP_EXEC_INSTANCE: `i${p}`, MCP_EXEC_WARM_POOL: '0' } });
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-execd-haproxy.'));
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
     const sock = path.join(dir, 'stats.sock');
-    const cfg = fs.readFileSync(CFG, 'utf8')
-        .replace('log /dev/log local0', `log stdout format raw local0\n\tstats socket ${sock} mode 600`)
-        .replace('bind 127.0.0.1:8080', `bind 127.0.0.1:${lb}`)
-        .replaceAll('8081', String(p1)).replaceAll('8082', String(p2)).replaceAll('8083', String(down));
-    fs.writeFileSync(path.join(dir, 'haproxy.cfg'), cfg);
-    const hap = spawn(HAPROXY, ['-f', path.join(dir, 'haproxy.cfg'), '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let hapOut = '';
-    hap.stdout.on('data', (b) => { hapOut += b; });
-    hap.stderr.on('data', (b) => { hapOut += b; });
-    t.after(() => hap.kill('SIGKILL'));
-    assert.ok(await until(async () => { const s = await stats(sock); return s[`i${p1}`]?.status === 'UP' && s[`i${p2}`]?.status === 'UP'; }, 20000),
-        `HAProxy does not see both instances up: ${JSON.stringify(await stats(sock))}\n${hapOut.slice(-2000)}`);
+    // The balancer's port is free when freePort() returns, not when HAProxy binds it: another
+    // test's daemon may take it between the two (run 34: "cannot bind socket (Address already in
+    // use)"). Then HAProxy exits, and it starts again on another port.
+    let lb, hapOut = '';
+    for (let attempt = 1; ; attempt++) {
+        lb = await freePort();
+        const cfg = fs.readFileSync(CFG, 'utf8')
+            .replace('log /dev/log local0', `log stdout format raw local0\n\tstats socket ${sock} mode 600`)
+            .replace('bind 127.0.0.1:8080', `bind 127.0.0.1:${lb}`)
+            .replaceAll('8081', String(p1)).replaceAll('8082', String(p2)).replaceAll('8083', String(down));
+        fs.writeFileSync(path.join(dir, 'haproxy.cfg'), cfg);
+        const hap = spawn(HAPROXY, ['-f', path.join(dir, 'haproxy.cfg'), '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
+        hapOut = '';
+        hap.stdout.on('data', (b) => { hapOut += b; });
+        hap.stderr.on('data', (b) => { hapOut += b; });
+        t.after(() => hap.kill('SIGKILL'));
+        const exited = new Promise((r) => hap.once('exit', () => r('exited')));
+        const up = until(async () => { const s = await stats(sock); return s[`i${p1}`]?.status === 'UP' && s[`i${p2}`]?.status === 'UP'; }, 20000);
+        const first = await Promise.race([up, exited]);
+        if (first === true) break;
+        if (first === 'exited' && /Address already in use/.test(hapOut) && attempt < 5) continue;
+        assert.fail(`HAProxy does not see both instances up: ${JSON.stringify(await stats(sock))}\n${hapOut.slice(-2000)}`);
+    }
 
     // A session on one instance (x); a call of it that sleeps holds a connection there, so that
     // HAProxy's leastconn sends a call it cannot route by its handle to the other one.
