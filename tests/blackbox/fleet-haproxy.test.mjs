@@ -14,15 +14,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from './lib/index.mjs';
 import { startHttpDaemon, until } from './lib/http-daemon.mjs';
+import { freePort } from './lib/pydeps.mjs';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const CFG = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../units/haproxy-mcp-execd.cfg');
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
-
-const freePort = () => new Promise((resolve, reject) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-    s.on('error', reject);
-});
 
 /** HAProxy's "show stat" rows of backend mcp_execd: {server: {status, scur}}. */
 function stats(sock) {
