@@ -32,6 +32,7 @@
 #include "state-dir.h"
 #include "stdio-transport.h"
 #include "str-util.h"
+#include "tenants.h"
 
 #define RING_ENTRIES 256
 #define SHUTDOWN_DEADLINE_USEC (5u * 1000u * 1000u)
@@ -68,6 +69,8 @@ struct Daemon {
         Metrics *metrics;
         Stdio *stdio;    /* one of the two transports */
         Http *http;
+        Tenants *tenants; /* HTTP: who may call (MCP_EXEC_TENANTS, MCP_EXEC_AUTH_TOKEN), lent to http; NULL: anyone */
+        unsigned stop_signals; /* signals that asked for the stop (SIGHUP over HTTP reloads instead) */
         Notify notify;
         const char *transport_name;
         uint64_t shutdown_deadline; /* 0 until a signal asked us to stop */
@@ -485,9 +488,66 @@ static int daemon_serving_setup(Daemon *d) {
                 return log_error_errno(r, "cannot start the %s transport: %m", d->transport_name);
         if (d->stdio)
                 stdio_set_tasks(d->stdio, d->tasks);
-        else
+        else {
                 http_set_tasks(d->http, d->tasks);
+                http_set_tenants(d->http, d->tenants);
+        }
         return 0;
+}
+
+/* "tenants: 2 from /etc/mcp-execd/tenants, and default (MCP_EXEC_AUTH_TOKEN)". */
+static void log_tenants(const Daemon *d, const char *prefix) {
+        bool token = d->config->auth_token;
+        log_info("%stenants: %zu from %s%s", prefix, tenants_count(d->tenants) - token, d->config->tenants,
+                 token ? ", and " TENANT_NAME_AUTH_TOKEN " (MCP_EXEC_AUTH_TOKEN)" : "");
+}
+
+/* The tenants, before anything else is made: a file that cannot be used refuses the start, as a
+ * bad setting does (status 2). Over stdio the one client is the one caller, with no credential to
+ * tell callers apart: nothing is read. */
+static int daemon_tenants_setup(Daemon *d) {
+        const Config *cfg = d->config;
+        if (cfg->transport == TRANSPORT_STDIO) {
+                if (cfg->tenants)
+                        log_warning("MCP_EXEC_TENANTS is not read over stdio: its one client is its one caller");
+                return 0;
+        }
+        _cleanup_free_ char *err = NULL;
+        int r = tenants_load_config(cfg, geteuid(), &d->tenants, &err);
+        if (r < 0) {
+                log_error("cannot use the tenants file (MCP_EXEC_TENANTS=%s): %s", cfg->tenants ?: "",
+                          err ?: strerror(-r));
+                return -ENOPKG;
+        }
+        if (cfg->tenants)
+                log_tenants(d, "");
+        return 0;
+}
+
+/* SIGHUP over HTTP (`systemctl reload`): the tenants file again. One that cannot be used keeps the
+ * tenants of before, and the log says why. Nothing in flight is touched: a request already let in
+ * carries its tenant's name (not a pointer into the old set), and sessions and tasks are found by
+ * that name, so a tenant whose line stays keeps them all. */
+static void daemon_reload(Daemon *d) {
+        const Config *cfg = d->config;
+        if (!cfg->tenants) {
+                log_info("received HUP: nothing to read again (MCP_EXEC_TENANTS is not set)");
+                return;
+        }
+        notify_reloading(&d->notify);
+        _cleanup_(tenants_freep) Tenants *t = NULL;
+        _cleanup_free_ char *err = NULL;
+        int r = tenants_load_config(cfg, geteuid(), &t, &err);
+        if (r < 0)
+                log_error("received HUP: the tenants file %s cannot be used, the %zu tenants of before stay: %s",
+                          cfg->tenants, tenants_count(d->tenants), err ?: strerror(-r));
+        else {
+                http_set_tenants(d->http, t);
+                tenants_free(d->tenants);
+                d->tenants = TAKE_PTR(t);
+                log_tenants(d, "received HUP: ");
+        }
+        notify_reloaded(&d->notify);
 }
 
 int daemon_new(const Config *cfg, Daemon **ret) {
@@ -497,7 +557,10 @@ int daemon_new(const Config *cfg, Daemon **ret) {
         d->config = cfg;
         d->state_dir_lock = -EBADF;
 
-        int r = daemon_cgroup_setup(d);
+        int r = daemon_tenants_setup(d);
+        if (r < 0)
+                return r;
+        r = daemon_cgroup_setup(d);
         if (r < 0)
                 return r;
 
@@ -618,9 +681,15 @@ static bool daemon_calls_busy(const Daemon *d);
  * as soon as nothing is in flight, the stop. Without, the stop at once; a second signal does it
  * again. */
 static void daemon_on_signal(Daemon *d) {
-        unsigned count = 0;
-        int sig = signals_next(d->signals, &count);
-        if (sig == 0 || (count <= 1 && d->shutdown_deadline))
+        int sig = signals_next(d->signals);
+        if (sig == 0)
+                return;
+        if (sig == SIGHUP && d->http && !d->drain_deadline && !d->shutdown_deadline) {
+                daemon_reload(d);
+                return;
+        }
+        /* A stop already begun without a signal (stdin's end): the first signal changes nothing. */
+        if (++d->stop_signals <= 1 && d->shutdown_deadline)
                 return;
         const char *name = sigabbrev_np(sig);
         if (!d->drain_deadline && !d->shutdown_deadline && daemon_may_drain(d)) {
@@ -790,6 +859,7 @@ Daemon *daemon_free(Daemon *d) {
                 drained = daemon_drain(d, daemon_transport_busy, daemon_transport_cancel, deadline);
         stdio_free(d->stdio);
         http_free(d->http);
+        tenants_free(d->tenants); /* after the transport, which borrows it */
         d->tasks = dispatch_tasks_free(d->tasks);
         mcp_server_free(d->mcp);
         /* No ready sandbox outlives the daemon (their inits also die with it: PR_SET_PDEATHSIG). */

@@ -16,8 +16,9 @@ typedef struct Daemon Daemon;
 int daemon_new(const Config *cfg, Daemon **ret);
 
 /* Serves until the transport is finished: the end of input, the client gone, or a signal (SIGTERM,
- * SIGINT, SIGHUP: running calls are killed and answered, STOPPING=1; a second signal repeats the
- * stop; 5 s after the first the loop ends anyway). Over stdio, initialize and ping are answered at
+ * SIGINT, and SIGHUP over stdio: running calls are killed and answered, STOPPING=1; a second signal
+ * repeats the stop; 5 s after the first the loop ends anyway). Over HTTP SIGHUP reads the tenants
+ * file again (`systemctl reload`), and is a stop signal only during a drain or a stop. Over stdio, initialize and ping are answered at
  * once; tools/list and tools/call wait, in order, for the checks. READY=1 once they have passed.
  * Returns 0; -ENOTRECOVERABLE when a check failed (logged as at start: the caller exits with
  * status 1); or another -errno when the loop itself failed (logged). */

@@ -108,31 +108,30 @@ static const char *bearer_value(const char *v) {
         return v;
 }
 
-static bool token_matches(const char *token, const char *value) {
+/* p's principal for value (trailing white space trimmed), or NULL: none, or empty. */
+static const char *credential_principal(const McpHttpPolicy *p, const char *value) {
         if (!value)
-                return false;
+                return NULL;
         size_t n = strlen(value);
         while (n > 0 && (value[n - 1] == ' ' || value[n - 1] == '\t'))
                 n--;
-        return str_secret_equal(value, n, token, strlen(token));
+        if (n == 0)
+                return NULL;
+        const char *who = p->authenticate(p->auth_userdata, value, n);
+        return who && *who && strlen(who) <= MCP_PRINCIPAL_MAX ? who : NULL;
 }
 
-bool mcp_http_authorized(const char *token, const char *authorization, const char *x_mcp_auth) {
-        if (!token)
-                return true;
-        if (!*token)
-                return false; /* config refuses a blank token; were one to get here, it admits nobody */
-        bool ok = false;
+const char *mcp_http_authenticate(const McpHttpPolicy *p, const char *authorization, const char *x_mcp_auth) {
+        if (!p->authenticate)
+                return "";
+        const char *who = NULL;
         if (authorization)
-                ok |= token_matches(token, bearer_value(authorization));
-        if (x_mcp_auth) {
-                /* mcp-exec sends the bare token; accept a Bearer prefix too. */
-                const char *b = bearer_value(x_mcp_auth);
-                ok |= token_matches(token, x_mcp_auth);
-                if (b)
-                        ok |= token_matches(token, b);
-        }
-        return ok;
+                who = credential_principal(p, bearer_value(authorization));
+        if (!who && x_mcp_auth) /* mcp-exec sends the bare token; accept a Bearer prefix too */
+                who = credential_principal(p, x_mcp_auth);
+        if (!who && x_mcp_auth)
+                who = credential_principal(p, bearer_value(x_mcp_auth));
+        return who;
 }
 
 static const char *skip_ws(const char *s) {
@@ -451,18 +450,20 @@ void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVe
                 v->next = MCP_HTTP_HEALTH_GET;
                 return;
         }
-        if (p->token && *p->token) {
+        if (p->authenticate) {
                 unsigned status = oauth_path_status(h->path);
                 if (status) {
                         v->oauth_error = "invalid_request";
                         REJECT(v, status, MCP_HTTP_ERROR_SERVER, "%s", MCP_HTTP_STATIC_TOKEN_HINT);
                 }
         }
-        if (!mcp_http_authorized(p->token, h->authorization, h->x_mcp_auth)) {
+        const char *who = mcp_http_authenticate(p, h->authorization, h->x_mcp_auth);
+        if (!who) {
                 v->www_authenticate = true;
                 v->token_wrong = h->authorization || h->x_mcp_auth;
                 REJECT(v, 401, MCP_HTTP_ERROR_SESSION_NOT_FOUND, "%s", UNAUTHORIZED_MESSAGE);
         }
+        memcpy(v->principal, who, strlen(who) + 1); /* at most MCP_PRINCIPAL_MAX: credential_principal() */
 
         v->endpoint = route(p, h->path);
         const char *m = h->method ? h->method : "";

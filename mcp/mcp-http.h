@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mcp.h"
 #include "str-util.h"
 
 /* Paths served. */
@@ -41,11 +42,18 @@ typedef enum McpHttpEndpoint {
         MCP_HTTP_EP_HEALTH,   /* GET or HEAD /health */
 } McpHttpEndpoint;
 
+/* Whose credential (len bytes, as the request carried it, not NUL-terminated) this is: the name of
+ * its principal (a tenant: 1 to MCP_PRINCIPAL_MAX bytes, copied into the verdict at once), or NULL
+ * if it is nobody's. The daemon's answers from its tenants (daemon/tenant/); it must take the same
+ * time whatever the credential's bytes. */
+typedef const char *(*McpHttpAuthenticateFn)(void *userdata, const char *credential, size_t len);
+
 /* What the server accepts; strings are borrowed. */
 typedef struct McpHttpPolicy {
         bool streamable;                   /* serve /mcp */
         bool legacy;                       /* serve /sse and /messages */
-        const char *token;                 /* NULL or "": no authentication */
+        McpHttpAuthenticateFn authenticate; /* NULL: no authentication, every request's principal is "" */
+        void *auth_userdata;
         const char *const *allowed_hosts;  /* extra Host values (name or name:port), beyond loopback */
         size_t n_allowed_hosts;
         bool any_host;                     /* "*" given: no Host check */
@@ -104,6 +112,9 @@ typedef struct McpHttpVerdict {
         bool version_deferred;      /* MCP_POST with an MCP-Protocol-Version we do not know: the body
                                      * decides (a 2026-era body gets -32022 with the versions we speak,
                                      * any other mcp_http_refuse_version()) */
+        /* Who asked (not REJECT, not /health): the authenticator's name for the credential, or ""
+         * without authentication. A copy: the request may outlive a reload of the tenants. */
+        char principal[MCP_PRINCIPAL_MAX + 1];
 } McpHttpVerdict;
 
 /* What a client without the token is told, in the 401's body and WWW-Authenticate (issue 30.3):
@@ -156,9 +167,10 @@ const char *mcp_http_health_body(bool draining);
 /* The pieces, exposed for tests. */
 bool mcp_http_host_allowed(const McpHttpPolicy *p, const char *host);
 bool mcp_http_origin_allowed(const McpHttpPolicy *p, const char *origin);
-/* True if the request carries the token as `Authorization: Bearer <t>` or `X-MCP-AUTH: <t>`
- * (also `X-MCP-AUTH: Bearer <t>`). Constant time in the token's content. */
-bool mcp_http_authorized(const char *token, const char *authorization, const char *x_mcp_auth);
+/* The principal of the request's credential, p->authenticate's answer for the first that names one
+ * of: `Authorization: Bearer <t>`, `X-MCP-AUTH: <t>`, `X-MCP-AUTH: Bearer <t>` (trailing white space
+ * trimmed, an empty one skipped). "" without authentication; NULL if none names a principal. */
+const char *mcp_http_authenticate(const McpHttpPolicy *p, const char *authorization, const char *x_mcp_auth);
 /* True if an Accept header value admits media type `type` ("application/json"), with wildcards,
  * parameters and q=0 handled. NULL (absent) admits everything. */
 bool mcp_http_accepts(const char *accept, const char *type);

@@ -15,6 +15,7 @@ struct McpCall {
         char *reply_oom;     /* mcp_call_reply_oom()'s answer, made at parse time */
         json_t *stamp;       /* 2026-07-28 request: merged into every result (resultType, _meta), or NULL */
         char traceparent[MCP_TRACEPARENT_LEN + 1]; /* validated (trace.c), or "" */
+        char principal[MCP_PRINCIPAL_MAX + 1];     /* its server's, when it was made */
         uint64_t lb_body_read, lb_body_size; /* mcp_call_set_lb_body_read(); 0, 0: not said */
         bool task;           /* run as a task (mcp_call_is_task()) */
         uint64_t task_ttl_msec;

@@ -66,6 +66,13 @@ int mcp_server_release(McpServer *s, const char *python_version, const char *pac
 /* A fresh session with the same limits and version as s (one per HTTP session). NULL on ENOMEM. */
 McpServer *mcp_server_new_like(const McpServer *s);
 
+/* Who the session's requests come from (a tenant's name; "" for nobody in particular: stdio, an
+ * HTTP daemon without authentication): each call made from now on carries it (mcp_call_principal()),
+ * for what it may reach and for its records. The transport sets it from the request's credential.
+ * Longer than MCP_PRINCIPAL_MAX: cut, which the transport's authentication never lets happen. */
+#define MCP_PRINCIPAL_MAX 32
+void mcp_server_set_principal(McpServer *s, const char *name);
+
 /* Negotiated protocol version, or NULL before initialize. */
 const char *mcp_server_protocol_version(const McpServer *s);
 
@@ -107,6 +114,8 @@ typedef struct McpExecArgs {
 typedef struct McpCall McpCall;
 
 const McpExecArgs *mcp_call_args(const McpCall *c);
+/* Its server's principal when it was made (mcp_server_set_principal()): never NULL, "" for none. */
+const char *mcp_call_principal(const McpCall *c);
 /* A canonical text form of the request id (its compact JSON), for matching cancellations. */
 const char *mcp_call_id_key(const McpCall *c);
 /* The call's _meta.progressToken as compact JSON (a string or an integer), or NULL if it asked for

@@ -65,6 +65,7 @@ struct McpServer {
         char *protocol_version;
         json_t *tools_list;
         json_t *stamp; /* what every 2026-07-28 result carries: resultType and _meta.serverInfo */
+        char principal[MCP_PRINCIPAL_MAX + 1]; /* mcp_server_set_principal() */
         bool held; /* mcp_server_hold() */
         char *refused; /* mcp_server_refuse(): held requests are answered with this, not held */
 };
@@ -125,6 +126,10 @@ McpServer *mcp_server_new(const McpLimits *limits, const char *server_version) {
  * shared, so thousands of sessions cost a few hundred bytes each. */
 McpServer *mcp_server_new_like(const McpServer *s) {
         return server_new(&s->limits, s->server_version, s->tools_list);
+}
+
+void mcp_server_set_principal(McpServer *s, const char *name) {
+        snprintf(s->principal, sizeof(s->principal), "%s", name ?: "");
 }
 
 void mcp_server_hold(McpServer *s) {
@@ -222,6 +227,10 @@ const char *mcp_call_id_key(const McpCall *c) {
 
 char *mcp_call_reply_oom(McpCall *c) {
         return TAKE_PTR(c->reply_oom);
+}
+
+const char *mcp_call_principal(const McpCall *c) {
+        return c->principal;
 }
 
 const char *mcp_call_progress_token(const McpCall *c) {
@@ -342,6 +351,7 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *s
         c->id_key = mcp_json_dump(id);
         c->task = as_task || task;
         c->task_ttl_msec = json_is_integer(ttl) ? (uint64_t) json_integer_value(ttl) : 0;
+        memcpy(c->principal, s->principal, sizeof(c->principal));
         if (!c->arguments || !c->id_key)
                 return -ENOMEM;
         /* Made now, while memory is there: the answer when none is left for the real one (issue 15). */

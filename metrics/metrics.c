@@ -64,6 +64,16 @@ static const char *const rejection_reasons[] = { "queue-full", "session-queue-fu
                                                  "invalid-arguments", "duplicate-id", "tasks-full",
                                                  "client-tasks-full" };
 
+/* A tenant's own counters (issue 31.5): its runs by outcome and their CPU. Only configured names
+ * reach here (a tenant is who authenticated), and a name once seen keeps its counters across
+ * reloads (a counter never goes back), so the series stay as few as the names ever configured. */
+#define METRICS_TENANTS_MAX 4096
+typedef struct TenantCounts {
+        char *name;
+        uint64_t runs[_METRICS_OUTCOME_MAX];
+        uint64_t cpu_user_us, cpu_system_us;
+} TenantCounts;
+
 struct Metrics {
         char *version;
         char *transport;
@@ -80,6 +90,8 @@ struct Metrics {
         uint32_t py_sessions_open;
         uint64_t py_sessions_memory_bytes;
         Histogram hist[_HIST_MAX];
+        TenantCounts *tenants;
+        size_t n_tenants;
 };
 
 static const char *const outcome_names[_METRICS_OUTCOME_MAX] = {
@@ -172,8 +184,30 @@ Metrics *metrics_free(Metrics *m) {
                 return NULL;
         free(m->version);
         free(m->transport);
+        for (size_t i = 0; i < m->n_tenants; i++)
+                free(m->tenants[i].name);
+        free(m->tenants);
         free(m);
         return NULL;
+}
+
+/* name's counters, made at its first run; NULL without memory or past METRICS_TENANTS_MAX (its
+ * runs are then in the totals only). */
+static TenantCounts *tenant_counts(Metrics *m, const char *name) {
+        for (size_t i = 0; i < m->n_tenants; i++)
+                if (strcmp(m->tenants[i].name, name) == 0)
+                        return &m->tenants[i];
+        if (m->n_tenants >= METRICS_TENANTS_MAX)
+                return NULL;
+        TenantCounts *v = reallocarray(m->tenants, m->n_tenants + 1, sizeof(*v));
+        if (!v)
+                return NULL;
+        m->tenants = v;
+        char *copy = strdup(name);
+        if (!copy)
+                return NULL;
+        m->tenants[m->n_tenants] = (TenantCounts) { .name = copy };
+        return &m->tenants[m->n_tenants++];
 }
 
 /* ---- records -------------------------------------------------------------------------------- */
@@ -298,6 +332,12 @@ void metrics_run_finished(Metrics *m, const MetricsRun *run) {
                 m->truncated++;
         m->cpu_user_us += run->cpu_user_us;
         m->cpu_system_us += run->cpu_system_us;
+        TenantCounts *t = run->tenant ? tenant_counts(m, run->tenant) : NULL;
+        if (t) {
+                t->runs[o]++;
+                t->cpu_user_us += run->cpu_user_us;
+                t->cpu_system_us += run->cpu_system_us;
+        }
         if (run->warm)
                 m->warm++;
         histogram_observe(&m->hist[HIST_QUEUE], run->queue_ms);
@@ -379,6 +419,8 @@ void metrics_run_finished(Metrics *m, const MetricsRun *run) {
         /* The agent's trace (issue 17.5): joins this run to it (journalctl TRACEPARENT=…). */
         if (run->traceparent)
                 record_add(&r, "TRACEPARENT", "%s", run->traceparent);
+        if (run->tenant) /* the name, never a token nor its hash (issue 31.5) */
+                record_add(&r, "TENANT", "%s", run->tenant);
         /* Issue 18.7: the call's session, so its calls, open and close join (journalctl PY_SESSION_ID=…). */
         if (run->py_session_id) {
                 record_add(&r, "PY_SESSION_ID", "%s", run->py_session_id);
@@ -392,6 +434,9 @@ void metrics_run_finished(Metrics *m, const MetricsRun *run) {
 void metrics_run_rejected(Metrics *m, const MetricsRejection *rej) {
         const char *reason = rej->reason ?: "";
         m->runs[METRICS_OUTCOME_REJECTED]++;
+        TenantCounts *t = rej->tenant ? tenant_counts(m, rej->tenant) : NULL;
+        if (t)
+                t->runs[METRICS_OUTCOME_REJECTED]++;
         for (size_t i = 0; i < ELEMENTSOF(rejection_reasons); i++)
                 if (strcmp(reason, rejection_reasons[i]) == 0)
                         m->rejected[i]++;
@@ -410,6 +455,8 @@ void metrics_run_rejected(Metrics *m, const MetricsRejection *rej) {
         record_add(&r, "TIMEOUT_S", "%" PRIu32, rej->timeout_s);
         if (rej->traceparent)
                 record_add(&r, "TRACEPARENT", "%s", rej->traceparent);
+        if (rej->tenant) /* the name, never a token nor its hash (issue 31.5) */
+                record_add(&r, "TENANT", "%s", rej->tenant);
         record_add(&r, "RUNS_RUNNING", "%" PRIu32, m->running);
         record_add(&r, "RUNS_QUEUED", "%" PRIu32, m->queued);
         record_emit(m, &r);
@@ -460,6 +507,8 @@ static void py_session_fields(Metrics *m, Record *r, const MetricsPySession *ps)
         record_add(r, "LIFETIME_S", "%" PRIu32, ps->lifetime_s);
         if (ps->traceparent)
                 record_add(r, "TRACEPARENT", "%s", ps->traceparent);
+        if (ps->tenant)
+                record_add(r, "TENANT", "%s", ps->tenant);
 }
 
 void metrics_py_session_opened(Metrics *m, const MetricsPySession *ps) {
@@ -589,6 +638,28 @@ int metrics_render(const Metrics *m, char **ret, size_t *ret_len) {
         put(&b, &err, "mcp_execd_run_cpu_seconds_total{mode=\"user\"} %s\n", v);
         format_scaled(v, sizeof(v), m->cpu_system_us, 1000000);
         put(&b, &err, "mcp_execd_run_cpu_seconds_total{mode=\"system\"} %s\n", v);
+
+        /* Per tenant, once one has run: the same counts by who called (the totals above stay). */
+        if (m->n_tenants > 0) {
+                put_family(&b, &err, "mcp_execd_tenant_runs_total", "counter",
+                           "Calls of the exec tool by tenant (MCP_EXEC_TENANTS) and how they ended.");
+                for (size_t i = 0; i < m->n_tenants; i++)
+                        for (int o = 0; o < _METRICS_OUTCOME_MAX; o++) {
+                                put(&b, &err, "mcp_execd_tenant_runs_total{tenant=\"");
+                                put_label_value(&b, &err, m->tenants[i].name);
+                                put(&b, &err, "\",outcome=\"%s\"} %" PRIu64 "\n", outcome_names[o], m->tenants[i].runs[o]);
+                        }
+                put_family(&b, &err, "mcp_execd_tenant_cpu_seconds_total", "counter", "CPU time used by runs, by tenant.");
+                for (size_t i = 0; i < m->n_tenants; i++) {
+                        const uint64_t us[] = { m->tenants[i].cpu_user_us, m->tenants[i].cpu_system_us };
+                        for (size_t k = 0; k < ELEMENTSOF(us); k++) {
+                                format_scaled(v, sizeof(v), us[k], 1000000);
+                                put(&b, &err, "mcp_execd_tenant_cpu_seconds_total{tenant=\"");
+                                put_label_value(&b, &err, m->tenants[i].name);
+                                put(&b, &err, "\",mode=\"%s\"} %s\n", k == 0 ? "user" : "system", v);
+                        }
+                }
+        }
 
         for (int i = 0; i < _HIST_MAX; i++)
                 put_histogram(&b, &err, &m->hist[i]);

@@ -69,6 +69,7 @@ typedef struct MetricsRun {
         uint64_t memory_at_start_bytes; /* resident when the code was released */
         const char *traceparent;   /* W3C, validated at the edge (mcp_traceparent_valid()), or NULL */
         const char *py_session_id; /* a call in a Python session: the session's id (never its handle) */
+        const char *tenant;        /* who called (a configured tenant's name, never a token), or NULL */
         uint64_t py_session_call;  /* and the call's number in it, from 1 */
 } MetricsRun;
 
@@ -83,6 +84,7 @@ typedef struct MetricsRejection {
         uint64_t stdin_bytes;
         uint32_t timeout_s;
         const char *traceparent; /* as MetricsRun's */
+        const char *tenant;      /* as MetricsRun's */
 } MetricsRejection;
 
 /* A Python session's open (once it is ready) or its end. Strings are borrowed for the call. */
@@ -92,6 +94,7 @@ typedef struct MetricsPySession {
         const char *unit;        /* its scope unit, or NULL */
         const char *limits;      /* "cgroup" or "rlimit" */
         const char *traceparent; /* session_open's, validated at the edge, or NULL */
+        const char *tenant;      /* whose session it is (a configured tenant's name), or NULL */
         uint32_t idle_timeout_s;
         uint32_t lifetime_s;
         uint64_t open_ms;        /* session_open to ready */

@@ -291,6 +291,10 @@ static int wheelhouse_valid(const char *s) {
         return s[0] == '/' && access(s, R_OK | X_OK) >= 0 ? 0 : -EINVAL;
 }
 
+static int absolute_path_valid(const char *s) {
+        return s[0] == '/' ? 0 : -EINVAL;
+}
+
 static int cache_dir_valid(const char *s) {
         return s[0] == '/' && !strchr(s, ' ') ? 0 : -EINVAL;
 }
@@ -522,6 +526,10 @@ const ConfigVariable config_table[] = {
         { "MCP_EXEC_ALLOW_UNAUTHENTICATED_NETWORK", BOOL(allow_unauthenticated_network), .fallback = "0",
           .accepted = "a boolean: 1, yes, true, on, 0, no, false or off",
           .help = "HTTP: 1 serves a non-loopback address without a token" },
+        /* Read by the daemon at start and on SIGHUP (daemon/tenant/), not here: a reload re-reads it. */
+        { "MCP_EXEC_TENANTS", STRING(tenants), .valid = absolute_path_valid, .flags = CONFIG_EMPTY_IS_UNSET,
+          .accepted = "the absolute path of the tenants file",
+          .help = "HTTP: the tenants file (a name and its token's SHA-256 a line)" },
         { "MCP_EXEC_MEMORY_MAX", SIZE(memory_max_bytes), .min = 1 << 20, .max = UINT64_MAX,
           .flags = CONFIG_PERCENT_OF_RAM, .fallback = "256M",
           .accepted = SIZE_ACCEPTED ", a percentage of physical memory, or infinity",

@@ -35,6 +35,7 @@ typedef struct Config {
         char *python;
         char *auth_token;           /* NULL: no auth */
         bool allow_unauthenticated_network; /* HTTP: serve a non-loopback address without a token */
+        char *tenants;              /* MCP_EXEC_TENANTS: the tenants file's path (HTTP), or NULL */
         uint64_t memory_max_bytes;  /* UINT64_MAX: infinity */
         uint64_t pids_max;          /* UINT64_MAX: infinity */
         uint32_t cpu_quota_percent; /* 0: infinity */

@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <time.h>
 
 #include <systemd/sd-daemon.h>
 
@@ -73,6 +74,23 @@ void notify_stopping(Notify *n, const char *why) {
         snprintf(msg, sizeof(msg), "STOPPING=1\nSTATUS=stopping (%s): %" PRIu32 " runs in flight, %" PRIu64 " total",
                  why, n->running, n->total);
         (void) sd_notify(0, msg);
+}
+
+void notify_reloading(Notify *n) {
+        (void) n;
+        char msg[64];
+        /* MONOTONIC_USEC: systemd ≥ 253 (Type=notify-reload) matches the reload with it; older ones
+         * ignore it. CLOCK_MONOTONIC, as sd_notify(3) asks. */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%" PRIu64,
+                 (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u);
+        (void) sd_notify(0, msg);
+}
+
+void notify_reloaded(Notify *n) {
+        (void) n;
+        (void) sd_notify(0, "READY=1");
 }
 
 void notify_done(Notify *n) {

@@ -32,6 +32,10 @@ void notify_status(Notify *n, uint32_t running, uint32_t queued, uint64_t total)
 /* STOPPING=1 with a STATUS= that says why. Pings continue until notify_done(). */
 void notify_stopping(Notify *n, const char *why);
 
+/* A reload (SIGHUP) begins: RELOADING=1, so that `systemctl reload` waits for notify_reloaded()'s
+ * READY=1. */
+void notify_reloading(Notify *n);
+void notify_reloaded(Notify *n);
 /* Cancels the ping; its CQE may still arrive, so keep n alive until the ring has drained
  * (ring_inflight()). */
 void notify_done(Notify *n);

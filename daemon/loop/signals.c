@@ -11,15 +11,12 @@ struct Signals {
         int fd;
         struct signalfd_siginfo si;
         int received; /* last signal number, 0 if none */
-        unsigned count;
 };
 
 static void on_signal(RingOp *op, int res) {
         Signals *s = container_of(op, Signals, op);
-        if (res == (int) sizeof(s->si)) {
+        if (res == (int) sizeof(s->si))
                 s->received = (int) s->si.ssi_signo;
-                s->count++;
-        }
 }
 
 int signals_new(Ring *ring, const sigset_t *mask, Signals **ret) {
@@ -46,12 +43,13 @@ void signals_start(Signals *s) {
         io_uring_prep_read(sqe, s->fd, &s->si, sizeof(s->si), (uint64_t) -1);
 }
 
-int signals_next(Signals *s, unsigned *ret_count) {
+int signals_next(Signals *s) {
         if (!s->received || s->op.busy)
                 return 0;
+        int sig = s->received;
+        s->received = 0; /* each signal is told once */
         signals_start(s);
-        *ret_count = s->count;
-        return s->received;
+        return sig;
 }
 
 void signals_stop(Signals *s) {

@@ -20,9 +20,9 @@ DEFINE_POINTER_CLEANUP(Signals, signals_free)
 /* Starts reading. */
 void signals_start(Signals *s);
 
-/* Once a signal has come: after each completion of the read, the last signal's number (re-arming
- * the read) and how many came in all; 0 while the read is in flight or none came yet. */
-int signals_next(Signals *s, unsigned *ret_count);
+/* After a completion of the read that brought a signal: its number, once (re-arming the read); 0
+ * while the read is in flight, or when nothing new came. */
+int signals_next(Signals *s);
 
 /* Cancels the read; its CQE may still come. */
 void signals_stop(Signals *s);

@@ -185,6 +185,9 @@ struct PySession {
         char handle[PYSESSION_HANDLE_MAX + 1];
         char id[17]; /* its run id: mcp-execd-run-<id>.scope */
         char id_hash[METRICS_PY_SESSION_ID_HEX + 1]; /* what records and logs name it by (metrics.h) */
+        /* Whose it is: session_open's principal (mcp_call_principal()); a call of another tenant
+         * finds no session by its handle, as if it did not exist (issue 31.5). */
+        char principal[MCP_PRINCIPAL_MAX + 1];
         bool warm;      /* a ready sandbox of the pool: its interpreter and preload were there */
         bool announced; /* its open record was written: its close gets one */
         char *traceparent; /* session_open's, for the open and close records */

@@ -94,6 +94,7 @@ static void session_record_fill(const PySession *s, MetricsPySession *ps) {
                 .unit = proc_unit(s->proc),
                 .limits = proc_limits(s->proc),
                 .traceparent = s->traceparent,
+                .tenant = *s->principal ? s->principal : NULL,
                 .idle_timeout_s = (uint32_t) (s->idle_usec / 1000000u),
                 .lifetime_s = s->m->config.lifetime_s,
         };
@@ -492,6 +493,7 @@ void pys_session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn repl
                 .m = m,
                 .t_open = now_usec(),
         };
+        memcpy(s->principal, mcp_call_principal(call), sizeof(s->principal));
         for (int i = 0; i < 2; i++)
                 s->streams[i] = (PyStream) { .index = i };
         s->env_hold = hold_take(&hold);

@@ -50,8 +50,10 @@ void pys_answer_json(McpCall *call, void *owner, JobReplyFn reply, json_t *o) {
 /* ---------------------------------------------------------------------------------------------
  * Calls. */
 
-/* Constant time per session: a handle's bytes do not decide how long the search takes. */
-static PySession *session_find(PySessions *m, const char *handle) {
+/* Constant time per session: a handle's bytes do not decide how long the search takes. Another
+ * tenant's session is not found (the answer an unknown handle gets); which tenant has it is no
+ * secret once the handle matched, so that compare is a plain one. */
+static PySession *session_find(PySessions *m, const char *handle, const char *principal) {
         size_t n = strlen(handle);
         PySession *found = NULL;
         LIST_FOREACH(sessions, s, m->sessions) {
@@ -62,7 +64,7 @@ static PySession *session_find(PySessions *m, const char *handle) {
                 if (!diff && s->state != PYSESSION_DEAD && s->state != PYSESSION_OPENING)
                         found = s;
         }
-        return found;
+        return found && strcmp(found->principal, principal) == 0 ? found : NULL;
 }
 /* A handle that names no session here. One bearing another instance's tag came through a load
  * balancer: either it read too little of the body to see the handle (it says so, mcp.h), or the
@@ -85,7 +87,7 @@ static void answer_unknown(PySessions *m, McpCall *call, void *owner, JobReplyFn
 
 static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
         const McpExecArgs *a = mcp_call_args(call);
-        PySession *s = session_find(m, a->session);
+        PySession *s = session_find(m, a->session, mcp_call_principal(call));
         if (!s) {
                 answer_unknown(m, call, owner, reply, a->session);
                 return;
@@ -110,7 +112,7 @@ static void session_call(PySessions *m, McpCall *call, void *owner, JobReplyFn r
 }
 
 static void session_close(PySessions *m, McpCall *call, void *owner, JobReplyFn reply) {
-        PySession *s = session_find(m, mcp_call_args(call)->session);
+        PySession *s = session_find(m, mcp_call_args(call)->session, mcp_call_principal(call));
         if (!s) {
                 answer_unknown(m, call, owner, reply, mcp_call_args(call)->session);
                 return;

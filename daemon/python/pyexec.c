@@ -729,7 +729,7 @@ static void check_environment_reply(PyJob *j) {
                 " s:{s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I},"
                 " s:{s:b, s:o, s:s?, s:s, s:s},"
                 " s:o,"
-                " s:{s:b}}",
+                " s:{s:b, s:b, s:s?}}",
                 "daemon", "name", "mcp-execd", "version", px->version, "transport",
                 c->transport == TRANSPORT_STDIO ? "stdio" : c->transport == TRANSPORT_HTTP ? "http" : "sse",
                 "interpreters", interps,
@@ -754,7 +754,9 @@ static void check_environment_reply(PyJob *j) {
                                                      : "none",
                 "network_for_runs", "never",
                 "cache", cache,
-                "auth", "token_configured", c->auth_token != NULL);
+                /* The caller's own tenant only: never who else may call (issue 31.5). */
+                "auth", "token_configured", c->auth_token != NULL, "tenants_configured", c->tenants != NULL,
+                "tenant", *mcp_call_principal(j->call) ? mcp_call_principal(j->call) : NULL);
         /* Issue 18: the Python sessions' bounds (the sessions themselves are daemon/pysession's). */
         if (o && json_object_set_new(o, "python_sessions",
                                      json_pack("{s:I, s:I, s:I}", "max", (json_int_t) c->py_sessions_max, "idle_s",

@@ -127,6 +127,7 @@ MetricsRun scheduler_record_of(const McpCall *call, const ExecResult *r) {
                 .code_bytes = a->code_len,
                 .stdin_bytes = a->stdin_len,
                 .traceparent = mcp_call_traceparent(call),
+                .tenant = *mcp_call_principal(call) ? mcp_call_principal(call) : NULL,
                 .warm = r->warm,
                 .memory_at_start_bytes = r->memory_at_start_bytes,
                 .limits = r->limits,
@@ -447,6 +448,7 @@ void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reas
                 .stdin_bytes = a ? a->stdin_len : 0,
                 .timeout_s = a ? a->timeout_s : 0,
                 .traceparent = call ? mcp_call_traceparent(call) : traceparent,
+                .tenant = call && *mcp_call_principal(call) ? mcp_call_principal(call) : NULL,
         };
         metrics_set_runs(s->metrics, s->n_running, s->n_queued);
         metrics_run_rejected(s->metrics, &rej);

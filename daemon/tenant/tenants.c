@@ -18,6 +18,8 @@
 
 #define TENANTS_MAX 1024             /* names are metrics labels: their number stays bounded */
 #define TENANTS_FILE_MAX (1u << 20)  /* 1 MiB: a thousand lines with room to spare */
+/* What a line without fields gets: the daemon's own bounds (tenants.h). */
+#define TENANT_LIMITS_DEFAULT ((TenantLimits) { .memory_max = UINT64_MAX, .pids_max = UINT64_MAX, .weight = 100 })
 
 struct Tenants {
         size_t n;
@@ -73,21 +75,22 @@ static int parse_u64(const char *v, uint64_t min, uint64_t max, void *field) {
         return config_parse_uint(v, min, max, field);
 }
 
+#define FIELD(f) offsetof(TenantLimits, f), sizeof(((TenantLimits *) NULL)->f)
 static const struct TenantKey {
         const char *key;
         int (*parse)(const char *v, uint64_t min, uint64_t max, void *field);
-        size_t offset;
+        size_t offset, size;
         uint64_t min, max;
         const char *accepts; /* for the message */
 } tenant_keys[] = {
-        { "runs",     parse_count, offsetof(TenantLimits, runs),       1, 100000,     "a number of runs, 1 to 100000" },
-        { "queue",    parse_count, offsetof(TenantLimits, queue),      0, 100000,     "a number of calls, 0 to 100000" },
-        { "sessions", parse_count, offsetof(TenantLimits, sessions),   0, 10000,      "a number of sessions, 0 to 10000" },
-        { "tasks",    parse_count, offsetof(TenantLimits, tasks),      0, 100000,     "a number of tasks, 0 to 100000" },
-        { "memory",   parse_bytes, offsetof(TenantLimits, memory_max), 1 << 20, UINT64_MAX - 1,
+        { "runs",     parse_count, FIELD(runs),       1, 100000,     "a number of runs, 1 to 100000" },
+        { "queue",    parse_count, FIELD(queue),      0, 100000,     "a number of calls, 0 to 100000" },
+        { "sessions", parse_count, FIELD(sessions),   0, 10000,      "a number of sessions, 0 to 10000" },
+        { "tasks",    parse_count, FIELD(tasks),      0, 100000,     "a number of tasks, 0 to 100000" },
+        { "memory",   parse_bytes, FIELD(memory_max), 1 << 20, UINT64_MAX - 1,
           "a size of at least 1M (K, M, G, T) or infinity" },
-        { "pids",     parse_u64,   offsetof(TenantLimits, pids_max),   1, 4194304,    "a number of processes, 1 to 4194304, or infinity" },
-        { "weight",   parse_count, offsetof(TenantLimits, weight),     1, 10000,      "a weight, 1 to 10000" },
+        { "pids",     parse_u64,   FIELD(pids_max),   1, 4194304,    "a number of processes, 1 to 4194304, or infinity" },
+        { "weight",   parse_count, FIELD(weight),     1, 10000,      "a weight, 1 to 10000" },
 };
 
 static int parse_field(Tenant *t, const char *field, unsigned *seen, char **reterr) {
@@ -148,7 +151,7 @@ static int parse_line(char *s, unsigned line, Tenant *t, char **reterr) {
         char *name = strtok_r(s, " \t\r", &save);
         if (!name)
                 return 1;
-        *t = (Tenant) { .line = line, .limits = { .memory_max = UINT64_MAX, .pids_max = UINT64_MAX, .weight = 100 } };
+        *t = (Tenant) { .line = line, .limits = TENANT_LIMITS_DEFAULT };
         if (!name_valid(name))
                 return failf(reterr, line, "the name '%.40s' is not 1 to %d letters, digits, '_' or '-'", name, TENANT_NAME_MAX);
         memcpy(t->name, name, strlen(name) + 1);
@@ -165,6 +168,28 @@ static int parse_line(char *s, unsigned line, Tenant *t, char **reterr) {
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+/* Appends one, unless its name or its token is another's. */
+static int tenants_append(Tenants *t, const Tenant *one, char **reterr) {
+        for (size_t i = 0; i < t->n; i++) {
+                if (strcmp(t->v[i].name, one->name) == 0)
+                        return one->line > 0 ? failf(reterr, one->line, "tenant %s is named twice (first on line %u)",
+                                                     one->name, t->v[i].line)
+                                             : failf(reterr, 0, "the tenants file has a tenant called %s, the name "
+                                                     "of the one MCP_EXEC_AUTH_TOKEN makes: rename it, or make that "
+                                                     "token its line and unset MCP_EXEC_AUTH_TOKEN", one->name);
+                if (CRYPTO_memcmp(t->v[i].token_sha256, one->token_sha256, TENANT_HASH_LEN) == 0)
+                        return failf(reterr, one->line, "tenants %s and %s have the same token", t->v[i].name, one->name);
+        }
+        if (t->n == TENANTS_MAX)
+                return failf(reterr, one->line, "more than %d tenants", TENANTS_MAX);
+        Tenant *v = reallocarray(t->v, t->n + 1, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        t->v = v;
+        t->v[t->n++] = *one;
         return 0;
 }
 
@@ -189,19 +214,9 @@ int tenants_parse(const char *text, size_t len, Tenants **ret, char **reterr) {
                         return r;
                 if (r > 0)
                         continue;
-                for (size_t i = 0; i < t->n; i++) {
-                        if (strcmp(t->v[i].name, one.name) == 0)
-                                return failf(reterr, line, "tenant %s is named twice (first on line %u)", one.name, t->v[i].line);
-                        if (CRYPTO_memcmp(t->v[i].token_sha256, one.token_sha256, TENANT_HASH_LEN) == 0)
-                                return failf(reterr, line, "tenants %s and %s have the same token", t->v[i].name, one.name);
-                }
-                if (t->n == TENANTS_MAX)
-                        return failf(reterr, line, "more than %d tenants", TENANTS_MAX);
-                Tenant *v = reallocarray(t->v, t->n + 1, sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                t->v = v;
-                t->v[t->n++] = one;
+                r = tenants_append(t, &one, reterr);
+                if (r < 0)
+                        return r;
         }
         if (t->n == 0)
                 return failf(reterr, 0, "no tenant in it");
@@ -296,6 +311,67 @@ const Tenant *tenants_find_token(const Tenants *t, const char *token, size_t len
         }
         OPENSSL_cleanse(h, sizeof(h));
         return found;
+}
+
+/* Adds the tenant TENANT_NAME_AUTH_TOKEN, whose token is token (hashed here; default limits), to *t,
+ * making *t when it is NULL. Refused: the file names a tenant so, or has the same token. */
+static int add_auth_token(Tenants **t, const char *token, char **reterr) {
+        Tenant one = { .name = TENANT_NAME_AUTH_TOKEN, .limits = TENANT_LIMITS_DEFAULT };
+        int r = sha256(token, strlen(token), one.token_sha256);
+        if (r < 0)
+                return r;
+        _cleanup_(tenants_freep) Tenants *made = NULL;
+        if (!*t) {
+                made = calloc(1, sizeof(*made));
+                if (!made)
+                        return -ENOMEM;
+        }
+        r = tenants_append(*t ?: made, &one, reterr);
+        OPENSSL_cleanse(&one, sizeof(one));
+        if (r < 0)
+                return r;
+        if (made)
+                *t = TAKE_PTR(made);
+        return 0;
+}
+
+/* The limits of a line are parsed here, but the daemon does not apply them yet (its slices, shares
+ * and fairness are still to come): until it does, a line that sets one is refused, so that nobody
+ * relies on a bound that is not there. */
+static int refuse_unapplied_limits(const Tenants *t, char **reterr) {
+        const TenantLimits def = TENANT_LIMITS_DEFAULT;
+        for (size_t i = 0; i < t->n; i++)
+                for (size_t k = 0; k < ELEMENTSOF(tenant_keys); k++) {
+                        const struct TenantKey *key = &tenant_keys[k];
+                        if (memcmp((const char *) &t->v[i].limits + key->offset, (const char *) &def + key->offset,
+                                   key->size) != 0)
+                                return failf(reterr, t->v[i].line, "tenant %s: %s= is a limit this version reads but "
+                                             "does not apply yet; remove it rather than rely on it",
+                                             t->v[i].name, key->key);
+                }
+        return 0;
+}
+
+int tenants_load_config(const Config *cfg, uid_t uid, Tenants **ret, char **reterr) {
+        if (reterr)
+                *reterr = NULL;
+        _cleanup_(tenants_freep) Tenants *t = NULL;
+        int r;
+        if (cfg->tenants) {
+                r = tenants_load(cfg->tenants, uid, &t, reterr);
+                if (r < 0)
+                        return r;
+                r = refuse_unapplied_limits(t, reterr);
+                if (r < 0)
+                        return r;
+        }
+        if (cfg->auth_token) {
+                r = add_auth_token(&t, cfg->auth_token, reterr);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(t);
+        return 0;
 }
 
 int tenants_hash_hex(const char *data, size_t len, char ret[2 * TENANT_HASH_LEN + 1]) {

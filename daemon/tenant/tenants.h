@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "cleanup.h"
+#include "config.h"
 
 #define TENANT_NAME_MAX 32 /* [A-Za-z0-9_-]: a slice's name, a journal field, a metrics label */
 #define TENANT_HASH_LEN 32 /* SHA-256 */
@@ -50,6 +51,15 @@ int tenants_parse(const char *text, size_t len, Tenants **ret, char **reterr);
  * file, that another user than uid (the daemon's) or root owns, or that its group or others may
  * read or write (as sshd refuses a key others can read). */
 int tenants_load(const char *path, uid_t uid, Tenants **ret, char **reterr);
+
+/* The tenant that MCP_EXEC_AUTH_TOKEN (the credential auth-token) makes beside the file's: the daemon
+ * had one token before it had tenants, and whoever holds it is this tenant. */
+#define TENANT_NAME_AUTH_TOKEN "default"
+
+/* The daemon's tenants: the file cfg->tenants names (MCP_EXEC_TENANTS) read as tenants_load() does
+ * (uid: the daemon's), and the tenant TENANT_NAME_AUTH_TOKEN when cfg->auth_token is set. *ret is
+ * NULL when neither is: no authentication. Made anew at start and at each reload. */
+int tenants_load_config(const Config *cfg, uid_t uid, Tenants **ret, char **reterr);
 
 Tenants *tenants_free(Tenants *t);
 DEFINE_POINTER_CLEANUP(Tenants, tenants_free)

@@ -74,7 +74,7 @@ struct Dispatch {
 void dispatch_init(Dispatch *d, Scheduler *scheduler, const DispatchOps *ops, void *userdata);
 
 /* The session creates and sees the tasks of owner (stdio: "stdio"; HTTP: its 2025 session, or the
- * credential of 2026 requests): a task is reachable from any later session with the same owner,
+ * tenant of 2026 requests, "tenant:<name>"): a task is reachable from any later session with the same owner,
  * and from no other. owner is truncated to TASK_OWNER_MAX - 1 bytes. */
 void dispatch_set_tasks(Dispatch *d, DispatchTasks *tasks, const char *owner);
 

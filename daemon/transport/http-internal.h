@@ -52,6 +52,9 @@ struct HttpSession {
         McpServer *mcp;
         Dispatch dispatch;
         bool legacy;         /* HTTP+SSE: replies go on `stream` */
+        /* Whose it is: the principal of the request that made it (McpHttpVerdict.principal), "" with
+         * no authentication. A request of another finds no such session. */
+        char principal[MCP_PRINCIPAL_MAX + 1];
         bool closed;         /* deleted, expired or its stream ended: on Http.closed, no longer found */
         bool worked;         /* a request other than initialize and ping came (mcp_http_message_is_work()) */
         unsigned refs;
@@ -116,7 +119,7 @@ struct Http {
         int epoll_fd;         /* MHD's */
         McpHttpPolicy policy;
         char **hosts, **origins;
-        char *token;
+        const Tenants *tenants; /* the daemon's, borrowed (http_set_tenants()); NULL: nobody is one */
         DispatchTasks *tasks; /* the daemon's (http_set_tasks()), or NULL */
         uint32_t idle_s;
         uint32_t keepalive_s;
@@ -148,12 +151,12 @@ struct Http {
 void http_schedule(Http *h);
 
 /* http-session.c */
-HttpSession *http_session_new(Http *h, bool legacy);
+HttpSession *http_session_new(Http *h, bool legacy, const char *principal);
 HttpSession *http_session_ref(HttpSession *s);
 HttpSession *http_session_unref(HttpSession *s);
 DEFINE_POINTER_CLEANUP(HttpSession, http_session_unref)
 void http_session_register(HttpSession *s);
-HttpSession *http_session_find(Http *h, const char *id, bool legacy);
+HttpSession *http_session_find(Http *h, const char *id, bool legacy, const char *principal);
 bool http_session_make_room(Http *h);
 void http_session_close(HttpSession *s, const char *why);
 enum MHD_Result http_session_handle_mcp_post(HttpRequest *req);

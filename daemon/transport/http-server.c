@@ -27,6 +27,7 @@
 #include "fd-util.h"
 #include "http-internal.h"
 #include "log.h"
+#include "tenants.h"
 
 #define HTTP_TICK_USEC (250u * 1000u) /* progress within 250 ms of each whole second */
 /* Time allowed between two bytes of a request (or of its answer being taken): a stalled or
@@ -46,6 +47,16 @@
 static void http_pump(Http *h);
 
 /* ---- request heads ------------------------------------------------------------------------ */
+
+_Static_assert(TENANT_NAME_MAX <= MCP_PRINCIPAL_MAX, "a tenant's name is a request's principal");
+
+/* McpHttpPolicy.authenticate: the tenant whose token this is (tenants_find_token() hashes it and
+ * compares every hash in constant time), from the tenants of the last (re)load. */
+static const char *http_authenticate(void *userdata, const char *credential, size_t len) {
+        Http *h = userdata;
+        const Tenant *t = tenants_find_token(h->tenants, credential, len);
+        return t ? t->name : NULL;
+}
 
 static const char *header(struct MHD_Connection *conn, const char *name) {
         return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
@@ -114,7 +125,7 @@ static enum MHD_Result handle_head(Http *h, HttpRequest *req, const char *url, c
         case MCP_HTTP_MCP_POST:
         case MCP_HTTP_MCP_DELETE:
                 if (head.session_id) {
-                        HttpSession *s = http_session_find(h, head.session_id, false);
+                        HttpSession *s = http_session_find(h, head.session_id, false, v->principal);
                         if (!s)
                                 return http_respond_refusal(req, MCP_HTTP_REFUSE_SESSION_NOT_FOUND);
                         req->session = http_session_ref(s);
@@ -126,7 +137,7 @@ static enum MHD_Result handle_head(Http *h, HttpRequest *req, const char *url, c
                 }
                 return MHD_YES;
         case MCP_HTTP_MESSAGES_POST: {
-                HttpSession *s = http_session_find(h, head.query_session_id, true);
+                HttpSession *s = http_session_find(h, head.query_session_id, true, v->principal);
                 if (!s)
                         return http_respond_refusal(req, MCP_HTTP_REFUSE_SESSION_NOT_FOUND);
                 req->session = http_session_ref(s);
@@ -135,7 +146,7 @@ static enum MHD_Result handle_head(Http *h, HttpRequest *req, const char *url, c
         case MCP_HTTP_SSE_OPEN: {
                 if (!http_session_make_room(h))
                         return http_respond_sessions_full(req);
-                HttpSession *s = http_session_new(h, true);
+                HttpSession *s = http_session_new(h, true, v->principal);
                 if (!s)
                         return MHD_NO;
                 http_session_register(s);
@@ -489,7 +500,7 @@ static bool socket_is_local(int fd) {
 }
 
 int http_check_exposure(const Config *cfg) {
-        if (cfg->auth_token || cfg->allow_unauthenticated_network)
+        if (cfg->auth_token || cfg->tenants || cfg->allow_unauthenticated_network)
                 return 0;
         /* Read without unsetting $LISTEN_FDS: http_start() takes the socket later. */
         int n = sd_listen_fds(0);
@@ -576,15 +587,19 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
                 .max_sessions = cfg->max_sessions,
                 .op_poll.callback = on_poll, .op_tick.callback = on_tick, .op_kick.callback = on_kick,
         };
-        h->token = cfg->auth_token ? strdup(cfg->auth_token) : NULL;
         bool any_host, any_origin;
         h->hosts = split_list(cfg->allowed_hosts, &h->policy.n_allowed_hosts, &any_host);
         h->origins = split_list(cfg->allowed_origins, &h->policy.n_allowed_origins, &any_origin);
-        if ((cfg->auth_token && !h->token) || !h->hosts || !h->origins)
+        if (!h->hosts || !h->origins)
                 return log_error_errno(-ENOMEM, "cannot set up the HTTP transport: %m");
         h->policy.streamable = cfg->transport == TRANSPORT_HTTP;
         h->policy.legacy = true;
-        h->policy.token = h->token;
+        /* With a token or a tenants file every request must name a tenant, from the start: until
+         * http_set_tenants() nobody is one. */
+        if (cfg->auth_token || cfg->tenants) {
+                h->policy.authenticate = http_authenticate;
+                h->policy.auth_userdata = h;
+        }
         h->policy.allowed_hosts = (const char *const *) h->hosts;
         h->policy.any_host = any_host;
         h->policy.allowed_origins = (const char *const *) h->origins;
@@ -639,11 +654,11 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
         log_info("listening on %s: %s%s", where,
                  h->policy.streamable ? "Streamable HTTP at " MCP_HTTP_PATH_MCP ", " : "",
                  "legacy HTTP+SSE at " MCP_HTTP_PATH_SSE " and " MCP_HTTP_PATH_MESSAGES);
-        if (!h->token && socket_is_local(listen_fd))
+        if (!h->policy.authenticate && socket_is_local(listen_fd))
                 log_warning("MCP_EXEC_AUTH_TOKEN is not set: any process on this host, of any user, "
                             "that can connect to %s may run code",
                             where);
-        else if (!h->token) /* http_check_exposure() let it through: the operator asked for it */
+        else if (!h->policy.authenticate) /* http_check_exposure() let it through: the operator asked for it */
                 log_warning("MCP_EXEC_AUTH_TOKEN is not set and MCP_EXEC_ALLOW_UNAUTHENTICATED_NETWORK=1: "
                             "anyone who can reach %s over the network may run code",
                             where);
@@ -656,6 +671,10 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
 
 void http_set_tasks(Http *h, DispatchTasks *tasks) {
         h->tasks = tasks;
+}
+
+void http_set_tenants(Http *h, const Tenants *tenants) {
+        h->tenants = tenants;
 }
 
 void http_drain(Http *h) {
@@ -727,9 +746,5 @@ void http_free(Http *h) {
                 return; /* leak rather than let the kernel complete into freed memory; we exit next */
         strv_free(h->hosts);
         strv_free(h->origins);
-        if (h->token) {
-                explicit_bzero(h->token, strlen(h->token));
-                free(h->token);
-        }
         free(h);
 }

@@ -30,8 +30,9 @@ HttpSession *http_session_unref(HttpSession *s) {
         return NULL;
 }
 
-/* A new session, not yet on the table (http_session_register()); the caller's reference. */
-HttpSession *http_session_new(Http *h, bool legacy) {
+/* A new session of principal's, not yet on the table (http_session_register()); the caller's
+ * reference. */
+HttpSession *http_session_new(Http *h, bool legacy, const char *principal) {
         uint8_t bytes[MCP_HTTP_SESSION_ID_BYTES];
         /* getrandom(2) without flags blocks only before the pool is initialized at boot. */
         if (getrandom(bytes, sizeof(bytes), 0) != (ssize_t) sizeof(bytes))
@@ -47,6 +48,8 @@ HttpSession *http_session_new(Http *h, bool legacy) {
         explicit_bzero(bytes, sizeof(bytes));
         s->http = h;
         s->legacy = legacy;
+        snprintf(s->principal, sizeof(s->principal), "%s", principal);
+        mcp_server_set_principal(s->mcp, s->principal);
         s->last_used_usec = now_usec();
         dispatch_init(&s->dispatch, h->scheduler, &http_dispatch_ops, s);
         /* A 2025 session's tasks are its own (a 2026 request overrides this: handle_modern_post()). */
@@ -64,11 +67,12 @@ void http_session_register(HttpSession *s) {
         log_debug("HTTP %s session opened (%u open)", s->legacy ? "SSE" : "Streamable", h->n_sessions);
 }
 
-HttpSession *http_session_find(Http *h, const char *id, bool legacy) {
+HttpSession *http_session_find(Http *h, const char *id, bool legacy, const char *principal) {
         LIST_FOREACH(sessions, s, h->sessions)
-                /* The id is the session's credential: compared in constant time (issue 29 #8). */
+                /* The id is the session's credential: compared in constant time (issue 29 #8). Another
+                 * tenant's session is not found: the same 404 as an id nobody has (issue 31.5). */
                 if (!s->closed && s->legacy == legacy && str_secret_equal(id, strlen(id), s->id, strlen(s->id)))
-                        return s;
+                        return strcmp(s->principal, principal) == 0 ? s : NULL;
         return NULL;
 }
 
@@ -300,14 +304,19 @@ static enum MHD_Result handle_modern_post(HttpRequest *req, const McpHttpMessage
                                                              "Invalid Request: Mcp-Session-Id belongs to the "
                                                              "2025 era; a 2026-07-28 request stands alone (send "
                                                              "it without the header)"));
-        HttpSession *s = http_session_new(req->http, false);
+        HttpSession *s = http_session_new(req->http, false, req->verdict.principal);
         if (!s)
                 return MHD_NO;
         req->session = s; /* the request's reference, and the only one but its call's */
-        /* A 2026 request belongs to no session: its tasks are the credential's, which is the one
-         * token every authorized request carries (or none on loopback), so any later request, on
-         * any connection, finds them (README "Tasks"). */
-        dispatch_set_tasks(&s->dispatch, req->http->tasks, req->http->token ? "bearer" : "loopback");
+        /* A 2026 request belongs to no session: its tasks are its tenant's, so any later request of
+         * the same tenant, on any connection, finds them, and no other tenant's does (README
+         * "Tasks"). Without authentication every request is the same caller. */
+        char owner[TASK_OWNER_MAX];
+        if (*s->principal)
+                snprintf(owner, sizeof(owner), "tenant:%s", s->principal);
+        else
+                snprintf(owner, sizeof(owner), "%s", "loopback");
+        dispatch_set_tasks(&s->dispatch, req->http->tasks, owner);
         _cleanup_(mcp_action_done) McpAction a = {};
         if (mcp_server_handle(s->mcp, req->body.data ?: "", req->body.len, &a) < 0)
                 return http_respond_refusal(req, MCP_HTTP_REFUSE_OUT_OF_MEMORY);
@@ -346,7 +355,7 @@ enum MHD_Result http_session_handle_mcp_post(HttpRequest *req) {
                         return http_respond_refusal(req, MCP_HTTP_REFUSE_NO_SESSION);
                 if (what == MCP_HTTP_SESSIONLESS_INITIALIZE && !http_session_make_room(h))
                         return http_respond_sessions_full(req);
-                s = http_session_new(h, false);
+                s = http_session_new(h, false, req->verdict.principal);
                 if (!s)
                         return MHD_NO;
                 req->session = s; /* the request's reference; the table takes one if initialize succeeds */

@@ -10,6 +10,7 @@
 #include "mcp.h"
 #include "ring.h"
 #include "scheduler.h"
+#include "tenants.h"
 
 typedef struct Http Http;
 
@@ -29,6 +30,11 @@ void http_stop(Http *h);
 
 /* Tasks (dispatch.h): sessions made from now on create and see them. */
 void http_set_tasks(Http *h, DispatchTasks *tasks);
+
+/* Who may call (tenants.h; borrowed, until the next call): each request's credential must be one of
+ * theirs when MCP_EXEC_AUTH_TOKEN or MCP_EXEC_TENANTS is set. A reload hands the new set here and
+ * frees the old one after: a request already authenticated keeps its tenant's name, not a pointer. */
+void http_set_tenants(Http *h, const Tenants *tenants);
 
 /* Before http_stop(), when a drain is configured (MCP_EXEC_DRAIN_S): new MCP requests get 503 with
  * Retry-After and GET /health answers draining (503), so a load balancer sends new calls

@@ -112,7 +112,9 @@ test('stdin EOF when idle: exit 0 at once', async (t) => {
     assert.ok(ms < 4500, `slow to exit on EOF: ${ms} ms (the shutdown deadline is 5 s)`);
 });
 
-for (const sig of ['SIGTERM', 'SIGINT']) {
+// SIGHUP too: over stdio it means the terminal (or the client) hung up. Over HTTP it reloads the
+// tenants file instead (tenants.test.mjs).
+for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
     test(`${sig} when idle: clean exit (status 0)`, async (t) => {
         const d = RawDaemon.spawn(t);
         await d.initialize();

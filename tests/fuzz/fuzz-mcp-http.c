@@ -25,6 +25,18 @@ static void check_json_line(const char *s, bool allow_nul) {
         json_decref(j);
 }
 
+/* The daemon's authenticator looks tenants up by token (daemon/tenant/); here the field F_TOKEN
+ * is the one tenant's token. */
+static const char *token_auth(void *userdata, const char *credential, size_t len) {
+        const char *token = userdata;
+        FUZZ_CHECK(len > 0); /* an empty credential is never offered */
+        return str_secret_equal(credential, len, token, strlen(token)) ? "fuzz" : NULL;
+}
+
+static bool authorized(const McpHttpPolicy *p, const McpHttpHead *h) {
+        return mcp_http_authenticate(p, h->authorization, h->x_mcp_auth) != NULL;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size < 1)
                 return 0;
@@ -48,7 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         McpHttpPolicy pol = {
                 .streamable = !(flags & 1),
                 .legacy = flags & 2,
-                .token = (flags & 4) ? f[F_TOKEN] : NULL,
+                .authenticate = (flags & 4) && f[F_TOKEN] ? token_auth : NULL,
+                .auth_userdata = f[F_TOKEN],
                 .allowed_hosts = hosts,
                 .n_allowed_hosts = f[F_ALLOWED_HOST] ? 1 : 0,
                 .any_host = flags & 8,
@@ -96,7 +109,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 /* Anything let through passed the Host, Origin and token checks. */
                 FUZZ_CHECK(mcp_http_host_allowed(&pol, h.host));
                 FUZZ_CHECK(mcp_http_origin_allowed(&pol, h.origin));
-                FUZZ_CHECK(mcp_http_authorized(pol.token, h.authorization, h.x_mcp_auth));
+                FUZZ_CHECK(authorized(&pol, &h));
+                /* ...and names who asked: the tenant, or nobody without authentication. */
+                FUZZ_CHECK(strcmp(v.principal, pol.authenticate ? "fuzz" : "") == 0 || v.next == MCP_HTTP_HEALTH_GET);
         }
 
         /* Each piece on every field. */
@@ -111,7 +126,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 const char *ver = mcp_http_protocol_version(f[i]);
                 FUZZ_CHECK(!ver || strlen(ver) == 10);
                 (void) mcp_http_session_id_valid(f[i]);
-                (void) mcp_http_authorized(f[i], h.authorization, h.x_mcp_auth);
+                McpHttpPolicy one = { .authenticate = token_auth, .auth_userdata = f[i] };
+                (void) authorized(&one, &h);
         }
         if (f[F_TOKEN] && f[F_X_MCP_AUTH]) {
                 size_t a = strlen(f[F_TOKEN]), b = strlen(f[F_X_MCP_AUTH]);

@@ -15,7 +15,6 @@ refusal is a regression, never a reason to skip.
 """
 # tier-timeout: 600
 import http.client
-import json
 import os
 import re
 import secrets
@@ -25,6 +24,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
+import httpclient  # noqa: E402
 import prometheus  # noqa: E402
 from journal import wait_records  # noqa: E402
 from mcpclient import TestFailure, daemon_path, run, wait_for  # noqa: E402
@@ -55,57 +55,9 @@ def http_refused():
     return err.strip() if "stdio only" in err or "not available yet" in err else None
 
 
-class Client:
+class Client(httpclient.Client):
     def __init__(self, token=TOKEN):
-        self.token = token
-        self.session = None
-        self.next_id = 1
-
-    def post(self, msg, timeout=90):
-        c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=timeout)
-        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-             "Authorization": "Bearer " + self.token, "MCP-Protocol-Version": "2025-11-25"}
-        if self.session:
-            h["Mcp-Session-Id"] = self.session
-        c.request("POST", "/mcp", body=json.dumps(msg), headers=h)
-        r = c.getresponse()
-        body = r.read().decode(errors="replace")
-        sid = r.getheader("Mcp-Session-Id")
-        if sid:
-            self.session = sid
-        ctype = r.getheader("Content-Type") or ""
-        c.close()
-        if r.status == 202:
-            return None
-        if r.status != 200:
-            raise TestFailure("POST /mcp %s: HTTP %d %s" % (msg.get("method"), r.status, body[:300]))
-        if ctype.startswith("text/event-stream"):
-            for line in body.splitlines():
-                if line.startswith("data:"):
-                    m = json.loads(line[5:].strip())
-                    if m.get("id") == msg.get("id"):
-                        return m
-            raise TestFailure("no response in the event stream: %r" % body[:500])
-        return json.loads(body)
-
-    def request(self, method, params, timeout=90):
-        rid = self.next_id
-        self.next_id += 1
-        return self.post({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}, timeout)
-
-    def initialize(self):
-        r = self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                        "clientInfo": {"name": "tier-43", "version": "1"}})
-        if "result" not in r:
-            raise TestFailure("initialize: %r" % r)
-        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def exec_code(self, code, **args):
-        args["code"] = code
-        r = self.request("tools/call", {"name": "exec", "arguments": args})
-        if "result" not in r:
-            raise TestFailure("tools/call: %r" % r)
-        return r["result"]
+        super().__init__(token, PORT)
 
 
 def get(path, token=TOKEN):

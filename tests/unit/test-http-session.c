@@ -2,7 +2,8 @@
  * and the scheduler's fake runs (unit-fakes.h): initialize makes and registers a session, a POST
  * without one is refused, what each message is answered with, a call's request waiting for its
  * answer (or its run cancelled when the request goes), the session limit and which session makes
- * room, closing, the legacy session's event stream, and a 2026 request standing alone. */
+ * room, closing, the legacy session's event stream, a 2026 request standing alone, and whose
+ * sessions and tasks are (the tenant of the request that made them). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -77,7 +78,7 @@ static HttpSession *session_open(void) {
         assert_int_equal(c.status, 200);
         const char *id = fake_conn_response_header(&c, "Mcp-Session-Id");
         assert_non_null(id);
-        HttpSession *s = http_session_find(&http, id, false);
+        HttpSession *s = http_session_find(&http, id, false, "");
         assert_non_null(s);
         http_request_complete(req);
         fake_conn_done(&c);
@@ -88,7 +89,7 @@ static void test_initialize_registers(void **state) {
         HttpSession *s = session_open();
         assert_int_equal(http.n_sessions, 1);
         assert_int_equal(strlen(s->id), MCP_HTTP_SESSION_ID_LEN);
-        assert_null(http_session_find(&http, s->id, true)); /* not a legacy session's id */
+        assert_null(http_session_find(&http, s->id, true, "")); /* not a legacy session's id */
         assert_int_equal(s->refs, 1);                       /* the table's, the request's gone */
         HttpSession *t = session_open();
         assert_true(strcmp(s->id, t->id) != 0);
@@ -163,9 +164,9 @@ static void test_make_room(void **state) {
         char a_id[sizeof(a->id)];
         strcpy(a_id, a->id);
         HttpSession *c = session_open();
-        assert_null(http_session_find(&http, a_id, false));
+        assert_null(http_session_find(&http, a_id, false, ""));
         assert_int_equal(http.n_sessions, 2);
-        assert_non_null(http_session_find(&http, b->id, false));
+        assert_non_null(http_session_find(&http, b->id, false, ""));
         assert_int_equal(post_done(b, LIST, NULL), 200);
         assert_int_equal(post_done(c, LIST, NULL), 200);
 
@@ -186,7 +187,7 @@ static void test_close(void **state) {
         HttpRequest *req = post(&c, s, EXEC("x"));
         http_session_close(s, "deleted by the test");
         assert_true(fakes[0].killed);
-        assert_null(http_session_find(&http, s->id, false));
+        assert_null(http_session_find(&http, s->id, false, ""));
         assert_int_equal(http.n_sessions, 0);
         assert_non_null(http.closed); /* held by the request and the call */
         fake_end(0);
@@ -206,7 +207,7 @@ static void test_close(void **state) {
 
 /* A legacy session answers on its event stream; its POSTs get 202 "Accepted". */
 static void test_legacy_stream(void **state) {
-        HttpSession *s = http_session_new(&http, true);
+        HttpSession *s = http_session_new(&http, true, "");
         assert_non_null(s);
         http_session_register(s);
         FakeConn sc;
@@ -328,6 +329,62 @@ static void test_lb_body_read(void **state) {
         }
 }
 
+/* A POST made by tenant who (its request's verdict, as mcp_http_check_head() leaves it). */
+static HttpRequest *post_as(FakeConn *c, HttpSession *s, const char *body, const char *who) {
+        HttpRequest *req = fake_request(&http, c, s, body);
+        snprintf(req->verdict.principal, sizeof(req->verdict.principal), "%s", who);
+        assert_int_equal(http_session_handle_mcp_post(req), MHD_YES);
+        return req;
+}
+
+/* Issue 31.5: a 2025 session is the tenant's that opened it: another tenant (or a request without
+ * one) does not find it, its calls carry the tenant's name, and a 2026 request's tasks are its
+ * tenant's. */
+static void test_tenant_owns(void **state) {
+        assert_int_equal(scheduler_route(&sched, &keep_room, NULL), 0);
+        FakeConn c;
+        fake_conn_init(&c, -1);
+        HttpRequest *req = post_as(&c, NULL, INIT, "alpha");
+        assert_int_equal(c.status, 200);
+        _cleanup_free_ char *id = strdup(fake_conn_response_header(&c, "Mcp-Session-Id"));
+        http_request_complete(req);
+        fake_conn_done(&c);
+        HttpSession *s = http_session_find(&http, id, false, "alpha");
+        assert_non_null(s);
+        assert_string_equal(s->principal, "alpha");
+        assert_string_equal(s->dispatch.owner + strlen("session:"), s->id); /* its tasks are its own */
+        assert_null(http_session_find(&http, id, false, "beta"));
+        assert_null(http_session_find(&http, id, false, ""));
+        assert_null(http_session_find(&http, id, false, "alph"));
+
+        fake_conn_init(&c, -1);
+        req = post_as(&c, s, SESSION_EXEC, "alpha");
+        assert_non_null(kept_call);
+        assert_string_equal(mcp_call_principal(kept_call), "alpha");
+        McpCall *call = TAKE_PTR(kept_call);
+        kept_reply(kept_owner, mcp_call_reply_oom(call));
+        mcp_call_free(call);
+        http_request_complete(req);
+        fake_conn_done(&c);
+
+        fake_conn_init(&c, -1);
+        fake_conn_set_header(&c, "MCP-Protocol-Version", "2026-07-28");
+        fake_conn_set_header(&c, "Mcp-Method", "tools/list");
+        req = post_as(&c, NULL, MODERN_LIST, "beta");
+        assert_int_equal(c.status, 200);
+        assert_string_equal(req->session->principal, "beta");
+        assert_string_equal(req->session->dispatch.owner, "tenant:beta");
+        http_request_complete(req);
+        fake_conn_done(&c);
+        fake_conn_init(&c, -1);
+        fake_conn_set_header(&c, "MCP-Protocol-Version", "2026-07-28");
+        fake_conn_set_header(&c, "Mcp-Method", "tools/list");
+        req = post_as(&c, NULL, MODERN_LIST, "");
+        assert_string_equal(req->session->dispatch.owner, "loopback");
+        http_request_complete(req);
+        fake_conn_done(&c);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 fixture_test(test_initialize_registers),
@@ -340,6 +397,7 @@ int main(void) {
                 fixture_test(test_legacy_stream),
                 fixture_test(test_modern_stands_alone),
                 fixture_test(test_lb_body_read),
+                fixture_test(test_tenant_owns),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,11 +20,32 @@
 static const char *const extra_hosts[] = { "mcp.example.com", "10.0.0.5:8080" };
 static const char *const extra_origins[] = { "https://app.example.com" };
 
+/* The daemon's authenticator hashes and looks up tenants (daemon/tenant/); here one token is the
+ * tenant "alice", compared as a secret. */
+static const char *token_auth(void *userdata, const char *credential, size_t len) {
+        const char *token = userdata;
+        return str_secret_equal(credential, len, token, strlen(token)) ? "alice" : NULL;
+}
+
+/* Two tenants, and a third whose name is longer than a principal may be. */
+static const char *tenants_auth(void *userdata, const char *credential, size_t len) {
+        static const struct { const char *token, *name; } tenants[] = {
+                { "tok-a", "alpha" },
+                { "tok-b", "beta" },
+                { "tok-long", "a-name-longer-than-thirty-two-bytes" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(tenants); i++)
+                if (str_secret_equal(credential, len, tenants[i].token, strlen(tenants[i].token)))
+                        return tenants[i].name;
+        return NULL;
+}
+
 static McpHttpPolicy policy(const char *token) {
         return (McpHttpPolicy) {
                 .streamable = true,
                 .legacy = true,
-                .token = token,
+                .authenticate = token ? token_auth : NULL,
+                .auth_userdata = (void *) token,
                 .allowed_hosts = extra_hosts,
                 .n_allowed_hosts = 2,
                 .allowed_origins = extra_origins,
@@ -96,28 +117,64 @@ static void test_origin_allow_list(void **state) {
         assert_true(mcp_http_origin_allowed(&p, "http://evil.example.com"));
 }
 
+/* Who the request is, by policy(t)'s authenticator. */
+static const char *who(const char *t, const char *authorization, const char *x_mcp_auth) {
+        McpHttpPolicy p = policy(t);
+        return mcp_http_authenticate(&p, authorization, x_mcp_auth);
+}
+
 static void test_token(void **state) {
         const char *t = "s3cret-token";
-        assert_true(mcp_http_authorized(NULL, NULL, NULL));
+        assert_string_equal(who(NULL, NULL, NULL), ""); /* no authentication: nobody in particular */
+        assert_string_equal(who(NULL, "Bearer anything", NULL), "");
         /* an empty token admits nobody, not everybody (config refuses one before it gets here) */
-        assert_false(mcp_http_authorized("", NULL, NULL));
-        assert_false(mcp_http_authorized("", "Bearer ", NULL));
-        assert_false(mcp_http_authorized("", NULL, ""));
-        assert_false(mcp_http_authorized(t, NULL, NULL));
-        assert_true(mcp_http_authorized(t, "Bearer s3cret-token", NULL));
-        assert_true(mcp_http_authorized(t, "bearer   s3cret-token", NULL));
-        assert_true(mcp_http_authorized(t, NULL, "s3cret-token"));
-        assert_true(mcp_http_authorized(t, NULL, "Bearer s3cret-token"));
-        assert_true(mcp_http_authorized(t, "Bearer wrong", "s3cret-token")); /* either header */
-        assert_false(mcp_http_authorized(t, "Bearer s3cret-tokem", NULL));   /* last byte off */
-        assert_false(mcp_http_authorized(t, "Bearer r3cret-token", NULL));   /* first byte off */
-        assert_false(mcp_http_authorized(t, "Bearer s3cret-toke", NULL));    /* one byte short */
-        assert_false(mcp_http_authorized(t, "Bearer s3cret-token1", NULL));  /* one byte long */
-        assert_false(mcp_http_authorized(t, "s3cret-token", NULL));          /* no scheme */
-        assert_false(mcp_http_authorized(t, "Basic s3cret-token", NULL));
-        assert_false(mcp_http_authorized(t, "Bearer", NULL));
-        assert_false(mcp_http_authorized(t, NULL, "s3cret-tokeN"));
-        assert_false(mcp_http_authorized(t, NULL, ""));
+        assert_null(who("", NULL, NULL));
+        assert_null(who("", "Bearer ", NULL));
+        assert_null(who("", NULL, ""));
+        assert_null(who(t, NULL, NULL));
+        assert_string_equal(who(t, "Bearer s3cret-token", NULL), "alice");
+        assert_string_equal(who(t, "bearer   s3cret-token", NULL), "alice");
+        assert_string_equal(who(t, "Bearer s3cret-token \t", NULL), "alice"); /* trailing white space */
+        assert_string_equal(who(t, NULL, "s3cret-token"), "alice");
+        assert_string_equal(who(t, NULL, "Bearer s3cret-token"), "alice");
+        assert_string_equal(who(t, "Bearer wrong", "s3cret-token"), "alice"); /* either header */
+        assert_null(who(t, "Bearer s3cret-tokem", NULL));   /* last byte off */
+        assert_null(who(t, "Bearer r3cret-token", NULL));   /* first byte off */
+        assert_null(who(t, "Bearer s3cret-toke", NULL));    /* one byte short */
+        assert_null(who(t, "Bearer s3cret-token1", NULL));  /* one byte long */
+        assert_null(who(t, "s3cret-token", NULL));          /* no scheme */
+        assert_null(who(t, "Basic s3cret-token", NULL));
+        assert_null(who(t, "Bearer", NULL));
+        assert_null(who(t, NULL, "s3cret-tokeN"));
+        assert_null(who(t, NULL, ""));
+
+        /* Tenants: the credential names one; a name longer than a principal may be admits nobody
+         * (it would be cut, and a cut name could be another tenant's). */
+        McpHttpPolicy p = policy(NULL);
+        p.authenticate = tenants_auth;
+        assert_string_equal(mcp_http_authenticate(&p, "Bearer tok-a", NULL), "alpha");
+        assert_string_equal(mcp_http_authenticate(&p, "Bearer tok-b", NULL), "beta");
+        assert_string_equal(mcp_http_authenticate(&p, "Bearer tok-c", "tok-b"), "beta");
+        assert_string_equal(mcp_http_authenticate(&p, "Bearer tok-a", "tok-b"), "alpha"); /* Authorization first */
+        assert_null(mcp_http_authenticate(&p, "Bearer tok-long", NULL));
+        assert_null(mcp_http_authenticate(&p, "Bearer tok-", NULL));
+        McpHttpHead h = {
+                .method = "POST", .path = "/mcp", .host = "localhost:8080", .authorization = "Bearer tok-b",
+                .accept = "application/json, text/event-stream", .content_type = "application/json",
+        };
+        McpHttpVerdict v;
+        mcp_http_check_head(&p, &h, &v);
+        assert_int_equal(v.next, MCP_HTTP_MCP_POST);
+        assert_string_equal(v.principal, "beta");
+        h.authorization = "Bearer tok-long";
+        mcp_http_check_head(&p, &h, &v);
+        assert_int_equal(v.status, 401);
+        assert_string_equal(v.principal, "");
+        p.authenticate = NULL;
+        h.authorization = NULL;
+        mcp_http_check_head(&p, &h, &v);
+        assert_int_equal(v.next, MCP_HTTP_MCP_POST);
+        assert_string_equal(v.principal, "");
 
         assert_true(str_secret_equal("abc", 3, "abc", 3));
         assert_false(str_secret_equal("abd", 3, "abc", 3));
@@ -511,7 +568,7 @@ static void test_framing(void **state) {
         mcp_http_head_content_length(&h, "12x");
         assert_int_equal(h.content_length, UINT64_MAX);
         assert_int_equal(check(&p, &h).status, 401); /* token first */
-        p.token = NULL;
+        p.authenticate = NULL;
         assert_int_equal(check(&p, &h).status, 413);
         mcp_http_head_content_length(&h, "99999999999999999999999");
         assert_int_equal(h.content_length, UINT64_MAX);

@@ -816,6 +816,49 @@ static void test_exposition(void **state) {
         metrics_capture_done(&c, m);
 }
 
+/* Issue 31.5: who called, in the records (TENANT=, never more) and in counters of their own, one
+ * series per tenant that ran; the totals count every run, a tenant's or not; no tenant family
+ * before one has run (a daemon without tenants shows none). */
+static void test_tenants(void **state) {
+        Capture c;
+        Metrics *m = metrics_capture(&c, "http");
+        char *text = NULL;
+        size_t len = 0;
+        assert_int_equal(metrics_render(m, &text, &len), 0);
+        int families = assert_exposition(text, len);
+        assert_null(strstr(text, "tenant"));
+        free(text);
+
+        MetricsRun r = sample_run();
+        r.tenant = "alpha";
+        metrics_run_finished(m, &r);
+        metrics_run_finished(m, &r);
+        r.tenant = "beta";
+        r.exit_code = 1;
+        metrics_run_finished(m, &r);
+        r.tenant = NULL;
+        metrics_run_finished(m, &r);
+        metrics_run_rejected(m, &(MetricsRejection) { .reason = "queue-full", .tenant = "beta" });
+        capture_close(&c);
+        assert_field(c.data, "TENANT", "alpha"); /* the first record's */
+        assert_non_null(strstr(c.data, " TENANT=beta"));
+
+        assert_int_equal(metrics_render(m, &text, &len), 0);
+        assert_int_equal(assert_exposition(text, len), families + 2);
+        assert_true(sample_value(text, "mcp_execd_tenant_runs_total{tenant=\"alpha\",outcome=\"ok\"}") == 2);
+        assert_true(sample_value(text, "mcp_execd_tenant_runs_total{tenant=\"alpha\",outcome=\"nonzero\"}") == 0);
+        assert_true(sample_value(text, "mcp_execd_tenant_runs_total{tenant=\"alpha\",outcome=\"rejected\"}") == 0);
+        assert_true(sample_value(text, "mcp_execd_tenant_runs_total{tenant=\"beta\",outcome=\"nonzero\"}") == 1);
+        assert_true(sample_value(text, "mcp_execd_tenant_runs_total{tenant=\"beta\",outcome=\"rejected\"}") == 1);
+        assert_true(sample_value(text, "mcp_execd_runs_total{outcome=\"ok\"}") == 2);
+        assert_true(sample_value(text, "mcp_execd_runs_total{outcome=\"nonzero\"}") == 2);
+        assert_true(dabs(sample_value(text, "mcp_execd_tenant_cpu_seconds_total{tenant=\"alpha\",mode=\"user\"}") - 0.022) < 1e-9);
+        assert_true(dabs(sample_value(text, "mcp_execd_tenant_cpu_seconds_total{tenant=\"beta\",mode=\"system\"}") - 0.004) < 1e-9);
+        assert_true(dabs(sample_value(text, "mcp_execd_run_cpu_seconds_total{mode=\"user\"}") - 0.044) < 1e-9);
+        free(text);
+        metrics_capture_done(&c, m);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_outcome),
@@ -829,6 +872,7 @@ int main(void) {
                 cmocka_unit_test(test_journal_detection),
                 cmocka_unit_test(test_exposition_checker_refuses),
                 cmocka_unit_test(test_exposition),
+                cmocka_unit_test(test_tenants),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
