@@ -47,9 +47,9 @@ typedef struct Tenants Tenants;
  * what was wrong (a sentence, never the line's hash). */
 int tenants_parse(const char *text, size_t len, Tenants **ret, char **reterr);
 
-/* Reads path and parses it. Refused, with a sentence in *reterr: a file that is not a regular
- * file, that another user than uid (the daemon's) or root owns, or that its group or others may
- * read or write (as sshd refuses a key others can read). */
+/* Reads path (following symbolic links) and parses it. Refused, with a sentence in *reterr: a file
+ * that is not a regular file, that another user than uid (the daemon's) or root owns, or that its
+ * group or others may read or write (as sshd refuses a key others can read). */
 int tenants_load(const char *path, uid_t uid, Tenants **ret, char **reterr);
 
 /* The tenant that MCP_EXEC_AUTH_TOKEN (the credential auth-token) makes beside the file's: the daemon

@@ -5,8 +5,10 @@
 // answered with an error naming that cause (from the header HAProxy adds), never "that instance is
 // gone", which would send the agent to open a new session for nothing. A client's own copy of the
 // header is dropped by HAProxy. (The systemd tier's 47-fleet drives the same file with units.)
+// Then three tenants through the same fleet (issue 31.7).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -52,9 +54,11 @@ async function call(lb, name, args, headers = {}) {
 }
 const answerText = (m) => m.error?.message ?? m.result?.content?.[0]?.text ?? '';
 
-test('a session handle past the load balancer\'s buffer: the instance it reaches says the balancer did not read it', { skip: !fs.existsSync(HAPROXY) && 'haproxy is not installed (scripts/deps.sh test installs it)' }, async (t) => {
+/** Two instances (with env) behind HAProxy as configured in units/haproxy-mcp-execd.cfg, a third
+ * address down: {lb, sock, p1, p2, down} once HAProxy sees both instances up. */
+async function startFleet(t, env = {}) {
     const [p1, p2, down] = [await freePort(), await freePort(), await freePort()];
-    for (const p of [p1, p2]) await startHttpDaemon(t, { port: p, env: { MCP_EXEC_INSTANCE: `i${p}`, MCP_EXEC_WARM_POOL: '0' } });
+    for (const p of [p1, p2]) await startHttpDaemon(t, { port: p, env: { MCP_EXEC_INSTANCE: `i${p}`, MCP_EXEC_WARM_POOL: '0', ...env } });
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-execd-haproxy.'));
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -82,6 +86,13 @@ test('a session handle past the load balancer\'s buffer: the instance it reaches
         if (first === 'exited' && /Address already in use/.test(hapOut) && attempt < 5) continue;
         assert.fail(`HAProxy does not see both instances up: ${JSON.stringify(await stats(sock))}\n${hapOut.slice(-2000)}`);
     }
+    return { lb, sock, p1, p2, down };
+}
+
+const NO_HAPROXY = !fs.existsSync(HAPROXY) && 'haproxy is not installed (scripts/deps.sh test installs it)';
+
+test('a session handle past the load balancer\'s buffer: the instance it reaches says the balancer did not read it', { skip: NO_HAPROXY }, async (t) => {
+    const { lb, sock, p1, p2, down } = await startFleet(t);
 
     // A session on one instance (x); a call of it that sleeps holds a connection there, so that
     // HAProxy's leastconn sends a call it cannot route by its handle to the other one.
@@ -114,4 +125,43 @@ test('a session handle past the load balancer\'s buffer: the instance it reaches
     // Within the buffer the handle is seen and the call reaches its session, state and all.
     r = await call(lb, 'exec', { code: `# ${'x'.repeat(30 * 1024)}\nprint(kept)`, session: handle });
     assert.equal(r.result?.structuredContent?.stdout, '42\n', JSON.stringify(r).slice(0, 600));
+});
+
+// Issue 31.6, 31.7: three tenants through the fleet. Every instance reads the same tenants file;
+// HAProxy passes each client's Authorization through, and whichever instance a call reaches tells
+// the tenant by its token. A tenant's session handle and task id, used by another tenant, are
+// unknown there, as a made-up one is.
+test('three tenants through the fleet: each is itself on every instance; one\'s session and task are unknown to the others', { skip: NO_HAPROXY }, async (t) => {
+    const tokens = Object.fromEntries(['alpha', 'beta', 'gamma'].map((n) => [n, `${n}-${crypto.randomBytes(12).toString('hex')}`]));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-execd-tenants.'));
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'tenants');
+    fs.writeFileSync(file, Object.entries(tokens).map(([n, tok]) => `${n} ${crypto.createHash('sha256').update(tok).digest('hex')}\n`).join(''), { mode: 0o600 });
+    const { lb } = await startFleet(t, { MCP_EXEC_TENANTS: file });
+    const as = (n) => ({ Authorization: `Bearer ${tokens[n]}` });
+
+    const handles = {};
+    for (const n of Object.keys(tokens)) {
+        const env = await call(lb, 'check_environment', {}, as(n));
+        assert.equal(env.result?.structuredContent?.auth?.tenant, n, JSON.stringify(env).slice(0, 400));
+        const opened = await call(lb, 'session_open', {}, as(n));
+        handles[n] = opened.result?.structuredContent?.session;
+        assert.match(handles[n] ?? '', /^i\d+-[0-9a-f]{32}$/, JSON.stringify(opened));
+        const r = await call(lb, 'exec', { code: `who = "${n}"`, session: handles[n] }, as(n));
+        assert.equal(r.result?.isError, false, JSON.stringify(r));
+    }
+    for (const n of Object.keys(tokens)) {
+        const r = await call(lb, 'exec', { code: 'print(who)', session: handles[n] }, as(n));
+        assert.equal(r.result?.structuredContent?.stdout, `${n}\n`, JSON.stringify(r).slice(0, 400));
+        for (const o of Object.keys(tokens).filter((x) => x !== n)) {
+            const theirs = await call(lb, 'exec', { code: 'print(who)', session: handles[n] }, as(o));
+            const madeUp = await call(lb, 'exec', { code: 'print(who)', session: handles[n].replace(/.$/, (c) => (c === '0' ? '1' : '0')) }, as(o));
+            assert.equal(theirs.result?.isError, true, `${o} reached ${n}'s session: ${JSON.stringify(theirs).slice(0, 400)}`);
+            assert.equal(answerText(theirs), answerText(madeUp));
+        }
+    }
+    const r = await fetch(`http://127.0.0.1:${lb}/mcp`, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'ping', Authorization: 'Bearer nobody' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { _meta: META } }) });
+    assert.equal(r.status, 401, 'an unknown token got through the fleet');
+    await r.text();
 });

@@ -63,6 +63,12 @@ test('k8s: isolation as docs/fleet.md says: no privileged container, user namesp
     assert.ok(Number(env.MCP_EXEC_DRAIN_S) < pod.terminationGracePeriodSeconds, 'the drain fits the grace period');
     assert.equal(c.readinessProbe.httpGet.path, '/health');
     assert.ok(!('MCP_EXEC_AUTH_TOKEN' in env), 'the token is a file, never an environment variable');
+    // The tenants file comes from a Secret, mode 0400, at the path MCP_EXEC_TENANTS names.
+    const mount = c.volumeMounts.find((v) => env.MCP_EXEC_TENANTS?.startsWith(v.mountPath + '/'));
+    assert.ok(mount, `no volume holds MCP_EXEC_TENANTS=${env.MCP_EXEC_TENANTS}`);
+    const vol = pod.volumes.find((v) => v.name === mount.name);
+    assert.equal(vol.secret?.defaultMode, 0o400, 'the tenants file is readable by its owner only (the daemon refuses others)');
+    assert.equal(env.MCP_EXEC_TENANTS.slice(mount.mountPath.length + 1), vol.secret.items?.[0]?.path ?? 'tenants');
     const np = docs.find((d) => d.kind === 'NetworkPolicy');
     assert.ok(np.spec.policyTypes.includes('Egress'));
     assert.deepEqual(np.spec.egress, [], 'every egress denied');

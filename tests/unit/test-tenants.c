@@ -181,10 +181,20 @@ static void test_load_checks_owner_and_mode(void **state) {
         int fd = mkstemp(link);
         close(fd);
         unlink(link);
+        /* A link is followed (a Kubernetes Secret's files are links): the file reached is checked. */
         assert_int_equal(chmod(path, 0600), 0);
         assert_int_equal(symlink(path, link), 0);
+        assert_int_equal(tenants_load(link, geteuid(), &t, &err), 0);
+        t = tenants_free(t);
+        assert_int_equal(chmod(path, 0644), 0);
         assert_int_equal(tenants_load(link, geteuid(), &t, &err), -EINVAL);
-        assert_non_null(strstr(err, "is a symbolic link"));
+        assert_non_null(strstr(err, "may be read or written by other users (mode 0644)"));
+        free(err);
+        unlink(link);
+        /* Not a regular file: a FIFO would block a plain open; O_NONBLOCK makes it a refusal. */
+        assert_int_equal(mkfifo(link, 0600), 0);
+        assert_int_equal(tenants_load(link, geteuid(), &t, &err), -EINVAL);
+        assert_non_null(strstr(err, "is not a regular file"));
         free(err);
         unlink(link);
 
