@@ -20,6 +20,7 @@
 #include "mcp.h"
 #include "metrics.h"
 #include "notify.h"
+#include "oauth.h"
 #include "pool.h"
 #include "project-config.h"
 #include "pyexec.h"
@@ -70,6 +71,7 @@ struct Daemon {
         Stdio *stdio;    /* one of the two transports */
         Http *http;
         Tenants *tenants; /* HTTP: who may call (MCP_EXEC_TENANTS, MCP_EXEC_AUTH_TOKEN), lent to http; NULL: anyone */
+        OAuth *oauth;     /* HTTP: OAuth access tokens (MCP_EXEC_OAUTH_*), lent to http; NULL: none */
         unsigned stop_signals; /* signals that asked for the stop (SIGHUP over HTTP reloads instead) */
         Notify notify;
         const char *transport_name;
@@ -491,6 +493,7 @@ static int daemon_serving_setup(Daemon *d) {
         else {
                 http_set_tasks(d->http, d->tasks);
                 http_set_tenants(d->http, d->tenants);
+                http_set_oauth(d->http, d->oauth);
         }
         return 0;
 }
@@ -521,6 +524,16 @@ static int daemon_tenants_setup(Daemon *d) {
         }
         if (cfg->tenants)
                 log_tenants(d, "");
+        free(TAKE_PTR(err));
+        r = oauth_new(cfg, &d->oauth, &err);
+        if (r < 0) {
+                log_error("cannot use MCP_EXEC_OAUTH_JWKS=%s: %s", cfg->oauth_jwks ?: "", err ?: strerror(-r));
+                return -ENOPKG;
+        }
+        if (d->oauth)
+                log_info("OAuth: access tokens of %s for %s (scope %s, tenant in the claim %s); metadata at %s",
+                         cfg->oauth_issuer, cfg->oauth_resource, cfg->oauth_scope, cfg->oauth_tenant_claim,
+                         oauth_metadata_url(d->oauth));
         return 0;
 }
 
@@ -859,7 +872,8 @@ Daemon *daemon_free(Daemon *d) {
                 drained = daemon_drain(d, daemon_transport_busy, daemon_transport_cancel, deadline);
         stdio_free(d->stdio);
         http_free(d->http);
-        tenants_free(d->tenants); /* after the transport, which borrows it */
+        tenants_free(d->tenants); /* after the transport, which borrows them */
+        oauth_free(d->oauth);
         d->tasks = dispatch_tasks_free(d->tasks);
         mcp_server_free(d->mcp);
         /* No ready sandbox outlives the daemon (their inits also die with it: PR_SET_PDEATHSIG). */

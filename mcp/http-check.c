@@ -109,7 +109,7 @@ static const char *bearer_value(const char *v) {
 }
 
 /* p's principal for value (trailing white space trimmed), or NULL: none, or empty. */
-static const char *credential_principal(const McpHttpPolicy *p, const char *value) {
+static const char *credential_principal(const McpHttpPolicy *p, const char *value, McpHttpAuthFailure *fail) {
         if (!value)
                 return NULL;
         size_t n = strlen(value);
@@ -117,21 +117,48 @@ static const char *credential_principal(const McpHttpPolicy *p, const char *valu
                 n--;
         if (n == 0)
                 return NULL;
-        const char *who = p->authenticate(p->auth_userdata, value, n);
-        return who && *who && strlen(who) <= MCP_PRINCIPAL_MAX ? who : NULL;
+        McpHttpAuthFailure f = {};
+        const char *who = p->authenticate(p->auth_userdata, value, n, &f);
+        if (who && *who && strlen(who) <= MCP_PRINCIPAL_MAX)
+                return who;
+        if (f.why)
+                *fail = f;
+        return NULL;
 }
 
-const char *mcp_http_authenticate(const McpHttpPolicy *p, const char *authorization, const char *x_mcp_auth) {
+const char *mcp_http_authenticate(const McpHttpPolicy *p, const char *authorization, const char *x_mcp_auth,
+                                  McpHttpAuthFailure *ret_fail) {
         if (!p->authenticate)
                 return "";
+        McpHttpAuthFailure fail = {};
         const char *who = NULL;
         if (authorization)
-                who = credential_principal(p, bearer_value(authorization));
+                who = credential_principal(p, bearer_value(authorization), &fail);
         if (!who && x_mcp_auth) /* mcp-exec sends the bare token; accept a Bearer prefix too */
-                who = credential_principal(p, x_mcp_auth);
+                who = credential_principal(p, x_mcp_auth, &fail);
         if (!who && x_mcp_auth)
-                who = credential_principal(p, bearer_value(x_mcp_auth));
+                who = credential_principal(p, bearer_value(x_mcp_auth), &fail);
+        if (!who && ret_fail)
+                *ret_fail = fail;
         return who;
+}
+
+/* Whether path is this resource's metadata: MCP_HTTP_PATH_PRM, or it followed by a path (RFC 9728
+ * §3.1 puts the resource's path after it; clients try both). */
+static bool is_prm_path(const char *path) {
+        size_t n = strlen(MCP_HTTP_PATH_PRM);
+        return path && strncmp(path, MCP_HTTP_PATH_PRM, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* A 401 or 403 with OAuth (RFC 6750 §3, RFC 9728 §5.1): where the metadata is, the scope, and, when
+ * a token was sent, why it was not taken. A quoted-string holds no '"' or '\\' (ours never do). */
+static void oauth_challenge(const McpHttpPolicy *p, McpHttpVerdict *v, const char *error, const char *why) {
+        int k = snprintf(v->www_authenticate_value, sizeof(v->www_authenticate_value),
+                         "Bearer resource_metadata=\"%s\", scope=\"%s\"", p->resource_metadata_url,
+                         p->oauth_scope ?: "");
+        if (error && k > 0 && (size_t) k < sizeof(v->www_authenticate_value))
+                snprintf(v->www_authenticate_value + k, sizeof(v->www_authenticate_value) - (size_t) k,
+                         ", error=\"%s\", error_description=\"%s\"", error, why ?: error);
 }
 
 static const char *skip_ws(const char *s) {
@@ -450,17 +477,42 @@ void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVe
                 v->next = MCP_HTTP_HEALTH_GET;
                 return;
         }
+        if (p->authenticate && p->resource_metadata_url && is_prm_path(h->path)) {
+                /* Before the token: it is how a client learns where to get one. */
+                v->endpoint = MCP_HTTP_EP_PRM;
+                const char *m = h->method ? h->method : "";
+                if (strcmp(m, "HEAD") != 0 && !method_check(m, "GET", v)) {
+                        v->allow = "GET, HEAD";
+                        return;
+                }
+                v->next = MCP_HTTP_PRM_GET;
+                return;
+        }
         if (p->authenticate) {
                 unsigned status = oauth_path_status(h->path);
+                if (status && p->resource_metadata_url) /* the authorization server is elsewhere */
+                        REJECT(v, 404, MCP_HTTP_ERROR_SERVER, "Not Found: this server is an OAuth resource server; "
+                               "its authorization server is named in %s", p->resource_metadata_url);
                 if (status) {
                         v->oauth_error = "invalid_request";
                         REJECT(v, status, MCP_HTTP_ERROR_SERVER, "%s", MCP_HTTP_STATIC_TOKEN_HINT);
                 }
         }
-        const char *who = mcp_http_authenticate(p, h->authorization, h->x_mcp_auth);
+        McpHttpAuthFailure fail = {};
+        const char *who = mcp_http_authenticate(p, h->authorization, h->x_mcp_auth, &fail);
         if (!who) {
                 v->www_authenticate = true;
                 v->token_wrong = h->authorization || h->x_mcp_auth;
+                if (p->resource_metadata_url && fail.insufficient_scope) {
+                        oauth_challenge(p, v, "insufficient_scope", fail.why);
+                        REJECT(v, 403, MCP_HTTP_ERROR_SERVER, "Forbidden: %s (%s)", fail.why, p->oauth_scope ?: "");
+                }
+                if (p->resource_metadata_url) {
+                        oauth_challenge(p, v, v->token_wrong ? "invalid_token" : NULL, fail.why);
+                        REJECT(v, 401, MCP_HTTP_ERROR_SESSION_NOT_FOUND, "Unauthorized: %s",
+                               fail.why ?: "an OAuth access token for this server, or a static token, is required "
+                                            "as Authorization: Bearer <token> (WWW-Authenticate names the metadata)");
+                }
                 REJECT(v, 401, MCP_HTTP_ERROR_SESSION_NOT_FOUND, "%s", UNAUTHORIZED_MESSAGE);
         }
         memcpy(v->principal, who, strlen(who) + 1); /* at most MCP_PRINCIPAL_MAX: credential_principal() */
@@ -533,6 +585,7 @@ void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVe
                 v->next = MCP_HTTP_METRICS_GET;
                 return;
         case MCP_HTTP_EP_HEALTH:
+        case MCP_HTTP_EP_PRM:
                 return; /* answered before the token check */
         }
 }

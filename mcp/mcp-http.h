@@ -18,6 +18,8 @@
 #define MCP_HTTP_PATH_MESSAGES "/messages"
 #define MCP_HTTP_PATH_METRICS "/metrics" /* Prometheus text (metrics/), whatever the transport */
 #define MCP_HTTP_PATH_HEALTH "/health"   /* a load balancer's check: ready or draining (issue 19.2) */
+/* Protected Resource Metadata (RFC 9728), with OAuth: this path, and it followed by the resource's. */
+#define MCP_HTTP_PATH_PRM "/.well-known/oauth-protected-resource"
 
 /* The `MCP-Protocol-Version` assumed when the header is absent (transports.mdx, 2025-06-18+). */
 #define MCP_HTTP_DEFAULT_PROTOCOL_VERSION "2025-03-26"
@@ -40,13 +42,22 @@ typedef enum McpHttpEndpoint {
         MCP_HTTP_EP_MESSAGES, /* legacy: the POST endpoint */
         MCP_HTTP_EP_METRICS,  /* GET /metrics */
         MCP_HTTP_EP_HEALTH,   /* GET or HEAD /health */
+        MCP_HTTP_EP_PRM,      /* GET MCP_HTTP_PATH_PRM[/...], with OAuth */
 } McpHttpEndpoint;
+
+/* Why a credential admits nobody, for the answer: *why a sentence (static, never the credential's
+ * content), and whether it is an OAuth token that is valid but lacks the scope (403, not 401). */
+typedef struct McpHttpAuthFailure {
+        const char *why;
+        bool insufficient_scope;
+} McpHttpAuthFailure;
 
 /* Whose credential (len bytes, as the request carried it, not NUL-terminated) this is: the name of
  * its principal (a tenant: 1 to MCP_PRINCIPAL_MAX bytes, copied into the verdict at once), or NULL
- * if it is nobody's. The daemon's answers from its tenants (daemon/tenant/); it must take the same
- * time whatever the credential's bytes. */
-typedef const char *(*McpHttpAuthenticateFn)(void *userdata, const char *credential, size_t len);
+ * if it is nobody's (then *fail may say why). The daemon's answers from its tenants and OAuth
+ * (daemon/tenant/); a static token's check takes the same time whatever the credential's bytes. */
+typedef const char *(*McpHttpAuthenticateFn)(void *userdata, const char *credential, size_t len,
+                                             McpHttpAuthFailure *fail);
 
 /* What the server accepts; strings are borrowed. */
 typedef struct McpHttpPolicy {
@@ -54,6 +65,10 @@ typedef struct McpHttpPolicy {
         bool legacy;                       /* serve /sse and /messages */
         McpHttpAuthenticateFn authenticate; /* NULL: no authentication, every request's principal is "" */
         void *auth_userdata;
+        /* OAuth (issue 31.2): the URL of this resource's metadata (RFC 9728), named in each 401's
+         * WWW-Authenticate, and the scope a token needs; NULL: static tokens only. */
+        const char *resource_metadata_url;
+        const char *oauth_scope;
         const char *const *allowed_hosts;  /* extra Host values (name or name:port), beyond loopback */
         size_t n_allowed_hosts;
         bool any_host;                     /* "*" given: no Host check */
@@ -93,6 +108,7 @@ typedef enum McpHttpNext {
         MCP_HTTP_MESSAGES_POST, /* read the body; the session is query_session_id */
         MCP_HTTP_METRICS_GET,   /* answer the metrics text (same Host/Origin/token checks as every path) */
         MCP_HTTP_HEALTH_GET,    /* answer ready (200) or draining (503): Host/Origin checked, no token */
+        MCP_HTTP_PRM_GET,       /* answer the Protected Resource Metadata: Host/Origin checked, no token */
 } McpHttpNext;
 
 typedef struct McpHttpVerdict {
@@ -102,7 +118,9 @@ typedef struct McpHttpVerdict {
         int rpc_code;               /* REJECT: JSON-RPC error code for the body */
         char message[256];          /* REJECT: error message for the body (never echoes secrets) */
         const char *allow;          /* 405: the Allow header */
-        bool www_authenticate;      /* 401: add `WWW-Authenticate` (MCP_HTTP_WWW_AUTHENTICATE*) */
+        bool www_authenticate;      /* 401, 403: add `WWW-Authenticate`: www_authenticate_value, else
+                                     * MCP_HTTP_WWW_AUTHENTICATE* */
+        char www_authenticate_value[768]; /* with OAuth: resource_metadata=, scope=, error= */
         bool token_wrong;           /* 401: a token was sent, and is not ours (error="invalid_token") */
         const char *oauth_error;    /* REJECT: the body is an OAuth error with this code (RFC 6749 §5.2:
                                      * {error, error_description}), not JSON-RPC's (mcp_http_check_head()) */
@@ -169,8 +187,10 @@ bool mcp_http_host_allowed(const McpHttpPolicy *p, const char *host);
 bool mcp_http_origin_allowed(const McpHttpPolicy *p, const char *origin);
 /* The principal of the request's credential, p->authenticate's answer for the first that names one
  * of: `Authorization: Bearer <t>`, `X-MCP-AUTH: <t>`, `X-MCP-AUTH: Bearer <t>` (trailing white space
- * trimmed, an empty one skipped). "" without authentication; NULL if none names a principal. */
-const char *mcp_http_authenticate(const McpHttpPolicy *p, const char *authorization, const char *x_mcp_auth);
+ * trimmed, an empty one skipped). "" without authentication; NULL if none names a principal (then
+ * *fail, when given, has the last one's reason). */
+const char *mcp_http_authenticate(const McpHttpPolicy *p, const char *authorization, const char *x_mcp_auth,
+                                  McpHttpAuthFailure *fail);
 /* True if an Accept header value admits media type `type` ("application/json"), with wildcards,
  * parameters and q=0 handled. NULL (absent) admits everything. */
 bool mcp_http_accepts(const char *accept, const char *type);

@@ -8,6 +8,7 @@ set -euo pipefail
 pkgs=(
         meson ninja-build pkg-config gcc
         libsystemd-dev libjansson-dev libseccomp-dev liburing-dev libmicrohttpd-dev libzstd-dev libssl-dev
+        libcjose-dev
         python3 python3-yaml python3-jinja2 python3-pil python3-numpy python3-pandas python3-matplotlib
         python3-pip python3-venv python3-packaging pypy3
 )

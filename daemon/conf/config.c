@@ -295,6 +295,27 @@ static int absolute_path_valid(const char *s) {
         return s[0] == '/' ? 0 : -EINVAL;
 }
 
+/* An http(s) URL with a host, nothing a header or a JSON string would need escaped. */
+static int url_valid(const char *s) {
+        size_t skip = strncmp(s, "https://", 8) == 0 ? 8 : strncmp(s, "http://", 7) == 0 ? 7 : 0;
+        if (!skip || !s[skip] || s[skip] == '/' || strlen(s) > 512)
+                return -EINVAL;
+        for (const char *p = s; *p; p++)
+                if ((unsigned char) *p <= 0x20 || (unsigned char) *p >= 0x7f || *p == '"' || *p == '\\')
+                        return -EINVAL;
+        return 0;
+}
+
+/* A scope token (RFC 6749 §3.3: %x21 / %x23-5B / %x5D-7E) or a claim's name: one word. */
+static int word_valid(const char *s) {
+        if (!*s || strlen(s) > 128)
+                return -EINVAL;
+        for (const char *p = s; *p; p++)
+                if ((unsigned char) *p <= 0x20 || (unsigned char) *p >= 0x7f || *p == '"' || *p == '\\')
+                        return -EINVAL;
+        return 0;
+}
+
 static int cache_dir_valid(const char *s) {
         return s[0] == '/' && !strchr(s, ' ') ? 0 : -EINVAL;
 }
@@ -455,6 +476,30 @@ static int then_credential(const ConfigVariable *row, const char *value, Config 
         return r;
 }
 
+/* OAuth needs its issuer, its keys and this server's URL together, and the tenants file: a token's
+ * claim names a tenant of it (whose limits and privacy it then has). */
+static int then_oauth(const ConfigVariable *row, const char *value, Config *c,
+                      char *(*env)(const char *), char **reterr) {
+        const struct { const char *name; const char *v; } need[] = {
+                { "MCP_EXEC_OAUTH_ISSUER", c->oauth_issuer },
+                { "MCP_EXEC_OAUTH_JWKS", c->oauth_jwks },
+                { "MCP_EXEC_OAUTH_RESOURCE", c->oauth_resource },
+                { "MCP_EXEC_TENANTS", c->tenants },
+        };
+        bool any = c->oauth_issuer || c->oauth_jwks || c->oauth_resource;
+        for (size_t i = 0; any && i < ELEMENTSOF(need); i++)
+                if (!need[i].v) {
+                        if (reterr && asprintf(reterr, "OAuth needs %s too: MCP_EXEC_OAUTH_ISSUER, MCP_EXEC_OAUTH_JWKS, "
+                                                       "MCP_EXEC_OAUTH_RESOURCE and MCP_EXEC_TENANTS go together",
+                                               need[i].name) < 0) {
+                                *reterr = NULL;
+                                return -ENOMEM;
+                        }
+                        return -EINVAL;
+                }
+        return 0;
+}
+
 static int then_require_cgroup(const ConfigVariable *row, const char *value, Config *c,
                                char *(*env)(const char *), char **reterr) {
         if (c->require_cgroup && c->cgroup == CGROUP_MODE_NONE)
@@ -530,6 +575,22 @@ const ConfigVariable config_table[] = {
         { "MCP_EXEC_TENANTS", STRING(tenants), .valid = absolute_path_valid, .flags = CONFIG_EMPTY_IS_UNSET,
           .accepted = "the absolute path of the tenants file",
           .help = "HTTP: the tenants file (a name and its token's SHA-256 a line)" },
+        /* OAuth 2.1 access tokens (JWTs), checked against the issuer's keys; then_oauth on the last. */
+        { "MCP_EXEC_OAUTH_ISSUER", STRING(oauth_issuer), .valid = url_valid, .flags = CONFIG_EMPTY_IS_UNSET,
+          .accepted = "the authorization server's issuer URL (http:// or https://)",
+          .help = "OAuth: the issuer (iss) of the access tokens" },
+        { "MCP_EXEC_OAUTH_JWKS", STRING(oauth_jwks), .valid = absolute_path_valid, .flags = CONFIG_EMPTY_IS_UNSET,
+          .accepted = "the absolute path of the authorization server's JWKS file",
+          .help = "OAuth: the issuer's signing keys, a JWKS file (read again when it changes)" },
+        { "MCP_EXEC_OAUTH_RESOURCE", STRING(oauth_resource), .valid = url_valid, .flags = CONFIG_EMPTY_IS_UNSET,
+          .accepted = "this server's URL as clients reach it, e.g. https://mcp.example.com/mcp",
+          .help = "OAuth: this server's URL, the audience (aud) a token must name" },
+        { "MCP_EXEC_OAUTH_SCOPE", STRING(oauth_scope), .valid = word_valid, .fallback = "mcp-execd",
+          .accepted = "one scope token (no spaces)",
+          .help = "OAuth: the scope a token must carry" },
+        { "MCP_EXEC_OAUTH_TENANT_CLAIM", STRING(oauth_tenant_claim), .valid = word_valid, .fallback = "client_id",
+          .then = then_oauth, .accepted = "the name of a claim",
+          .help = "OAuth: the claim whose value is the tenant's name" },
         { "MCP_EXEC_MEMORY_MAX", SIZE(memory_max_bytes), .min = 1 << 20, .max = UINT64_MAX,
           .flags = CONFIG_PERCENT_OF_RAM, .fallback = "256M",
           .accepted = SIZE_ACCEPTED ", a percentage of physical memory, or infinity",

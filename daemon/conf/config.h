@@ -36,6 +36,12 @@ typedef struct Config {
         char *auth_token;           /* NULL: no auth */
         bool allow_unauthenticated_network; /* HTTP: serve a non-loopback address without a token */
         char *tenants;              /* MCP_EXEC_TENANTS: the tenants file's path (HTTP), or NULL */
+        /* OAuth 2.1 access tokens (HTTP; MCP_EXEC_OAUTH_*): NULL issuer: none. */
+        char *oauth_issuer;         /* the tokens' iss */
+        char *oauth_jwks;           /* the path of the issuer's JWKS file */
+        char *oauth_resource;       /* this server's URL: the tokens' aud, the metadata's resource */
+        char *oauth_scope;          /* the scope a token must carry */
+        char *oauth_tenant_claim;   /* the claim that names the tenant */
         uint64_t memory_max_bytes;  /* UINT64_MAX: infinity */
         uint64_t pids_max;          /* UINT64_MAX: infinity */
         uint32_t cpu_quota_percent; /* 0: infinity */

@@ -157,8 +157,9 @@ static int parse_line(char *s, unsigned line, Tenant *t, char **reterr) {
         memcpy(t->name, name, strlen(name) + 1);
         const char *hex = strtok_r(NULL, " \t\r", &save);
         if (!hex)
-                return failf(reterr, line, "tenant %s has no token hash (the SHA-256 of its token, 64 hex digits)", t->name);
-        if (parse_hash(hex, t->token_sha256) < 0)
+                return failf(reterr, line, "tenant %s has no token hash (the SHA-256 of its token, 64 hex digits, or - for none)", t->name);
+        t->has_token = strcmp(hex, "-") != 0;
+        if (t->has_token && parse_hash(hex, t->token_sha256) < 0)
                 /* the length only: a line with a token pasted instead of its hash must not echo it */
                 return failf(reterr, line, "tenant %s: the token hash is not 64 lower-case hex digits (SHA-256) but %zu "
                              "characters; write sha256sum's output for the token, never the token", t->name, strlen(hex));
@@ -180,7 +181,8 @@ static int tenants_append(Tenants *t, const Tenant *one, char **reterr) {
                                              : failf(reterr, 0, "the tenants file has a tenant called %s, the name "
                                                      "of the one MCP_EXEC_AUTH_TOKEN makes: rename it, or make that "
                                                      "token its line and unset MCP_EXEC_AUTH_TOKEN", one->name);
-                if (CRYPTO_memcmp(t->v[i].token_sha256, one->token_sha256, TENANT_HASH_LEN) == 0)
+                if (t->v[i].has_token && one->has_token &&
+                    CRYPTO_memcmp(t->v[i].token_sha256, one->token_sha256, TENANT_HASH_LEN) == 0)
                         return failf(reterr, one->line, "tenants %s and %s have the same token", t->v[i].name, one->name);
         }
         if (t->n == TENANTS_MAX)
@@ -306,7 +308,7 @@ const Tenant *tenants_find_token(const Tenants *t, const char *token, size_t len
                 return NULL;
         const Tenant *found = NULL;
         for (size_t i = 0; i < t->n; i++) {
-                bool match = CRYPTO_memcmp(t->v[i].token_sha256, h, TENANT_HASH_LEN) == 0;
+                bool match = (CRYPTO_memcmp(t->v[i].token_sha256, h, TENANT_HASH_LEN) == 0) & t->v[i].has_token;
                 found = match ? &t->v[i] : found; /* no early exit: every hash is compared */
         }
         OPENSSL_cleanse(h, sizeof(h));
@@ -316,7 +318,7 @@ const Tenant *tenants_find_token(const Tenants *t, const char *token, size_t len
 /* Adds the tenant TENANT_NAME_AUTH_TOKEN, whose token is token (hashed here; default limits), to *t,
  * making *t when it is NULL. Refused: the file names a tenant so, or has the same token. */
 static int add_auth_token(Tenants **t, const char *token, char **reterr) {
-        Tenant one = { .name = TENANT_NAME_AUTH_TOKEN, .limits = TENANT_LIMITS_DEFAULT };
+        Tenant one = { .name = TENANT_NAME_AUTH_TOKEN, .has_token = true, .limits = TENANT_LIMITS_DEFAULT };
         int r = sha256(token, strlen(token), one.token_sha256);
         if (r < 0)
                 return r;
@@ -364,6 +366,11 @@ int tenants_load_config(const Config *cfg, uid_t uid, Tenants **ret, char **rete
                 r = refuse_unapplied_limits(t, reterr);
                 if (r < 0)
                         return r;
+                for (size_t i = 0; !cfg->oauth_issuer && i < t->n; i++)
+                        if (!t->v[i].has_token)
+                                return failf(reterr, t->v[i].line, "tenant %s has no token ('-'), which only OAuth "
+                                             "access tokens can stand for, and MCP_EXEC_OAUTH_ISSUER is not set: "
+                                             "nobody could be it", t->v[i].name);
         }
         if (cfg->auth_token) {
                 r = add_auth_token(&t, cfg->auth_token, reterr);

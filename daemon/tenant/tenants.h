@@ -1,7 +1,8 @@
 /* tenants.h: the tenants file (MCP_EXEC_TENANTS, issue 31): who may call the daemon over HTTP,
  * each by the SHA-256 of a static token, and with which limits.
  *
- * One tenant a line: its name, white space, the token's SHA-256 in lower-case hex, then optional
+ * One tenant a line: its name, white space, the token's SHA-256 in lower-case hex (or '-': no static
+ * token, the tenant is reached by OAuth access tokens only), then optional
  * key=value fields (the table in tenants.c: its share of runs, its queue, sessions, tasks, and its
  * slice's memory, processes and CPU weight). '#' starts a comment; blank lines are skipped.
  *
@@ -36,6 +37,7 @@ typedef struct TenantLimits {
 
 typedef struct Tenant {
         char name[TENANT_NAME_MAX + 1];
+        bool has_token;       /* false: '-' in the hash's place, reached by OAuth only (oauth.h) */
         uint8_t token_sha256[TENANT_HASH_LEN];
         TenantLimits limits;
         unsigned line; /* in the file, for messages */

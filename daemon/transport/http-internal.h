@@ -120,6 +120,7 @@ struct Http {
         McpHttpPolicy policy;
         char **hosts, **origins;
         const Tenants *tenants; /* the daemon's, borrowed (http_set_tenants()); NULL: nobody is one */
+        OAuth *oauth;           /* the daemon's, borrowed (http_set_oauth()); NULL: static tokens only */
         DispatchTasks *tasks; /* the daemon's (http_set_tasks()), or NULL */
         uint32_t idle_s;
         uint32_t keepalive_s;

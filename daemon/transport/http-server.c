@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -27,6 +28,7 @@
 #include "fd-util.h"
 #include "http-internal.h"
 #include "log.h"
+#include "oauth.h"
 #include "tenants.h"
 
 #define HTTP_TICK_USEC (250u * 1000u) /* progress within 250 ms of each whole second */
@@ -50,12 +52,22 @@ static void http_pump(Http *h);
 
 _Static_assert(TENANT_NAME_MAX <= MCP_PRINCIPAL_MAX, "a tenant's name is a request's principal");
 
-/* McpHttpPolicy.authenticate: the tenant whose token this is (tenants_find_token() hashes it and
- * compares every hash in constant time), from the tenants of the last (re)load. */
-static const char *http_authenticate(void *userdata, const char *credential, size_t len) {
+/* McpHttpPolicy.authenticate: the tenant whose static token this is (tenants_find_token() hashes it
+ * and compares every hash in constant time), from the tenants of the last (re)load; else, with
+ * OAuth, the tenant a valid access token names (oauth_check()), or why it is refused. */
+static const char *http_authenticate(void *userdata, const char *credential, size_t len, McpHttpAuthFailure *fail) {
         Http *h = userdata;
         const Tenant *t = tenants_find_token(h->tenants, credential, len);
-        return t ? t->name : NULL;
+        if (t)
+                return t->name;
+        if (!h->oauth || !oauth_is_jwt(credential, len))
+                return NULL;
+        const char *why = NULL;
+        OAuthVerdict r = oauth_check(h->oauth, h->tenants, credential, len, (uint64_t) time(NULL), &t, &why);
+        if (r == OAUTH_OK)
+                return t->name;
+        *fail = (McpHttpAuthFailure) { .why = why, .insufficient_scope = r == OAUTH_SCOPE };
+        return NULL;
 }
 
 static const char *header(struct MHD_Connection *conn, const char *name) {
@@ -107,6 +119,12 @@ static enum MHD_Result handle_head(Http *h, HttpRequest *req, const char *url, c
         mcp_http_check_head(&h->policy, &head, v);
         if (v->next == MCP_HTTP_REJECT)
                 return http_respond_verdict(req, v);
+        if (v->next == MCP_HTTP_PRM_GET) {
+                char *body = oauth_metadata_json(h->oauth);
+                if (!body)
+                        return MHD_NO;
+                return http_respond(req, MHD_HTTP_OK, "application/json", body, NULL, NULL);
+        }
         if (v->next == MCP_HTTP_HEALTH_GET) {
                 bool out = h->draining || h->stopping;
                 char *body = strdup(mcp_http_health_body(out));
@@ -675,6 +693,12 @@ void http_set_tasks(Http *h, DispatchTasks *tasks) {
 
 void http_set_tenants(Http *h, const Tenants *tenants) {
         h->tenants = tenants;
+}
+
+void http_set_oauth(Http *h, OAuth *oauth) {
+        h->oauth = oauth;
+        h->policy.resource_metadata_url = oauth ? oauth_metadata_url(oauth) : NULL;
+        h->policy.oauth_scope = oauth ? oauth_scope(oauth) : NULL;
 }
 
 void http_drain(Http *h) {

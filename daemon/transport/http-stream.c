@@ -224,7 +224,9 @@ enum MHD_Result http_respond_verdict(HttpRequest *req, const McpHttpVerdict *v) 
         const char *h = NULL, *value = NULL;
         if (v->www_authenticate)
                 h = MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                value = v->token_wrong ? MCP_HTTP_WWW_AUTHENTICATE_WRONG : MCP_HTTP_WWW_AUTHENTICATE;
+                value = *v->www_authenticate_value ? v->www_authenticate_value
+                        : v->token_wrong            ? MCP_HTTP_WWW_AUTHENTICATE_WRONG
+                                                    : MCP_HTTP_WWW_AUTHENTICATE;
         else if (v->status == MHD_HTTP_METHOD_NOT_ALLOWED)
                 h = MHD_HTTP_HEADER_ALLOW, value = v->allow ? v->allow : "POST";
         else if (v->retry_after)

@@ -10,6 +10,7 @@
 #include "mcp.h"
 #include "ring.h"
 #include "scheduler.h"
+#include "oauth.h"
 #include "tenants.h"
 
 typedef struct Http Http;
@@ -35,6 +36,10 @@ void http_set_tasks(Http *h, DispatchTasks *tasks);
  * theirs when MCP_EXEC_AUTH_TOKEN or MCP_EXEC_TENANTS is set. A reload hands the new set here and
  * frees the old one after: a request already authenticated keeps its tenant's name, not a pointer. */
 void http_set_tenants(Http *h, const Tenants *tenants);
+
+/* OAuth access tokens (oauth.h; borrowed, for the transport's life), beside the static tokens:
+ * the metadata is served and each 401 names it. */
+void http_set_oauth(Http *h, OAuth *oauth);
 
 /* Before http_stop(), when a drain is configured (MCP_EXEC_DRAIN_S): new MCP requests get 503 with
  * Retry-After and GET /health answers draining (503), so a load balancer sends new calls

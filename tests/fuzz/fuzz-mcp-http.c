@@ -27,14 +27,14 @@ static void check_json_line(const char *s, bool allow_nul) {
 
 /* The daemon's authenticator looks tenants up by token (daemon/tenant/); here the field F_TOKEN
  * is the one tenant's token. */
-static const char *token_auth(void *userdata, const char *credential, size_t len) {
+static const char *token_auth(void *userdata, const char *credential, size_t len, McpHttpAuthFailure *fail) {
         const char *token = userdata;
         FUZZ_CHECK(len > 0); /* an empty credential is never offered */
         return str_secret_equal(credential, len, token, strlen(token)) ? "fuzz" : NULL;
 }
 
 static bool authorized(const McpHttpPolicy *p, const McpHttpHead *h) {
-        return mcp_http_authenticate(p, h->authorization, h->x_mcp_auth) != NULL;
+        return mcp_http_authenticate(p, h->authorization, h->x_mcp_auth, NULL) != NULL;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

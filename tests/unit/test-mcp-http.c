@@ -22,13 +22,13 @@ static const char *const extra_origins[] = { "https://app.example.com" };
 
 /* The daemon's authenticator hashes and looks up tenants (daemon/tenant/); here one token is the
  * tenant "alice", compared as a secret. */
-static const char *token_auth(void *userdata, const char *credential, size_t len) {
+static const char *token_auth(void *userdata, const char *credential, size_t len, McpHttpAuthFailure *fail) {
         const char *token = userdata;
         return str_secret_equal(credential, len, token, strlen(token)) ? "alice" : NULL;
 }
 
 /* Two tenants, and a third whose name is longer than a principal may be. */
-static const char *tenants_auth(void *userdata, const char *credential, size_t len) {
+static const char *tenants_auth(void *userdata, const char *credential, size_t len, McpHttpAuthFailure *fail) {
         static const struct { const char *token, *name; } tenants[] = {
                 { "tok-a", "alpha" },
                 { "tok-b", "beta" },
@@ -120,7 +120,7 @@ static void test_origin_allow_list(void **state) {
 /* Who the request is, by policy(t)'s authenticator. */
 static const char *who(const char *t, const char *authorization, const char *x_mcp_auth) {
         McpHttpPolicy p = policy(t);
-        return mcp_http_authenticate(&p, authorization, x_mcp_auth);
+        return mcp_http_authenticate(&p, authorization, x_mcp_auth, NULL);
 }
 
 static void test_token(void **state) {
@@ -152,12 +152,12 @@ static void test_token(void **state) {
          * (it would be cut, and a cut name could be another tenant's). */
         McpHttpPolicy p = policy(NULL);
         p.authenticate = tenants_auth;
-        assert_string_equal(mcp_http_authenticate(&p, "Bearer tok-a", NULL), "alpha");
-        assert_string_equal(mcp_http_authenticate(&p, "Bearer tok-b", NULL), "beta");
-        assert_string_equal(mcp_http_authenticate(&p, "Bearer tok-c", "tok-b"), "beta");
-        assert_string_equal(mcp_http_authenticate(&p, "Bearer tok-a", "tok-b"), "alpha"); /* Authorization first */
-        assert_null(mcp_http_authenticate(&p, "Bearer tok-long", NULL));
-        assert_null(mcp_http_authenticate(&p, "Bearer tok-", NULL));
+        assert_string_equal(mcp_http_authenticate(&p, "Bearer tok-a", NULL, NULL), "alpha");
+        assert_string_equal(mcp_http_authenticate(&p, "Bearer tok-b", NULL, NULL), "beta");
+        assert_string_equal(mcp_http_authenticate(&p, "Bearer tok-c", "tok-b", NULL), "beta");
+        assert_string_equal(mcp_http_authenticate(&p, "Bearer tok-a", "tok-b", NULL), "alpha"); /* Authorization first */
+        assert_null(mcp_http_authenticate(&p, "Bearer tok-long", NULL, NULL));
+        assert_null(mcp_http_authenticate(&p, "Bearer tok-", NULL, NULL));
         McpHttpHead h = {
                 .method = "POST", .path = "/mcp", .host = "localhost:8080", .authorization = "Bearer tok-b",
                 .accept = "application/json, text/event-stream", .content_type = "application/json",
@@ -781,11 +781,83 @@ static void test_era_check(void **state) {
         assert_int_equal(mcp_http_modern_reply_status(&bad, 0), 400);
 }
 
+/* OAuth as the daemon's authenticator reports it (daemon/tenant/oauth.c does the checking). */
+static const char *oauth_auth(void *userdata, const char *credential, size_t len, McpHttpAuthFailure *fail) {
+        if (str_secret_equal(credential, len, "jwt-ok", 6))
+                return "alpha";
+        if (str_secret_equal(credential, len, "jwt-noscope", 11))
+                *fail = (McpHttpAuthFailure) { .why = "the access token lacks the scope this server requires",
+                                               .insufficient_scope = true };
+        else
+                *fail = (McpHttpAuthFailure) { .why = "the access token has expired" };
+        return NULL;
+}
+
+/* Issue 31.2: with OAuth, the metadata is served without a token (and only GET/HEAD); a 401 names
+ * it, the scope, and (a token sent) why it was refused; a token without the scope gets 403
+ * insufficient_scope; the authorization server's paths are not ours (404). */
+static void test_oauth(void **state) {
+        McpHttpPolicy p = policy(NULL);
+        p.authenticate = oauth_auth;
+        p.resource_metadata_url = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
+        p.oauth_scope = "mcp-execd";
+        McpHttpHead h = { .method = "GET", .path = "/.well-known/oauth-protected-resource/mcp", .host = "localhost" };
+        McpHttpVerdict v = check(&p, &h);
+        assert_int_equal(v.next, MCP_HTTP_PRM_GET);
+        h.path = "/.well-known/oauth-protected-resource";
+        assert_int_equal(check(&p, &h).next, MCP_HTTP_PRM_GET);
+        h.method = "HEAD";
+        assert_int_equal(check(&p, &h).next, MCP_HTTP_PRM_GET);
+        h.method = "POST";
+        v = check(&p, &h);
+        assert_int_equal(v.status, 405);
+        assert_string_equal(v.allow, "GET, HEAD");
+        h = (McpHttpHead) { .method = "GET", .path = "/.well-known/oauth-protected-resourcex", .host = "localhost" };
+        assert_int_equal(check(&p, &h).status, 401); /* not the metadata: a path like any other */
+        h.path = "/.well-known/oauth-authorization-server";
+        assert_int_equal(check(&p, &h).status, 404);
+        h.path = "/token";
+        assert_int_equal(check(&p, &h).status, 404);
+        h.host = "evil.example.com"; /* Host is checked first, as everywhere */
+        h.path = "/.well-known/oauth-protected-resource";
+        assert_int_equal(check(&p, &h).status, 403);
+
+        h = post_head();
+        v = check(&p, &h); /* no token */
+        assert_int_equal(v.status, 401);
+        assert_true(v.www_authenticate);
+        assert_string_equal(v.www_authenticate_value,
+                            "Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\", "
+                            "scope=\"mcp-execd\"");
+        h.authorization = "Bearer jwt-old";
+        v = check(&p, &h);
+        assert_int_equal(v.status, 401);
+        assert_non_null(strstr(v.www_authenticate_value, ", error=\"invalid_token\", error_description=\"the access "
+                                                         "token has expired\""));
+        assert_non_null(strstr(v.message, "the access token has expired"));
+        h.authorization = "Bearer jwt-noscope";
+        v = check(&p, &h);
+        assert_int_equal(v.status, 403);
+        assert_non_null(strstr(v.www_authenticate_value, "error=\"insufficient_scope\""));
+        h.authorization = "Bearer jwt-ok";
+        v = check(&p, &h);
+        assert_int_equal(v.next, MCP_HTTP_MCP_POST);
+        assert_string_equal(v.principal, "alpha");
+
+        /* Without OAuth the metadata path is refused as before, with the static token's hint. */
+        p.resource_metadata_url = NULL;
+        h = (McpHttpHead) { .method = "GET", .path = "/.well-known/oauth-protected-resource", .host = "localhost" };
+        v = check(&p, &h);
+        assert_int_equal(v.status, 404);
+        assert_string_equal(v.oauth_error, "invalid_request");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_host_allow_list),
                 cmocka_unit_test(test_origin_allow_list),
                 cmocka_unit_test(test_token),
+                cmocka_unit_test(test_oauth),
                 cmocka_unit_test(test_media_types),
                 cmocka_unit_test(test_protocol_version),
                 cmocka_unit_test(test_era_check),
