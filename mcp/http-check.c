@@ -508,6 +508,8 @@ void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVe
                         REJECT(v, 403, MCP_HTTP_ERROR_SERVER, "Forbidden: %s (%s)", fail.why, p->oauth_scope ?: "");
                 }
                 if (p->resource_metadata_url) {
+                        if (v->token_wrong && !fail.why)
+                                fail.why = "the token is neither a tenant's static token nor an access token";
                         oauth_challenge(p, v, v->token_wrong ? "invalid_token" : NULL, fail.why);
                         REJECT(v, 401, MCP_HTTP_ERROR_SESSION_NOT_FOUND, "Unauthorized: %s",
                                fail.why ?: "an OAuth access token for this server, or a static token, is required "

@@ -75,7 +75,7 @@ static int parse_u64(const char *v, uint64_t min, uint64_t max, void *field) {
         return config_parse_uint(v, min, max, field);
 }
 
-#define FIELD(f) offsetof(TenantLimits, f), sizeof(((TenantLimits *) NULL)->f)
+#define LIMIT(f) offsetof(TenantLimits, f), sizeof(((TenantLimits *) NULL)->f)
 static const struct TenantKey {
         const char *key;
         int (*parse)(const char *v, uint64_t min, uint64_t max, void *field);
@@ -83,14 +83,14 @@ static const struct TenantKey {
         uint64_t min, max;
         const char *accepts; /* for the message */
 } tenant_keys[] = {
-        { "runs",     parse_count, FIELD(runs),       1, 100000,     "a number of runs, 1 to 100000" },
-        { "queue",    parse_count, FIELD(queue),      0, 100000,     "a number of calls, 0 to 100000" },
-        { "sessions", parse_count, FIELD(sessions),   0, 10000,      "a number of sessions, 0 to 10000" },
-        { "tasks",    parse_count, FIELD(tasks),      0, 100000,     "a number of tasks, 0 to 100000" },
-        { "memory",   parse_bytes, FIELD(memory_max), 1 << 20, UINT64_MAX - 1,
+        { "runs",     parse_count, LIMIT(runs),       1, 100000,     "a number of runs, 1 to 100000" },
+        { "queue",    parse_count, LIMIT(queue),      0, 100000,     "a number of calls, 0 to 100000" },
+        { "sessions", parse_count, LIMIT(sessions),   0, 10000,      "a number of sessions, 0 to 10000" },
+        { "tasks",    parse_count, LIMIT(tasks),      0, 100000,     "a number of tasks, 0 to 100000" },
+        { "memory",   parse_bytes, LIMIT(memory_max), 1 << 20, UINT64_MAX - 1,
           "a size of at least 1M (K, M, G, T) or infinity" },
-        { "pids",     parse_u64,   FIELD(pids_max),   1, 4194304,    "a number of processes, 1 to 4194304, or infinity" },
-        { "weight",   parse_count, FIELD(weight),     1, 10000,      "a weight, 1 to 10000" },
+        { "pids",     parse_u64,   LIMIT(pids_max),   1, 4194304,    "a number of processes, 1 to 4194304, or infinity" },
+        { "weight",   parse_count, LIMIT(weight),     1, 10000,      "a weight, 1 to 10000" },
 };
 
 static int parse_field(Tenant *t, const char *field, unsigned *seen, char **reterr) {
