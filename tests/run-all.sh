@@ -77,7 +77,7 @@ slow_files=(
 # lifecycle in both eras, faults and the fd/clone error paths, the scheduler's queue and
 # cancellation, output capping and UTF-8 repair, input and output files, streamed output,
 # sessions, tasks, the warm pool, the load balancer's routing header, the dependency cache's
-# bookkeeping, the tenants file and its reload). The others add nothing under ASan that these do not: the escape suites exercise the sandbox (its child side runs
+# bookkeeping, the tenants file and its reload, OAuth access tokens). The others add nothing under ASan that these do not: the escape suites exercise the sandbox (its child side runs
 # after seccomp and is built without sanitizers) through the same exec path as exec.test.mjs;
 # the conformance suites repeat what http-contract and proto2026 send; py-deps-* spend their
 # time in pip; the ten-minute task only waits.
@@ -85,7 +85,7 @@ asan_files=(
         badinput.test.mjs http-badinput.test.mjs lifecycle.test.mjs proto2026.test.mjs
         http-contract.test.mjs http-status.test.mjs http-auth.test.mjs http-limits.test.mjs
         http-streams.test.mjs http-drain.test.mjs http-queue.test.mjs http-unread.test.mjs
-        http-connections.test.mjs stdio.test.mjs tenants.test.mjs
+        http-connections.test.mjs stdio.test.mjs tenants.test.mjs oauth.test.mjs
         faults.test.mjs robustness.test.mjs config.test.mjs
         exec.test.mjs output.test.mjs concurrency.test.mjs cancel.test.mjs deadline.test.mjs
         files-input.test.mjs files-outputs.test.mjs stream.test.mjs
