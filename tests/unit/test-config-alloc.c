@@ -193,6 +193,12 @@ static const struct {
         { "MCP_EXEC_SLICE", "foo-bar.slice", "foo" },
         { "MCP_EXEC_REQUIRE_CGROUP", "yes", "maybe" },
         { "MCP_EXEC_ALLOW_UNAUTHENTICATED_NETWORK", "1", "sometimes" },
+        { "MCP_EXEC_TENANTS", "/etc/mcp-execd/tenants", "tenants" },
+        { "MCP_EXEC_OAUTH_ISSUER", "https://auth.example.com", "ftp://auth.example.com" },
+        { "MCP_EXEC_OAUTH_JWKS", "/etc/mcp-execd/jwks.json", "jwks.json" },
+        { "MCP_EXEC_OAUTH_RESOURCE", "https://mcp.example.com/mcp", "mcp.example.com/mcp" },
+        { "MCP_EXEC_OAUTH_SCOPE", "mcp-execd", "mcp execd" },
+        { "MCP_EXEC_OAUTH_TENANT_CLAIM", "client_id", "" },
         { "MCP_EXEC_ALLOWED_HOSTS", "a.example.com,10.0.0.5:8080", "a,,b" },
         { "MCP_EXEC_ALLOWED_ORIGINS", "https://app.example.com", "app.example.com" },
         { "MCP_EXEC_SESSION_IDLE_S", "60", "0" },
@@ -339,6 +345,13 @@ static void test_each_rule(void **state) {
                 { "MCP_EXEC_REQUIRE_CGROUP", "yes", "MCP_EXEC_CGROUP", "none", -EINVAL,
                   "MCP_EXEC_REQUIRE_CGROUP=\"1\" is invalid: expected 0 when MCP_EXEC_CGROUP=none (the two "
                   "contradict each other)" },
+                /* OAuth's settings go together, with the tenants file ("": unset) */
+                { "MCP_EXEC_OAUTH_JWKS", "", NULL, NULL, -EINVAL,
+                  "OAuth needs MCP_EXEC_OAUTH_JWKS too: MCP_EXEC_OAUTH_ISSUER, MCP_EXEC_OAUTH_JWKS, "
+                  "MCP_EXEC_OAUTH_RESOURCE and MCP_EXEC_TENANTS go together" },
+                { "MCP_EXEC_TENANTS", "", NULL, NULL, -EINVAL,
+                  "OAuth needs MCP_EXEC_TENANTS too: MCP_EXEC_OAUTH_ISSUER, MCP_EXEC_OAUTH_JWKS, "
+                  "MCP_EXEC_OAUTH_RESOURCE and MCP_EXEC_TENANTS go together" },
                 /* value NULL: a path too long to open */
                 { "CREDENTIALS_DIRECTORY", NULL, NULL, NULL, -ENAMETOOLONG,
                   "cannot read the credential auth-token: File name too long" },
