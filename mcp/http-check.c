@@ -454,6 +454,17 @@ static bool framing_check(const McpHttpHead *h, McpHttpVerdict *v) {
         return false;
 }
 
+/* A path answered to GET and HEAD alone, before the token. */
+static void get_or_head(const McpHttpHead *h, McpHttpEndpoint endpoint, McpHttpNext next, McpHttpVerdict *v) {
+        v->endpoint = endpoint;
+        const char *m = h->method ? h->method : "";
+        if (strcmp(m, "HEAD") != 0 && !method_check(m, "GET", v)) {
+                v->allow = "GET, HEAD";
+                return;
+        }
+        v->next = next;
+}
+
 void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVerdict *v) {
         *v = (McpHttpVerdict) { .next = MCP_HTTP_REJECT, .protocol_version = MCP_HTTP_DEFAULT_PROTOCOL_VERSION };
 
@@ -466,26 +477,14 @@ void mcp_http_check_head(const McpHttpPolicy *p, const McpHttpHead *h, McpHttpVe
                 REJECT(v, 403, MCP_HTTP_ERROR_SERVER, "Forbidden: Host header not allowed");
         if (!mcp_http_origin_allowed(p, h->origin))
                 REJECT(v, 403, MCP_HTTP_ERROR_SERVER, "Forbidden: Origin header not allowed");
+        /* Before the token: a load balancer's check carries none (mcp-http.h); the metadata is how
+         * a client learns where to get one. */
         if (route(p, h->path) == MCP_HTTP_EP_HEALTH) {
-                /* Before the token: a load balancer's check carries none (mcp-http.h). */
-                v->endpoint = MCP_HTTP_EP_HEALTH;
-                const char *m = h->method ? h->method : "";
-                if (strcmp(m, "HEAD") != 0 && !method_check(m, "GET", v)) {
-                        v->allow = "GET, HEAD";
-                        return;
-                }
-                v->next = MCP_HTTP_HEALTH_GET;
+                get_or_head(h, MCP_HTTP_EP_HEALTH, MCP_HTTP_HEALTH_GET, v);
                 return;
         }
         if (p->authenticate && p->resource_metadata_url && is_prm_path(h->path)) {
-                /* Before the token: it is how a client learns where to get one. */
-                v->endpoint = MCP_HTTP_EP_PRM;
-                const char *m = h->method ? h->method : "";
-                if (strcmp(m, "HEAD") != 0 && !method_check(m, "GET", v)) {
-                        v->allow = "GET, HEAD";
-                        return;
-                }
-                v->next = MCP_HTTP_PRM_GET;
+                get_or_head(h, MCP_HTTP_EP_PRM, MCP_HTTP_PRM_GET, v);
                 return;
         }
         if (p->authenticate) {

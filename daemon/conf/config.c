@@ -295,25 +295,25 @@ static int absolute_path_valid(const char *s) {
         return s[0] == '/' ? 0 : -EINVAL;
 }
 
-/* An http(s) URL with a host, nothing a header or a JSON string would need escaped. */
-static int url_valid(const char *s) {
-        size_t skip = strncmp(s, "https://", 8) == 0 ? 8 : strncmp(s, "http://", 7) == 0 ? 7 : 0;
-        if (!skip || !s[skip] || s[skip] == '/' || strlen(s) > 512)
-                return -EINVAL;
+/* 1 to max visible ASCII characters, none that a header's quoted-string or JSON would escape. */
+static bool quotable_word(const char *s, size_t max) {
+        if (!*s || strlen(s) > max)
+                return false;
         for (const char *p = s; *p; p++)
                 if ((unsigned char) *p <= 0x20 || (unsigned char) *p >= 0x7f || *p == '"' || *p == '\\')
-                        return -EINVAL;
-        return 0;
+                        return false;
+        return true;
+}
+
+/* An http(s) URL with a host (it goes into WWW-Authenticate and the resource's metadata). */
+static int url_valid(const char *s) {
+        size_t skip = strncmp(s, "https://", 8) == 0 ? 8 : strncmp(s, "http://", 7) == 0 ? 7 : 0;
+        return skip && s[skip] && s[skip] != '/' && quotable_word(s, 512) ? 0 : -EINVAL;
 }
 
 /* A scope token (RFC 6749 §3.3: %x21 / %x23-5B / %x5D-7E) or a claim's name: one word. */
 static int word_valid(const char *s) {
-        if (!*s || strlen(s) > 128)
-                return -EINVAL;
-        for (const char *p = s; *p; p++)
-                if ((unsigned char) *p <= 0x20 || (unsigned char) *p >= 0x7f || *p == '"' || *p == '\\')
-                        return -EINVAL;
-        return 0;
+        return quotable_word(s, 128) ? 0 : -EINVAL;
 }
 
 static int cache_dir_valid(const char *s) {
