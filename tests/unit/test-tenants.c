@@ -191,6 +191,7 @@ static void test_load_checks_owner_and_mode(void **state) {
         assert_non_null(strstr(err, "may be read or written by other users (mode 0644)"));
         free(err);
         unlink(link);
+        assert_int_equal(chmod(path, 0600), 0);
         /* Not a regular file: a FIFO would block a plain open; O_NONBLOCK makes it a refusal. */
         assert_int_equal(mkfifo(link, 0600), 0);
         assert_int_equal(tenants_load(link, geteuid(), &t, &err), -EINVAL);
@@ -249,6 +250,7 @@ static void test_load_config(void **state) {
         free(err);
 
         unlink(path);
+        strcpy(path, "/tmp/test-tenants-XXXXXX");
         snprintf(text, sizeof(text), "default %s\n", alpha_hash);
         write_file(path, text, 0600);
         cfg = (Config) { .tenants = path, .auth_token = (char *) "gamma-token" };
@@ -261,6 +263,7 @@ static void test_load_config(void **state) {
         unlink(path);
 
         /* A limit is parsed (test_lines_and_limits) but the daemon does not apply it yet: refused. */
+        strcpy(path, "/tmp/test-tenants-XXXXXX");
         snprintf(text, sizeof(text), "alpha %s\nbeta %s pids=64\n", alpha_hash, beta_hash);
         write_file(path, text, 0600);
         cfg = (Config) { .tenants = path };
