@@ -68,6 +68,8 @@ test('k8s: isolation as docs/fleet.md says: no privileged container, user namesp
     assert.ok(mount, `no volume holds MCP_EXEC_TENANTS=${env.MCP_EXEC_TENANTS}`);
     const vol = pod.volumes.find((v) => v.name === mount.name);
     assert.equal(vol.secret?.defaultMode, 0o400, 'the tenants file is readable by its owner only (the daemon refuses others)');
+    // The token's too (YAML 1.2 reads "0400" as decimal 400, i.e. 0620: written as 256).
+    assert.equal(pod.volumes.find((v) => v.name === 'token').secret?.defaultMode, 0o400);
     assert.equal(env.MCP_EXEC_TENANTS.slice(mount.mountPath.length + 1), vol.secret.items?.[0]?.path ?? 'tenants');
     const np = docs.find((d) => d.kind === 'NetworkPolicy');
     assert.ok(np.spec.policyTypes.includes('Egress'));
