@@ -440,6 +440,14 @@ static int daemon_routes_setup(Daemon *d) {
 
 /* The scheduler, its run records (structured into the journal when stderr is our journal stream,
  * we are a service; else one line each on stderr) and the transport. */
+/* PySessionsConfig.tenant_max: the tenant's sessions= of the tenants loaded now (a reload's new
+ * bound holds from the next session_open; sessions already open stay). */
+static unsigned daemon_tenant_sessions_max(void *userdata, const char *tenant) {
+        Daemon *d = userdata;
+        const Tenant *t = tenants_find_name(d->tenants, tenant);
+        return t ? t->limits.sessions : 0;
+}
+
 static int daemon_serving_setup(Daemon *d) {
         const Config *cfg = d->config;
         scheduler_init(&d->scheduler, &d->env, cfg->max_concurrent, cfg->queue_max);
@@ -449,7 +457,9 @@ static int daemon_serving_setup(Daemon *d) {
                                                     .lifetime_s = cfg->py_session_lifetime_s,
                                                     .max_timeout_s = cfg->max_timeout_s, .tag = cfg->instance,
                                                     .prepare = daemon_py_session_prepare,
-                                                    .prepare_userdata = d->pyexec },
+                                                    .prepare_userdata = d->pyexec,
+                                                    .tenant_max = daemon_tenant_sessions_max,
+                                                    .tenant_userdata = d },
                                &d->pysessions);
         if (q < 0)
                 return log_error_errno(q, "cannot set up the Python sessions: %m");

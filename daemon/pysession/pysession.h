@@ -23,6 +23,10 @@ typedef struct PySessionsConfig {
          * rest to pysessions_open_prepared(). NULL: such an open gets a tool error. */
         int (*prepare)(void *userdata, McpCall *call, void *owner, JobReplyFn reply);
         void *prepare_userdata;
+        /* The most sessions a tenant (mcp_call_principal()) may hold open, its `sessions=` in the
+         * tenants file (issue 31.3); 0: no bound of its own (config.max still holds). NULL: none. */
+        unsigned (*tenant_max)(void *userdata, const char *tenant);
+        void *tenant_userdata;
 } PySessionsConfig;
 
 int pysessions_new(const PySessionsConfig *config, PySessions **ret);

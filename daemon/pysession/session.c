@@ -462,14 +462,24 @@ void pys_session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn repl
                         : "Python sessions need the default interpreter, which was not found (MCP_EXEC_PYTHON)");
                 return;
         }
-        unsigned live = 0; /* a killed one is no longer counted, while its init is reaped */
-        LIST_FOREACH(sessions, o, m->sessions)
+        const char *tenant = mcp_call_principal(call);
+        unsigned live = 0, mine = 0; /* a killed one is no longer counted, while its init is reaped */
+        LIST_FOREACH(sessions, o, m->sessions) {
                 live += o->state != PYSESSION_DEAD;
+                mine += o->state != PYSESSION_DEAD && strcmp(o->principal, tenant) == 0;
+        }
         /* Counted before the preparation too: nothing is installed for a session that has no place. */
         if (live >= m->config.max) {
                 pys_answer_errorf(call, owner, reply, "too many Python sessions open: %u of %u "
                                                   "(MCP_EXEC_PY_SESSIONS_MAX); close one with session_close",
                               live, m->config.max);
+                return;
+        }
+        unsigned tenant_max = *tenant && m->config.tenant_max ? m->config.tenant_max(m->config.tenant_userdata, tenant) : 0;
+        if (tenant_max > 0 && mine >= tenant_max) {
+                pys_answer_errorf(call, owner, reply, "too many Python sessions open for tenant %s: %u of %u "
+                                                  "(sessions=%u on its line of the tenants file); close one with "
+                                                  "session_close", tenant, mine, tenant_max, tenant_max);
                 return;
         }
         if (!prep && session_open_prepares(a)) {

@@ -82,10 +82,11 @@ static const struct TenantKey {
         size_t offset, size;
         uint64_t min, max;
         const char *accepts; /* for the message */
+        bool applied;        /* the daemon applies it (refuse_unapplied_limits()) */
 } tenant_keys[] = {
         { "runs",     parse_count, LIMIT(runs),       1, 100000,     "a number of runs, 1 to 100000" },
         { "queue",    parse_count, LIMIT(queue),      0, 100000,     "a number of calls, 0 to 100000" },
-        { "sessions", parse_count, LIMIT(sessions),   0, 10000,      "a number of sessions, 0 to 10000" },
+        { "sessions", parse_count, LIMIT(sessions),   1, 10000,      "a number of sessions, 1 to 10000", .applied = true },
         { "tasks",    parse_count, LIMIT(tasks),      0, 100000,     "a number of tasks, 0 to 100000" },
         { "memory",   parse_bytes, LIMIT(memory_max), 1 << 20, UINT64_MAX - 1,
           "a size of at least 1M (K, M, G, T) or infinity" },
@@ -345,7 +346,7 @@ static int refuse_unapplied_limits(const Tenants *t, char **reterr) {
         for (size_t i = 0; i < t->n; i++)
                 for (size_t k = 0; k < ELEMENTSOF(tenant_keys); k++) {
                         const struct TenantKey *key = &tenant_keys[k];
-                        if (memcmp((const char *) &t->v[i].limits + key->offset, (const char *) &def + key->offset,
+                        if (!key->applied && memcmp((const char *) &t->v[i].limits + key->offset, (const char *) &def + key->offset,
                                    key->size) != 0)
                                 return failf(reterr, t->v[i].line, "tenant %s: %s= is a limit this version reads but "
                                              "does not apply yet; remove it rather than rely on it",

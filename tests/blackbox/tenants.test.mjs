@@ -259,3 +259,19 @@ test('SIGHUP over HTTP without a tenants file changes nothing; during a drain it
     assert.equal(ex.code, 0, d.stderr());
     await running;
 });
+
+test('sessions= bounds a tenant\'s open Python sessions, naming the setting; another tenant is not bounded by it', async (t) => {
+    const file = tenantsFile(t, `${lines('alpha').trim()} sessions=1\n${lines('beta')}`);
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_TENANTS: file } });
+    const a = await connectSdk(t, d, 'http', { headers: bearer('alpha') });
+    const b = await connectSdk(t, d, 'http', { headers: bearer('beta') });
+    const first = await callTool(a, 'session_open', {});
+    assert.ok(first.sc?.session, JSON.stringify(first.result));
+    const second = await callTool(a, 'session_open', {});
+    assert.equal(second.isError, true);
+    assert.match(second.result.content[0].text, /^too many Python sessions open for tenant alpha: 1 of 1 \(sessions=1 on its line of the tenants file\)/);
+    for (let i = 0; i < 2; i++) // beta has no bound of its own
+        assert.ok((await callTool(b, 'session_open', {})).sc?.session);
+    assert.equal((await callTool(a, 'session_close', { session: first.sc.session })).sc.closed, true);
+    assert.ok((await callTool(a, 'session_open', {})).sc?.session, 'a closed session still counted');
+});

@@ -262,7 +262,16 @@ static void test_load_config(void **state) {
         t = tenants_free(t);
         unlink(path);
 
-        /* A limit is parsed (test_lines_and_limits) but the daemon does not apply it yet: refused. */
+        /* sessions= is applied (daemon/pysession/); the other limits are parsed
+         * (test_lines_and_limits) but not applied yet: refused. */
+        strcpy(path, "/tmp/test-tenants-XXXXXX");
+        snprintf(text, sizeof(text), "alpha %s sessions=2\n", alpha_hash);
+        write_file(path, text, 0600);
+        cfg = (Config) { .tenants = path };
+        assert_int_equal(tenants_load_config(&cfg, geteuid(), &t, &err), 0);
+        assert_int_equal(tenants_get(t, 0)->limits.sessions, 2);
+        t = tenants_free(t);
+        unlink(path);
         strcpy(path, "/tmp/test-tenants-XXXXXX");
         snprintf(text, sizeof(text), "alpha %s\nbeta %s pids=64\n", alpha_hash, beta_hash);
         write_file(path, text, 0600);
