@@ -2,6 +2,7 @@
  * the sandbox, the loop, the session, the transport, the start's checks (the sandbox's self-test,
  * the interpreters' probe), and an orderly shutdown whose teardown follows ownership. */
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -448,9 +449,29 @@ static unsigned daemon_tenant_sessions_max(void *userdata, const char *tenant) {
         return t ? t->limits.sessions : 0;
 }
 
+/* The scheduler's view of a tenant's line (runs=, queue=, weight=), of the tenants loaded now. */
+static bool daemon_tenant_queue_limits(void *userdata, const char *tenant, SchedulerTenantLimits *ret) {
+        Daemon *d = userdata;
+        const Tenant *t = tenants_find_name(d->tenants, tenant);
+        if (!t)
+                return false;
+        *ret = (SchedulerTenantLimits) { .runs = t->limits.runs,
+                                         .queue = t->limits.queue == UINT_MAX ? UINT32_MAX : t->limits.queue,
+                                         .weight = t->limits.weight };
+        return true;
+}
+
+/* DispatchTasksConfig.tenant_max: the tenant's tasks= of the tenants loaded now (tasks kept stay). */
+static unsigned daemon_tenant_tasks_max(void *userdata, const char *tenant) {
+        Daemon *d = userdata;
+        const Tenant *t = tenants_find_name(d->tenants, tenant);
+        return t ? t->limits.tasks : UINT_MAX;
+}
+
 static int daemon_serving_setup(Daemon *d) {
         const Config *cfg = d->config;
         scheduler_init(&d->scheduler, &d->env, cfg->max_concurrent, cfg->queue_max);
+        scheduler_set_tenants(&d->scheduler, daemon_tenant_queue_limits, d);
         pyexec_attach(d->pyexec, &d->scheduler);
         int q = pysessions_new(&(PySessionsConfig) { .env = &d->env, .max = cfg->py_sessions_max,
                                                     .idle_s = cfg->py_session_idle_s,
@@ -484,6 +505,8 @@ static int daemon_serving_setup(Daemon *d) {
                 .ttl_usec = (uint64_t) cfg->task_ttl_s * 1000000u,
                 .inline_usec = (uint64_t) cfg->task_inline_ms * 1000u,
                 .tag = cfg->instance,
+                .tenant_max = daemon_tenant_tasks_max,
+                .tenant_userdata = d,
         };
         r = dispatch_tasks_new(&d->scheduler, &tcfg, &d->tasks);
         if (r < 0)

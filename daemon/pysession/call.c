@@ -264,10 +264,10 @@ void pys_call_submit(PySession *s, McpCall *call, void *owner, JobReplyFn reply)
         c->session = s;
         c->slot.granted = on_slot_granted;
         c->t_queued = now_usec();
-        int r = m->scheduler ? scheduler_slot_request(m->scheduler, &c->slot) : 1;
+        int r = m->scheduler ? scheduler_slot_request(m->scheduler, &c->slot, mcp_call_principal(call)) : 1;
         if (r < 0) {
                 char msg[512];
-                scheduler_refusal_message(m->scheduler, r, msg, sizeof(msg));
+                scheduler_refusal_message(m->scheduler, mcp_call_principal(call), r, msg, sizeof(msg));
                 c->call = NULL;
                 pys_call_free(TAKE_PTR(c));
                 pys_answer_error(call, owner, reply, msg);

@@ -481,7 +481,7 @@ static void job_submit_run(PyJob *j, const char *python, const char *env_dir, js
                 return;
         }
         char msg[320];
-        scheduler_refusal_message(s, r, msg, sizeof(msg));
+        scheduler_refusal_message(s, mcp_call_principal(j->call), r, msg, sizeof(msg));
         job_tool_error(j, msg);
 }
 

@@ -19,6 +19,7 @@ struct Job {
         McpCall *call;
         void *owner;
         const void *session; /* session_of(owner), or NULL */
+        SchedTenant *tenant; /* its call's principal's, while queued or running */
         JobReplyFn reply;
         uint64_t t_queued;
         uint64_t seq; /* arrival (Scheduler.seq), against the slot waiters' */
@@ -30,7 +31,22 @@ struct Job {
         json_t *extra;
         void (*release)(void *userdata);
         void *release_userdata;
-        LIST_FIELDS(Job, jobs); /* on s->queue while waiting, on s->running while running */
+        LIST_FIELDS(Job, jobs); /* on its tenant's queue while waiting, on s->running while running */
+};
+
+/* Virtual time: a start moves its tenant's on by SCHED_VTIME_UNIT / weight (weights 1..10000 divide
+ * it without much rounding). */
+#define SCHED_VTIME_UNIT UINT64_C(100000000)
+
+/* A tenant with a call running or waiting (freed when it has neither): its queue and its counts. */
+struct SchedTenant {
+        char name[MCP_PRINCIPAL_MAX + 1];
+        SchedulerTenantLimits limits; /* as its last call found them */
+        uint32_t n_running, n_queued; /* held slots and waiting ones included, as the scheduler's */
+        uint64_t vtime;               /* its next start's virtual time */
+        Job *queue, *queue_tail;      /* FIFO: appended at queue_tail, started from queue */
+        SchedulerSlot *waiters, *waiters_tail; /* FIFO, as the queue; merged with it by seq */
+        LIST_FIELDS(SchedTenant, tenants);
 };
 
 /* The run queue as a room: exec with the default interpreter has nothing to prepare. has, cancel and
@@ -70,11 +86,121 @@ void scheduler_set_sessions(Scheduler *s, const void *(*session_of)(const void *
         s->session_queue_max = session_queue_max;
 }
 
+void scheduler_set_tenants(Scheduler *s, SchedulerTenantLimitsFn fn, void *userdata) {
+        s->tenant_limits = fn;
+        s->tenant_userdata = userdata;
+}
+
 void scheduler_set_run_ops(Scheduler *s, const RunOps *ops) {
         s->run_ops = ops;
 }
 
+/* ---- tenants --------------------------------------------------------------------------------- */
+
+static SchedulerTenantLimits tenant_limits_of(const Scheduler *s, const char *name) {
+        SchedulerTenantLimits l = SCHEDULER_TENANT_DEFAULT;
+        if (s->tenant_limits && !s->tenant_limits(s->tenant_userdata, name, &l))
+                l = SCHEDULER_TENANT_DEFAULT;
+        if (l.weight == 0)
+                l.weight = 1;
+        return l;
+}
+
+static SchedTenant *tenant_find(const Scheduler *s, const char *name) {
+        LIST_FOREACH(tenants, t, s->tenants)
+                if (strcmp(t->name, name) == 0)
+                        return t;
+        return NULL;
+}
+
+/* The tenant of a call about to be queued, made when it has nothing running or waiting; its limits
+ * read anew (a reload's apply from the next call). NULL without memory. */
+static SchedTenant *tenant_get(Scheduler *s, const char *name) {
+        SchedTenant *t = tenant_find(s, name);
+        if (!t) {
+                t = calloc(1, sizeof(*t));
+                if (!t)
+                        return NULL;
+                snprintf(t->name, sizeof(t->name), "%s", name);
+                t->vtime = s->vclock;
+                LIST_PREPEND(tenants, s->tenants, t);
+                s->n_tenants++;
+        }
+        t->limits = tenant_limits_of(s, name);
+        return t;
+}
+
+/* Frees t once it has nothing running or waiting: what it did before is no credit and no debt. While
+ * a loop walks the tenants (tenants_pinned), none is freed until tenants_unpin(). */
+static void tenant_put(Scheduler *s, SchedTenant *t) {
+        if (!t || t->n_running > 0 || t->n_queued > 0 || s->tenants_pinned > 0)
+                return;
+        LIST_REMOVE(tenants, s->tenants, t);
+        s->n_tenants--;
+        free(t);
+}
+
+static void tenants_unpin(Scheduler *s) {
+        assert(s->tenants_pinned > 0);
+        if (--s->tenants_pinned > 0)
+                return;
+        LIST_FOREACH_SAFE(tenants, t, next, s->tenants)
+                tenant_put(s, t);
+}
+
+static bool tenant_may_start(const Scheduler *s, const SchedTenant *t) {
+        return s->n_running < s->max_running && (t->limits.runs == 0 || t->n_running < t->limits.runs);
+}
+
+/* A call of t would wait: no slot for it now, or its tenant's calls that came first still wait. */
+static bool tenant_would_wait(const Scheduler *s, const SchedTenant *t) {
+        return !tenant_may_start(s, t) || t->n_queued > 0;
+}
+
+/* A tenant that had nothing waiting starts at the virtual time of now: never behind the others
+ * (it saved nothing while it waited for nothing), never ahead. */
+static void tenant_enqueued(Scheduler *s, SchedTenant *t) {
+        if (t->n_queued == 0 && t->vtime < s->vclock)
+                t->vtime = s->vclock;
+        t->n_queued++;
+        s->n_queued++;
+}
+
+static void tenant_dequeued(Scheduler *s, SchedTenant *t) {
+        t->n_queued--;
+        s->n_queued--;
+}
+
+static void tenant_started(Scheduler *s, SchedTenant *t) {
+        t->n_running++;
+        s->n_running++;
+}
+
+static void tenant_stopped(Scheduler *s, SchedTenant *t) {
+        t->n_running--;
+        s->n_running--;
+}
+
+static uint64_t tenant_head_seq(const SchedTenant *t) {
+        uint64_t q = t->queue ? t->queue->seq : UINT64_MAX, w = t->waiters ? t->waiters->seq : UINT64_MAX;
+        return q < w ? q : w;
+}
+
+/* The tenant whose waiting call starts next: of those with one waiting and room to start it, the
+ * least virtual time; at a tie, the call that came first. */
+static SchedTenant *tenant_next(const Scheduler *s) {
+        SchedTenant *best = NULL;
+        LIST_FOREACH(tenants, t, s->tenants) {
+                if (t->n_queued == 0 || !tenant_may_start(s, t))
+                        continue;
+                if (!best || t->vtime < best->vtime || (t->vtime == best->vtime && tenant_head_seq(t) < tenant_head_seq(best)))
+                        best = t;
+        }
+        return best;
+}
+
 static void job_free(Job *j) {
+        tenant_put(j->scheduler, j->tenant);
         mcp_call_free(j->call);
         if (j->release)
                 j->release(j->release_userdata);
@@ -85,24 +211,27 @@ static void job_free(Job *j) {
 }
 DEFINE_POINTER_CLEANUP(Job, job_free)
 
-/* The queue keeps its tail, so appending stays O(1) however long it is. */
+/* A tenant's queue keeps its tail, so appending stays O(1) however long it is. */
 static void queue_append(Scheduler *s, Job *j) {
+        SchedTenant *t = j->tenant;
         j->seq = s->seq++;
-        LIST_INSERT_AFTER(jobs, s->queue, s->queue_tail, j);
-        s->queue_tail = j;
-        s->n_queued++;
+        tenant_enqueued(s, t);
+        LIST_INSERT_AFTER(jobs, t->queue, t->queue_tail, j);
+        t->queue_tail = j;
 }
 
+/* Off its tenant's queue; the tenant stays the job's (it starts, or job_free() lets it go). */
 static void queue_remove(Scheduler *s, Job *j) {
-        if (s->queue_tail == j)
-                s->queue_tail = j->jobs_prev;
-        LIST_REMOVE(jobs, s->queue, j);
-        s->n_queued--;
+        SchedTenant *t = j->tenant;
+        if (t->queue_tail == j)
+                t->queue_tail = j->jobs_prev;
+        LIST_REMOVE(jobs, t->queue, j);
+        tenant_dequeued(s, t);
 }
 
 static void running_remove(Scheduler *s, Job *j) {
         LIST_REMOVE(jobs, s->running, j);
-        s->n_running--;
+        tenant_stopped(s, j->tenant);
 }
 
 /* A reply is NULL only when even the encoder's fallback found no memory (mcp.h): the call is still
@@ -210,7 +339,7 @@ static void job_start(Scheduler *s, Job *j) {
         };
         j->queue_ms = p.queue_ms;
         LIST_PREPEND(jobs, s->running, j);
-        s->n_running++;
+        tenant_started(s, j->tenant);
 
         int r = s->run_ops->start(&s->env, &p, on_run_done, j, &j->run);
         if (r < 0) {
@@ -221,53 +350,99 @@ static void job_start(Scheduler *s, Job *j) {
 }
 
 static void slot_waiter_remove(Scheduler *s, SchedulerSlot *slot) {
-        if (s->slot_waiters_tail == slot)
-                s->slot_waiters_tail = slot->slots_prev;
-        LIST_REMOVE(slots, s->slot_waiters, slot);
+        SchedTenant *t = slot->tenant;
+        if (t->waiters_tail == slot)
+                t->waiters_tail = slot->slots_prev;
+        LIST_REMOVE(slots, t->waiters, slot);
         slot->waiting = false;
-        s->n_queued--;
+        tenant_dequeued(s, t);
 }
 
-/* Free slots go to whoever came first, a queued run or a waiting slot. */
+static void slot_hold(Scheduler *s, SchedulerSlot *slot) {
+        slot->held = true;
+        tenant_started(s, slot->tenant);
+}
+
+/* Free slots go to the tenant whose turn it is (tenant_next()), and within it to whoever came
+ * first, a queued run or a waiting slot. The tenant is looked for again after each start: a
+ * granted slot's owner may give it back at once, and that tenant may be gone. */
 static void scheduler_pump(Scheduler *s) {
-        while ((s->queue || s->slot_waiters) && s->n_running < s->max_running && !s->shutting_down) {
-                SchedulerSlot *w = s->slot_waiters;
-                if (w && (!s->queue || w->seq < s->queue->seq)) {
+        while (s->n_running < s->max_running && !s->shutting_down) {
+                SchedTenant *t = tenant_next(s);
+                if (!t)
+                        break;
+                s->vclock = t->vtime;
+                t->vtime += SCHED_VTIME_UNIT / t->limits.weight;
+                SchedulerSlot *w = t->waiters;
+                if (w && (!t->queue || w->seq < t->queue->seq)) {
                         slot_waiter_remove(s, w);
-                        w->held = true;
-                        s->n_running++;
+                        slot_hold(s, w);
                         w->granted(w);
                         continue;
                 }
-                Job *j = s->queue;
+                Job *j = t->queue;
                 queue_remove(s, j);
                 job_start(s, j);
         }
 }
 
-int scheduler_slot_request(Scheduler *s, SchedulerSlot *slot) {
-        assert(!slot->held && !slot->waiting);
-        if (s->shutting_down || (s->n_running >= s->max_running && s->n_queued >= s->queue_max))
+/* Why a call of tenant t that would wait is refused, or 0 when it may wait (or start). */
+static int refusal_of(const Scheduler *s, const SchedTenant *t, const void *session) {
+        if (s->shutting_down)
                 return -EBUSY;
+        if (!tenant_would_wait(s, t))
+                return 0;
+        if (s->n_queued >= s->queue_max)
+                return -EBUSY;
+        if (t->limits.queue != UINT32_MAX && t->n_queued >= t->limits.queue)
+                return -EUSERS;
+        /* A call that would wait counts against its session's share of the queue. */
+        if (session) {
+                uint32_t n = 0;
+                LIST_FOREACH(jobs, j, t->queue) /* a session is one tenant's */
+                        n += j->session == session;
+                if (n >= s->session_queue_max)
+                        return -EDQUOT;
+        }
+        return 0;
+}
+
+int scheduler_slot_request(Scheduler *s, SchedulerSlot *slot, const char *tenant) {
+        assert(!slot->held && !slot->waiting);
+        if (s->shutting_down)
+                return -EBUSY;
+        SchedTenant *t = tenant_get(s, tenant);
+        if (!t)
+                return -ENOMEM;
+        int r = refusal_of(s, t, NULL);
+        if (r < 0) {
+                tenant_put(s, t);
+                return r;
+        }
         slot->seq = s->seq++;
-        if (s->n_running < s->max_running && !s->queue && !s->slot_waiters) {
-                slot->held = true;
-                s->n_running++;
+        slot->tenant = t;
+        if (!tenant_would_wait(s, t)) {
+                slot_hold(s, slot);
                 return 1;
         }
-        LIST_INSERT_AFTER(slots, s->slot_waiters, s->slot_waiters_tail, slot);
-        s->slot_waiters_tail = slot;
+        tenant_enqueued(s, t);
+        LIST_INSERT_AFTER(slots, t->waiters, t->waiters_tail, slot);
+        t->waiters_tail = slot;
         slot->waiting = true;
-        s->n_queued++;
         return 0;
 }
 
 void scheduler_slot_release(Scheduler *s, SchedulerSlot *slot) {
-        if (slot->waiting)
+        SchedTenant *t = slot->tenant;
+        if (slot->waiting) {
                 slot_waiter_remove(s, slot);
-        else if (slot->held) {
+                slot->tenant = NULL;
+                tenant_put(s, t);
+        } else if (slot->held) {
                 slot->held = false;
-                s->n_running--;
+                slot->tenant = NULL;
+                tenant_stopped(s, t);
+                tenant_put(s, t);
                 scheduler_pump(s);
         }
 }
@@ -282,13 +457,6 @@ int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply)
         return room->vtable->submit(room->userdata, call, owner, reply);
 }
 
-static uint32_t session_queued(const Scheduler *s, const void *session) {
-        uint32_t n = 0;
-        LIST_FOREACH(jobs, j, s->queue)
-                n += j->session == session;
-        return n;
-}
-
 static int prep_refuse(const JobPrep *prep, int r) {
         if (prep && prep->release)
                 prep->release(prep->userdata);
@@ -297,24 +465,28 @@ static int prep_refuse(const JobPrep *prep, int r) {
 
 int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep) {
         const void *session = s->session_of ? s->session_of(owner) : NULL;
-        int refused = 0;
-        if (s->shutting_down || (s->n_running >= s->max_running && s->n_queued >= s->queue_max))
-                refused = -EBUSY;
-        /* A call that would wait counts against its session's share of the queue (a free slot
-         * means it starts now and waits for nothing). */
-        else if (session && s->n_running >= s->max_running && session_queued(s, session) >= s->session_queue_max)
-                refused = -EDQUOT;
+        SchedTenant *t = s->shutting_down ? NULL : tenant_get(s, mcp_call_principal(call));
+        if (!s->shutting_down && !t)
+                return prep_refuse(prep, -ENOMEM);
+        int refused = t ? refusal_of(s, t, session) : -EBUSY;
         if (refused < 0) {
-                scheduler_note_rejected(s, call, s->shutting_down ? "shutting-down"
-                                                 : refused == -EDQUOT ? "session-queue-full" : "queue-full", NULL);
+                tenant_put(s, t);
+                scheduler_note_rejected(s, call, s->shutting_down        ? "shutting-down"
+                                                 : refused == -EDQUOT ? "session-queue-full"
+                                                 : refused == -EUSERS ? "tenant-queue-full"
+                                                                      : "queue-full",
+                                        NULL);
                 return prep_refuse(prep, refused);
         }
 
         _cleanup_(job_freep) Job *j = calloc(1, sizeof(*j));
-        if (!j)
+        if (!j) {
+                tenant_put(s, t);
                 return prep_refuse(prep, -ENOMEM);
+        }
         /* The call is the job's only once it is queued: on -ENOMEM the caller still owns it. */
-        *j = (Job) { .scheduler = s, .owner = owner, .session = session, .reply = reply, .t_queued = now_usec() };
+        *j = (Job) { .scheduler = s, .owner = owner, .session = session, .tenant = t, .reply = reply,
+                     .t_queued = now_usec() };
         if (prep) {
                 j->release = prep->release;
                 j->release_userdata = prep->userdata;
@@ -330,9 +502,18 @@ int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReply
         return 0;
 }
 
-void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size) {
+void scheduler_refusal_message(const Scheduler *s, const char *tenant, int r, char *buf, size_t size) {
         if (s->shutting_down)
                 snprintf(buf, size, "%s", s->shutdown_reason);
+        else if (r == -EUSERS) {
+                const SchedTenant *t = tenant_find(s, tenant);
+                SchedulerTenantLimits l = t ? t->limits : tenant_limits_of(s, tenant);
+                snprintf(buf, size,
+                         "tenant %s already has %" PRIu32 " calls waiting for a slot (queue=%" PRIu32
+                         " on its line of the tenants file; %" PRIu32 " of its calls are running%s); retry when one has started",
+                         tenant, t ? t->n_queued : 0, l.queue, t ? t->n_running : 0,
+                         l.runs ? ", runs= bounds them" : "");
+        }
         else if (r == -EDQUOT)
                 snprintf(buf, size,
                          "this session already has %" PRIu32 " calls waiting for a slot (MCP_EXEC_SESSION_QUEUE_MAX=%" PRIu32
@@ -356,6 +537,15 @@ static Job *find(Job *list, const void *owner, const char *id_key) {
         return NULL;
 }
 
+static Job *find_queued(const Scheduler *s, const void *owner, const char *id_key) {
+        LIST_FOREACH(tenants, t, s->tenants) {
+                Job *j = find(t->queue, owner, id_key);
+                if (j)
+                        return j;
+        }
+        return NULL;
+}
+
 const Output *scheduler_output(const Scheduler *s, const void *owner, const char *id_key) {
         Job *j = find(s->running, owner, id_key);
         if (!j || !j->run || !s->run_ops->output)
@@ -364,20 +554,24 @@ const Output *scheduler_output(const Scheduler *s, const void *owner, const char
 }
 
 bool scheduler_queued(const Scheduler *s, const void *owner, const char *id_key, uint32_t *ret_ahead) {
-        Job *j = find(s->queue, owner, id_key);
+        Job *j = find_queued(s, owner, id_key);
         if (!j)
                 return false;
+        /* The calls that came first and still wait, of every tenant: an upper bound of what starts
+         * before it (another tenant's turn may come after its own). */
         uint32_t ahead = 0;
-        LIST_FOREACH(jobs, q, s->queue)
-                ahead += q->seq < j->seq && !q->cancelled;
-        LIST_FOREACH(slots, w, s->slot_waiters)
-                ahead += w->seq < j->seq;
+        LIST_FOREACH(tenants, t, s->tenants) {
+                LIST_FOREACH(jobs, q, t->queue)
+                        ahead += q->seq < j->seq && !q->cancelled;
+                LIST_FOREACH(slots, w, t->waiters)
+                        ahead += w->seq < j->seq;
+        }
         *ret_ahead = ahead;
         return true;
 }
 
 bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key) {
-        return find(s->running, owner, id_key) || find(s->queue, owner, id_key) ||
+        return find(s->running, owner, id_key) || find_queued(s, owner, id_key) ||
                route_table_has(&s->routes, owner, id_key);
 }
 
@@ -403,7 +597,7 @@ static void job_kill(Scheduler *s, Job *j, bool cancelled) {
 bool scheduler_cancel(Scheduler *s, const void *owner, const char *id_key) {
         if (route_table_cancel(&s->routes, owner, id_key))
                 return true;
-        Job *j = find(s->queue, owner, id_key);
+        Job *j = find_queued(s, owner, id_key);
         if (j) {
                 job_drop_queued(s, j, NULL);
                 return true;
@@ -417,9 +611,12 @@ bool scheduler_cancel(Scheduler *s, const void *owner, const char *id_key) {
 
 void scheduler_cancel_owner(Scheduler *s, const void *owner) {
         (void) route_table_cancel(&s->routes, owner, NULL);
-        LIST_FOREACH_SAFE(jobs, j, next, s->queue)
-                if (j->owner == owner)
-                        job_drop_queued(s, j, NULL);
+        s->tenants_pinned++;
+        LIST_FOREACH(tenants, t, s->tenants)
+                LIST_FOREACH_SAFE(jobs, j, next, t->queue)
+                        if (j->owner == owner)
+                                job_drop_queued(s, j, NULL);
+        tenants_unpin(s);
         LIST_FOREACH(jobs, j, s->running)
                 if (j->owner == owner && !j->cancelled)
                         job_kill(s, j, true);
@@ -431,8 +628,12 @@ void scheduler_shutdown(Scheduler *s, const char *reason) {
         s->shutting_down = true;
         snprintf(s->shutdown_reason, sizeof(s->shutdown_reason), "%s", reason);
         route_table_shutdown(&s->routes, reason);
-        while (s->queue)
-                job_drop_queued(s, s->queue, s->shutdown_reason);
+        /* Waiting slots are their rooms' (route_table_shutdown() answered them); queued jobs are ours. */
+        s->tenants_pinned++;
+        LIST_FOREACH(tenants, t, s->tenants)
+                while (t->queue)
+                        job_drop_queued(s, t->queue, s->shutdown_reason);
+        tenants_unpin(s);
         LIST_FOREACH(jobs, j, s->running)
                 if (!j->cancelled)
                         job_kill(s, j, false);

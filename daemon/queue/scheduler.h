@@ -24,6 +24,20 @@ typedef struct JobPrep {
 } JobPrep;
 
 typedef struct Job Job;
+typedef struct SchedTenant SchedTenant;
+
+/* A tenant's place in the run queue (issue 31.3/31.4), from its line of the tenants file. A call's
+ * tenant is its principal (mcp_call_principal(): "" without authentication, which is one tenant
+ * like any other). */
+typedef struct SchedulerTenantLimits {
+        uint32_t runs;   /* at most this many of its calls running at once; 0: max_running only */
+        uint32_t queue;  /* at most this many waiting; UINT32_MAX: queue_max only */
+        uint32_t weight; /* its share when tenants wait together (1..10000; 100 when none is set) */
+} SchedulerTenantLimits;
+#define SCHEDULER_TENANT_DEFAULT ((SchedulerTenantLimits) { .runs = 0, .queue = UINT32_MAX, .weight = 100 })
+
+/* The limits of tenant now (a reload's hold from its next call); false: none of its own, the defaults. */
+typedef bool (*SchedulerTenantLimitsFn)(void *userdata, const char *tenant, SchedulerTenantLimits *ret);
 
 /* A call of another module that holds one of the max_running slots while it runs, without being a
  * run of ours (issue 18: a busy Python session counts as a running call). The owner embeds it and
@@ -32,7 +46,8 @@ typedef struct SchedulerSlot SchedulerSlot;
 struct SchedulerSlot {
         /* Called from the pump when a waiting slot is held (never from inside scheduler_slot_request()). */
         void (*granted)(SchedulerSlot *slot);
-        uint64_t seq;  /* arrival, against the queued jobs': first come, first served */
+        uint64_t seq;  /* arrival, against its tenant's queued jobs': first come, first served */
+        SchedTenant *tenant; /* while held or waiting */
         bool held, waiting;
         LIST_FIELDS(SchedulerSlot, slots);
 };
@@ -53,9 +68,18 @@ typedef struct Scheduler {
          * interpreter) from scheduler_init(), the other rooms' from scheduler_route(). */
         RouteTable routes;
 
+        SchedulerTenantLimitsFn tenant_limits; /* NULL: every tenant has the defaults */
+        void *tenant_userdata;
+
         Job *running;              /* list, linked through Job.jobs */
-        Job *queue, *queue_tail;   /* list, FIFO: appended at queue_tail, started from queue */
-        SchedulerSlot *slot_waiters, *slot_waiters_tail; /* FIFO, as the queue */
+        /* The tenants with a call running or waiting; each holds its own queue (FIFO), and the pump
+         * starts the waiting call of the tenant whose virtual time is least (start-time fair
+         * queuing: each start moves its tenant's on by 1/weight). */
+        SchedTenant *tenants;
+        uint32_t n_tenants;
+        unsigned tenants_pinned;   /* > 0: a loop walks the tenants, none is freed (scheduler.c) */
+        uint64_t vclock;           /* the virtual time of the last start: where a tenant that had
+                                    * nothing waiting starts again, so idling earns no credit */
         /* n_running counts held slots as well, n_queued waiting ones: both are calls to the caller. */
         uint32_t n_running, n_queued;
         uint64_t seq;              /* the next arrival's number (Job.seq, SchedulerSlot.seq) */
@@ -78,12 +102,16 @@ int scheduler_route(Scheduler *s, const RouteVTable *vtable, void *userdata);
 /* HTTP: each session may have at most session_queue_max calls waiting (MCP_EXEC_SESSION_QUEUE_MAX);
  * session_of(owner) names the session of a call's owner (NULL: none). */
 void scheduler_set_sessions(Scheduler *s, const void *(*session_of)(const void *owner), uint32_t session_queue_max);
+/* Tenants (issue 31): where each tenant's runs=, queue= and weight= come from, asked at each of its
+ * calls. Without it every tenant has SCHEDULER_TENANT_DEFAULT. */
+void scheduler_set_tenants(Scheduler *s, SchedulerTenantLimitsFn fn, void *userdata);
 /* The unit tests' seam: runs started through ops (fakes) instead of run.c's run_ops_sandbox. */
 void scheduler_set_run_ops(Scheduler *s, const RunOps *ops);
 
 /* Takes call and answers it later through reply(owner, …): hands it to the room the route table
  * names for it (route.h). Returns 0, or -EBUSY when the queue is full or the scheduler shuts down,
- * -EDQUOT when the call's session has session_queue_max calls waiting, -EOPNOTSUPP when no room
+ * -EDQUOT when the call's session has session_queue_max calls waiting, -EUSERS when its tenant has
+ * its queue= waiting, -EOPNOTSUPP when no room
  * serves it (call not taken: answer it with a tool error, scheduler_refusal_message()), or -ENOMEM. */
 int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply);
 
@@ -91,16 +119,17 @@ int scheduler_submit(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply)
  * -ENOMEM prep's release has been called (the call is not taken). */
 int scheduler_submit_prepared(Scheduler *s, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep);
 
-/* Takes one of the max_running slots for slot: returns 1 when held now, 0 when it waits in the
- * queue (slot->granted() is called when it is held), -EBUSY when the queue is full or the scheduler
- * shuts down (scheduler_refusal_message()). */
-int scheduler_slot_request(Scheduler *s, SchedulerSlot *slot);
+/* Takes one of the max_running slots for slot, a call of tenant: returns 1 when held now, 0 when it
+ * waits in the queue (slot->granted() is called when it is held), -EBUSY when the queue is full or
+ * the scheduler shuts down, -EUSERS when the tenant has its queue= waiting
+ * (scheduler_refusal_message()), -ENOMEM. */
+int scheduler_slot_request(Scheduler *s, SchedulerSlot *slot, const char *tenant);
 /* Gives slot back, held or waiting (or neither: nothing happens); the queue moves on. */
 void scheduler_slot_release(Scheduler *s, SchedulerSlot *slot);
 
-/* The tool error text for a call refused with -EBUSY or -EDQUOT (names the variable that applies),
- * or -EOPNOTSUPP. */
-void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size);
+/* The tool error text for a call of tenant refused with -EBUSY, -EDQUOT or -EUSERS (names the
+ * variable or the tenants file's setting that applies), or -EOPNOTSUPP. */
+void scheduler_refusal_message(const Scheduler *s, const char *tenant, int r, char *buf, size_t size);
 
 /* Whether owner has a call with this id key queued or running. */
 bool scheduler_has(const Scheduler *s, const void *owner, const char *id_key);

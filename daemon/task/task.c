@@ -91,10 +91,12 @@ void task_fetched(Task *t) {
 }
 
 /* Frees the oldest fetched task of owner (NULL: of anyone), never keep; false if there is none. */
-static bool task_store_evict_fetched_but(TaskStore *s, const char *owner, const Task *keep) {
+/* The oldest fetched task (of owner, of tenant: NULL for any) but keep goes; false if there is none. */
+static bool task_store_evict_fetched_of(TaskStore *s, const char *owner, const char *tenant, const Task *keep) {
         Task *oldest = NULL;
         LIST_FOREACH(tasks, t, s->tasks) /* newest first: the last match is the oldest */
-                if (t->fetched && t != keep && (!owner || strcmp(t->owner, owner) == 0))
+                if (t->fetched && t != keep && (!owner || strcmp(t->owner, owner) == 0) &&
+                    (!tenant || strcmp(t->tenant, tenant) == 0))
                         oldest = t;
         if (!oldest)
                 return false;
@@ -103,7 +105,18 @@ static bool task_store_evict_fetched_but(TaskStore *s, const char *owner, const 
 }
 
 static bool task_store_evict_fetched(TaskStore *s, const char *owner) {
-        return task_store_evict_fetched_but(s, owner, NULL);
+        return task_store_evict_fetched_of(s, owner, NULL, NULL);
+}
+
+/* How many tasks owner has, and how many its tenant. */
+static void task_store_count(const TaskStore *s, const TaskAsker *a, unsigned *ret_mine, unsigned *ret_ours) {
+        unsigned mine = 0, ours = 0;
+        LIST_FOREACH(tasks, t, s->tasks) {
+                mine += strcmp(t->owner, a->owner) == 0;
+                ours += strcmp(t->tenant, a->tenant) == 0;
+        }
+        *ret_mine = mine;
+        *ret_ours = ours;
 }
 
 /* Fetched results make room until need more bytes fit; false if they cannot (and then none is
@@ -112,28 +125,33 @@ static bool task_store_make_room(TaskStore *s, uint64_t need, const Task *keep) 
         if (need > s->max_bytes)
                 return false;
         while (need > s->max_bytes - MIN(s->bytes, s->max_bytes))
-                if (!task_store_evict_fetched_but(s, NULL, keep))
+                if (!task_store_evict_fetched_of(s, NULL, NULL, keep))
                         return false;
         return true;
 }
 
-int task_store_create(TaskStore *s, const char *owner, uint64_t ttl_usec, uint64_t now_mono, uint64_t now_real,
+int task_store_create(TaskStore *s, const TaskAsker *a, uint64_t ttl_usec, uint64_t now_mono, uint64_t now_real,
                       Task **ret) {
-        if (strlen(owner) >= TASK_OWNER_MAX)
+        const char *owner = a->owner;
+        if (strlen(owner) >= TASK_OWNER_MAX || strlen(a->tenant) >= TASK_TENANT_MAX)
                 return -EINVAL;
         task_store_sweep(s, now_mono);
-        unsigned mine = 0;
-        LIST_FOREACH(tasks, t, s->tasks)
-                if (strcmp(t->owner, owner) == 0)
-                        mine++;
-        /* The owner's own fetched task first: at the total bound too, making room with it spares
-         * the other clients' results. */
+        unsigned mine, ours;
+        task_store_count(s, a, &mine, &ours);
+        /* The tenant's own fetched task first at its bound (a tenant's tasks make room only among
+         * themselves); then the owner's own, at the total bound too: making room with it spares the
+         * other clients' results. */
+        if (ours >= a->tenant_max && task_store_evict_fetched_of(s, NULL, a->tenant, NULL))
+                task_store_count(s, a, &mine, &ours);
         if ((mine >= s->max_per_owner || s->n_tasks >= s->max_total) && task_store_evict_fetched(s, owner))
-                mine--;
-        /* Both bounds reached: the total is what the message names, as before any fetching. Another
+                task_store_count(s, a, &mine, &ours);
+        /* Bounds reached: the total is what the message names, as before any fetching. Another
          * owner's fetched task is taken only when it lets this one in. */
-        if (s->n_tasks >= s->max_total && (mine >= s->max_per_owner || !task_store_evict_fetched(s, NULL)))
+        if (s->n_tasks >= s->max_total &&
+            (mine >= s->max_per_owner || ours >= a->tenant_max || !task_store_evict_fetched(s, NULL)))
                 return -EBUSY;
+        if (ours >= a->tenant_max)
+                return -EUSERS;
         if (mine >= s->max_per_owner)
                 return -EDQUOT;
 
@@ -144,6 +162,7 @@ int task_store_create(TaskStore *s, const char *owner, uint64_t ttl_usec, uint64
         if (r < 0)
                 return r;
         strcpy(t->owner, owner);
+        strcpy(t->tenant, a->tenant);
         t->store = s;
         t->status = TASK_WORKING;
         t->created_usec = t->updated_usec = now_real;

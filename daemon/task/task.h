@@ -21,6 +21,9 @@
 #define TASK_ID_MAX (TASK_TAG_MAX + 1 + TASK_ID_LEN)
 /* An owner: a 2025 HTTP session id, the bearer identity of 2026 HTTP requests, "stdio". */
 #define TASK_OWNER_MAX 64
+/* A tenant (issue 31): the name of whoever's credential made the task ("" for none), whatever its
+ * owner; its bound is its tasks= (task_store_create()). */
+#define TASK_TENANT_MAX 64
 
 typedef enum TaskStatus {
         TASK_WORKING,
@@ -35,6 +38,7 @@ struct Task {
         TaskStore *store;
         char id[TASK_ID_MAX + 1];
         char owner[TASK_OWNER_MAX];
+        char tenant[TASK_TENANT_MAX];
         TaskStatus status;
         uint64_t created_usec;  /* CLOCK_REALTIME, for createdAt */
         uint64_t updated_usec;  /* CLOCK_REALTIME, for lastUpdatedAt */
@@ -77,13 +81,21 @@ void task_store_done(TaskStore *s);
  * memory only until the next task request of anyone, and no timer is needed. */
 void task_store_sweep(TaskStore *s, uint64_t now_mono_usec);
 
-/* A new working task of owner. ttl_usec 0: the store's; else at most the store's. At a bound, the
- * oldest fetched task (of owner, for MCP_EXEC_TASKS_PER_CLIENT; of anyone, for MCP_EXEC_TASKS_MAX)
- * makes room: a result its client already has is kept for fetching again, not at the price of
- * refusing that client's next task. Returns 0, -EBUSY (MCP_EXEC_TASKS_MAX tasks exist, none
- * fetched), -EDQUOT (owner has MCP_EXEC_TASKS_PER_CLIENT, none fetched), -EINVAL (owner too long),
- * -ENOMEM, or getrandom(2)'s error. */
-int task_store_create(TaskStore *s, const char *owner, uint64_t ttl_usec, uint64_t now_mono_usec,
+/* Who asks for a task, and the bound of its tenant. */
+typedef struct TaskAsker {
+        const char *owner;   /* who may fetch it */
+        const char *tenant;  /* whose credential: "" for none */
+        unsigned tenant_max; /* the tenant's tasks= (UINT_MAX: none of its own) */
+} TaskAsker;
+
+/* A new working task of a->owner. ttl_usec 0: the store's; else at most the store's. At a bound, the
+ * oldest fetched task (of the tenant, for its tasks=; of owner, for MCP_EXEC_TASKS_PER_CLIENT; of
+ * anyone, for MCP_EXEC_TASKS_MAX) makes room: a result its client already has is kept for fetching
+ * again, not at the price of refusing that client's next task. Returns 0, -EBUSY (MCP_EXEC_TASKS_MAX
+ * tasks exist, none fetched), -EUSERS (the tenant has its tasks=, none fetched), -EDQUOT (owner has
+ * MCP_EXEC_TASKS_PER_CLIENT, none fetched), -EINVAL (owner or tenant too long), -ENOMEM, or
+ * getrandom(2)'s error. */
+int task_store_create(TaskStore *s, const TaskAsker *a, uint64_t ttl_usec, uint64_t now_mono_usec,
                       uint64_t now_real_usec, Task **ret);
 
 /* The task with this id if owner owns it and it has not expired, else NULL (another owner's task is

@@ -2,6 +2,7 @@
  * a reload makes a new one, so a reader never sees half a file. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,9 @@
 #define TENANTS_MAX 1024             /* names are metrics labels: their number stays bounded */
 #define TENANTS_FILE_MAX (1u << 20)  /* 1 MiB: a thousand lines with room to spare */
 /* What a line without fields gets: the daemon's own bounds (tenants.h). */
-#define TENANT_LIMITS_DEFAULT ((TenantLimits) { .memory_max = UINT64_MAX, .pids_max = UINT64_MAX, .weight = 100 })
+#define TENANT_LIMITS_DEFAULT                                                                                \
+        ((TenantLimits) { .queue = UINT_MAX, .tasks = UINT_MAX, .memory_max = UINT64_MAX, .pids_max = UINT64_MAX, \
+                          .weight = 100 })
 
 struct Tenants {
         size_t n;
@@ -84,14 +87,14 @@ static const struct TenantKey {
         const char *accepts; /* for the message */
         bool applied;        /* the daemon applies it (refuse_unapplied_limits()) */
 } tenant_keys[] = {
-        { "runs",     parse_count, LIMIT(runs),       1, 100000,     "a number of runs, 1 to 100000" },
-        { "queue",    parse_count, LIMIT(queue),      0, 100000,     "a number of calls, 0 to 100000" },
+        { "runs",     parse_count, LIMIT(runs),       1, 100000,     "a number of runs, 1 to 100000", .applied = true },
+        { "queue",    parse_count, LIMIT(queue),      0, 100000,     "a number of calls, 0 to 100000", .applied = true },
         { "sessions", parse_count, LIMIT(sessions),   1, 10000,      "a number of sessions, 1 to 10000", .applied = true },
-        { "tasks",    parse_count, LIMIT(tasks),      0, 100000,     "a number of tasks, 0 to 100000" },
+        { "tasks",    parse_count, LIMIT(tasks),      0, 100000,     "a number of tasks, 0 to 100000", .applied = true },
         { "memory",   parse_bytes, LIMIT(memory_max), 1 << 20, UINT64_MAX - 1,
           "a size of at least 1M (K, M, G, T) or infinity" },
         { "pids",     parse_u64,   LIMIT(pids_max),   1, 4194304,    "a number of processes, 1 to 4194304, or infinity" },
-        { "weight",   parse_count, LIMIT(weight),     1, 10000,      "a weight, 1 to 10000" },
+        { "weight",   parse_count, LIMIT(weight),     1, 10000,      "a weight, 1 to 10000", .applied = true },
 };
 
 static int parse_field(Tenant *t, const char *field, unsigned *seen, char **reterr) {

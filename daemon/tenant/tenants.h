@@ -24,10 +24,11 @@
 #define TENANT_NAME_MAX 32 /* [A-Za-z0-9_-]: a slice's name, a journal field, a metrics label */
 #define TENANT_HASH_LEN 32 /* SHA-256 */
 
-/* What a tenant's line may set; 0 (or UINT64_MAX for the sizes) when not set: the daemon's own. */
+/* What a tenant's line may set. Not set: 0 for runs and sessions, UINT_MAX for queue and tasks (0 is a
+ * bound there), UINT64_MAX for the sizes: the daemon's own bounds only. */
 typedef struct TenantLimits {
-        unsigned runs;        /* runs=N: runs at once, of MCP_EXEC_MAX_CONCURRENT */
-        unsigned queue;       /* queue=N: calls waiting */
+        unsigned runs;        /* runs=N: its calls running at once, of MCP_EXEC_MAX_CONCURRENT */
+        unsigned queue;       /* queue=N: its calls waiting for a slot (0: none wait, refused at once) */
         unsigned sessions;    /* sessions=N: Python sessions open */
         unsigned tasks;       /* tasks=N: tasks kept */
         uint64_t memory_max;  /* memory=SIZE: its slice's MemoryMax */

@@ -2,6 +2,7 @@
  * DispatchCall records between submit and answer, and the daemon's tasks (their runs, their
  * waiting tasks/result requests). */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,8 +187,8 @@ static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx, const char
                 return;
         }
         char msg[320];
-        if (r == -EBUSY || r == -EDQUOT || r == -EOPNOTSUPP)
-                scheduler_refusal_message(d->scheduler, r, msg, sizeof(msg));
+        if (r == -EBUSY || r == -EDQUOT || r == -EUSERS || r == -EOPNOTSUPP)
+                scheduler_refusal_message(d->scheduler, mcp_call_principal(call), r, msg, sizeof(msg));
         else
                 snprintf(msg, sizeof(msg), DISPATCH_OOM_MESSAGE);
         /* Refused: the refusal is the call's answer, through the same path as any other. */
@@ -200,6 +201,8 @@ struct DispatchTasks {
         Dispatch dispatch;  /* the tasks' runs, keyed by task id */
         TaskStore store;
         uint64_t inline_usec; /* MCP_EXEC_TASK_INLINE_MS */
+        unsigned (*tenant_max)(void *userdata, const char *tenant); /* DispatchTasksConfig's */
+        void *tenant_userdata;
 };
 
 /* A task's run: the task it answers into, or NULL once the task let go of it (cancelled). */
@@ -308,6 +311,8 @@ int dispatch_tasks_new(Scheduler *scheduler, const DispatchTasksConfig *cfg, Dis
         task_store_init(&t->store, cfg->max_total, cfg->max_per_owner, cfg->max_bytes, cfg->ttl_usec);
         t->store.tag = cfg->tag;
         t->inline_usec = cfg->inline_usec;
+        t->tenant_max = cfg->tenant_max;
+        t->tenant_userdata = cfg->tenant_userdata;
         *ret = t;
         return 0;
 }
@@ -425,9 +430,12 @@ static void dispatch_task_submit(Dispatch *d, McpCall *call_in, void *ctx) {
         (void) mcp_call_is_task(call, &ttl_msec);
 
         Task *k = NULL;
-        int r = task_store_create(&dt->store, d->owner, ttl_msec * 1000u, now_usec(), realtime_usec(), &k);
+        const char *tenant = mcp_call_principal(call);
+        TaskAsker asker = { .owner = d->owner, .tenant = tenant,
+                            .tenant_max = dt->tenant_max ? dt->tenant_max(dt->tenant_userdata, tenant) : UINT_MAX };
+        int r = task_store_create(&dt->store, &asker, ttl_msec * 1000u, now_usec(), realtime_usec(), &k);
         if (r < 0) {
-                char msg[256];
+                char msg[320];
                 if (r == -EBUSY)
                         snprintf(msg, sizeof(msg),
                                  "too many tasks: mcp-execd keeps at most %u (MCP_EXEC_TASKS_MAX), running or "
@@ -439,11 +447,20 @@ static void dispatch_task_submit(Dispatch *d, McpCall *call_in, void *ctx) {
                                  "or ended and not yet fetched; fetch or cancel some, or wait for them to expire "
                                  "(MCP_EXEC_TASK_TTL_S)",
                                  dt->store.max_per_owner);
+                else if (r == -EUSERS)
+                        snprintf(msg, sizeof(msg),
+                                 "too many tasks for tenant %s: at most %u (tasks=%u on its line of the tenants file), "
+                                 "running or ended and not yet fetched; fetch or cancel some, or wait for them to "
+                                 "expire (MCP_EXEC_TASK_TTL_S)",
+                                 tenant, asker.tenant_max, asker.tenant_max);
                 else
                         snprintf(msg, sizeof(msg), "mcp-execd could not create the task: %s", strerror(-r));
                 /* Recorded like a full queue (MCP_EXEC_TASKS_MAX: tasks-full, MCP_EXEC_TASKS_PER_CLIENT:
                  * client-tasks-full), with the call's sizes, never its content. */
-                scheduler_note_rejected(d->scheduler, call, r == -EDQUOT ? "client-tasks-full" : "tasks-full",
+                scheduler_note_rejected(d->scheduler, call,
+                                        r == -EDQUOT   ? "client-tasks-full"
+                                        : r == -EUSERS ? "tenant-tasks-full"
+                                                       : "tasks-full",
                                         mcp_call_traceparent(call));
                 dispatch_answer(d, ctx, reply_or_oom(call, mcp_call_reply_error(call, MCP_ERROR_INVALID_REQUEST, msg)));
                 return;

@@ -90,6 +90,10 @@ typedef struct DispatchTasksConfig {
          * (mcp_call_task_may_inline()) waits for its run before it becomes one; 0: at once. */
         uint64_t inline_usec;
         const char *tag; /* MCP_EXEC_INSTANCE (borrowed, outlives the tasks), the prefix of task ids, or NULL */
+        /* The most tasks a tenant (mcp_call_principal()) may have kept, its tasks= in the tenants
+         * file read now; UINT_MAX for none. NULL: no tenant has a bound of its own. */
+        unsigned (*tenant_max)(void *userdata, const char *tenant);
+        void *tenant_userdata;
 } DispatchTasksConfig;
 int dispatch_tasks_new(Scheduler *scheduler, const DispatchTasksConfig *cfg, DispatchTasks **ret);
 /* owner is gone for good (a 2025 HTTP session ended): nobody can fetch its tasks any more, so their

@@ -76,7 +76,7 @@ void scheduler_cancel_owner(Scheduler *s, const void *owner) {
                         (void) scheduler_cancel(s, owner, "");
 }
 
-void scheduler_refusal_message(const Scheduler *s, int r, char *buf, size_t size) {
+void scheduler_refusal_message(const Scheduler *s, const char *tenant, int r, char *buf, size_t size) {
         snprintf(buf, size, r == -EDQUOT ? "session queue full" : "queue full");
 }
 

@@ -153,7 +153,7 @@ static void test_queue_full(void **state) {
         McpCall *c = exec_call("refused");
         assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), -EBUSY);
         char msg[320];
-        scheduler_refusal_message(&sched, -EBUSY, msg, sizeof(msg));
+        scheduler_refusal_message(&sched, "", -EBUSY, msg, sizeof(msg));
         assert_non_null(strstr(msg, "MCP_EXEC_QUEUE_MAX=3"));
         assert_non_null(strstr(msg, "MCP_EXEC_MAX_CONCURRENT=2"));
         mcp_call_free(c); /* not taken */
@@ -181,7 +181,7 @@ static void test_session_limit(void **state) {
         assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), -EDQUOT);
         mcp_call_free(c);
         char msg[320];
-        scheduler_refusal_message(&sched, -EDQUOT, msg, sizeof(msg));
+        scheduler_refusal_message(&sched, "", -EDQUOT, msg, sizeof(msg));
         assert_non_null(strstr(msg, "MCP_EXEC_SESSION_QUEUE_MAX=2"));
         assert_int_equal(metrics_runs_total(fm.metrics, METRICS_OUTCOME_REJECTED), 1);
 
@@ -227,13 +227,13 @@ static void on_granted(SchedulerSlot *slot) {
 static void test_slot_fifo_with_runs(void **state) {
         n_granted = 0;
         SchedulerSlot a = { .granted = on_granted }, b = { .granted = on_granted };
-        assert_int_equal(scheduler_slot_request(&sched, &a), 1); /* free: held at once, no callback */
+        assert_int_equal(scheduler_slot_request(&sched, &a, ""), 1); /* free: held at once, no callback */
         assert_int_equal(n_granted, 0);
         assert_int_equal(sched.n_running, 1);
         /* The slot counts as a running call: a run waits behind it, and so does a second slot. */
         assert_int_equal(scheduler_submit(&sched, exec_call("run"), &owner_a, on_reply), 0);
         assert_int_equal(n_fakes, 0);
-        assert_int_equal(scheduler_slot_request(&sched, &b), 0);
+        assert_int_equal(scheduler_slot_request(&sched, &b, ""), 0);
         assert_true(b.waiting);
         assert_int_equal(sched.n_queued, 2);
         /* First come, first served: the run, then b. */
@@ -257,9 +257,9 @@ static void test_slot_queue_bound(void **state) {
         n_granted = 0;
         SchedulerSlot a = { .granted = on_granted }, b = { .granted = on_granted }, c = { .granted = on_granted };
         assert_int_equal(scheduler_submit(&sched, exec_call("run"), &owner_a, on_reply), 0);
-        assert_int_equal(scheduler_slot_request(&sched, &a), 0);
+        assert_int_equal(scheduler_slot_request(&sched, &a, ""), 0);
         /* The queue (MCP_EXEC_QUEUE_MAX=1) is full: a slot and a run are refused alike. */
-        assert_int_equal(scheduler_slot_request(&sched, &b), -EBUSY);
+        assert_int_equal(scheduler_slot_request(&sched, &b, ""), -EBUSY);
         McpCall *refused = exec_call("refused");
         assert_int_equal(scheduler_submit(&sched, refused, &owner_a, on_reply), -EBUSY);
         mcp_call_free(refused);
@@ -267,19 +267,192 @@ static void test_slot_queue_bound(void **state) {
         scheduler_slot_release(&sched, &a);
         assert_false(a.waiting);
         assert_int_equal(sched.n_queued, 0);
-        assert_int_equal(scheduler_slot_request(&sched, &c), 0);
+        assert_int_equal(scheduler_slot_request(&sched, &c, ""), 0);
         fake_end(0);
         assert_int_equal(n_granted, 1);
         assert_ptr_equal(granted[0], &c);
         /* While the slot is held, nothing else runs; shutting down grants nothing more. */
-        assert_int_equal(scheduler_slot_request(&sched, &a), 0);
+        assert_int_equal(scheduler_slot_request(&sched, &a, ""), 0);
         scheduler_shutdown(&sched, "stopping");
-        assert_int_equal(scheduler_slot_request(&sched, &b), -EBUSY);
+        assert_int_equal(scheduler_slot_request(&sched, &b, ""), -EBUSY);
         scheduler_slot_release(&sched, &c);
         assert_int_equal(n_granted, 1);
         scheduler_slot_release(&sched, &a);
         assert_int_equal(sched.n_running, 0);
         assert_int_equal(sched.n_queued, 0);
+}
+
+/* ---- tenants (issue 31.3, 31.4): runs=, queue=, weight= ------------------------------------- */
+
+static struct {
+        const char *name;
+        SchedulerTenantLimits limits;
+} tenant_lines[4];
+
+static bool tenant_limits(void *userdata, const char *tenant, SchedulerTenantLimits *ret) {
+        for (size_t i = 0; i < ELEMENTSOF(tenant_lines); i++)
+                if (tenant_lines[i].name && strcmp(tenant_lines[i].name, tenant) == 0) {
+                        *ret = tenant_lines[i].limits;
+                        return true;
+                }
+        return false;
+}
+
+static void tenants_set(const char *a, SchedulerTenantLimits la, const char *b, SchedulerTenantLimits lb) {
+        memset(tenant_lines, 0, sizeof(tenant_lines));
+        tenant_lines[0].name = a;
+        tenant_lines[0].limits = la;
+        tenant_lines[1].name = b;
+        tenant_lines[1].limits = lb;
+        scheduler_set_tenants(&sched, tenant_limits, NULL);
+}
+
+/* An exec call of tenant (the principal its server gives the calls it makes). */
+static McpCall *tenant_call(const char *tenant, const char *code) {
+        mcp_server_set_principal(server, tenant);
+        McpCall *c = exec_call(code);
+        mcp_server_set_principal(server, "");
+        return c;
+}
+
+static void end_all(void) {
+        for (size_t i = 0; i < n_fakes; i++)
+                if (!fakes[i].ended)
+                        fake_end(i);
+}
+
+/* The order the fake runs started in, as their codes' first letters. */
+static void expect_start_order(const char *order) {
+        assert_int_equal(n_fakes, strlen(order));
+        for (size_t i = 0; i < n_fakes; i++)
+                if (fakes[i].code[0] != order[i])
+                        fail_msg("run %zu started was %s's; expected the order %s", i, fakes[i].code, order);
+}
+
+/* Tenant a keeps six calls waiting; b's three come later and are not served after a's six: the
+ * tenants take turns (b first, as it has had none). */
+static void test_tenant_turns(void **state) {
+        tenants_set("a", SCHEDULER_TENANT_DEFAULT, "b", SCHEDULER_TENANT_DEFAULT);
+        for (int i = 0; i < 6; i++)
+                assert_int_equal(scheduler_submit(&sched, tenant_call("a", "a"), &owner_a, on_reply), 0);
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(scheduler_submit(&sched, tenant_call("b", "b"), &owner_b, on_reply), 0);
+        assert_int_equal(sched.n_tenants, 2);
+        for (size_t i = 0; i < 9; i++)
+                fake_end(i);
+        expect_start_order("abababaaa");
+        assert_int_equal(sched.n_tenants, 0); /* a tenant with nothing running or waiting is let go */
+}
+
+/* weight=200 against weight=100: two starts for one while both wait. */
+static void test_tenant_weight(void **state) {
+        SchedulerTenantLimits heavy = SCHEDULER_TENANT_DEFAULT;
+        heavy.weight = 200;
+        tenants_set("a", heavy, "b", SCHEDULER_TENANT_DEFAULT);
+        /* c holds the one slot while a and b queue up. */
+        assert_int_equal(scheduler_submit(&sched, tenant_call("c", "c"), &owner_a, on_reply), 0);
+        for (int i = 0; i < 6; i++) {
+                assert_int_equal(scheduler_submit(&sched, tenant_call("a", "a"), &owner_a, on_reply), 0);
+                assert_int_equal(scheduler_submit(&sched, tenant_call("b", "b"), &owner_b, on_reply), 0);
+        }
+        for (size_t i = 0; i < 9; i++)
+                fake_end(i);
+        /* After c: six of a's and three of b's (at a tie the call that came first) */
+        expect_start_order("cababaabaa");
+        end_all();
+        end_all();
+        end_all();
+}
+
+/* runs=1: the tenant's second call waits though a slot is free, and that slot goes to another. */
+static void test_tenant_runs(void **state) {
+        setup_limits(3, 16);
+        SchedulerTenantLimits one = SCHEDULER_TENANT_DEFAULT;
+        one.runs = 1;
+        tenants_set("a", one, NULL, SCHEDULER_TENANT_DEFAULT);
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(scheduler_submit(&sched, tenant_call("a", "a"), &owner_a, on_reply), 0);
+        assert_int_equal(n_fakes, 1);
+        assert_int_equal(sched.n_queued, 2);
+        assert_int_equal(scheduler_submit(&sched, tenant_call("b", "b"), &owner_b, on_reply), 0);
+        assert_int_equal(n_fakes, 2); /* b starts at once */
+        /* A session's busy call of a counts as one of a's runs: it waits too; b's does not. */
+        n_granted = 0;
+        SchedulerSlot sa = { .granted = on_granted }, sb = { .granted = on_granted };
+        assert_int_equal(scheduler_slot_request(&sched, &sa, "a"), 0);
+        assert_int_equal(scheduler_slot_request(&sched, &sb, "b"), 1);
+        scheduler_slot_release(&sched, &sb);
+        fake_end(0);
+        assert_int_equal(n_fakes, 3); /* a's next, in arrival order */
+        assert_int_equal(sched.n_running, 2);
+        fake_end(2);
+        assert_int_equal(n_fakes, 4);
+        fake_end(3);
+        assert_int_equal(n_granted, 1); /* then a's slot */
+        assert_ptr_equal(granted[0], &sa);
+        scheduler_slot_release(&sched, &sa);
+        end_all();
+        expect_start_order("abaa");
+        assert_int_equal(sched.n_running, 0);
+        assert_int_equal(sched.n_queued, 0);
+}
+
+/* queue=1: a's second waiting call is refused, with a message naming the setting; b still queues;
+ * queue=0: nothing of the tenant waits. */
+static void test_tenant_queue(void **state) {
+        SchedulerTenantLimits q1 = SCHEDULER_TENANT_DEFAULT, q0 = SCHEDULER_TENANT_DEFAULT;
+        q1.queue = 1;
+        q0.queue = 0;
+        tenants_set("a", q1, "z", q0);
+        assert_int_equal(scheduler_submit(&sched, tenant_call("a", "a"), &owner_a, on_reply), 0);
+        assert_int_equal(scheduler_submit(&sched, tenant_call("a", "a"), &owner_a, on_reply), 0);
+        McpCall *c = tenant_call("a", "refused");
+        assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), -EUSERS);
+        mcp_call_free(c);
+        char msg[320];
+        scheduler_refusal_message(&sched, "a", -EUSERS, msg, sizeof(msg));
+        assert_non_null(strstr(msg, "tenant a already has 1 calls waiting"));
+        assert_non_null(strstr(msg, "queue=1 on its line of the tenants file"));
+        assert_int_equal(metrics_runs_total(fm.metrics, METRICS_OUTCOME_REJECTED), 1);
+        SchedulerSlot sa = { .granted = on_granted };
+        assert_int_equal(scheduler_slot_request(&sched, &sa, "a"), -EUSERS);
+        assert_int_equal(scheduler_submit(&sched, tenant_call("b", "b"), &owner_b, on_reply), 0);
+        c = tenant_call("z", "refused");
+        assert_int_equal(scheduler_submit(&sched, c, &owner_b, on_reply), -EUSERS);
+        mcp_call_free(c);
+        assert_int_equal(sched.n_tenants, 2); /* z, refused, is not kept */
+        end_all();
+        end_all();
+        end_all();
+        expect_start_order("aba");
+        /* With a slot free, z's call starts: queue=0 bounds waiting, not running. */
+        assert_int_equal(scheduler_submit(&sched, tenant_call("z", "z"), &owner_b, on_reply), 0);
+        end_all();
+        assert_int_equal(n_replies, 4);
+}
+
+/* A tenant that waited for nothing for a while earns no credit: it joins at the virtual time of
+ * now, and takes turns with a tenant that kept calls waiting throughout. Cancelling the owner of
+ * a tenant's every call lets the tenant go. */
+static void test_tenant_no_credit(void **state) {
+        tenants_set("a", SCHEDULER_TENANT_DEFAULT, "b", SCHEDULER_TENANT_DEFAULT);
+        assert_int_equal(scheduler_submit(&sched, tenant_call("b", "b"), &owner_b, on_reply), 0);
+        fake_end(0); /* b ran once, long ago */
+        for (int i = 0; i < 8; i++)
+                assert_int_equal(scheduler_submit(&sched, tenant_call("a", "a"), &owner_a, on_reply), 0);
+        for (size_t i = 1; i < 6; i++)
+                fake_end(i);
+        /* a has had six turns; b comes back with four calls: they alternate with a's, not all first */
+        for (int i = 0; i < 4; i++)
+                assert_int_equal(scheduler_submit(&sched, tenant_call("b", "b"), &owner_b, on_reply), 0);
+        for (size_t i = 6; i < 10; i++)
+                fake_end(i);
+        expect_start_order("baaaaaababa");
+        scheduler_cancel_owner(&sched, &owner_b);
+        assert_int_equal(sched.n_tenants, 1);
+        end_all();
+        end_all();
+        assert_int_equal(sched.n_tenants, 0);
 }
 
 static void test_start_failure(void **state) {
@@ -407,7 +580,7 @@ static void test_shutdown(void **state) {
         assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), -EBUSY);
         mcp_call_free(c);
         char msg[320];
-        scheduler_refusal_message(&sched, -EBUSY, msg, sizeof(msg));
+        scheduler_refusal_message(&sched, "", -EBUSY, msg, sizeof(msg));
         assert_string_equal(msg, REASON);
 
         scheduler_shutdown(&sched, "again"); /* once only */
@@ -574,7 +747,7 @@ static void test_routes(void **state) {
         McpCall *c = call_of("check_environment", "{}");
         assert_int_equal(scheduler_submit(&sched, c, &owner_a, on_reply), -EOPNOTSUPP);
         char msg[320];
-        scheduler_refusal_message(&sched, -EOPNOTSUPP, msg, sizeof(msg));
+        scheduler_refusal_message(&sched, "", -EOPNOTSUPP, msg, sizeof(msg));
         assert_non_null(strstr(msg, "route table"));
         assert_int_equal(n_fakes, 0);
 
@@ -617,6 +790,11 @@ int main(void) {
                 fixture_test(test_session_limit_free_slot),
                 fixture_test(test_slot_fifo_with_runs),
                 fixture_test(test_slot_queue_bound),
+                fixture_test(test_tenant_turns),
+                fixture_test(test_tenant_weight),
+                fixture_test(test_tenant_runs),
+                fixture_test(test_tenant_queue),
+                fixture_test(test_tenant_no_credit),
                 fixture_test(test_start_failure),
                 fixture_test(test_run_error),
                 fixture_test(test_nonzero_exit_recorded),

@@ -1,6 +1,7 @@
 /* test-task.c: the task store (daemon/task/): ids, owners, both bounds, TTL from the end, working
  * tasks never expire, an end is final. Times are passed in, so expiry is exact here. */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,12 +17,16 @@
 
 #define SEC 1000000u
 
+/* owner, of no tenant ("" without a bound of its own). */
+#define asker(o) (&(TaskAsker) { .owner = (o), .tenant = "", .tenant_max = UINT_MAX })
+#define tenant_asker(o, t, max) (&(TaskAsker) { .owner = (o), .tenant = (t), .tenant_max = (max) })
+
 static void test_ids(void **state) {
         TaskStore s;
         task_store_init(&s, 100, 100, UINT64_MAX, 10 * SEC);
         Task *a, *b;
-        assert_int_equal(task_store_create(&s, "stdio", 0, 1, 1, &a), 0);
-        assert_int_equal(task_store_create(&s, "stdio", 0, 1, 1, &b), 0);
+        assert_int_equal(task_store_create(&s, asker("stdio"), 0, 1, 1, &a), 0);
+        assert_int_equal(task_store_create(&s, asker("stdio"), 0, 1, 1, &b), 0);
         assert_int_equal(strlen(a->id), TASK_ID_LEN);
         assert_true(TASK_ID_LEN >= 32); /* 128 bits */
         assert_int_equal(strspn(a->id, "0123456789abcdef"), TASK_ID_LEN);
@@ -37,7 +42,7 @@ static void test_owners(void **state) {
         TaskStore s;
         task_store_init(&s, 100, 100, UINT64_MAX, 10 * SEC);
         Task *a;
-        assert_int_equal(task_store_create(&s, "session:aaa", 0, 1, 1, &a), 0);
+        assert_int_equal(task_store_create(&s, asker("session:aaa"), 0, 1, 1, &a), 0);
         /* Another owner cannot see it, by find or list. */
         assert_null(task_store_find(&s, "session:bbb", a->id, 2));
         Task *l[4];
@@ -47,7 +52,7 @@ static void test_owners(void **state) {
         char big[TASK_OWNER_MAX + 1];
         memset(big, 'x', sizeof(big) - 1);
         big[sizeof(big) - 1] = '\0';
-        assert_int_equal(task_store_create(&s, big, 0, 1, 1, &a), -EINVAL);
+        assert_int_equal(task_store_create(&s, asker(big), 0, 1, 1, &a), -EINVAL);
         task_store_done(&s);
 }
 
@@ -55,15 +60,15 @@ static void test_bounds(void **state) {
         TaskStore s;
         task_store_init(&s, 3, 2, UINT64_MAX, 10 * SEC);
         Task *t[4];
-        assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &t[0]), 0);
-        assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &t[1]), 0);
-        assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &t[2]), -EDQUOT);
-        assert_int_equal(task_store_create(&s, "b", 0, 1, 1, &t[2]), 0);
-        assert_int_equal(task_store_create(&s, "c", 0, 1, 1, &t[3]), -EBUSY);
+        assert_int_equal(task_store_create(&s, asker("a"), 0, 1, 1, &t[0]), 0);
+        assert_int_equal(task_store_create(&s, asker("a"), 0, 1, 1, &t[1]), 0);
+        assert_int_equal(task_store_create(&s, asker("a"), 0, 1, 1, &t[2]), -EDQUOT);
+        assert_int_equal(task_store_create(&s, asker("b"), 0, 1, 1, &t[2]), 0);
+        assert_int_equal(task_store_create(&s, asker("c"), 0, 1, 1, &t[3]), -EBUSY);
         /* An ended task counts until its result expires, then frees its place. */
         task_end(t[0], TASK_COMPLETED, strdup("{}"), 5 * SEC, 5);
-        assert_int_equal(task_store_create(&s, "c", 0, 6 * SEC, 6, &t[3]), -EBUSY);
-        assert_int_equal(task_store_create(&s, "c", 0, 15 * SEC, 15, &t[3]), 0);
+        assert_int_equal(task_store_create(&s, asker("c"), 0, 6 * SEC, 6, &t[3]), -EBUSY);
+        assert_int_equal(task_store_create(&s, asker("c"), 0, 15 * SEC, 15, &t[3]), 0);
         assert_int_equal(s.n_tasks, 3);
         task_store_done(&s);
 }
@@ -74,18 +79,18 @@ static void test_fetched_make_room(void **state) {
         TaskStore s;
         task_store_init(&s, 4, 2, UINT64_MAX, 10 * SEC);
         Task *a1, *a2, *a3, *b1, *c1, *d1;
-        assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &a1), 0);
-        assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &a2), 0);
+        assert_int_equal(task_store_create(&s, asker("a"), 0, 1, 1, &a1), 0);
+        assert_int_equal(task_store_create(&s, asker("a"), 0, 1, 1, &a2), 0);
         task_fetched(a1); /* working: no effect */
-        assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &a3), -EDQUOT);
+        assert_int_equal(task_store_create(&s, asker("a"), 0, 1, 1, &a3), -EDQUOT);
         task_end(a1, TASK_COMPLETED, strdup("{}"), 2 * SEC, 2);
         task_end(a2, TASK_COMPLETED, strdup("{}"), 2 * SEC, 2);
-        assert_int_equal(task_store_create(&s, "a", 0, 3 * SEC, 3, &a3), -EDQUOT); /* ended, not fetched */
+        assert_int_equal(task_store_create(&s, asker("a"), 0, 3 * SEC, 3, &a3), -EDQUOT); /* ended, not fetched */
         task_fetched(a2);
         task_fetched(a1);
         char a1_id[TASK_ID_MAX + 1];
         strcpy(a1_id, a1->id);
-        assert_int_equal(task_store_create(&s, "a", 0, 3 * SEC, 3, &a3), 0);
+        assert_int_equal(task_store_create(&s, asker("a"), 0, 3 * SEC, 3, &a3), 0);
         /* a1, the older, went; a2 is still there to fetch again. */
         assert_null(task_store_find(&s, "a", a1_id, 3 * SEC));
         assert_ptr_equal(task_store_find(&s, "a", a2->id, 3 * SEC), a2);
@@ -93,16 +98,40 @@ static void test_fetched_make_room(void **state) {
 
         /* The total bound: b's and c's tasks fill it; a new task of d takes a's fetched place, never
          * b's unfetched one; then nothing fetched is left and d is refused. */
-        assert_int_equal(task_store_create(&s, "b", 0, 3 * SEC, 3, &b1), 0);
-        assert_int_equal(task_store_create(&s, "c", 0, 3 * SEC, 3, &c1), 0);
+        assert_int_equal(task_store_create(&s, asker("b"), 0, 3 * SEC, 3, &b1), 0);
+        assert_int_equal(task_store_create(&s, asker("c"), 0, 3 * SEC, 3, &c1), 0);
         task_end(b1, TASK_COMPLETED, strdup("{}"), 3 * SEC, 3);
         char a2_id[TASK_ID_MAX + 1]; /* a2 is freed by the next create */
         strcpy(a2_id, a2->id);
-        assert_int_equal(task_store_create(&s, "d", 0, 4 * SEC, 4, &d1), 0);
+        assert_int_equal(task_store_create(&s, asker("d"), 0, 4 * SEC, 4, &d1), 0);
         assert_null(task_store_find(&s, "a", a2_id, 4 * SEC));
         assert_ptr_equal(task_store_find(&s, "b", b1->id, 4 * SEC), b1);
-        assert_int_equal(task_store_create(&s, "d", 0, 4 * SEC, 4, &d1), -EBUSY);
+        assert_int_equal(task_store_create(&s, asker("d"), 0, 4 * SEC, 4, &d1), -EBUSY);
         assert_int_equal(s.n_tasks, 4);
+        task_store_done(&s);
+}
+
+/* A tenant's tasks= (issue 31.3) bounds its tasks whoever its owners (two 2025 sessions of one
+ * tenant): past it -EUSERS; its own fetched task makes room, never another tenant's; tasks=0 none. */
+static void test_tenant_bound(void **state) {
+        TaskStore s;
+        task_store_init(&s, 10, 10, UINT64_MAX, 10 * SEC);
+        Task *a1, *a2, *b1, *x;
+        assert_int_equal(task_store_create(&s, tenant_asker("s1", "alpha", 2), 0, 1, 1, &a1), 0);
+        assert_int_equal(task_store_create(&s, tenant_asker("s2", "alpha", 2), 0, 1, 1, &a2), 0);
+        assert_int_equal(task_store_create(&s, tenant_asker("s3", "alpha", 2), 0, 1, 1, &x), -EUSERS);
+        assert_int_equal(task_store_create(&s, tenant_asker("s4", "beta", 2), 0, 1, 1, &b1), 0);
+        assert_int_equal(task_store_create(&s, tenant_asker("s5", "zero", 0), 0, 1, 1, &x), -EUSERS);
+        /* beta's fetched task is no room for alpha; alpha's own is. */
+        task_end(b1, TASK_COMPLETED, strdup("{}"), 2 * SEC, 2);
+        task_fetched(b1);
+        assert_int_equal(task_store_create(&s, tenant_asker("s3", "alpha", 2), 0, 2 * SEC, 2, &x), -EUSERS);
+        task_end(a1, TASK_COMPLETED, strdup("{}"), 2 * SEC, 2);
+        task_fetched(a1);
+        assert_int_equal(task_store_create(&s, tenant_asker("s3", "alpha", 2), 0, 2 * SEC, 2, &x), 0);
+        assert_string_equal(x->tenant, "alpha");
+        assert_ptr_equal(task_store_find(&s, "s4", b1->id, 2 * SEC), b1);
+        assert_int_equal(s.n_tasks, 3);
         task_store_done(&s);
 }
 
@@ -112,7 +141,7 @@ static void test_other_instance(void **state) {
         task_store_init(&s, 10, 10, UINT64_MAX, 10 * SEC);
         s.tag = "i8082";
         Task *t;
-        assert_int_equal(task_store_create(&s, "a", 0, 1, 1, &t), 0);
+        assert_int_equal(task_store_create(&s, asker("a"), 0, 1, 1, &t), 0);
         char tag[17];
         assert_false(str_id_other_instance(t->id, "i8082", tag)); /* ours */
         assert_true(str_id_other_instance(t->id, "i8081", tag));
@@ -131,10 +160,10 @@ static void test_ttl(void **state) {
         TaskStore s;
         task_store_init(&s, 10, 10, UINT64_MAX, 10 * SEC);
         Task *w, *e, *shorter, *longer;
-        assert_int_equal(task_store_create(&s, "o", 0, 0, 0, &w), 0);
-        assert_int_equal(task_store_create(&s, "o", 0, 0, 0, &e), 0);
-        assert_int_equal(task_store_create(&s, "o", 2 * SEC, 0, 0, &shorter), 0);
-        assert_int_equal(task_store_create(&s, "o", 100 * SEC, 0, 0, &longer), 0);
+        assert_int_equal(task_store_create(&s, asker("o"), 0, 0, 0, &w), 0);
+        assert_int_equal(task_store_create(&s, asker("o"), 0, 0, 0, &e), 0);
+        assert_int_equal(task_store_create(&s, asker("o"), 2 * SEC, 0, 0, &shorter), 0);
+        assert_int_equal(task_store_create(&s, asker("o"), 100 * SEC, 0, 0, &longer), 0);
         assert_int_equal(shorter->ttl_usec, 2 * SEC);
         assert_int_equal(longer->ttl_usec, 10 * SEC); /* never more than the store's */
         char id_e[TASK_ID_LEN + 1], id_w[TASK_ID_LEN + 1];
@@ -156,7 +185,7 @@ static void test_end_is_final(void **state) {
         TaskStore s;
         task_store_init(&s, 10, 10, UINT64_MAX, 10 * SEC);
         Task *t;
-        assert_int_equal(task_store_create(&s, "o", 0, 0, 7, &t), 0);
+        assert_int_equal(task_store_create(&s, asker("o"), 0, 0, 7, &t), 0);
         int dummy;
         t->run = &dummy;
         task_end(t, TASK_CANCELLED, NULL, 1 * SEC, 8);
@@ -188,7 +217,7 @@ static size_t packed_size(char *reply) {
         TaskStore s;
         task_store_init(&s, 1, 1, UINT64_MAX, SEC);
         Task *t;
-        assert_int_equal(task_store_create(&s, "o", 0, 1, 1, &t), 0);
+        assert_int_equal(task_store_create(&s, asker("o"), 0, 1, 1, &t), 0);
         task_end(t, TASK_COMPLETED, reply, 2, 2);
         assert_int_equal(t->status, TASK_COMPLETED);
         size_t n = t->packed_len;
@@ -207,8 +236,8 @@ static void test_bytes(void **state) {
         TaskStore s;
         task_store_init(&s, 100, 100, pc, 10 * SEC);
         Task *a, *b, *c, *d;
-        assert_int_equal(task_store_create(&s, "o", 0, 1, 1, &a), 0);
-        assert_int_equal(task_store_create(&s, "o", 0, 1, 1, &b), 0);
+        assert_int_equal(task_store_create(&s, asker("o"), 0, 1, 1, &a), 0);
+        assert_int_equal(task_store_create(&s, asker("o"), 0, 1, 1, &b), 0);
         char a_id[TASK_ID_MAX + 1];
         strcpy(a_id, a->id);
         task_end(a, TASK_COMPLETED, reply_random(600, 1), 2, 2);
@@ -220,7 +249,7 @@ static void test_bytes(void **state) {
         assert_null(b->packed);
         assert_int_equal(s.bytes, pa);
 
-        assert_int_equal(task_store_create(&s, "o", 0, 3, 3, &c), 0);
+        assert_int_equal(task_store_create(&s, asker("o"), 0, 3, 3, &c), 0);
         task_fetched(a); /* now a gives its place */
         task_end(c, TASK_COMPLETED, reply_random(1000, 3), 4, 4); /* exactly the bound, once a is gone */
         assert_int_equal(c->status, TASK_COMPLETED);
@@ -231,7 +260,7 @@ static void test_bytes(void **state) {
         assert_string_equal(back, want);
 
         task_fetched(c);
-        assert_int_equal(task_store_create(&s, "p", 0, 6, 6, &d), 0);
+        assert_int_equal(task_store_create(&s, asker("p"), 0, 6, 6, &d), 0);
         /* a result larger than the bound itself never fits, and c is not freed for it in vain */
         task_end(d, TASK_COMPLETED, reply_random(1400, 4), 7, 7);
         assert_int_equal(d->status, TASK_FAILED);
@@ -261,7 +290,7 @@ static void test_compact(void **state) {
         TaskStore s;
         task_store_init(&s, 10, 10, UINT64_MAX, SEC);
         Task *t, *u;
-        assert_int_equal(task_store_create(&s, "o", 0, 1, 1, &t), 0);
+        assert_int_equal(task_store_create(&s, asker("o"), 0, 1, 1, &t), 0);
         task_end(t, TASK_COMPLETED, escaped, 2, 2);
         assert_int_equal(t->status, TASK_COMPLETED);
         assert_int_equal(t->reply_len, len);
@@ -277,7 +306,7 @@ static void test_compact(void **state) {
         memcpy(twice, one, half);
         memcpy(twice + half, one, half + 1);
         const size_t alone = packed_size(strdup(one));
-        assert_int_equal(task_store_create(&s, "o", 0, 1, 1, &u), 0);
+        assert_int_equal(task_store_create(&s, asker("o"), 0, 1, 1, &u), 0);
         task_end(u, TASK_COMPLETED, twice, 2, 2);
         assert_true(u->packed_len < alone + alone / 20);
         _cleanup_free_ char *back2 = task_reply(u);
@@ -295,6 +324,7 @@ int main(void) {
                 cmocka_unit_test(test_owners),
                 cmocka_unit_test(test_bounds),
                 cmocka_unit_test(test_fetched_make_room),
+                cmocka_unit_test(test_tenant_bound),
                 cmocka_unit_test(test_other_instance),
                 cmocka_unit_test(test_ttl),
                 cmocka_unit_test(test_end_is_final),

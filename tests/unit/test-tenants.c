@@ -3,6 +3,7 @@
  * file's owner and mode checked as sshd checks a key; the daemon's set, with the tenant that
  * MCP_EXEC_AUTH_TOKEN makes. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -64,7 +65,8 @@ static void test_lines_and_limits(void **state) {
         /* nothing set: the daemon's own */
         assert_string_equal(b->name, "beta");
         assert_int_equal(b->limits.runs, 0);
-        assert_int_equal(b->limits.queue, 0);
+        assert_int_equal(b->limits.queue, UINT_MAX); /* 0 is a bound there: none wait */
+        assert_int_equal(b->limits.tasks, UINT_MAX);
         assert_int_equal(b->limits.memory_max, UINT64_MAX);
         assert_int_equal(b->limits.weight, 100);
         assert_ptr_equal(tenants_find_name(t, "beta"), b);
@@ -262,14 +264,20 @@ static void test_load_config(void **state) {
         t = tenants_free(t);
         unlink(path);
 
-        /* sessions= is applied (daemon/pysession/); the other limits are parsed
-         * (test_lines_and_limits) but not applied yet: refused. */
+        /* sessions= (daemon/pysession/), runs=, queue=, weight= (the run queue) and tasks= (the task
+         * store) are applied; the slice's limits are parsed (test_lines_and_limits) but not applied
+         * yet: refused. */
         strcpy(path, "/tmp/test-tenants-XXXXXX");
-        snprintf(text, sizeof(text), "alpha %s sessions=2\n", alpha_hash);
+        snprintf(text, sizeof(text), "alpha %s sessions=2 runs=3 queue=0 tasks=4 weight=50\n", alpha_hash);
         write_file(path, text, 0600);
         cfg = (Config) { .tenants = path };
         assert_int_equal(tenants_load_config(&cfg, geteuid(), &t, &err), 0);
-        assert_int_equal(tenants_get(t, 0)->limits.sessions, 2);
+        const TenantLimits *l = &tenants_get(t, 0)->limits;
+        assert_int_equal(l->sessions, 2);
+        assert_int_equal(l->runs, 3);
+        assert_int_equal(l->queue, 0);
+        assert_int_equal(l->tasks, 4);
+        assert_int_equal(l->weight, 50);
         t = tenants_free(t);
         unlink(path);
         strcpy(path, "/tmp/test-tenants-XXXXXX");
