@@ -60,9 +60,17 @@ static void histogram_observe(Histogram *h, uint64_t v) {
 
 enum { HIST_DURATION, HIST_QUEUE, HIST_SCOPE, HIST_MEMORY, _HIST_MAX };
 
-static const char *const rejection_reasons[] = { "queue-full", "session-queue-full", "shutting-down",
-                                                 "invalid-arguments", "duplicate-id", "tasks-full",
-                                                 "client-tasks-full" };
+/* Why a call is refused before it runs, each counted under its name. A bound of the daemon's (its
+ * capacity, a session's or a tenant's share of it) is a warning: the operator may want to raise it;
+ * a caller's mistake is information. */
+static const struct RejectionReason {
+        const char *name;
+        bool bound;
+} rejection_reasons[] = {
+        { "queue-full", true },         { "session-queue-full", true }, { "tenant-queue-full", true },
+        { "shutting-down", true },      { "invalid-arguments", false }, { "duplicate-id", false },
+        { "tasks-full", true },         { "client-tasks-full", true },  { "tenant-tasks-full", true },
+};
 
 /* A tenant's own counters (issue 31.5): its runs by outcome and their CPU. Only configured names
  * reach here (a tenant is who authenticated), and a name once seen keeps its counters across
@@ -437,14 +445,14 @@ void metrics_run_rejected(Metrics *m, const MetricsRejection *rej) {
         TenantCounts *t = rej->tenant ? tenant_counts(m, rej->tenant) : NULL;
         if (t)
                 t->runs[METRICS_OUTCOME_REJECTED]++;
+        bool bound = false;
         for (size_t i = 0; i < ELEMENTSOF(rejection_reasons); i++)
-                if (strcmp(reason, rejection_reasons[i]) == 0)
+                if (strcmp(reason, rejection_reasons[i].name) == 0) {
                         m->rejected[i]++;
+                        bound = rejection_reasons[i].bound;
+                }
 
-        bool ours = strcmp(reason, "queue-full") == 0 || strcmp(reason, "session-queue-full") == 0 ||
-                    strcmp(reason, "shutting-down") == 0 || strcmp(reason, "tasks-full") == 0 ||
-                    strcmp(reason, "client-tasks-full") == 0;
-        _cleanup_(record_done) Record r = { .priority = ours ? LOG_WARNING : LOG_INFO };
+        _cleanup_(record_done) Record r = { .priority = bound ? LOG_WARNING : LOG_INFO };
         record_message(&r, "call rejected: %s", reason);
         record_add(&r, "MESSAGE_ID", "%s", METRICS_MESSAGE_RUN_REJECTED);
         record_add(&r, "TRANSPORT", "%s", m->transport);
@@ -626,7 +634,7 @@ int metrics_render(const Metrics *m, char **ret, size_t *ret_len) {
 
         put_family(&b, &err, "mcp_execd_runs_rejected_total", "counter", "Calls refused before running, by reason.");
         for (size_t i = 0; i < ELEMENTSOF(rejection_reasons); i++)
-                put(&b, &err, "mcp_execd_runs_rejected_total{reason=\"%s\"} %" PRIu64 "\n", rejection_reasons[i],
+                put(&b, &err, "mcp_execd_runs_rejected_total{reason=\"%s\"} %" PRIu64 "\n", rejection_reasons[i].name,
                     m->rejected[i]);
 
         put_family(&b, &err, "mcp_execd_runs_truncated_total", "counter",

@@ -508,11 +508,16 @@ void scheduler_refusal_message(const Scheduler *s, const char *tenant, int r, ch
         else if (r == -EUSERS) {
                 const SchedTenant *t = tenant_find(s, tenant);
                 SchedulerTenantLimits l = t ? t->limits : tenant_limits_of(s, tenant);
+                char running[96];
+                if (l.runs)
+                        snprintf(running, sizeof(running), "%" PRIu32 " of its runs=%" PRIu32, t ? t->n_running : 0, l.runs);
+                else
+                        snprintf(running, sizeof(running), "%" PRIu32 " (MCP_EXEC_MAX_CONCURRENT=%" PRIu32 " for all)",
+                                 t ? t->n_running : 0, s->max_running);
                 snprintf(buf, size,
-                         "tenant %s already has %" PRIu32 " calls waiting for a slot (queue=%" PRIu32
-                         " on its line of the tenants file; %" PRIu32 " of its calls are running%s); retry when one has started",
-                         tenant, t ? t->n_queued : 0, l.queue, t ? t->n_running : 0,
-                         l.runs ? ", runs= bounds them" : "");
+                         "the run queue holds no more calls of tenant %s: %" PRIu32 " are waiting for a slot, its queue=%" PRIu32
+                         " on its line of the tenants file; running: %s; retry when one has ended",
+                         tenant, t ? t->n_queued : 0, l.queue, running);
         }
         else if (r == -EDQUOT)
                 snprintf(buf, size,

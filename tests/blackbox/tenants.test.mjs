@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { binaryPath, daemonEnv, pySleeperExec, reapMarker, uniqueMarker, waitMarkerPresent } from './lib/index.mjs';
+import { binaryPath, daemonEnv, findByMarker, pySleeperExec, reapMarker, uniqueMarker, waitMarkerPresent } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk, initSession, mcpPost, openLegacy, postHeaders, rawRequest } from './lib/http-daemon.mjs';
 import { callTool } from './lib/files.mjs';
 
@@ -218,7 +218,7 @@ test('a tenants file that cannot be used refuses the start (exit 2), naming the 
         { text: `alpha ${h} colour=blue\n`, want: /line 1: unknown key 'colour' \(known: runs, queue, sessions, tasks, memory, pids, weight\)/ },
         { text: `alpha ${h} memory=lots\n`, want: /line 1: memory=lots: not a size/ },
         // Limits are read but not applied yet: refused rather than trusted.
-        { text: `alpha ${h}\nbeta ${sha256('b')} runs=2\n`, want: /line 2: tenant beta: runs= is a limit this version reads but does not apply yet; remove it rather than rely on it/ },
+        { text: `alpha ${h}\nbeta ${sha256('b')} pids=2\n`, want: /line 2: tenant beta: pids= is a limit this version reads but does not apply yet; remove it rather than rely on it/ },
         { text: `alpha ${h}\nbeta ${h}\n`, want: /line 2: tenants alpha and beta have the same token/ },
         { text: `# nobody\n`, want: /no tenant in it/ },
         { text: `default ${h}\n`, env: { MCP_EXEC_AUTH_TOKEN: 'z-token' }, want: /a tenant called default, the name of the one MCP_EXEC_AUTH_TOKEN makes/ },
@@ -274,4 +274,42 @@ test('sessions= bounds a tenant\'s open Python sessions, naming the setting; ano
         assert.ok((await callTool(b, 'session_open', {})).sc?.session);
     assert.equal((await callTool(a, 'session_close', { session: first.sc.session })).sc.closed, true);
     assert.ok((await callTool(a, 'session_open', {})).sc?.session, 'a closed session still counted');
+});
+
+test('runs= and queue= bound a tenant in the run queue and tasks= its tasks, each error naming the setting; another tenant is not held up', async (t) => {
+    // alpha: one run at once, none waiting; beta: none of its own; gamma: one task kept.
+    const file = tenantsFile(t, `${lines('alpha').trim()} runs=1 queue=0\n${lines('beta')}${lines('gamma').trim()} tasks=1\n`);
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_TENANTS: file, MCP_EXEC_MAX_CONCURRENT: '3', MCP_EXEC_TASK_INLINE_MS: '0' } });
+    const a = await connectSdk(t, d, 'http', { headers: bearer('alpha') });
+    const b = await connectSdk(t, d, 'http', { headers: bearer('beta') });
+    const marker = uniqueMarker('runs');
+    reapMarker(t, marker);
+    const long = callTool(a, 'exec', { code: pySleeperExec(marker, 30), timeout_s: 40 });
+    assert.ok((await waitMarkerPresent(marker, 20000)).length > 0, 'alpha\'s first run did not start');
+    // A slot is free (3 in all) but alpha holds its one: its next call would wait, and queue=0.
+    const refused = await callTool(a, 'exec', { code: 'print(1)' });
+    assert.equal(refused.isError, true, JSON.stringify(refused.result));
+    assert.equal(refused.result.content[0].text, 'the run queue holds no more calls of tenant alpha: 0 are waiting for a slot, ' +
+        'its queue=0 on its line of the tenants file; running: 1 of its runs=1; retry when one has ended');
+    // beta runs at once, twice over, beside alpha's run.
+    const [b1, b2] = await Promise.all([callTool(b, 'exec', { code: 'print("b1")' }), callTool(b, 'exec', { code: 'print("b2")' })]);
+    assert.deepEqual([b1.sc.stdout, b2.sc.stdout], ['b1\n', 'b2\n']);
+    assert.ok(b1.sc.queue_ms < 1000 && b2.sc.queue_ms < 1000, `beta waited: ${b1.sc.queue_ms}, ${b2.sc.queue_ms} ms`);
+    // The refusal is a run record like a full queue's, with its reason and tenant.
+    assert.ok(await d.waitFor(/REASON=tenant-queue-full .*TENANT=alpha\b/, 5000),
+        'no record of the refusal');
+    for (const p of findByMarker(marker)) process.kill(p.pid, 'SIGKILL'); // alpha's run ends: its slot frees
+    const ended = await long;
+    assert.equal(ended.sc.signal, 'SIGKILL', JSON.stringify(ended.result));
+    assert.equal((await callTool(a, 'exec', { code: 'print(2)' })).sc.stdout, '2\n');
+
+    // tasks=1: gamma's second task is refused while its first is kept; beta makes two.
+    const call = (who, id) => modernPost(d, who, id, 'tools/call', { name: 'exec', arguments: { code: 'import time\ntime.sleep(1)' } });
+    const g1 = await call('gamma', 11);
+    assert.ok(g1.json.result?.taskId, g1.body);
+    const g2 = await call('gamma', 12);
+    assert.equal(g2.json.error?.code, -32600, g2.body);
+    assert.match(g2.json.error.message, /^too many tasks for tenant gamma: at most 1 \(tasks=1 on its line of the tenants file\)/);
+    for (const id of [13, 14])
+        assert.ok((await call('beta', id)).json.result?.taskId);
 });

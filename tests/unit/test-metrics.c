@@ -826,7 +826,7 @@ static void test_tenants(void **state) {
         size_t len = 0;
         assert_int_equal(metrics_render(m, &text, &len), 0);
         int families = assert_exposition(text, len);
-        assert_null(strstr(text, "tenant"));
+        assert_null(strstr(text, "mcp_execd_tenant_"));
         free(text);
 
         MetricsRun r = sample_run();

@@ -411,8 +411,9 @@ static void test_tenant_queue(void **state) {
         mcp_call_free(c);
         char msg[320];
         scheduler_refusal_message(&sched, "a", -EUSERS, msg, sizeof(msg));
-        assert_non_null(strstr(msg, "tenant a already has 1 calls waiting"));
-        assert_non_null(strstr(msg, "queue=1 on its line of the tenants file"));
+        assert_string_equal(msg, "the run queue holds no more calls of tenant a: 1 are waiting for a slot, its queue=1 on "
+                                 "its line of the tenants file; running: 1 (MCP_EXEC_MAX_CONCURRENT=1 for all); retry "
+                                 "when one has ended");
         assert_int_equal(metrics_runs_total(fm.metrics, METRICS_OUTCOME_REJECTED), 1);
         SchedulerSlot sa = { .granted = on_granted };
         assert_int_equal(scheduler_slot_request(&sched, &sa, "a"), -EUSERS);
