@@ -83,16 +83,46 @@ static int fs_open(Cgroup *c, char **reterr) {
         return 0;
 }
 
+/* tenant-<name>/ below our subtree: its runs' cgroups are made in it, and its files bound them all. */
+static int fs_tenant_apply(Cgroup *c, const CgroupTenant *t, char *ret_slice, size_t size, char **reterr) {
+        snprintf(ret_slice, size, "tenant-%s", t->name);
+        if (mkdirat(c->base_fd, ret_slice, 0755) < 0 && errno != EEXIST)
+                return cg_reason(reterr, -errno, "cannot create the cgroup %s of tenant %s: %m", ret_slice, t->name);
+        _cleanup_close_ int fd = openat(c->base_fd, ret_slice, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return cg_reason(reterr, -errno, "cannot open the cgroup %s of tenant %s: %m", ret_slice, t->name);
+        char v[64];
+        int r = cg_write_at(fd, "cgroup.subtree_control", "+memory +pids");
+        if (r >= 0) {
+                limit_format(v, sizeof(v), t->memory_max_bytes == UINT64_MAX, t->memory_max_bytes, "");
+                r = cg_write_at(fd, "memory.max", v);
+        }
+        if (r >= 0) {
+                limit_format(v, sizeof(v), t->pids_max == UINT64_MAX, t->pids_max, "");
+                r = cg_write_at(fd, "pids.max", v);
+        }
+        if (r < 0)
+                return cg_reason(reterr, r, "cannot set the bounds of tenant %s in its cgroup %s: %s", t->name,
+                                 ret_slice, strerror(-r));
+        /* cpu.weight exists where our subtree enabled cpu (fs_open(), optional there too). */
+        snprintf(v, sizeof(v), "%" PRIu64, t->cpu_weight);
+        if (faccessat(fd, "cpu.weight", W_OK, 0) == 0 && (r = cg_write_at(fd, "cpu.weight", v)) < 0)
+                return cg_reason(reterr, r, "cannot set cpu.weight of tenant %s: %s", t->name, strerror(-r));
+        (void) cg_write_at(fd, "cgroup.subtree_control", "+cpu");
+        return 0;
+}
+
 static void fs_close(Cgroup *c) {
         c->base_fd = safe_close(c->base_fd);
 }
 
 static int fs_run_create(CgroupRun *cr) {
         Cgroup *c = cr->cgroup;
-        char name[96];
+        char name[sizeof(cr->slice) + sizeof(cr->id) + 8];
         int r;
 
-        snprintf(name, sizeof(name), "run-%s", cr->id);
+        /* In its tenant's cgroup when it has one: a path below base_fd either way. */
+        snprintf(name, sizeof(name), "%s%srun-%s", cr->slice, cr->slice[0] ? "/" : "", cr->id);
         cr->run_path = strdup(name);
         if (!cr->run_path)
                 return -ENOMEM;
@@ -130,4 +160,5 @@ const CgroupOps cgroup_fs_ops = {
         .run_destroy = fs_run_destroy,
         .run_kill = cg_run_kill,
         .run_read = cg_run_read,
+        .tenant_apply = fs_tenant_apply,
 };

@@ -47,6 +47,9 @@ typedef struct CgroupOps {
          * not yet. NULL: nothing to remove. */
         void (*run_destroy)(CgroupRun *cr);
         int (*run_kill)(CgroupRun *cr);       /* NULL: -EBADF (no payload/) */
+        /* Makes t's slice or sets its bounds, and writes its name (a unit, or a directory below
+         * base_fd) to ret_slice. NULL: tenants have no slice (-EOPNOTSUPP). */
+        int (*tenant_apply)(Cgroup *c, const CgroupTenant *t, char *ret_slice, size_t size, char **reterr);
         int (*run_read)(CgroupRun *cr, CgroupStats *ret); /* NULL: -EBADF (no counters) */
 } CgroupOps;
 
@@ -70,11 +73,19 @@ typedef struct CgroupSystemd {
         unsigned recent_next;
 } CgroupSystemd;
 
+/* A tenant with a slice of its own (cgroup_tenants_set()). */
+typedef struct CgroupTenantSlice {
+        char name[CGROUP_TENANT_NAME_MAX + 1];
+        char slice[192]; /* systemd: the unit; cgroupfs: the directory below base_fd */
+} CgroupTenantSlice;
+
 struct Cgroup {
         const CgroupOps *ops;
         CgroupConfig config;
         char *slice;
         char describe[256];
+        CgroupTenantSlice *tenants; /* the last cgroup_tenants_set()'s */
+        size_t n_tenants;
 
         int base_fd;           /* cgroupfs: our delegated cgroup, parent of every run's cgroup */
         CgroupSystemd systemd;
@@ -94,6 +105,7 @@ struct CgroupRun {
         char id[64];
         char unit[128];
         uint32_t timeout_s;
+        char slice[192];   /* its tenant's slice (CgroupTenantSlice.slice), or "": the daemon's */
         int run_fd;        /* the scope's or the run's own cgroup directory */
         int supervisor_fd;
         int payload_fd;
@@ -134,6 +146,10 @@ int cg_make_leaves(int run_fd, bool move_init, pid_t init_pid, int *ret_supervis
 /* payload/'s counters, and the OOM and pids events of payload/ and of the run's cgroup (run_fd,
  * -EBADF to skip it). */
 int cg_stats_read(int payload_fd, int run_fd, CgroupStats *ret);
+/* The slice unit of tenant name below parent (a slice's unit name): mcp-execd.slice's
+ * mcp-execd-tenant-<name>.slice, '-' in name written \x2d. -EINVAL when parent is no slice,
+ * -ENAMETOOLONG when it does not fit size. */
+int cg_tenant_unit_name(const char *parent, const char *name, char *ret, size_t size);
 /* Writes payload_fd's cgroup.kill. */
 int cg_kill(int payload_fd);
 

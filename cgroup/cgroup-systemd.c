@@ -209,7 +209,7 @@ static int start_scope(CgroupRun *cr) {
         uint64_t runtime = ((uint64_t) cr->timeout_s + c->config.backstop_grace_s) * 1000000u;
         r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
                                   "Description", "s", description,
-                                  "Slice", "s", c->slice,
+                                  "Slice", "s", cr->slice[0] ? cr->slice : c->slice,
                                   "Delegate", "b", 1,
                                   "MemoryAccounting", "b", 1,
                                   "TasksAccounting", "b", 1,
@@ -433,6 +433,48 @@ static int systemd_stop_stale(Cgroup *c) {
         return r < 0 ? r : n;
 }
 
+/* The bounds as properties of the slice, appended to m (an a(sv) container is open). */
+static int tenant_properties(sd_bus_message *m, const CgroupTenant *t) {
+        return sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)", "MemoryAccounting", "b", 1, "TasksAccounting", "b", 1,
+                                     "MemoryMax", "t", t->memory_max_bytes, "TasksMax", "t", t->pids_max, "CPUWeight", "t",
+                                     t->cpu_weight, "MemorySwapMax", "t", (uint64_t) 0);
+}
+
+/* SetUnitProperties (runtime) sets a slice's bounds whether it runs or not: a slice needs no unit
+ * file, so the manager loads one by its name alone, and the scopes started in it later start it.
+ * The properties live in /run/systemd/system.control/ until a reboot, as `systemctl set-property
+ * --runtime` leaves them. */
+static int systemd_tenant_apply(Cgroup *c, const CgroupTenant *t, char *ret_slice, size_t size, char **reterr) {
+        int r = cg_tenant_unit_name(c->slice, t->name, ret_slice, size);
+        if (r < 0)
+                return cg_reason(reterr, r, "no slice name for tenant %s below %s", t->name, c->slice);
+        if (!c->systemd.bus) {
+                _cleanup_free_ char *why = NULL;
+                r = bus_setup(c, &why);
+                if (r < 0)
+                        return cg_reason(reterr, r, "systemd cannot be reached to set up the slice of tenant %s: %s",
+                                         t->name, why ?: strerror(-r));
+        }
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        r = sd_bus_message_new_method_call(c->systemd.bus, &m, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER,
+                                           "SetUnitProperties");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "sb", ret_slice, 1);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r >= 0)
+                r = tenant_properties(m, t);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_call(c->systemd.bus, m, 0, &error, NULL);
+        if (r < 0)
+                return cg_reason(reterr, r, "systemd did not set the bounds of %s (tenant %s): %s", ret_slice, t->name,
+                                 error.message ?: strerror(-r));
+        return 0;
+}
+
 static int systemd_event_fd(Cgroup *c) {
         return c->systemd.bus ? sd_bus_get_fd(c->systemd.bus) : -EBADF;
 }
@@ -478,4 +520,5 @@ const CgroupOps cgroup_systemd_ops = {
         /* No run_destroy: the scope's cgroup is systemd's to remove (cgroup_run_free). */
         .run_kill = cg_run_kill,
         .run_read = cg_run_read,
+        .tenant_apply = systemd_tenant_apply,
 };

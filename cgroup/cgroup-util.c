@@ -214,3 +214,22 @@ int cg_run_kill(CgroupRun *cr) {
 int cg_run_read(CgroupRun *cr, CgroupStats *ret) {
         return cg_stats_read(cr->payload_fd, cr->run_fd, ret);
 }
+
+/* The tenant's slice unit: mcp-execd.slice's child mcp-execd-tenant-<name>.slice ('-' is the
+ * hierarchy's separator in a slice's name, so one in the tenant's name is written \x2d, as
+ * systemd-escape(1) does; the other characters of a name need no escaping). */
+int cg_tenant_unit_name(const char *parent, const char *name, char *ret, size_t size) {
+        size_t n = strlen(parent);
+        if (n < 6 || strcmp(parent + n - 6, ".slice") != 0)
+                return -EINVAL;
+        n -= 6;
+        bool root = n == 1 && parent[0] == '-'; /* -.slice: the tenant's is a top-level slice */
+        int k = snprintf(ret, size, "%.*s%stenant-", root ? 0 : (int) n, parent, root ? "" : "-");
+        for (const char *p = name; *p && k >= 0 && (size_t) k < size; p++)
+                k += *p == '-' ? snprintf(ret + k, size - (size_t) k, "\\x2d")
+                               : snprintf(ret + k, size - (size_t) k, "%c", *p);
+        if (k < 0 || (size_t) k + 7 >= size)
+                return -ENAMETOOLONG;
+        strcpy(ret + k, ".slice");
+        return 0;
+}

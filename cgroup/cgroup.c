@@ -98,6 +98,7 @@ Cgroup *cgroup_free(Cgroup *c) {
         if (c->ops && c->ops->close)
                 c->ops->close(c);
         free(c->slice);
+        free(c->tenants);
         free(c);
         return NULL;
 }
@@ -134,7 +135,45 @@ int cgroup_event_process(Cgroup *c) {
         return c->ops->event_process ? c->ops->event_process(c) : 0;
 }
 
-int cgroup_run_new(Cgroup *c, const char *run_id, uint32_t timeout_s, CgroupRun **ret) {
+int cgroup_tenants_set(Cgroup *c, const CgroupTenant *v, size_t n, char **reterr) {
+        *reterr = NULL;
+        _cleanup_free_ CgroupTenantSlice *set = n ? calloc(n, sizeof(*set)) : NULL;
+        if (n && !set)
+                return -ENOMEM;
+        size_t done = 0;
+        int r = 0;
+        for (; done < n; done++) {
+                if (strlen(v[done].name) > CGROUP_TENANT_NAME_MAX) {
+                        r = cg_reason(reterr, -EINVAL, "tenant name too long: %.40s", v[done].name);
+                        break;
+                }
+                if (!c->ops->tenant_apply) {
+                        r = cg_reason(reterr, -EOPNOTSUPP, "the %s backend has no slices: the memory, process and CPU "
+                                      "bounds of tenant %s cannot be enforced", c->ops->name, v[done].name);
+                        break;
+                }
+                snprintf(set[done].name, sizeof(set[done].name), "%s", v[done].name);
+                r = c->ops->tenant_apply(c, &v[done], set[done].slice, sizeof(set[done].slice), reterr);
+                if (r < 0)
+                        break;
+        }
+        /* What was applied holds: the runs of those tenants go to their slices. */
+        free(c->tenants);
+        c->tenants = TAKE_PTR(set);
+        c->n_tenants = c->ops->tenant_apply ? done : 0;
+        return r;
+}
+
+const char *cgroup_tenant_slice(const Cgroup *c, const char *tenant) {
+        if (!c || !tenant || !*tenant)
+                return NULL;
+        for (size_t i = 0; i < c->n_tenants; i++)
+                if (strcmp(c->tenants[i].name, tenant) == 0)
+                        return c->tenants[i].slice;
+        return NULL;
+}
+
+int cgroup_run_new(Cgroup *c, const char *run_id, uint32_t timeout_s, const char *tenant, CgroupRun **ret) {
         _cleanup_(cgroup_run_freep) CgroupRun *cr = calloc(1, sizeof(*cr));
         if (!cr)
                 return -ENOMEM;
@@ -143,6 +182,7 @@ int cgroup_run_new(Cgroup *c, const char *run_id, uint32_t timeout_s, CgroupRun 
                 .payload_fd = -EBADF, .pidfd = -EBADF,
         };
         snprintf(cr->id, sizeof(cr->id), "%s", run_id);
+        snprintf(cr->slice, sizeof(cr->slice), "%s", cgroup_tenant_slice(c, tenant) ?: "");
         if (c->ops->run_create) {
                 int r = c->ops->run_create(cr);
                 if (r < 0)

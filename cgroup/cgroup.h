@@ -59,6 +59,29 @@ int cgroup_event_mask(Cgroup *c);     /* poll(2) events to wait for */
 uint64_t cgroup_event_timeout(Cgroup *c);
 int cgroup_event_process(Cgroup *c);  /* ≥ 0, or -errno when the connection failed */
 
+/* A tenant's own slice (issue 31.3): the scopes (cgroupfs: the cgroups) of its runs and sessions
+ * are placed in it, so that its bounds hold for all of them together. */
+typedef struct CgroupTenant {
+        const char *name;          /* 1 to CGROUP_TENANT_NAME_MAX of [A-Za-z0-9_-] */
+        uint64_t memory_max_bytes; /* UINT64_MAX: none */
+        uint64_t pids_max;         /* UINT64_MAX: none */
+        uint64_t cpu_weight;       /* 1..10000 (100: the kernel's default) */
+} CgroupTenant;
+#define CGROUP_TENANT_NAME_MAX 32
+
+/* Makes the tenants' slices, or sets their bounds anew (a reload): systemd, the slice
+ * <slice-prefix>-tenant-<name>.slice (mcp-execd-tenant-<name>.slice; '-' in a name escaped as \x2d)
+ * with MemoryMax, TasksMax and CPUWeight set for the runtime; cgroupfs, tenant-<name>/ below our
+ * subtree with memory.max, pids.max and cpu.weight. The set replaces the last: a tenant not in v
+ * places its next runs in the daemon's own slice (its slice stays, with what still runs in it).
+ * none: nothing (the bounds cannot hold; -EOPNOTSUPP when n > 0, and the set is still kept).
+ * Blocking (a D-Bus round trip each): call at start and at a reload. Returns 0 or -errno with
+ * *reterr saying which tenant and why; on failure the tenants before it are set. */
+int cgroup_tenants_set(Cgroup *c, const CgroupTenant *v, size_t n, char **reterr);
+/* The slice (systemd: its unit; cgroupfs: its directory below our subtree) of tenant, or NULL when
+ * it has none (not in the set, or the none backend). */
+const char *cgroup_tenant_slice(const Cgroup *c, const char *tenant);
+
 /* One run's cgroups. */
 typedef struct CgroupRun CgroupRun;
 
@@ -70,9 +93,10 @@ typedef struct CgroupStats {
         bool pids_limit_hit; /* pids.events max > 0 */
 } CgroupStats;
 
-/* Prepares a run. For cgroupfs the cgroups are created now, so the init can be cloned straight
- * into supervisor/. Returns 0 or -errno. */
-int cgroup_run_new(Cgroup *c, const char *run_id, uint32_t timeout_s, CgroupRun **ret);
+/* Prepares a run, in tenant's slice when it has one (cgroup_tenant_slice(); NULL or "": the
+ * daemon's). For cgroupfs the cgroups are created now, so the init can be cloned straight into
+ * supervisor/. Returns 0 or -errno. */
+int cgroup_run_new(Cgroup *c, const char *run_id, uint32_t timeout_s, const char *tenant, CgroupRun **ret);
 
 /* The cgroup the run's init is to be cloned into (CLONE_INTO_CGROUP), or -EBADF when the init is
  * placed after spawn (systemd: by PID). Owned by the CgroupRun. */

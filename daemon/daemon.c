@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "bus-events.h"
 #include "cgroup.h"
 #include "daemon.h"
@@ -468,6 +470,33 @@ static unsigned daemon_tenant_tasks_max(void *userdata, const char *tenant) {
         return t ? t->limits.tasks : UINT_MAX;
 }
 
+/* Whether a tenant's line bounds its slice (memory=, pids=, a weight= of its own): only those
+ * tenants get one, so that the others keep the ready sandboxes, which wait in the daemon's slice. */
+static bool tenant_has_slice(const Tenant *t) {
+        return t->limits.memory_max != UINT64_MAX || t->limits.pids_max != UINT64_MAX || t->limits.weight != 100;
+}
+
+/* check_environment's auth.limits for the caller's tenant: its line's bounds (null where the line
+ * sets none) and where its slice is; without cgroups, that its slice's bounds do not hold. */
+static json_t *daemon_tenant_limits_json(void *userdata, const char *tenant) {
+        Daemon *d = userdata;
+        const Tenant *t = tenants_find_name(d->tenants, tenant);
+        if (!t)
+                return NULL;
+        const TenantLimits *l = &t->limits;
+        const char *slice = cgroup_tenant_slice(d->cgroup, tenant);
+        const char *slice_bounds = !tenant_has_slice(t) ? NULL
+                                   : slice               ? "enforced"
+                                                         : "not enforced: no cgroups here (rlimit mode), only the counts hold";
+#define COUNT_OR_NULL(v, none) ((v) == (none) ? json_null() : json_integer((json_int_t) (v)))
+        return json_pack("{s:o, s:o, s:o, s:o, s:I, s:o, s:o, s:s?, s:s?}", "runs", COUNT_OR_NULL(l->runs, 0u),
+                         "queue", COUNT_OR_NULL(l->queue, UINT_MAX), "sessions", COUNT_OR_NULL(l->sessions, 0u),
+                         "tasks", COUNT_OR_NULL(l->tasks, UINT_MAX), "weight", (json_int_t) l->weight,
+                         "memory_max_bytes", COUNT_OR_NULL(l->memory_max, UINT64_MAX), "pids_max",
+                         COUNT_OR_NULL(l->pids_max, UINT64_MAX), "slice", slice, "slice_bounds", slice_bounds);
+#undef COUNT_OR_NULL
+}
+
 static int daemon_serving_setup(Daemon *d) {
         const Config *cfg = d->config;
         scheduler_init(&d->scheduler, &d->env, cfg->max_concurrent, cfg->queue_max);
@@ -487,6 +516,7 @@ static int daemon_serving_setup(Daemon *d) {
         pysessions_attach(d->pysessions, &d->scheduler);
         pyexec_set_py_sessions(d->pyexec, daemon_py_sessions_count, d->pysessions);
         pyexec_set_session_open(d->pyexec, daemon_py_session_open, d->pysessions);
+        pyexec_set_tenant_limits(d->pyexec, daemon_tenant_limits_json, d);
         q = daemon_routes_setup(d);
         if (q < 0)
                 return q;
@@ -570,6 +600,34 @@ static int daemon_tenants_setup(Daemon *d) {
         return 0;
 }
 
+/* The slices of the tenants that bound one (cgroup_tenants_set()): at start and at each reload.
+ * Without cgroups their memory=, pids= and weight='s CPU share cannot hold: a warning, and
+ * check_environment says so to each such tenant; their counts (runs=, queue=, …) still hold.
+ * Returns what cgroup_tenants_set() returned. */
+static int daemon_tenant_slices(Daemon *d, const Tenants *t, const char *prefix) {
+        size_t n = 0, all = tenants_count(t);
+        _cleanup_free_ CgroupTenant *v = all ? calloc(all, sizeof(*v)) : NULL;
+        if (all && !v)
+                return log_error_errno(-ENOMEM, "%scannot set up the tenants' slices: %m", prefix);
+        for (size_t i = 0; i < all; i++) {
+                const Tenant *x = tenants_get(t, i);
+                if (tenant_has_slice(x))
+                        v[n++] = (CgroupTenant) { .name = x->name, .memory_max_bytes = x->limits.memory_max,
+                                                  .pids_max = x->limits.pids_max, .cpu_weight = x->limits.weight };
+        }
+        _cleanup_free_ char *err = NULL;
+        int r = cgroup_tenants_set(d->cgroup, v, n, &err);
+        if (r == -EOPNOTSUPP)
+                log_warning("%s%zu tenants bound memory, processes or CPU weight, which without cgroups cannot hold "
+                            "(MCP_EXEC_CGROUP=none): their runs= queue= sessions= tasks= and queue weight do; %s",
+                            prefix, n, err ?: "");
+        else if (r < 0)
+                log_error("%scannot set up the tenants' slices: %s", prefix, err ?: strerror(-r));
+        else if (n > 0)
+                log_info("%s%zu tenants in slices of their own (%s backend)", prefix, n, cgroup_backend_name(d->cgroup));
+        return r;
+}
+
 /* SIGHUP over HTTP (`systemctl reload`): the tenants file again. One that cannot be used keeps the
  * tenants of before, and the log says why. Nothing in flight is touched: a request already let in
  * carries its tenant's name (not a pointer into the old set), and sessions and tasks are found by
@@ -589,6 +647,7 @@ static void daemon_reload(Daemon *d) {
                           cfg->tenants, tenants_count(d->tenants), err ?: strerror(-r));
         else {
                 http_set_tenants(d->http, t);
+                (void) daemon_tenant_slices(d, t, "received HUP: ");
                 tenants_free(d->tenants);
                 d->tenants = TAKE_PTR(t);
                 log_tenants(d, "received HUP: ");
@@ -608,6 +667,11 @@ int daemon_new(const Config *cfg, Daemon **ret) {
                 return r;
         r = daemon_cgroup_setup(d);
         if (r < 0)
+                return r;
+        /* A slice that cannot be made refuses the start, with systemd's reason: its tenant's bounds
+         * would silently not hold. Without cgroups the bounds are said not to hold, and serving goes on. */
+        r = daemon_tenant_slices(d, d->tenants, "");
+        if (r < 0 && r != -EOPNOTSUPP)
                 return r;
 
         /* Replies go through the ring; a client that closed its end must not kill us. The signals

@@ -223,7 +223,7 @@ int proc_new(const ProcSpec *spec, const ProcHandler *handler, void *userdata, P
         proc_set_handler(p, handler, userdata);
         snprintf(p->id, sizeof(p->id), "%s", spec->id);
         if (spec->cgroup && cgroup_backend(spec->cgroup) != CGROUP_BACKEND_NONE) {
-                int r = cgroup_run_new(spec->cgroup, p->id, spec->backstop_s, &p->cgroup);
+                int r = cgroup_run_new(spec->cgroup, p->id, spec->backstop_s, spec->tenant, &p->cgroup);
                 if (r < 0)
                         return r;
         }

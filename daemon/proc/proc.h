@@ -50,6 +50,7 @@ typedef struct ProcSpec {
         Cgroup *cgroup;      /* the runs' backend: a scope or cgroup of the proc's own; none: rlimits */
         const char *id;      /* 16 hex digits: its scope is mcp-execd-run-<id>.scope */
         uint32_t backstop_s; /* its scope's lifetime backstop (cgroup_run_new()'s timeout_s) */
+        const char *tenant;  /* whose: its scope goes in the tenant's slice if it has one; NULL: ours */
 } ProcSpec;
 
 /* Makes a proc, nothing spawned yet: its scope or cgroup (cgroupfs: created now, so the init can be

@@ -522,9 +522,11 @@ void pys_session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn repl
         }
         /* A ready sandbox of the pool when one is there and the session is the pool's kind (the
          * default interpreter, no environment: a prepared session is always made for itself): its
-         * id names its scope, as a run that takes one. Nothing fails after the take. */
+         * id names its scope, as a run that takes one. Nothing fails after the take. Not for a
+         * tenant with a slice of its own: its session lives there, and ready sandboxes do not. */
         RunReady ready;
-        s->warm = r >= 0 && !prep && run_pool_take(m->env.pool, &ready) >= 0;
+        s->warm = r >= 0 && !prep && !cgroup_tenant_slice(m->env.cgroup, s->principal) &&
+                  run_pool_take(m->env.pool, &ready) >= 0;
         if (s->warm) {
                 /* Placed, released, its ready line read by the pool: its launcher waits for a
                  * message on stdin, which makes it a session (launch.py's _SESSION_SWITCH). */
@@ -544,7 +546,8 @@ void pys_session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn repl
                 r = proc_new(&(ProcSpec) { .ring = m->env.ring, .sandbox = m->env.sandbox,
                                            .cgroup = m->env.cgroup, .id = s->id,
                                            .backstop_s = pysession_backstop_s(m->config.lifetime_s,
-                                                                              m->config.max_timeout_s) },
+                                                                              m->config.max_timeout_s),
+                                           .tenant = s->principal },
                              &session_proc_handler, s, &s->proc);
                 if (r < 0) {
                         pys_session_free(s);

@@ -752,7 +752,7 @@ static int install_launch(Install *in, const char *args_json) {
         if (e->config.cgroup && cgroup_backend(e->config.cgroup) != CGROUP_BACKEND_NONE) {
                 char id[32];
                 snprintf(id, sizeof(id), "install-%s", rnd);
-                r = cgroup_run_new(e->config.cgroup, id, e->config.timeout_s, &in->cgroup);
+                r = cgroup_run_new(e->config.cgroup, id, e->config.timeout_s, NULL, &in->cgroup);
                 if (r < 0)
                         return log_warning_errno(r, "cannot create the installer's cgroup: %m");
         }

@@ -82,6 +82,8 @@ struct PyExec {
         PyExecSessionOpenFn session_open; /* daemon/pysession/'s, or NULL */
         void *session_open_userdata;
         const void *py_sessions;
+        PyExecTenantLimitsFn tenant_limits; /* the daemon's, or NULL */
+        void *tenant_limits_userdata;
         void *probed_userdata;
 };
 
@@ -721,6 +723,8 @@ static void check_environment_reply(PyJob *j) {
                 cache = json_pack("{s:n, s:s}", "dir", "note",
                                   "no dependency source is configured (MCP_EXEC_INDEX_URL, MCP_EXEC_WHEELHOUSE)");
         bool cg = cgroup_backend(px->cgroup) != CGROUP_BACKEND_NONE;
+        const char *tenant = *mcp_call_principal(j->call) ? mcp_call_principal(j->call) : NULL;
+        json_t *tenant_limits = tenant && px->tenant_limits ? px->tenant_limits(px->tenant_limits_userdata, tenant) : NULL;
         _cleanup_(json_decrefp) json_t *o = json_pack(
                 "{s:{s:s, s:s, s:s},"
                 " s:O,"
@@ -729,7 +733,7 @@ static void check_environment_reply(PyJob *j) {
                 " s:{s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I},"
                 " s:{s:b, s:o, s:s?, s:s, s:s},"
                 " s:o,"
-                " s:{s:b, s:b, s:s?}}",
+                " s:{s:b, s:b, s:s?, s:o?}}",
                 "daemon", "name", "mcp-execd", "version", px->version, "transport",
                 c->transport == TRANSPORT_STDIO ? "stdio" : c->transport == TRANSPORT_HTTP ? "http" : "sse",
                 "interpreters", interps,
@@ -756,7 +760,7 @@ static void check_environment_reply(PyJob *j) {
                 "cache", cache,
                 /* The caller's own tenant only: never who else may call (issue 31.5). */
                 "auth", "token_configured", c->auth_token != NULL, "tenants_configured", c->tenants != NULL,
-                "tenant", *mcp_call_principal(j->call) ? mcp_call_principal(j->call) : NULL);
+                "tenant", tenant, "limits", tenant_limits);
         /* Issue 18: the Python sessions' bounds (the sessions themselves are daemon/pysession's). */
         if (o && json_object_set_new(o, "python_sessions",
                                      json_pack("{s:I, s:I, s:I}", "max", (json_int_t) c->py_sessions_max, "idle_s",
@@ -1153,6 +1157,11 @@ void pyexec_set_run_ops(PyExec *px, const RunOps *ops) {
 void pyexec_set_session_open(PyExec *px, PyExecSessionOpenFn open, void *userdata) {
         px->session_open = open;
         px->session_open_userdata = userdata;
+}
+
+void pyexec_set_tenant_limits(PyExec *px, PyExecTenantLimitsFn fn, void *userdata) {
+        px->tenant_limits = fn;
+        px->tenant_limits_userdata = userdata;
 }
 
 void pyexec_set_py_sessions(PyExec *px, unsigned (*count)(const void *userdata), const void *userdata) {

@@ -71,6 +71,11 @@ void pyexec_set_session_open(PyExec *px, PyExecSessionOpenFn open, void *userdat
  * daemon passes its count here once both exist). Without it the count is not shown. */
 void pyexec_set_py_sessions(PyExec *px, unsigned (*count)(const void *userdata), const void *userdata);
 
+/* check_environment's auth.limits: the bounds of the caller's own tenant (never another's), as a new
+ * JSON object, or NULL (no tenant, no memory). The tenants are the daemon's: it passes this. */
+typedef struct json_t *(*PyExecTenantLimitsFn)(void *userdata, const char *tenant);
+void pyexec_set_tenant_limits(PyExec *px, PyExecTenantLimitsFn fn, void *userdata);
+
 /* Whether a job or a probe is still in flight (its helper run killed, its no-op not yet
  * completed): px must stay until it is not. */
 bool pyexec_busy(const PyExec *px);

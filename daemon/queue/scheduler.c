@@ -336,6 +336,7 @@ static void job_start(Scheduler *s, Job *j) {
                 .user_code = true,
                 .files = a->files,
                 .n_files = a->n_files,
+                .tenant = mcp_call_principal(j->call),
         };
         j->queue_ms = p.queue_ms;
         LIST_PREPEND(jobs, s->running, j);

@@ -63,6 +63,7 @@ struct Run {
         char *python;  /* RunParams.python, or NULL */
         char *env_dir; /* RunParams.env_dir, or NULL */
         bool user_code; /* RunParams.user_code: the launcher runs main.py; outputs/ is read back */
+        bool own_slice; /* RunParams.tenant has a slice of its own: no ready sandbox is in it */
         Outputs outputs;
 
         /* Served by a ready sandbox (pool.c): released when its message is written on stdin. */
@@ -460,7 +461,7 @@ static int run_stage(Run *run, const RunParams *p) {
  * interpreter and no dependency environment (every backend: the pool makes each ready sandbox's
  * scope or cgroup with the runs' limits). */
 static bool run_may_be_warm(const Run *run) {
-        return run->env.pool && run->user_code && !run->env_dir &&
+        return run->env.pool && run->user_code && !run->env_dir && !run->own_slice &&
                (!run->python || (run->env.python && strcmp(run->python, run->env.python) == 0));
 }
 
@@ -574,6 +575,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         run->timeout_s = p->timeout_s;
         run->queue_ms = p->queue_ms;
         run->user_code = p->user_code;
+        run->own_slice = cgroup_tenant_slice(env->cgroup, p->tenant) != NULL;
         output_init(&run->output, env->max_output_bytes);
         run->op_start.callback = on_start_failed;
         run->code = malloc(p->code_len + 1);
@@ -598,7 +600,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
                 ; /* served by a ready sandbox: nothing to stage or spawn */
         else if ((r = proc_new(&(ProcSpec) { .ring = env->ring, .sandbox = env->sandbox,
                                              .cgroup = env->cgroup, .id = run->id,
-                                             .backstop_s = run->timeout_s },
+                                             .backstop_s = run->timeout_s, .tenant = p->tenant },
                                &run_proc_handler, run, &run->proc)) < 0)
                 run_fail(run, "cannot create the run's cgroup (%s backend): %s",
                          cgroup_backend_name(env->cgroup), strerror(-r));

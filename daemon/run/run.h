@@ -56,6 +56,10 @@ typedef struct RunParams {
         bool user_code;
         const ExecInputFile *files; /* validated names; written to the working directory */
         size_t n_files;
+        /* Whose call it is (mcp_call_principal(), "" or NULL for none): a tenant with a slice of its
+         * own (cgroup_tenant_slice()) has its run's scope placed there, and so never takes a ready
+         * sandbox (those wait in the daemon's slice). */
+        const char *tenant;
 } RunParams;
 
 /* How a sandboxed call ended, as its result says it: decided for a run by its facts (run-internal.h),

@@ -85,16 +85,15 @@ static const struct TenantKey {
         size_t offset, size;
         uint64_t min, max;
         const char *accepts; /* for the message */
-        bool applied;        /* the daemon applies it (refuse_unapplied_limits()) */
 } tenant_keys[] = {
-        { "runs",     parse_count, LIMIT(runs),       1, 100000,     "a number of runs, 1 to 100000", .applied = true },
-        { "queue",    parse_count, LIMIT(queue),      0, 100000,     "a number of calls, 0 to 100000", .applied = true },
-        { "sessions", parse_count, LIMIT(sessions),   1, 10000,      "a number of sessions, 1 to 10000", .applied = true },
-        { "tasks",    parse_count, LIMIT(tasks),      0, 100000,     "a number of tasks, 0 to 100000", .applied = true },
+        { "runs",     parse_count, LIMIT(runs),       1, 100000,     "a number of runs, 1 to 100000" },
+        { "queue",    parse_count, LIMIT(queue),      0, 100000,     "a number of calls, 0 to 100000" },
+        { "sessions", parse_count, LIMIT(sessions),   1, 10000,      "a number of sessions, 1 to 10000" },
+        { "tasks",    parse_count, LIMIT(tasks),      0, 100000,     "a number of tasks, 0 to 100000" },
         { "memory",   parse_bytes, LIMIT(memory_max), 1 << 20, UINT64_MAX - 1,
           "a size of at least 1M (K, M, G, T) or infinity" },
         { "pids",     parse_u64,   LIMIT(pids_max),   1, 4194304,    "a number of processes, 1 to 4194304, or infinity" },
-        { "weight",   parse_count, LIMIT(weight),     1, 10000,      "a weight, 1 to 10000", .applied = true },
+        { "weight",   parse_count, LIMIT(weight),     1, 10000,      "a weight, 1 to 10000" },
 };
 
 static int parse_field(Tenant *t, const char *field, unsigned *seen, char **reterr) {
@@ -341,23 +340,6 @@ static int add_auth_token(Tenants **t, const char *token, char **reterr) {
         return 0;
 }
 
-/* The limits of a line are parsed here, but the daemon does not apply them yet (its slices, shares
- * and fairness are still to come): until it does, a line that sets one is refused, so that nobody
- * relies on a bound that is not there. */
-static int refuse_unapplied_limits(const Tenants *t, char **reterr) {
-        const TenantLimits def = TENANT_LIMITS_DEFAULT;
-        for (size_t i = 0; i < t->n; i++)
-                for (size_t k = 0; k < ELEMENTSOF(tenant_keys); k++) {
-                        const struct TenantKey *key = &tenant_keys[k];
-                        if (!key->applied && memcmp((const char *) &t->v[i].limits + key->offset, (const char *) &def + key->offset,
-                                   key->size) != 0)
-                                return failf(reterr, t->v[i].line, "tenant %s: %s= is a limit this version reads but "
-                                             "does not apply yet; remove it rather than rely on it",
-                                             t->v[i].name, key->key);
-                }
-        return 0;
-}
-
 int tenants_load_config(const Config *cfg, uid_t uid, Tenants **ret, char **reterr) {
         if (reterr)
                 *reterr = NULL;
@@ -365,9 +347,6 @@ int tenants_load_config(const Config *cfg, uid_t uid, Tenants **ret, char **rete
         int r;
         if (cfg->tenants) {
                 r = tenants_load(cfg->tenants, uid, &t, reterr);
-                if (r < 0)
-                        return r;
-                r = refuse_unapplied_limits(t, reterr);
                 if (r < 0)
                         return r;
                 for (size_t i = 0; !cfg->oauth_issuer && i < t->n; i++)

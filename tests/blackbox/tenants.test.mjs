@@ -73,7 +73,9 @@ test('each tenant\'s token lets it in as itself; the auth token is the tenant de
         assert.equal(env.sc.auth.tenants_configured, true);
         assert.equal(env.sc.auth.token_configured, true);
         // Only the caller's own tenant: no other tenant is named in the answer.
-        assert.deepEqual(env.sc.auth, { token_configured: true, tenants_configured: true, tenant: name });
+        const limits = { runs: null, queue: null, sessions: null, tasks: null, weight: 100, memory_max_bytes: null,
+            pids_max: null, slice: null, slice_bounds: null };
+        assert.deepEqual(env.sc.auth, { token_configured: true, tenants_configured: true, tenant: name, limits });
         for (const other of ['alpha', 'beta'].filter((n) => n !== name))
             assert.ok(!JSON.stringify(env.sc).includes(`"${other}"`), `check_environment of ${name} names ${other}`);
         const r = await callTool(c, 'exec', { code: `print("hello ${name}")` });
@@ -217,8 +219,8 @@ test('a tenants file that cannot be used refuses the start (exit 2), naming the 
         { text: `alpha ${h.slice(0, 40)}\n`, want: /line 1: tenant alpha: the token hash is not 64 lower-case hex digits \(SHA-256\) but 40 characters/ },
         { text: `alpha ${h} colour=blue\n`, want: /line 1: unknown key 'colour' \(known: runs, queue, sessions, tasks, memory, pids, weight\)/ },
         { text: `alpha ${h} memory=lots\n`, want: /line 1: memory=lots: not a size/ },
-        // Limits are read but not applied yet: refused rather than trusted.
-        { text: `alpha ${h}\nbeta ${sha256('b')} pids=2\n`, want: /line 2: tenant beta: pids= is a limit this version reads but does not apply yet; remove it rather than rely on it/ },
+        { text: `alpha ${h}\nbeta ${sha256('b')} pids=0\n`, want: /line 2: pids=0: not a number of processes, 1 to 4194304, or infinity/ },
+        { text: `alpha ${h} weight=1 weight=2\n`, want: /line 1: weight is given twice/ },
         { text: `alpha ${h}\nbeta ${h}\n`, want: /line 2: tenants alpha and beta have the same token/ },
         { text: `# nobody\n`, want: /no tenant in it/ },
         { text: `default ${h}\n`, env: { MCP_EXEC_AUTH_TOKEN: 'z-token' }, want: /a tenant called default, the name of the one MCP_EXEC_AUTH_TOKEN makes/ },
@@ -312,4 +314,22 @@ test('runs= and queue= bound a tenant in the run queue and tasks= its tasks, eac
     assert.match(g2.json.error.message, /^too many tasks for tenant gamma: at most 1 \(tasks=1 on its line of the tenants file\)/);
     for (const id of [13, 14])
         assert.ok((await call('beta', id)).json.result?.taskId);
+});
+
+test('memory=, pids= and weight= give a tenant a slice of its own where there are cgroups; without them check_environment says they do not hold, and its counts still do', async (t) => {
+    // This tier runs without systemd or a delegated cgroup (rlimit mode); the slices themselves are
+    // proven in the systemd tier (tests/systemd/51-tenants.py).
+    const file = tenantsFile(t, `${lines('alpha').trim()} memory=512M pids=64 weight=300 runs=2\n${lines('beta')}`);
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_TENANTS: file, MCP_EXEC_CGROUP: 'none' } });
+    assert.ok(await d.waitFor(/1 tenants bound memory, processes or CPU weight, which without cgroups cannot hold/, 5000), d.stderr());
+    const a = await connectSdk(t, d, 'http', { headers: bearer('alpha') });
+    const env = await callTool(a, 'check_environment', {});
+    assert.deepEqual(env.sc.auth.limits, { runs: 2, queue: null, sessions: null, tasks: null, weight: 300,
+        memory_max_bytes: 512 * 1024 * 1024, pids_max: 64, slice: null,
+        slice_bounds: 'not enforced: no cgroups here (rlimit mode), only the counts hold' });
+    assert.equal((await callTool(a, 'exec', { code: 'print(7)' })).sc.stdout, '7\n');
+    const b = await connectSdk(t, d, 'http', { headers: bearer('beta') });
+    const benv = await callTool(b, 'check_environment', {});
+    assert.equal(benv.sc.auth.limits.slice_bounds, null);
+    assert.ok(!JSON.stringify(benv.sc).includes('512'), 'beta was shown alpha\'s bounds');
 });

@@ -46,7 +46,14 @@ static void test_none(void **state) {
         assert_int_equal(cgroup_event_process(c), 0);
 
         CgroupRun *cr = NULL;
-        assert_int_equal(cgroup_run_new(c, "abc123", 5, &cr), 0);
+        /* No slices without cgroups: the tenants' bounds cannot hold, and the caller is told. */
+        char *err = NULL;
+        CgroupTenant t = { .name = "alpha", .memory_max_bytes = 1 << 30, .pids_max = 64, .cpu_weight = 100 };
+        assert_int_equal(cgroup_tenants_set(c, &t, 1, &err), -EOPNOTSUPP);
+        assert_non_null(strstr(err, "the none backend has no slices: the memory, process and CPU bounds of tenant alpha"));
+        free(err);
+        assert_null(cgroup_tenant_slice(c, "alpha"));
+        assert_int_equal(cgroup_run_new(c, "abc123", 5, "alpha", &cr), 0);
         assert_non_null(cr);
         assert_int_equal(cgroup_run_supervisor_fd(cr), -EBADF);
         char *message = (char *) "unset";
@@ -64,6 +71,20 @@ static void test_none(void **state) {
         assert_null(cgroup_run_free(NULL));
         assert_null(cgroup_free(c));
         assert_null(cgroup_free(NULL));
+}
+
+/* A tenant's slice is a child of the daemon's; '-' separates a slice's levels, so a tenant's own
+ * is escaped (systemd-escape's \x2d). */
+static void test_tenant_unit_name(void **state) {
+        char u[64];
+        assert_int_equal(cg_tenant_unit_name("mcp-execd.slice", "research", u, sizeof(u)), 0);
+        assert_string_equal(u, "mcp-execd-tenant-research.slice");
+        assert_int_equal(cg_tenant_unit_name("mcp-execd.slice", "team-a_2", u, sizeof(u)), 0);
+        assert_string_equal(u, "mcp-execd-tenant-team\\x2da_2.slice");
+        assert_int_equal(cg_tenant_unit_name("-.slice", "x", u, sizeof(u)), 0);
+        assert_string_equal(u, "tenant-x.slice");
+        assert_int_equal(cg_tenant_unit_name("mcp-execd.service", "x", u, sizeof(u)), -EINVAL);
+        assert_int_equal(cg_tenant_unit_name("mcp-execd.slice", "a-b-c-d-e-f-g-h-i-j-k", u, sizeof(u)), -ENAMETOOLONG);
 }
 
 /* ---- the dispatcher's choice, with stand-ins for systemd and cgroupfs ----------------------- */
@@ -344,6 +365,7 @@ static void test_own_path(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_none),
+                cmocka_unit_test(test_tenant_unit_name),
                 cmocka_unit_test(test_fallback),
                 cmocka_unit_test(test_keyed_value),
                 cmocka_unit_test(test_read_write),

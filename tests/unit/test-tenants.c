@@ -264,11 +264,10 @@ static void test_load_config(void **state) {
         t = tenants_free(t);
         unlink(path);
 
-        /* sessions= (daemon/pysession/), runs=, queue=, weight= (the run queue) and tasks= (the task
-         * store) are applied; the slice's limits are parsed (test_lines_and_limits) but not applied
-         * yet: refused. */
+        /* Every limit is taken: sessions= (daemon/pysession/), runs=, queue=, weight= (the run queue),
+         * tasks= (the task store), memory= and pids= (the tenant's slice, daemon.c). */
         strcpy(path, "/tmp/test-tenants-XXXXXX");
-        snprintf(text, sizeof(text), "alpha %s sessions=2 runs=3 queue=0 tasks=4 weight=50\n", alpha_hash);
+        snprintf(text, sizeof(text), "alpha %s sessions=2 runs=3 queue=0 tasks=4 weight=50 memory=1G pids=64\n", alpha_hash);
         write_file(path, text, 0600);
         cfg = (Config) { .tenants = path };
         assert_int_equal(tenants_load_config(&cfg, geteuid(), &t, &err), 0);
@@ -278,16 +277,9 @@ static void test_load_config(void **state) {
         assert_int_equal(l->queue, 0);
         assert_int_equal(l->tasks, 4);
         assert_int_equal(l->weight, 50);
+        assert_int_equal(l->memory_max, 1ull << 30);
+        assert_int_equal(l->pids_max, 64);
         t = tenants_free(t);
-        unlink(path);
-        strcpy(path, "/tmp/test-tenants-XXXXXX");
-        snprintf(text, sizeof(text), "alpha %s\nbeta %s pids=64\n", alpha_hash, beta_hash);
-        write_file(path, text, 0600);
-        cfg = (Config) { .tenants = path };
-        assert_int_equal(tenants_load_config(&cfg, geteuid(), &t, &err), -EINVAL);
-        assert_string_equal(err, "line 2: tenant beta: pids= is a limit this version reads but does not apply yet; "
-                                 "remove it rather than rely on it");
-        free(err);
         unlink(path);
 }
 
