@@ -70,6 +70,9 @@ void scheduler_init(Scheduler *s, const RunEnv *env, uint32_t max_running, uint3
 }
 
 void scheduler_done(Scheduler *s) {
+        /* Every job is gone by now; a tenant is left only by a slot its room never gave back. */
+        LIST_FOREACH_SAFE(tenants, t, next, s->tenants)
+                free(t);
         *s = (Scheduler) {};
 }
 

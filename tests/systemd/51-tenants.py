@@ -7,6 +7,12 @@ one is out, the daemon's PID and a 2025 session opened before stay. A file that 
 on reload keeps the tenants of before, the reload still succeeds and the journal says why. At
 start such a file stops the service with exit status 2, and it is not restarted
 (RestartPreventExitStatus=2).
+
+Slices (issue 31.3): a tenant whose line sets memory=, pids= or weight= gets
+mcp-execd-tenant-<name>.slice (a '-' in the name escaped \\x2d) with MemoryMax, TasksMax and CPUWeight
+from its line; its sessions' and runs' scopes live in it, and its memory= holds for them: a run of
+150 MB is OOM-killed in a tenant with memory=100M though a run may have 256M, while the same run
+of another tenant completes.
 """
 # tier-timeout: 600
 import hashlib
@@ -22,7 +28,7 @@ from service import sh, with_units  # noqa: E402
 
 FINISHED = "0a6bda1f24cf4b5188307da770817b6b"
 TENANTS = "/etc/mcp-execd/tenants"
-TOKENS = {name: secrets.token_hex(16) for name in ("default", "alpha", "beta")}
+TOKENS = {name: secrets.token_hex(16) for name in ("default", "alpha", "beta", "team-x")}
 
 
 def prop(name):
@@ -33,10 +39,12 @@ def sha(token):
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def write_tenants(names, mode=0o600):
+def write_tenants(names, mode=0o600, fields=None):
+    """names' lines, each with its fields (a dict of name to "key=value ...") when given."""
     tmp = TENANTS + ".new"
+    fields = fields or {}
     with open(tmp, "w") as f:
-        f.write("# written by test 51\n" + "".join("%s %s\n" % (n, sha(TOKENS[n])) for n in names))
+        f.write("# written by test 51\n" + "".join("%s %s %s\n" % (n, sha(TOKENS[n]), fields.get(n, "")) for n in names))
     os.chmod(tmp, mode)
     os.rename(tmp, TENANTS)
 
@@ -89,6 +97,37 @@ def scenario():
         raise TestFailure("alpha, removed from the file, is still let in after the reload")
     exec_as("default", client=keep)
     print("systemctl reload: beta in, alpha out, the same daemon, a session kept")
+
+    # --- slices: beta's bounds hold for its runs together, team-x's name is escaped ----------
+    write_tenants(["beta", "team-x"], fields={"beta": "memory=100M pids=200 weight=300", "team-x": "pids=16"})
+    sh("systemctl", "reload", "mcp-execd.service", check=True)
+    wait_for("the slices' journal line", lambda: [
+        r for r in records("_PID=%d" % pid) if "2 tenants in slices of their own" in r.get("MESSAGE", "")], 30)
+    beta_slice, team_slice = "mcp-execd-tenant-beta.slice", "mcp-execd-tenant-team\\x2dx.slice"
+    want = {(beta_slice, "MemoryMax"): "104857600", (beta_slice, "TasksMax"): "200",
+            (beta_slice, "CPUWeight"): "300", (team_slice, "TasksMax"): "16"}
+    for (unit, key), value in want.items():
+        got = sh("systemctl", "show", "-P", key, unit)
+        if got != value:
+            raise TestFailure("%s %s=%s, expected %s" % (unit, key, got, value))
+    c = Client(TOKENS["beta"], name="tier-51")
+    c.initialize()
+    opened = c.request("tools/call", {"name": "session_open", "arguments": {}})["result"]
+    handle = (opened.get("structuredContent") or {}).get("session")
+    if not handle:
+        raise TestFailure("session_open as beta: %r" % opened)
+    scopes = sh("systemctl", "list-units", "--plain", "--no-legend", "mcp-execd-run-*.scope").split()
+    slices = {u: sh("systemctl", "show", "-P", "Slice", u) for u in scopes if u.endswith(".scope")}
+    if beta_slice not in slices.values():
+        raise TestFailure("no scope of beta's session in %s: %r" % (beta_slice, slices))
+    eat = "x = bytearray(150 * 2**20)\nx[::4096] = b'1' * len(x[::4096])\nprint('ate')\n"
+    sc = c.exec_code(eat).get("structuredContent") or {}
+    if not sc.get("oom_killed"):
+        raise TestFailure("150 MB in beta's slice (memory=100M): %r" % sc)
+    exec_as("default", eat)  # the daemon's own slice: a run may have 256M
+    c.request("tools/call", {"name": "session_close", "arguments": {"session": handle}})
+    print("beta's slice: %s; its session's scope in it; 150 MB OOM-killed there, not for default" % (
+        ", ".join("%s=%s" % (k, v) for (u, k), v in want.items() if u == beta_slice)))
 
     # --- a file that cannot be used on reload: the tenants of before stay -------------------
     os.chmod(TENANTS, 0o644)
