@@ -296,6 +296,19 @@ EgressPolicy *egress_policy_free(EgressPolicy *p) {
         return NULL;
 }
 
+int egress_policy_dup(const EgressPolicy *p, EgressPolicy **ret) {
+        *ret = NULL;
+        if (!p)
+                return 0;
+        _cleanup_(egress_policy_freep) EgressPolicy *c = calloc(1, sizeof(*c));
+        if (!c || !(c->v = malloc(p->n * sizeof(*c->v))))
+                return -ENOMEM;
+        memcpy(c->v, p->v, p->n * sizeof(*c->v));
+        c->n = p->n;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
 size_t egress_policy_count(const EgressPolicy *p) {
         return p ? p->n : 0;
 }

@@ -54,6 +54,8 @@ typedef struct EgressPolicy EgressPolicy;
  * -EINVAL and *reterr names it and says why. */
 int egress_policy_parse(const char *text, EgressPolicy **ret, char **reterr);
 EgressPolicy *egress_policy_free(EgressPolicy *p);
+/* A copy (NULL for NULL): a run keeps the policy it started with, whatever a reload makes. -ENOMEM. */
+int egress_policy_dup(const EgressPolicy *p, EgressPolicy **ret);
 DEFINE_POINTER_CLEANUP(EgressPolicy, egress_policy_free)
 
 size_t egress_policy_count(const EgressPolicy *p);
