@@ -100,6 +100,8 @@ struct Metrics {
         Histogram hist[_HIST_MAX];
         TenantCounts *tenants;
         size_t n_tenants;
+        uint64_t egress_connections[2]; /* denied, allowed */
+        uint64_t egress_sent, egress_received;
 };
 
 static const char *const outcome_names[_METRICS_OUTCOME_MAX] = {
@@ -519,6 +521,29 @@ static void py_session_fields(Metrics *m, Record *r, const MetricsPySession *ps)
                 record_add(r, "TENANT", "%s", ps->tenant);
 }
 
+void metrics_egress(Metrics *m, const MetricsEgress *e) {
+        m->egress_connections[e->allowed]++;
+        m->egress_sent += e->sent;
+        m->egress_received += e->received;
+        /* A denial is a notice: a run tried what its policy does not allow. */
+        _cleanup_(record_done) Record r = { .priority = e->allowed ? LOG_INFO : LOG_NOTICE };
+        record_message(&r, "egress %s %s:%u for run %s%s%s", e->allowed ? "allowed" : "denied",
+                       e->host && *e->host ? e->host : "(no request)", e->port, e->run_id ?: "", e->reason ? ": " : "",
+                       e->reason ?: "");
+        record_add(&r, "MESSAGE_ID", "%s", METRICS_MESSAGE_EGRESS);
+        record_add(&r, "RUN_ID", "%s", e->run_id ?: "");
+        if (e->tenant && *e->tenant)
+                record_add(&r, "TENANT", "%s", e->tenant);
+        record_add(&r, "EGRESS_HOST", "%s", e->host ?: "");
+        record_add(&r, "EGRESS_PORT", "%u", e->port);
+        record_add(&r, "EGRESS_DECISION", "%s", e->allowed ? "allowed" : "denied");
+        if (e->reason)
+                record_add(&r, "EGRESS_REASON", "%s", e->reason);
+        record_add(&r, "EGRESS_BYTES_SENT", "%" PRIu64, e->sent);
+        record_add(&r, "EGRESS_BYTES_RECEIVED", "%" PRIu64, e->received);
+        record_emit(m, &r);
+}
+
 void metrics_py_session_opened(Metrics *m, const MetricsPySession *ps) {
         _cleanup_(record_done) Record r = { .priority = LOG_INFO };
         record_message(&r, "python session %s opened: run %s, ready after %" PRIu64 " ms", ps->id ?: "",
@@ -636,6 +661,15 @@ int metrics_render(const Metrics *m, char **ret, size_t *ret_len) {
         for (size_t i = 0; i < ELEMENTSOF(rejection_reasons); i++)
                 put(&b, &err, "mcp_execd_runs_rejected_total{reason=\"%s\"} %" PRIu64 "\n", rejection_reasons[i].name,
                     m->rejected[i]);
+
+        put_family(&b, &err, "mcp_execd_egress_connections_total", "counter",
+                   "Connections runs asked their egress proxy for, by decision.");
+        put(&b, &err, "mcp_execd_egress_connections_total{decision=\"allowed\"} %" PRIu64 "\n", m->egress_connections[1]);
+        put(&b, &err, "mcp_execd_egress_connections_total{decision=\"denied\"} %" PRIu64 "\n", m->egress_connections[0]);
+        put_family(&b, &err, "mcp_execd_egress_bytes_total", "counter",
+                   "Bytes runs sent and received through their egress proxy.");
+        put(&b, &err, "mcp_execd_egress_bytes_total{direction=\"sent\"} %" PRIu64 "\n", m->egress_sent);
+        put(&b, &err, "mcp_execd_egress_bytes_total{direction=\"received\"} %" PRIu64 "\n", m->egress_received);
 
         put_family(&b, &err, "mcp_execd_runs_truncated_total", "counter",
                    "Runs whose output exceeded MCP_EXEC_MAX_OUTPUT_BYTES and was cut.");

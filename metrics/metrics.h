@@ -20,6 +20,7 @@
 #define METRICS_MESSAGE_DAEMON_STOPPING "d7e9c809b4394488b008f4de98b169f6"
 #define METRICS_MESSAGE_PY_SESSION_OPENED "ea0c08d045c1493297cd897030e1fc14"
 #define METRICS_MESSAGE_PY_SESSION_CLOSED "04160dcdd87a4943ac1d71636d6bb5d1"
+#define METRICS_MESSAGE_EGRESS "f3316c7fd11d4c56b82e9e2ce9db8ab2"
 
 /* A Python session's id in records (issue 18.7): derived from its handle, never the handle (the
  * session's only credential): the first 16 hex digits of
@@ -135,6 +136,18 @@ DEFINE_POINTER_CLEANUP(Metrics, metrics_free)
 /* Each writes one record and moves the counters. */
 void metrics_run_finished(Metrics *m, const MetricsRun *run);
 void metrics_run_rejected(Metrics *m, const MetricsRejection *rej);
+
+/* A connection a run asked its egress proxy for (issue 32.3): the decision, by host and port,
+ * never a path, query, header or byte of it; for an allowed one, told when it ends, its bytes. */
+typedef struct MetricsEgress {
+        const char *run_id, *tenant; /* tenant NULL or "": none */
+        const char *host;            /* "" when the request could not be read */
+        uint16_t port;
+        bool allowed;
+        const char *reason;          /* denied (or an allowed one that failed): why; else NULL */
+        uint64_t sent, received;
+} MetricsEgress;
+void metrics_egress(Metrics *m, const MetricsEgress *e);
 void metrics_daemon_started(Metrics *m, const MetricsStart *start);
 void metrics_daemon_stopping(Metrics *m, const char *reason);
 void metrics_py_session_opened(Metrics *m, const MetricsPySession *ps);

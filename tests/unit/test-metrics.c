@@ -859,6 +859,35 @@ static void test_tenants(void **state) {
         metrics_capture_done(&c, m);
 }
 
+/* Issue 32.3: each egress decision is a record (host, port, decision, bytes; never a path or a
+ * byte of the traffic, which the record is never given) and counted by decision and direction. */
+static void test_egress(void **state) {
+        Capture c;
+        Metrics *m = metrics_capture(&c, "http");
+        metrics_egress(m, &(MetricsEgress) { .run_id = "0123456789abcdef", .tenant = "alpha", .host = "pypi.org",
+                                             .port = 443, .allowed = true, .sent = 1200, .received = 34567 });
+        metrics_egress(m, &(MetricsEgress) { .run_id = "0123456789abcdef", .host = "169.254.169.254", .port = 80,
+                                             .reason = "this host and port are not in the run's egress allowlist" });
+        capture_close(&c);
+        assert_field(c.data, "MESSAGE_ID", METRICS_MESSAGE_EGRESS);
+        assert_field(c.data, "EGRESS_HOST", "pypi.org");
+        assert_field(c.data, "EGRESS_DECISION", "allowed");
+        assert_field(c.data, "EGRESS_BYTES_RECEIVED", "34567");
+        assert_field(c.data, "TENANT", "alpha");
+        assert_non_null(strstr(c.data, " EGRESS_DECISION=denied"));
+        assert_non_null(strstr(c.data, "egress denied 169.254.169.254:80 for run 0123456789abcdef: this host"));
+        char *text = NULL;
+        size_t len = 0;
+        assert_int_equal(metrics_render(m, &text, &len), 0);
+        assert_exposition(text, len);
+        assert_true(sample_value(text, "mcp_execd_egress_connections_total{decision=\"allowed\"}") == 1);
+        assert_true(sample_value(text, "mcp_execd_egress_connections_total{decision=\"denied\"}") == 1);
+        assert_true(sample_value(text, "mcp_execd_egress_bytes_total{direction=\"sent\"}") == 1200);
+        assert_true(sample_value(text, "mcp_execd_egress_bytes_total{direction=\"received\"}") == 34567);
+        free(text);
+        metrics_capture_done(&c, m);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_outcome),
@@ -872,6 +901,7 @@ int main(void) {
                 cmocka_unit_test(test_journal_detection),
                 cmocka_unit_test(test_exposition_checker_refuses),
                 cmocka_unit_test(test_exposition),
+                cmocka_unit_test(test_egress),
                 cmocka_unit_test(test_tenants),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
