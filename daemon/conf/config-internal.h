@@ -32,7 +32,7 @@ struct ConfigVariable {
         size_t offset;             /* of the field in Config */
         uint64_t min, max;         /* numbers and sizes: the accepted range */
         const char *const *choices; /* parse_choice: the names, in the enum's order */
-        int (*valid)(const char *s); /* parse_string: 0 or -EINVAL, NULL: anything */
+        int (*valid)(const char *s); /* parse_string: 0, -EINVAL or -ENOMEM; NULL: anything */
         ConfigFlags flags;
         const char *fallback;      /* parsed when the variable is unset; NULL: Config's built-in value */
         /* The name of an earlier uint32_t row this one may not exceed: set explicitly above it is

@@ -15,6 +15,7 @@
 #include "cleanup.h"
 #include "config-internal.h"
 #include "log.h"
+#include "policy.h"
 #include "project-config.h" /* SANDBOX_PATH, which messages name */
 #include "str-util.h"
 
@@ -273,6 +274,14 @@ static int python_valid(const char *s) {
         return *s && !strchr(s, ' ') ? 0 : -EINVAL;
 }
 
+/* MCP_EXEC_EGRESS_ALLOW: egress/'s allowlist, parsed as the proxy will read it. */
+static int egress_allow_valid(const char *s) {
+        EgressPolicy *p = NULL;
+        int r = egress_policy_parse(s, &p, NULL);
+        egress_policy_free(p);
+        return r == -ENOMEM ? r : r < 0 ? -EINVAL : 0;
+}
+
 static int hosts_valid(const char *s) {
         return config_parse_http_list(s, false);
 }
@@ -375,8 +384,9 @@ static int parse_choice(const ConfigVariable *row, const char *value, void *fiel
 
 /* A char * field owned by the Config from the moment it is duplicated (config_done frees it). */
 static int parse_string(const ConfigVariable *row, const char *value, void *field) {
-        if (row->valid && row->valid(value) < 0)
-                return -EINVAL;
+        int r = row->valid ? row->valid(value) : 0;
+        if (r < 0)
+                return r == -ENOMEM ? r : -EINVAL; /* a validator that allocates may run out */
         char *copy = strdup(value);
         if (!copy)
                 return -ENOMEM;
@@ -650,6 +660,10 @@ const ConfigVariable config_table[] = {
         { "MCP_EXEC_REQUIRE_CGROUP", BOOL(require_cgroup), .fallback = "0", .then = then_require_cgroup,
           .accepted = "a boolean: 1, yes, true, on, 0, no, false or off",
           .help = "1: refuse to start rather than fall back to rlimits" },
+        { "MCP_EXEC_EGRESS_ALLOW", STRING(egress_allow), .valid = egress_allow_valid, .flags = CONFIG_EMPTY_IS_UNSET,
+          .accepted = "a comma-separated list of host, host:port, *.domain or *.domain:port (ports 443 and 80 "
+                      "when none is given), or an address written as 127.0.0.1:8000 or [::1]:8000",
+          .help = "hosts the runs may reach through the daemon's egress proxy (unset: no network at all)" },
         { "MCP_EXEC_ALLOWED_HOSTS", STRING(allowed_hosts), .valid = hosts_valid,
           .accepted = "a comma-separated list of host names or host:port (no spaces, no scheme), or * "
                       "to accept any Host",

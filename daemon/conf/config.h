@@ -54,6 +54,8 @@ typedef struct Config {
         char *slice;
         bool require_cgroup;
         char *allowed_hosts;        /* HTTP: extra Host values beyond loopback, comma-separated; NULL: none */
+        char *egress_allow;         /* what runs of no tenant (and of the tenant default) may reach
+                                     * through the egress proxy (egress/policy.h); NULL: nothing */
         char *allowed_origins;      /* HTTP: extra Origins beyond loopback pages, comma-separated; NULL: none */
         uint32_t session_idle_s;    /* HTTP: an idle Streamable HTTP session is ended after this long */
         uint32_t sse_keepalive_s;   /* HTTP: a comment on a quiet event stream this often */

@@ -101,6 +101,20 @@ static int parse_field(Tenant *t, const char *field, unsigned *seen, char **rete
         if (!eq || eq == field)
                 return failf(reterr, t->line, "'%.64s' is no key=value field", field);
         size_t klen = (size_t) (eq - field);
+        /* egress= is no limit but a list (egress/policy.h): the hosts the tenant's runs may reach. */
+        if (klen == 6 && strncmp(field, "egress", 6) == 0) {
+                if (t->egress)
+                        return failf(reterr, t->line, "egress is given twice");
+                _cleanup_free_ char *err = NULL;
+                int r = egress_policy_parse(eq + 1, &t->egress, &err);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return failf(reterr, t->line, "egress=: %s", err ?: "not an allowlist");
+                if (!t->egress)
+                        return failf(reterr, t->line, "egress= is empty: leave it out for no egress");
+                return 0;
+        }
         for (size_t i = 0; i < ELEMENTSOF(tenant_keys); i++) {
                 const struct TenantKey *k = &tenant_keys[i];
                 if (strlen(k->key) != klen || strncmp(k->key, field, klen) != 0)
@@ -115,7 +129,7 @@ static int parse_field(Tenant *t, const char *field, unsigned *seen, char **rete
         char known[128] = "";
         for (size_t i = 0; i < ELEMENTSOF(tenant_keys); i++)
                 snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "", tenant_keys[i].key);
-        return failf(reterr, t->line, "unknown key '%.*s' (known: %s)", (int) (klen > 32 ? 32 : klen), field, known);
+        return failf(reterr, t->line, "unknown key '%.*s' (known: %s, egress)", (int) (klen > 32 ? 32 : klen), field, known);
 }
 
 static bool name_valid(const char *s) {
@@ -213,15 +227,14 @@ int tenants_parse(const char *text, size_t len, Tenants **ret, char **reterr) {
                 if (next)
                         *next++ = 0;
                 line++;
-                Tenant one;
+                Tenant one = {};
                 int r = parse_line(s, line, &one, reterr);
-                if (r < 0)
+                if (r == 0)
+                        r = tenants_append(t, &one, reterr);
+                if (r < 0) {
+                        egress_policy_free(one.egress); /* the set has no copy of it */
                         return r;
-                if (r > 0)
-                        continue;
-                r = tenants_append(t, &one, reterr);
-                if (r < 0)
-                        return r;
+                }
         }
         if (t->n == 0)
                 return failf(reterr, 0, "no tenant in it");
@@ -276,6 +289,8 @@ int tenants_load(const char *path, uid_t uid, Tenants **ret, char **reterr) {
 Tenants *tenants_free(Tenants *t) {
         if (t) {
                 /* the hashes are not secrets, but nothing of them need linger either */
+                for (size_t i = 0; i < t->n; i++)
+                        egress_policy_free(t->v[i].egress);
                 OPENSSL_cleanse(t->v, t->n * sizeof(*t->v));
                 free(t->v);
                 free(t);

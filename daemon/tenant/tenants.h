@@ -20,6 +20,7 @@
 
 #include "cleanup.h"
 #include "config.h"
+#include "policy.h"
 
 #define TENANT_NAME_MAX 32 /* [A-Za-z0-9_-]: a slice's name, a journal field, a metrics label */
 #define TENANT_HASH_LEN 32 /* SHA-256 */
@@ -41,6 +42,7 @@ typedef struct Tenant {
         bool has_token;       /* false: '-' in the hash's place, reached by OAuth only (oauth.h) */
         uint8_t token_sha256[TENANT_HASH_LEN];
         TenantLimits limits;
+        EgressPolicy *egress; /* egress=: what its runs may reach (issue 32), owned; NULL: nothing */
         unsigned line; /* in the file, for messages */
 } Tenant;
 

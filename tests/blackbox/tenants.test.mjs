@@ -217,7 +217,7 @@ test('a tenants file that cannot be used refuses the start (exit 2), naming the 
         { text: `alpha ${h}\n`, mode: 0o640, want: /may be read or written by other users \(mode 0640\): make it 0600/ },
         { text: `alpha ${h}\nalpha ${sha256('y')}\n`, want: /line 2: tenant alpha is named twice \(first on line 1\)/ },
         { text: `alpha ${h.slice(0, 40)}\n`, want: /line 1: tenant alpha: the token hash is not 64 lower-case hex digits \(SHA-256\) but 40 characters/ },
-        { text: `alpha ${h} colour=blue\n`, want: /line 1: unknown key 'colour' \(known: runs, queue, sessions, tasks, memory, pids, weight\)/ },
+        { text: `alpha ${h} colour=blue\n`, want: /line 1: unknown key 'colour' \(known: runs, queue, sessions, tasks, memory, pids, weight, egress\)/ },
         { text: `alpha ${h} memory=lots\n`, want: /line 1: memory=lots: not a size/ },
         { text: `alpha ${h}\nbeta ${sha256('b')} pids=0\n`, want: /line 2: pids=0: not a number of processes, 1 to 4194304, or infinity/ },
         { text: `alpha ${h} weight=1 weight=2\n`, want: /line 1: weight is given twice/ },

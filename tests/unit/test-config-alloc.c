@@ -200,6 +200,7 @@ static const struct {
         { "MCP_EXEC_OAUTH_SCOPE", "mcp-execd", "mcp execd" },
         { "MCP_EXEC_OAUTH_TENANT_CLAIM", "client_id", "" },
         { "MCP_EXEC_ALLOWED_HOSTS", "a.example.com,10.0.0.5:8080", "a,,b" },
+        { "MCP_EXEC_EGRESS_ALLOW", "pypi.org,*.example.com:8443,127.0.0.1:8000", "http://pypi.org" },
         { "MCP_EXEC_ALLOWED_ORIGINS", "https://app.example.com", "app.example.com" },
         { "MCP_EXEC_SESSION_IDLE_S", "60", "0" },
         { "MCP_EXEC_SSE_KEEPALIVE_S", "1", "3601" },

@@ -130,7 +130,7 @@ static const struct {
         { "x ~\n",                          "line 1: tenant x: the token hash is not 64 lower-case hex digits (SHA-256) but 63 characters" },
         { "x s3cret-pasted-token\n",        "but 19 characters; write sha256sum's output for the token, never the token" },
         { "x 9F86D081884C7D659F2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08\n", "not 64 lower-case hex digits" },
-        { "x @ colour=blue\n",              "line 1: unknown key 'colour' (known: runs, queue, sessions, tasks, memory, pids, weight)" },
+        { "x @ colour=blue\n",              "line 1: unknown key 'colour' (known: runs, queue, sessions, tasks, memory, pids, weight, egress)" },
         { "x @ runs=0\n",                   "line 1: runs=0: not a number of runs, 1 to 100000" },
         { "x @ memory=lots\n",              "memory=lots: not a size of at least 1M" },
         { "x @ runs=1 runs=2\n",            "line 1: runs is given twice" },
