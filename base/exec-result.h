@@ -34,6 +34,24 @@ typedef struct ExecOutputFile {
         size_t len;
 } ExecOutputFile;
 
+/* A run's traffic through its egress proxy (issue 32.3): by host and port asked for, allowed or
+ * not; bytes, never content. */
+typedef struct ExecEgressHost {
+        const char *host;
+        uint16_t port;
+        bool allowed;
+        unsigned connections;
+        uint64_t sent, received;
+} ExecEgressHost;
+
+typedef struct ExecEgress {
+        uint64_t sent, received;
+        unsigned connections, denied;
+        const ExecEgressHost *hosts;
+        size_t n_hosts;
+        bool hosts_truncated;
+} ExecEgress;
+
 /* What a finished run produced, in the daemon's terms. Output bytes are raw (the encoder
  * repairs UTF-8). */
 typedef struct ExecResult {
@@ -62,4 +80,6 @@ typedef struct ExecResult {
         bool warm;                  /* served by a ready sandbox (issue 16) */
         uint64_t memory_at_start_bytes; /* resident when the code was released (a ready sandbox's
                                          * interpreter and preload); 0 for a cold run */
+        const ExecEgress *egress;   /* the run could reach hosts (issue 32): what it did; NULL: it had no
+                                     * network, and the result has no `egress` */
 } ExecResult;

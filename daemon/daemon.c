@@ -74,6 +74,8 @@ struct Daemon {
         Stdio *stdio;    /* one of the two transports */
         Http *http;
         Tenants *tenants; /* HTTP: who may call (MCP_EXEC_TENANTS, MCP_EXEC_AUTH_TOKEN), lent to http; NULL: anyone */
+        EgressProxy *egress;          /* the runs' way out (issue 32), serving those with an allowlist */
+        EgressPolicy *egress_default; /* MCP_EXEC_EGRESS_ALLOW: calls of no tenant and of the tenant default */
         OAuth *oauth;     /* HTTP: OAuth access tokens (MCP_EXEC_OAUTH_*), lent to http; NULL: none */
         unsigned stop_signals; /* signals that asked for the stop (SIGHUP over HTTP reloads instead) */
         Notify notify;
@@ -451,6 +453,44 @@ static unsigned daemon_tenant_sessions_max(void *userdata, const char *tenant) {
         return t ? t->limits.sessions : 0;
 }
 
+/* A run's egress decision, into the journal and the counters (issue 32.3). */
+static void daemon_egress_decided(void *userdata, const EgressDecision *e) {
+        Daemon *d = userdata;
+        if (d->metrics)
+                metrics_egress(d->metrics, &(MetricsEgress) { .run_id = e->run_id, .tenant = e->tenant, .host = e->host,
+                                                              .port = e->port, .allowed = e->allowed, .reason = e->reason,
+                                                              .sent = e->sent, .received = e->received });
+}
+
+/* The allowlist of a run of tenant as it starts: the tenant's egress= line, or
+ * MCP_EXEC_EGRESS_ALLOW for calls of no tenant and of the tenant default; NULL: no network. */
+static const EgressPolicy *daemon_egress_of(void *userdata, const char *tenant) {
+        Daemon *d = userdata;
+        const Tenant *t = *tenant ? tenants_find_name(d->tenants, tenant) : NULL;
+        if (t && t->egress)
+                return t->egress;
+        return !*tenant || strcmp(tenant, TENANT_NAME_AUTH_TOKEN) == 0 ? d->egress_default : NULL;
+}
+
+/* The proxy the runs with an allowlist reach (issue 32): always there (an eventfd, nothing more
+ * until a run needs it), so that a reload may give a tenant egress. */
+static int daemon_egress_setup(Daemon *d) {
+        const Config *cfg = d->config;
+        _cleanup_free_ char *err = NULL;
+        int r = egress_policy_parse(cfg->egress_allow ?: "", &d->egress_default, &err);
+        if (r < 0) /* the configuration checked it already */
+                return log_error_errno(r, "MCP_EXEC_EGRESS_ALLOW: %s", err ?: strerror(-r));
+        r = egress_proxy_new(&(EgressProxyConfig) { .ring = d->ring, .decided = daemon_egress_decided, .userdata = d },
+                             &d->egress);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the egress proxy: %m");
+        d->env.egress = d->egress;
+        if (d->egress_default)
+                log_info("egress: runs of no tenant may reach %zu entries of MCP_EXEC_EGRESS_ALLOW through the proxy",
+                         egress_policy_count(d->egress_default));
+        return 0;
+}
+
 /* The scheduler's view of a tenant's line (runs=, queue=, weight=), of the tenants loaded now. */
 static bool daemon_tenant_queue_limits(void *userdata, const char *tenant, SchedulerTenantLimits *ret) {
         Daemon *d = userdata;
@@ -501,6 +541,7 @@ static int daemon_serving_setup(Daemon *d) {
         const Config *cfg = d->config;
         scheduler_init(&d->scheduler, &d->env, cfg->max_concurrent, cfg->queue_max);
         scheduler_set_tenants(&d->scheduler, daemon_tenant_queue_limits, d);
+        scheduler_set_egress(&d->scheduler, daemon_egress_of, d);
         pyexec_attach(d->pyexec, &d->scheduler);
         int q = pysessions_new(&(PySessionsConfig) { .env = &d->env, .max = cfg->py_sessions_max,
                                                     .idle_s = cfg->py_session_idle_s,
@@ -704,6 +745,9 @@ int daemon_new(const Config *cfg, Daemon **ret) {
                 .memory_max_bytes = cfg->memory_max_bytes,
                 .launcher_code = &d->launcher_code,
         };
+        r = daemon_egress_setup(d);
+        if (r < 0)
+                return r;
         r = daemon_pool_setup(d);
         if (r < 0)
                 return r;
@@ -994,6 +1038,10 @@ Daemon *daemon_free(Daemon *d) {
         scheduler_done(&d->scheduler);
         pyexec_free(d->pyexec);
         run_pool_free(d->pool);
+        /* A name still being resolved (a resolver thread of glibc's) keeps the proxy: we exit. */
+        if (egress_proxy_free(d->egress) < 0)
+                log_debug("teardown: the egress proxy still waits for a name being resolved, left to the exit");
+        egress_policy_free(d->egress_default);
         signals_free(d->signals);
         ring_free(d->ring);
         free(d->python);

@@ -90,6 +90,28 @@ static char *reply_result(const McpCall *c, const ExecResult *r, const char **re
                         if (json_array_append_new(unbounded, json_string(names[i])) < 0)
                                 return NULL;
         }
+        /* Issue 32.3: a run that could reach hosts says what it sent and received, and to whom. */
+        *ret_what = "the egress field";
+        if (r->egress) {
+                const ExecEgress *e = r->egress;
+                json_t *hosts = json_array();
+                if (json_object_set_new(sc, "egress", json_pack("{s:I, s:I, s:I, s:I, s:o, s:b}", "bytes_sent",
+                                                                (json_int_t) e->sent, "bytes_received",
+                                                                (json_int_t) e->received, "connections",
+                                                                (json_int_t) e->connections, "denied",
+                                                                (json_int_t) e->denied, "hosts", hosts,
+                                                                "hosts_truncated", e->hosts_truncated)) < 0)
+                        return NULL;
+                for (size_t i = 0; i < e->n_hosts; i++) {
+                        const ExecEgressHost *h = &e->hosts[i];
+                        if (json_array_append_new(hosts, json_pack("{s:s, s:i, s:b, s:I, s:I, s:I}", "host", h->host, "port",
+                                                                   (int) h->port, "allowed", h->allowed, "connections",
+                                                                   (json_int_t) h->connections, "bytes_sent",
+                                                                   (json_int_t) h->sent, "bytes_received",
+                                                                   (json_int_t) h->received)) < 0)
+                                return NULL;
+                }
+        }
         /* execute_python's additions (interpreter, dependencies, environment). */
         *ret_what = "the interpreter, dependencies and environment fields";
         if (r->extra && (!json_is_object(r->extra) || json_object_update(sc, r->extra) < 0))

@@ -19,6 +19,10 @@
 typedef struct EgressProxy EgressProxy;
 typedef struct EgressRun EgressRun;
 
+/* Where a run finds the proxy, in its own network namespace: 127.0.0.1:3128 (squid's and most
+ * proxies' port, so that a tool's default finds it too). */
+#define EGRESS_PROXY_PORT 3128
+
 /* One connection's decision, told when it is known (denied) or when the connection ends
  * (allowed): for the journal record and the counters. Strings are valid during the call. */
 typedef struct EgressDecision {

@@ -210,7 +210,7 @@ int proc_new(const ProcSpec *spec, const ProcHandler *handler, void *userdata, P
                 return -ENOMEM;
         p->ring = spec->ring;
         p->sandbox = spec->sandbox;
-        p->child = (SandboxChild) { .pidfd = -EBADF, .control_fd = -EBADF };
+        p->child = (SandboxChild) { .pidfd = -EBADF, .control_fd = -EBADF, .egress_listen_fd = -EBADF };
         p->stdin_fd = -EBADF;
         for (int i = 0; i < 2; i++)
                 p->streams[i] = (ProcStream) { .op.callback = on_stream, .proc = p, .fd = -EBADF,
@@ -281,6 +281,7 @@ int proc_spawn(Proc *p, const ProcSpawn *spawn) {
                 .rlimits = !p->cgroup,
                 /* With a cgroup the lower weight is its cpu.weight (proc_set_cpu_weight()), not nice. */
                 .background = spawn->background && !p->cgroup,
+                .egress_port = spawn->egress_port,
         };
         int r = sandbox_spawn(p->sandbox, &s, &p->child);
         if (r < 0)
@@ -291,6 +292,10 @@ int proc_spawn(Proc *p, const ProcSpawn *spawn) {
         p->streams[0].fd = TAKE_FD(out[0]);
         p->streams[1].fd = TAKE_FD(err[0]);
         return 0;
+}
+
+int proc_take_egress_fd(Proc *p) {
+        return TAKE_FD(p->child.egress_listen_fd);
 }
 
 static void cgroup_placed(CgroupRun *cr, int error, const char *message, void *userdata) {

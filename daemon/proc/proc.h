@@ -72,11 +72,15 @@ typedef struct ProcSpawn {
         const char *env_dir; /* host directory bound read-only at SANDBOX_ENV_DIR, or NULL */
         const char *script;  /* file in the staging directory Python runs */
         bool background;     /* rlimit mode: Python starts at nice 19 (SandboxRunSpec.background) */
+        uint16_t egress_port; /* a listener at 127.0.0.1:port in the run's namespace (SandboxRunSpec), or 0 */
 } ProcSpawn;
 
 /* Makes the pipes and clones the init into its namespaces (and its cgroup), held: Python does not
  * start before proc_release(). Returns 0 or -errno (-EAGAIN: a process limit of the daemon). */
 int proc_spawn(Proc *p, const ProcSpawn *spawn);
+/* The listener of a proc spawned with egress_port, for the caller to take (the egress proxy), or
+ * -EBADF. */
+int proc_take_egress_fd(Proc *p);
 
 /* Places the held init in its scope (systemd: by PID, asynchronously) and makes payload/. Returns 1
  * when placed (or there is nothing to place: cgroupfs, rlimits), 0 when handler->placed follows

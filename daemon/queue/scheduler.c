@@ -94,6 +94,11 @@ void scheduler_set_tenants(Scheduler *s, SchedulerTenantLimitsFn fn, void *userd
         s->tenant_userdata = userdata;
 }
 
+void scheduler_set_egress(Scheduler *s, SchedulerEgressFn fn, void *userdata) {
+        s->egress_of = fn;
+        s->egress_userdata = userdata;
+}
+
 void scheduler_set_run_ops(Scheduler *s, const RunOps *ops) {
         s->run_ops = ops;
 }
@@ -340,6 +345,7 @@ static void job_start(Scheduler *s, Job *j) {
                 .files = a->files,
                 .n_files = a->n_files,
                 .tenant = mcp_call_principal(j->call),
+                .egress = s->egress_of ? s->egress_of(s->egress_userdata, mcp_call_principal(j->call)) : NULL,
         };
         j->queue_ms = p.queue_ms;
         LIST_PREPEND(jobs, s->running, j);

@@ -38,6 +38,9 @@ typedef struct SchedulerTenantLimits {
 
 /* The limits of tenant now (a reload's hold from its next call); false: none of its own, the defaults. */
 typedef bool (*SchedulerTenantLimitsFn)(void *userdata, const char *tenant, SchedulerTenantLimits *ret);
+/* What a run of tenant may reach (issue 32) when it starts, or NULL: no network. Valid during the
+ * call only (a reload may replace it; the run copies it). */
+typedef const EgressPolicy *(*SchedulerEgressFn)(void *userdata, const char *tenant);
 
 /* A call of another module that holds one of the max_running slots while it runs, without being a
  * run of ours (issue 18: a busy Python session counts as a running call). The owner embeds it and
@@ -70,6 +73,8 @@ typedef struct Scheduler {
 
         SchedulerTenantLimitsFn tenant_limits; /* NULL: every tenant has the defaults */
         void *tenant_userdata;
+        SchedulerEgressFn egress_of;           /* NULL: no run reaches any host */
+        void *egress_userdata;
 
         Job *running;              /* list, linked through Job.jobs */
         /* The tenants with a call running or waiting; each holds its own queue (FIFO), and the pump
@@ -105,6 +110,8 @@ void scheduler_set_sessions(Scheduler *s, const void *(*session_of)(const void *
 /* Tenants (issue 31): where each tenant's runs=, queue= and weight= come from, asked at each of its
  * calls. Without it every tenant has SCHEDULER_TENANT_DEFAULT. */
 void scheduler_set_tenants(Scheduler *s, SchedulerTenantLimitsFn fn, void *userdata);
+/* Egress (issue 32): where a run's allowlist comes from, asked as it starts. */
+void scheduler_set_egress(Scheduler *s, SchedulerEgressFn fn, void *userdata);
 /* The unit tests' seam: runs started through ops (fakes) instead of run.c's run_ops_sandbox. */
 void scheduler_set_run_ops(Scheduler *s, const RunOps *ops);
 

@@ -64,6 +64,13 @@ struct Run {
         char *env_dir; /* RunParams.env_dir, or NULL */
         bool user_code; /* RunParams.user_code: the launcher runs main.py; outputs/ is read back */
         bool own_slice; /* RunParams.tenant has a slice of its own: no ready sandbox is in it */
+        /* Issue 32: the run's egress (RunParams.egress set): served by env.egress while it runs;
+         * its account, copied when it ends, is what the result says. */
+        bool egress_wanted;
+        EgressRun *egress;
+        ExecEgress egress_result;
+        EgressHostAccount *egress_hosts_copy;
+        ExecEgressHost *egress_hosts;
         Outputs outputs;
 
         /* Served by a ready sandbox (pool.c): released when its message is written on stdin. */
@@ -103,6 +110,7 @@ static const ProcHandler run_proc_handler;
 static void run_maybe_finish(Run *run);
 static void run_steps_log(const Run *run, const char *when);
 static void run_go(Run *run);
+static void run_egress_snapshot(Run *run);
 
 static void run_fail(Run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void run_fail(Run *run, const char *fmt, ...) {
@@ -124,8 +132,11 @@ static bool run_ops_busy(const Run *run) {
 static void run_free(Run *run) {
         /* A live init is killed and reaped first: its PID namespace, hence every process of the
          * run, is gone before its cgroup and staging directory are. */
+        egress_run_free(run->egress); /* before its listener's namespace goes: nothing more is accepted */
         proc_free(run->proc);
         output_done(&run->output);
+        free(run->egress_hosts_copy);
+        free(run->egress_hosts);
         outputs_done(&run->outputs);
         free(run->code);
         free(run->stdin_data);
@@ -367,6 +378,9 @@ static void run_finish(Run *run) {
                 .memory_at_start_bytes = run->memory_at_start_bytes,
         };
         run_end_decide(&f, &run->end);
+        /* Its connections end with it (the proxy tells each decision); what they did is kept. */
+        run_egress_snapshot(run);
+        egress_run_free(TAKE_PTR(run->egress));
         /* Nothing is added once the phase leaves RUN_RUNNING (on_stream). On ENOMEM the reply
          * encoder still repairs the streams; only the cap may then be passed by a few bytes. */
         if (output_finish(&run->output) < 0)
@@ -461,7 +475,7 @@ static int run_stage(Run *run, const RunParams *p) {
  * interpreter and no dependency environment (every backend: the pool makes each ready sandbox's
  * scope or cgroup with the runs' limits). */
 static bool run_may_be_warm(const Run *run) {
-        return run->env.pool && run->user_code && !run->env_dir && !run->own_slice &&
+        return run->env.pool && run->user_code && !run->env_dir && !run->own_slice && !run->egress_wanted &&
                (!run->python || (run->env.python && strcmp(run->python, run->env.python) == 0));
 }
 
@@ -541,16 +555,52 @@ static int run_spawn_failed(Run *run, int r) {
         return r;
 }
 
-static int run_spawn(Run *run) {
+static int run_spawn(Run *run, const RunParams *p) {
         int r = proc_spawn(run->proc, &(ProcSpawn) {
                 .python = run->python ? run->python : run->env.python,
                 .env_dir = run->env_dir,
                 .script = run->user_code ? EXEC_LAUNCHER_NAME : RUN_SCRIPT_NAME,
+                .egress_port = run->egress_wanted ? EGRESS_PROXY_PORT : 0,
         });
         if (r < 0)
                 return run_spawn_failed(run, r);
         run->t_spawn = now_usec();
+        if (run->egress_wanted) {
+                /* The listener in the run's namespace is the proxy's from now on. */
+                r = egress_run_new(run->env.egress, proc_take_egress_fd(run->proc), p->egress, run->id, p->tenant,
+                                   &run->egress);
+                if (r < 0) {
+                        run_fail(run, "cannot serve the run's egress: %s", strerror(-r));
+                        return r;
+                }
+        }
         return 0;
+}
+
+/* The egress account as the result says it: copied, since the proxy's goes with the run's. */
+static void run_egress_snapshot(Run *run) {
+        if (!run->egress)
+                return;
+        const EgressAccount *a = egress_run_account(run->egress);
+        run->egress_result = (ExecEgress) { .sent = a->sent, .received = a->received, .connections = a->connections,
+                                            .denied = a->denied, .hosts_truncated = a->hosts_truncated };
+        if (a->n_hosts > 0) {
+                run->egress_hosts_copy = malloc(a->n_hosts * sizeof(*a->hosts));
+                run->egress_hosts = calloc(a->n_hosts, sizeof(*run->egress_hosts));
+                if (!run->egress_hosts_copy || !run->egress_hosts) {
+                        run->egress_result.hosts_truncated = true; /* the totals still hold */
+                        return;
+                }
+                memcpy(run->egress_hosts_copy, a->hosts, a->n_hosts * sizeof(*a->hosts));
+                for (size_t i = 0; i < a->n_hosts; i++) {
+                        const EgressHostAccount *h = &run->egress_hosts_copy[i];
+                        run->egress_hosts[i] = (ExecEgressHost) { .host = h->host, .port = h->port, .allowed = h->allowed,
+                                                                  .connections = h->connections, .sent = h->sent,
+                                                                  .received = h->received };
+                }
+                run->egress_result.hosts = run->egress_hosts;
+                run->egress_result.n_hosts = a->n_hosts;
+        }
 }
 
 static const ProcHandler run_proc_handler = {
@@ -576,6 +626,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
         run->queue_ms = p->queue_ms;
         run->user_code = p->user_code;
         run->own_slice = cgroup_tenant_slice(env->cgroup, p->tenant) != NULL;
+        run->egress_wanted = p->egress && env->egress;
         output_init(&run->output, env->max_output_bytes);
         run->op_start.callback = on_start_failed;
         run->code = malloc(p->code_len + 1);
@@ -608,7 +659,7 @@ int run_start(const RunEnv *env, const RunParams *p, RunDoneFn done, void *userd
                 run_fail(run, "cannot create the run's working directory in %s: %s", env->state_dir, strerror(-r));
         else {
                 run->t_staged = now_usec();
-                (void) run_spawn(run);
+                (void) run_spawn(run, p);
         }
 
         if (run->error) {
@@ -741,6 +792,7 @@ void run_result(const Run *run, ExecResult *ret) {
         r.warm = run->warm;
         r.memory_at_start_bytes = run->memory_at_start_bytes;
         r.duration_ms = wall / 1000;
+        r.egress = run->egress_wanted ? &run->egress_result : NULL;
         *ret = r;
 }
 

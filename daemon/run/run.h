@@ -11,6 +11,7 @@
 #include "outputs.h"
 #include "pool.h"
 #include "proc.h"
+#include "proxy.h"
 #include "ring.h"
 #include "sandbox.h"
 
@@ -40,6 +41,7 @@ typedef struct RunEnv {
         uint64_t memory_max_bytes; /* a run's memory limit (MCP_EXEC_MEMORY_MAX); UINT64_MAX or 0 (unset): none */
         RunPool *pool;             /* ready sandboxes (issue 16), or NULL: every run is cold */
         const RunLauncherCode *launcher_code; /* the daemon's, or NULL */
+        EgressProxy *egress;       /* serves the runs that may reach hosts (issue 32), or NULL: none may */
 } RunEnv;
 
 typedef struct RunParams {
@@ -60,6 +62,10 @@ typedef struct RunParams {
          * own (cgroup_tenant_slice()) has its run's scope placed there, and so never takes a ready
          * sandbox (those wait in the daemon's slice). */
         const char *tenant;
+        /* What the run may reach (issue 32), copied at the start: its sandbox then gets a listener
+         * at 127.0.0.1:EGRESS_PROXY_PORT that env->egress serves (so it never takes a ready
+         * sandbox, which has none). NULL: no network, as every run before. */
+        const EgressPolicy *egress;
 } RunParams;
 
 /* How a sandboxed call ended, as its result says it: decided for a run by its facts (run-internal.h),

@@ -1,0 +1,139 @@
+// Egress by name (issue 32), end to end through the server, with servers on this machine's loopback
+// only (the test's own; no other address is ever contacted). A run whose call has an allowlist
+// (MCP_EXEC_EGRESS_ALLOW here) reaches what it lists through the daemon's proxy, with unmodified
+// clients (urllib reads HTTP_PROXY; a CONNECT tunnel by hand); everything else is denied: another
+// port, a name that resolves to loopback (rebinding), a direct connection around the proxy, UDP.
+// The result's `egress` says the bytes each way and the hosts asked for, allowed or not; each
+// decision is a record (on stderr without a journal), never a path. Without an allowlist a run has
+// no network at all, as before, and its result has no `egress`.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { startDaemon, callExec, summarize, test } from './lib/index.mjs';
+
+/** An HTTP server on 127.0.0.1 that answers every request with its body, and remembers each
+ * request's line and headers. */
+async function server(t, body) {
+    const seen = [];
+    const s = http.createServer((req, res) => {
+        seen.push({ method: req.method, url: req.url, headers: req.headers });
+        res.writeHead(200, { 'Content-Type': 'text/plain' });
+        res.end(body);
+    });
+    await new Promise((r) => s.listen(0, '127.0.0.1', r));
+    t.after(() => new Promise((r) => s.close(r)));
+    return { port: s.address().port, seen };
+}
+
+const FETCH = (url) => `
+import urllib.request, urllib.error
+try:
+    print(urllib.request.urlopen(${JSON.stringify(url)}, timeout=20).read().decode())
+except urllib.error.HTTPError as e:
+    print("HTTP", e.code, e.read().decode().strip())
+`;
+
+test('a listed host is reached through the proxy with an unmodified client; the result and a record account for it', async (t) => {
+    const a = await server(t, 'hello egress');
+    const d = await startDaemon(t, { env: { MCP_EXEC_EGRESS_ALLOW: `127.0.0.1:${a.port}` } });
+    const r = await callExec(d.client, { code: FETCH(`http://127.0.0.1:${a.port}/simple/x?y=1`) });
+    assert.equal(r.sc.stdout, 'hello egress\n', summarize(r));
+    // The server got the request rebuilt: origin form, no Proxy-* header, one request per connection.
+    assert.equal(a.seen.length, 1);
+    assert.equal(a.seen[0].url, '/simple/x?y=1');
+    assert.equal(a.seen[0].headers.connection, 'close');
+    assert.ok(!Object.keys(a.seen[0].headers).some((h) => h.startsWith('proxy-')), JSON.stringify(a.seen[0].headers));
+    const e = r.sc.egress;
+    assert.ok(e, summarize(r));
+    assert.equal(e.connections, 1);
+    assert.equal(e.denied, 0);
+    assert.ok(e.bytes_sent > 0 && e.bytes_received > 'hello egress'.length, JSON.stringify(e));
+    assert.deepEqual(e.hosts, [{ host: '127.0.0.1', port: a.port, allowed: true, connections: 1,
+        bytes_sent: e.bytes_sent, bytes_received: e.bytes_received }]);
+    // The decision's record: host, port, bytes; never the path or the query.
+    const rec = new RegExp(`egress allowed 127\\.0\\.0\\.1:${a.port} for run [0-9a-f]{16}`);
+    for (let i = 0; i < 50 && !rec.test(d.stderr()); i++) await new Promise((res) => setTimeout(res, 100));
+    assert.match(d.stderr(), rec);
+    assert.match(d.stderr(), /EGRESS_DECISION=allowed/);
+    assert.ok(!d.stderr().includes('simple/x'), 'a path reached the log');
+});
+
+test('what the list does not name is denied: another port, a name that resolves to loopback, a direct connection, UDP', async (t) => {
+    const a = await server(t, 'allowed');
+    const b = await server(t, 'never');
+    // localhost is listed by name, but it resolves to loopback: no name may lead there.
+    const d = await startDaemon(t, { env: { MCP_EXEC_EGRESS_ALLOW: `127.0.0.1:${a.port},localhost:${b.port}` } });
+    const r = await callExec(d.client, {
+        code: FETCH(`http://127.0.0.1:${b.port}/`) + FETCH(`http://localhost:${b.port}/`) + `
+import socket
+for what, make, addr in (("direct", lambda: socket.create_connection(("127.0.0.1", ${b.port}), timeout=5), None),
+                         ("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM), None),
+                         ("far", lambda: socket.create_connection(("192.0.2.1", 80), timeout=5), None)):
+    try:
+        make()
+        print(what, "open")
+    except OSError as e:
+        print(what, "refused", e.errno)
+`,
+    });
+    const lines = r.sc.stdout.trim().split('\n');
+    assert.match(lines[0], /^HTTP 403 mcp-execd egress: this host and port are not in the run's egress allowlist$/, summarize(r));
+    assert.match(lines[1], /^HTTP 403 mcp-execd egress: the name resolves only to addresses that no name may reach/, summarize(r));
+    assert.match(lines[2], /^direct refused \d+$/); // the run's own loopback has nothing there
+    assert.match(lines[3], /^udp refused \d+$/);    // seccomp: TCP only
+    assert.match(lines[4], /^far refused \d+$/);    // no route out of the run's namespace
+    assert.equal(b.seen.length, 0, 'a denied request reached the server');
+    const e = r.sc.egress;
+    assert.equal(e.denied, 2, JSON.stringify(e));
+    assert.equal(e.bytes_sent + e.bytes_received, 0);
+    assert.deepEqual(e.hosts.map((h) => [h.host, h.port, h.allowed]).sort(),
+        [['127.0.0.1', b.port, false], ['localhost', b.port, false]].sort());
+});
+
+test('CONNECT opens a tunnel to a listed host:port and passes its bytes through unread', async (t) => {
+    const a = await server(t, 'through the tunnel');
+    const d = await startDaemon(t, { env: { MCP_EXEC_EGRESS_ALLOW: `127.0.0.1:${a.port}` } });
+    const r = await callExec(d.client, {
+        code: `
+import os, socket
+proxy = os.environ["HTTPS_PROXY"].removeprefix("http://").rstrip("/").split(":")
+s = socket.create_connection((proxy[0], int(proxy[1])), timeout=20)
+s.sendall(b"CONNECT 127.0.0.1:${a.port} HTTP/1.1\\r\\nHost: 127.0.0.1:${a.port}\\r\\n\\r\\n")
+head = b""
+while not head.endswith(b"\\r\\n\\r\\n"):
+    head += s.recv(1)
+print(head.split(b"\\r\\n")[0].decode())
+s.sendall(b"GET /t HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n")
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+print(data.split(b"\\r\\n\\r\\n", 1)[1].decode())
+print(sorted(k for k in os.environ if k.lower().endswith("_proxy")))
+`,
+    });
+    const lines = r.sc.stdout.trim().split('\n');
+    assert.equal(lines[0], 'HTTP/1.1 200 Connection established', summarize(r));
+    assert.equal(lines[1], 'through the tunnel');
+    assert.equal(lines[2], "['ALL_PROXY', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'all_proxy', 'http_proxy', 'https_proxy', 'no_proxy']");
+    assert.equal(a.seen[0].url, '/t'); // the tunnel's own request, as the run wrote it
+    assert.equal(r.sc.egress.connections, 1);
+});
+
+test('without an allowlist a run has no network and no proxy, and its result has no egress', async (t) => {
+    const d = await startDaemon(t, {});
+    const r = await callExec(d.client, {
+        code: `
+import os, socket
+print(sorted(k for k in os.environ if k.lower().endswith("_proxy")))
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    print("inet open")
+except OSError as e:
+    print("inet refused", e.errno)
+`,
+    });
+    assert.equal(r.sc.stdout, '[]\ninet refused 97\n', summarize(r)); // EAFNOSUPPORT
+    assert.equal(r.sc.egress, undefined);
+});
