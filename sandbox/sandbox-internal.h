@@ -47,6 +47,8 @@ struct Sandbox {
         bool privileged; /* root: maps 65532 → 65532; else 65532 → host_uid with setgroups denied */
         struct sock_filter *seccomp_bpf; /* built once by sandbox_seccomp_build() */
         size_t seccomp_len;              /* number of instructions */
+        struct sock_filter *seccomp_egress_bpf; /* the same, but TCP sockets allowed: egress runs */
+        size_t seccomp_egress_len;
         SandboxSeed seeds[4];
         size_t n_seeds;
         int init_fd; /* sealed memfd of the run's init program (sandbox-init.c) */
@@ -59,6 +61,8 @@ typedef struct SpawnPlan {
         bool privileged;
         bool rlimits;
         bool background;       /* SandboxRunSpec.background */
+        uint16_t egress_port;  /* SandboxRunSpec.egress_port: the init's listener, Python's proxy
+                                  variables and the egress seccomp filter; or 0 */
         bool mount_in_child;   /* the Python child, forked before the id maps, builds the root itself
                                   (no mount helper): rlimits */
         const char *python;
@@ -67,9 +71,10 @@ typedef struct SpawnPlan {
         int env_fd;            /* O_PATH of env_dir, opened with the daemon's uid; or -EBADF */
         const char *workdir; /* the cwd given to Python */
         const char *argv[4];
-        const char *envp[16];
+        const char *envp[24];
         char threads[16];
         char thread_env[4][48];
+        char proxy_env[6][48]; /* HTTP_PROXY=http://127.0.0.1:<egress_port> … */
 
         int control_fd;        /* the init's end of control_fd */
         int stdin_fd, stdout_fd, stderr_fd;

@@ -6,6 +6,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stddef.h>
 #include <seccomp.h>
@@ -30,7 +31,9 @@
 /* Compared with Docker's default seccomp profile (moby profiles/seccomp/default.json, as of
  * issue 15; x86_64, a container without added capabilities). Docker allows a list and refuses the
  * rest with EPERM; we allow all and refuse a list, so a syscall newer than libseccomp (2.5.4 knows
- * nothing past 453 here) is refused by Docker and allowed by us. Every difference:
+ * nothing past 453 here) is refused by Docker and allowed by us. There are two filters, built
+ * once: every run's, and the egress runs' (SandboxRunSpec.egress_port), which differs in socket()
+ * alone (marked "egress" below). Every difference:
  *
  * Docker allows, we refuse:
  *   ptrace, process_vm_readv, process_vm_writev  the run's PID 1 and its Python share a uid, so
@@ -42,8 +45,13 @@
  *   modify_ldt                16-bit segments: old exploit surface, no use in a 64-bit Python
  *   adjtimex, clock_adjtime   even the read-only forms: not needed (time.clock_* read via vDSO)
  *   personality(x) for x in PER_LINUX32, UNAME26, both  only the query 0xffffffff is allowed
- *   socket(AF_*) but AF_UNIX  Docker refuses only AF_VSOCK; we have no network at all
- *   socketpair(AF_*) but AF_UNIX  Docker allows every family
+ *   socket(AF_*) but AF_UNIX  Docker refuses only AF_VSOCK; a run has no network at all
+ *   egress: socket(AF_*) but AF_UNIX, AF_INET, AF_INET6  (EAFNOSUPPORT) and, in AF_INET and
+ *                             AF_INET6, every type but SOCK_STREAM and every protocol but 0 and
+ *                             IPPROTO_TCP (EPROTONOSUPPORT): TCP is all an egress run needs, to reach
+ *                             the daemon's proxy on its lo; no UDP (QUIC, DNS), ICMP, raw, SCTP or
+ *                             MPTCP, no netlink, packet, vsock, AF_ALG…
+ *   socketpair(AF_*) but AF_UNIX  Docker allows every family (egress runs too)
  *   ioctl(TIOCSTI, TIOCLINUX)  Docker allows every ioctl
  *   prlimit64(pid ≠ 0, …, new ≠ NULL)  setting another process's limits: the run's PID 1 shares
  *                             an unprivileged daemon's uid (seccomp_rules_add() says why)
@@ -107,7 +115,71 @@ static const uint64_t clone_ns_flags[] = {
         CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
 };
 
-static int seccomp_rules_add(scmp_filter_ctx ctx, const char **reterr_what) {
+/* Egress runs (SandboxRunSpec.egress_port): socket() families the filter lets through. Everything
+ * between and around them is refused: lowest and highest by a range, the gaps one by one. */
+static const int egress_families[] = { AF_UNIX, AF_INET, AF_INET6 };
+/* ...and within AF_INET and AF_INET6, the protocols a SOCK_STREAM socket may ask for. IPPROTO_IP
+ * (0) is what everyone passes and means TCP for SOCK_STREAM; IPPROTO_SCTP and IPPROTO_MPTCP are
+ * SOCK_STREAM protocols too, and refused. */
+static const int egress_stream_protocols[] = { IPPROTO_IP, IPPROTO_TCP };
+
+/* The socket() rules of an egress run: TCP over IPv4 and IPv6 besides AF_UNIX, nothing else.
+ * libseccomp 2.5 takes one comparison per argument in a rule (several arguments are ANDed), so
+ * "not in the set" is several ERRNO rules, each for a range or a value outside it.
+ *
+ * The family (A0) and the protocol (A2) are compared on all 64 bits, as the rule for runs without
+ * egress does: an int with garbage in its upper half (glibc sign-extends, the kernel truncates) is
+ * never one of the allowed values, so it is refused, never let through. The type (A1) is compared
+ * on its low four bits, which are what the kernel reads as the type (SOCK_TYPE_MASK); the flags
+ * above them (SOCK_NONBLOCK, SOCK_CLOEXEC) are the kernel's to check. Every other value of those
+ * four bits is refused, the kernel's unknown ones too.
+ *
+ * Errnos: a family, EAFNOSUPPORT as without egress. A type or protocol of AF_INET or AF_INET6,
+ * EPROTONOSUPPORT: the family does work (for TCP), and EAFNOSUPPORT would say IPv4 or IPv6 is
+ * missing altogether, which a program probing with a UDP socket (IPv6 probes, happy eyeballs,
+ * DNS) could take as "no network" for TCP too; EPROTONOSUPPORT is what the kernel itself answers
+ * for a protocol the family lacks (SCTP without its module). One errno for both, so that the type
+ * and protocol rules, which overlap (SOCK_DGRAM with IPPROTO_UDP matches both), agree. */
+static int seccomp_egress_socket_rules_add(scmp_filter_ctx ctx) {
+        int socket_nr = SCMP_SYS(socket);
+        int r;
+
+        int lowest = egress_families[0], highest = egress_families[ELEMENTSOF(egress_families) - 1];
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), socket_nr, 1, SCMP_A0(SCMP_CMP_LT, lowest));
+        if (r >= 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), socket_nr, 1,
+                                     SCMP_A0(SCMP_CMP_GT, highest));
+        for (size_t i = 0; r >= 0 && i + 1 < ELEMENTSOF(egress_families); i++)
+                for (int family = egress_families[i] + 1; r >= 0 && family < egress_families[i + 1]; family++)
+                        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), socket_nr, 1,
+                                             SCMP_A0(SCMP_CMP_EQ, family));
+        if (r < 0)
+                return r;
+
+        /* Protocols: above the highest allowed, and the gaps (the lowest, IPPROTO_IP, is 0: there is
+         * nothing below it). */
+        static const int inet_families[] = { AF_INET, AF_INET6 };
+        int protocol_highest = egress_stream_protocols[ELEMENTSOF(egress_stream_protocols) - 1];
+        for (size_t i = 0; i < ELEMENTSOF(inet_families); i++) {
+                struct scmp_arg_cmp family = SCMP_A0(SCMP_CMP_EQ, inet_families[i]);
+                for (unsigned type = 0; r >= 0 && type <= 0xf; type++)
+                        if (type != SOCK_STREAM)
+                                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), socket_nr, 2, family,
+                                                     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type));
+                if (r >= 0)
+                        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), socket_nr, 2, family,
+                                             SCMP_A2(SCMP_CMP_GT, protocol_highest));
+                for (size_t j = 0; r >= 0 && j + 1 < ELEMENTSOF(egress_stream_protocols); j++)
+                        for (int p = egress_stream_protocols[j] + 1; r >= 0 && p < egress_stream_protocols[j + 1]; p++)
+                                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), socket_nr, 2, family,
+                                                     SCMP_A2(SCMP_CMP_EQ, p));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int seccomp_rules_add(scmp_filter_ctx ctx, bool egress, const char **reterr_what) {
         int r;
 
         for (size_t i = 0; i < ELEMENTSOF(denied_eperm); i++) {
@@ -141,10 +213,18 @@ static int seccomp_rules_add(scmp_filter_ctx ctx, const char **reterr_what) {
          * before it asks the family for a pair (net/socket.c, __sys_socketpair), so AF_INET,
          * AF_NETLINK, AF_PACKET, AF_VSOCK, AF_XDP reach socket creation unless refused here.
          * multiprocessing and asyncio only make AF_UNIX pairs. No socketcall(): that is the ia32
-         * ABI, which kills the run. */
+         * ABI, which kills the run. An egress run's socket() also makes TCP sockets
+         * (seccomp_egress_socket_rules_add()); its socketpair() stays AF_UNIX: no family but AF_UNIX
+         * has pairs. */
         static const char *const socket_calls[] = { "socket", "socketpair" };
         for (size_t i = 0; i < ELEMENTSOF(socket_calls); i++) {
                 *reterr_what = socket_calls[i];
+                if (egress && strcmp(socket_calls[i], "socket") == 0) {
+                        r = seccomp_egress_socket_rules_add(ctx);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
                                      seccomp_syscall_resolve_name(socket_calls[i]), 1,
                                      SCMP_A0(SCMP_CMP_NE, AF_UNIX));
@@ -187,11 +267,11 @@ static int seccomp_rules_add(scmp_filter_ctx ctx, const char **reterr_what) {
         return 0;
 }
 
-/* Builds the filter with libseccomp and keeps its BPF in memory, so the child only makes one
+/* Builds one filter with libseccomp and keeps its BPF in memory, so the child only makes one
  * seccomp() syscall (no allocation, no libseccomp, after the fork). libseccomp 2.5 exports to an
  * fd only: a memfd. */
-int sandbox_seccomp_build(Sandbox *s, char **reterr_reason) {
-        const char *what = NULL;
+static int seccomp_program_build(bool egress, struct sock_filter **ret_bpf, size_t *ret_len,
+                                 const char **reterr_what) {
         int r;
 
         scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -202,7 +282,7 @@ int sandbox_seccomp_build(Sandbox *s, char **reterr_reason) {
          * a non-native ABI kills the whole process. */
         r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
         if (r >= 0)
-                r = seccomp_rules_add(ctx, &what);
+                r = seccomp_rules_add(ctx, egress, reterr_what);
 
         _cleanup_close_ int fd = -EBADF;
         if (r >= 0) {
@@ -217,18 +297,32 @@ int sandbox_seccomp_build(Sandbox *s, char **reterr_reason) {
         if (r >= 0 && (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
                        st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS))
                 r = -EINVAL;
+        if (r < 0)
+                return r;
+        _cleanup_free_ struct sock_filter *bpf = malloc((size_t) st.st_size);
+        if (!bpf)
+                return -ENOMEM;
+        if (pread(fd, bpf, (size_t) st.st_size, 0) != st.st_size)
+                return -EIO;
+        *ret_bpf = TAKE_PTR(bpf);
+        *ret_len = (size_t) st.st_size / sizeof(struct sock_filter);
+        return 0;
+}
+
+/* Both filters, once: every run's, and the egress runs' (SandboxRunSpec.egress_port), which differs
+ * only in socket(). */
+int sandbox_seccomp_build(Sandbox *s, char **reterr_reason) {
+        const char *what = NULL;
+        bool egress = false;
+        int r = seccomp_program_build(false, &s->seccomp_bpf, &s->seccomp_len, &what);
         if (r >= 0) {
-                s->seccomp_bpf = malloc((size_t) st.st_size);
-                if (!s->seccomp_bpf)
-                        return -ENOMEM;
-                if (pread(fd, s->seccomp_bpf, (size_t) st.st_size, 0) != st.st_size)
-                        r = -EIO;
-                s->seccomp_len = (size_t) st.st_size / sizeof(struct sock_filter);
+                egress = true;
+                r = seccomp_program_build(true, &s->seccomp_egress_bpf, &s->seccomp_egress_len, &what);
         }
         if (r < 0 && reterr_reason) {
                 char *m = NULL;
-                if (asprintf(&m, "cannot build the seccomp filter%s%s: %s", what ? " at " : "", what ?: "",
-                             strerror(-r)) >= 0)
+                if (asprintf(&m, "cannot build the seccomp filter%s%s%s: %s", egress ? " of egress runs" : "",
+                             what ? " at " : "", what ?: "", strerror(-r)) >= 0)
                         *reterr_reason = m;
         }
         return r;
@@ -339,6 +433,11 @@ int sandbox_lockdown(SpawnPlan *plan) {
                 .len = (unsigned short) plan->sandbox->seccomp_len,
                 .filter = plan->sandbox->seccomp_bpf,
         };
+        if (plan->egress_port != 0)
+                prog = (struct sock_fprog) {
+                        .len = (unsigned short) plan->sandbox->seccomp_egress_len,
+                        .filter = plan->sandbox->seccomp_egress_bpf,
+                };
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
                 return fail(plan, "seccomp", NULL);
 #ifdef SANDBOX_AUDIT_ARCH

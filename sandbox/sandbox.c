@@ -6,6 +6,8 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pwd.h>
 #include <sched.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -21,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -53,8 +57,9 @@
  * memory shares the run's namespaces, or while PID 1's memory is open to the run (issue 15.4).
  *
  * control_fd (SOCK_SEQPACKET): daemon → init 'M' (id maps written, from sandbox_spawn), 'R'
- * (release, maybe with the payload cgroup fd); init → daemon SandboxReport messages. EOF on it
- * ends the init, and with it the PID namespace. */
+ * (release, maybe with the payload cgroup fd); init → daemon SandboxReport messages, and before
+ * them, in an egress run, one EgressMessage with the run's listener. EOF on it ends the init, and
+ * with it the PID namespace. */
 
 /* glibc 2.36 has no clone3() wrapper and <linux/sched.h> fights <sched.h>: our own copy of the
  * v2 struct (kernel ≥ 5.7, for the cgroup field). */
@@ -85,6 +90,12 @@ struct clone_args_v2 {
  * the release (optionally with the payload cgroup). */
 #define MAPS_MESSAGE 'M'
 #define RELEASE_MESSAGE 'R'
+
+/* What the init of an egress run sends first on control_fd, before it waits for 'M': err 0 with the
+ * listening socket (SCM_RIGHTS), or the errno of the step that failed and no fd. */
+typedef struct EgressMessage {
+        int32_t err;
+} EgressMessage;
 
 static pid_t raw_clone3(uint64_t flags, int *ret_pidfd, int cgroup_fd) {
         struct clone_args_v2 args = {
@@ -314,7 +325,7 @@ int sandbox_warm_up(Sandbox *s, const char *python) {
         _cleanup_close_ int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (r >= 0 && nul < 0)
                 r = -errno;
-        SandboxChild c = { .pidfd = -EBADF, .control_fd = -EBADF };
+        SandboxChild c = { .pidfd = -EBADF, .control_fd = -EBADF, .egress_listen_fd = -EBADF };
         if (r >= 0) {
                 SandboxRunSpec spec = {
                         .python = python,
@@ -645,6 +656,7 @@ Sandbox *sandbox_free(Sandbox *s) {
         for (size_t i = 0; i < s->n_seeds; i++)
                 free(s->seeds[i].data);
         free(s->seccomp_bpf);
+        free(s->seccomp_egress_bpf);
         safe_close(s->init_fd);
         free(s);
         return NULL;
@@ -1061,6 +1073,74 @@ static int init_start_python(InitState *st, SpawnPlan *plan, bool released) {
 
 _Noreturn static void init_serve_failed(InitState *st);
 
+/* An egress run's listener (SandboxRunSpec.egress_port): lo up, then a TCP socket listening on
+ * 127.0.0.1:port, all in the run's network namespace, which our user namespace owns (we hold
+ * CAP_NET_ADMIN and CAP_NET_BIND_SERVICE there: any port will do). lo first: a new namespace's lo
+ * is down and has no 127.0.0.1 until it is up (bind: EADDRNOTAVAIL). Returns the socket, or -errno. */
+static int init_egress_listen(uint16_t port) {
+        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        struct ifreq ifr = {};
+        str_copy(ifr.ifr_name, sizeof(ifr.ifr_name), "lo", NULL);
+        int r = ioctl(fd, SIOCGIFFLAGS, &ifr);
+        if (r >= 0) {
+                ifr.ifr_flags |= IFF_UP;
+                r = ioctl(fd, SIOCSIFFLAGS, &ifr);
+        }
+        r = r < 0 ? -errno : 0;
+        safe_close(fd);
+        if (r < 0)
+                return r;
+
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        struct sockaddr_in sa = {
+                .sin_family = AF_INET,
+                .sin_port = htons(port),
+                .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+        };
+        if (bind(fd, (const struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+                r = -errno;
+                safe_close(fd);
+                return r;
+        }
+        return fd;
+}
+
+/* Makes the listener and sends it to the daemon (or why it could not), which takes it for its
+ * proxy; our copy is closed before any other process of the run exists, so no process of the run
+ * ever holds it: the code must not accept the connections meant for the proxy. Returns false when
+ * it failed (the daemon kills us once it has read why). */
+static bool init_egress_send(int control_fd, uint16_t port) {
+        int fd = init_egress_listen(port);
+        EgressMessage m = { .err = fd < 0 ? -fd : 0 };
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control = {};
+        struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        if (fd >= 0) {
+                mh.msg_control = &control;
+                mh.msg_controllen = sizeof(control);
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        }
+        ssize_t n;
+        do
+                n = sendmsg(control_fd, &mh, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        safe_close(fd);
+        if (n < 0)
+                _exit(1); /* the daemon is gone */
+        return fd >= 0;
+}
+
 _Noreturn static void init_main(SpawnPlan *plan) {
         /* We are a copy of the daemon: its signal handlers, mask and fds are ours until we drop
          * them. Keep only control_fd, the run's pipe ends and the payload cgroup. The daemon's
@@ -1095,6 +1175,12 @@ _Noreturn static void init_main(SpawnPlan *plan) {
          * was set. getppid() is 0 for us (the parent is outside our PID namespace), so the race is
          * caught by control_fd instead: once the daemon is gone, it reads EOF below. */
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+
+        /* The egress listener first: the daemon waits for it (spawn_internal()), and it must be
+         * gone from here before the Python child or the mount helper is forked. A failure was sent
+         * instead: wait for the daemon's kill (or its EOF). */
+        if (plan->egress_port != 0 && !init_egress_send(st.control_fd, plan->egress_port))
+                init_serve_failed(&st);
 
         /* Everything that does not depend on the release is done while the daemon places us in
          * our cgroup; a failure is kept and reported after the release (the daemon only listens
@@ -1277,6 +1363,7 @@ static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, bool self_te
                  * it and do the mount helper's work itself (init_main()). */
                 .mount_in_child = spec->rlimits,
                 .background = spec->background,
+                .egress_port = spec->egress_port,
                 .exec_fd = -EBADF,
                 .go_fd = -EBADF,
                 .maps_fd = -EBADF,
@@ -1309,6 +1396,24 @@ static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, bool self_te
                 str_copy(plan->thread_env[i], sizeof(plan->thread_env[i]), thread_vars[i], plan->threads);
                 plan->envp[n++] = plan->thread_env[i];
         }
+        /* An egress run reaches hosts only through the daemon's proxy, at the listener the init
+         * makes (init_egress_listen()): pip, urllib, requests, httpx and curl read these, in one
+         * case or the other (curl reads http_proxy in lower case only). NO_PROXY empty: nothing
+         * inherited or defaulted sends a host around the proxy (there is no way around it anyway:
+         * the error is then the proxy's own, not a refused connection). */
+        if (spec->egress_port != 0) {
+                static const char *const proxy_vars[ELEMENTSOF(plan->proxy_env)] = {
+                        "HTTP_PROXY=", "HTTPS_PROXY=", "ALL_PROXY=", "http_proxy=", "https_proxy=", "all_proxy=",
+                };
+                char url[32];
+                snprintf(url, sizeof(url), "http://127.0.0.1:%u", (unsigned) spec->egress_port);
+                for (size_t i = 0; i < ELEMENTSOF(proxy_vars); i++) {
+                        str_copy(plan->proxy_env[i], sizeof(plan->proxy_env[i]), proxy_vars[i], url);
+                        plan->envp[n++] = plan->proxy_env[i];
+                }
+                plan->envp[n++] = "NO_PROXY=";
+                plan->envp[n++] = "no_proxy=";
+        }
         plan->envp[n] = NULL;
 
         plan->argv[0] = spec->python;
@@ -1317,6 +1422,65 @@ static int plan_build(const Sandbox *s, const SandboxRunSpec *spec, bool self_te
         plan->argv[3] = NULL;
 
         return sandbox_fs_plan(s, spec, plan);
+}
+
+static uint64_t now_msec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* The egress run's listener, from its init (init_egress_send()): the first message on control_fd,
+ * sent as soon as the init has made it, so this waits a few hundred µs, the bound only for an init
+ * that never got the CPU. Returns the fd (O_CLOEXEC) or -errno: the init's own failure, -ETIMEDOUT,
+ * or -ECHILD when the init exited without a word. */
+static int egress_listener_receive(int control_fd) {
+        uint64_t deadline = now_msec() + SANDBOX_EGRESS_LISTEN_TIMEOUT_MSEC;
+        for (;;) {
+                uint64_t now = now_msec();
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                struct pollfd p = { .fd = control_fd, .events = POLLIN };
+                int n = poll(&p, 1, (int) (deadline - now));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return -ETIMEDOUT;
+
+                EgressMessage m = {};
+                union {
+                        struct cmsghdr align;
+                        char buf[CMSG_SPACE(sizeof(int))];
+                } control = {};
+                struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+                struct msghdr mh = {
+                        .msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = &control,
+                        .msg_controllen = sizeof(control),
+                };
+                ssize_t k = recvmsg(control_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+                if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        return -ECHILD;
+                _cleanup_close_ int fd = -EBADF;
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+                if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+                    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+                        memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+                if (k != (ssize_t) sizeof(m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+                        return -EPROTO;
+                if (m.err != 0)
+                        return m.err > 0 ? -m.err : -EPROTO;
+                if (fd < 0)
+                        return -EPROTO;
+                return TAKE_FD(fd);
+        }
 }
 
 static int spawn_internal(const Sandbox *s, const SandboxRunSpec *spec, bool self_test, SandboxChild *ret) {
@@ -1341,12 +1505,21 @@ static int spawn_internal(const Sandbox *s, const SandboxRunSpec *spec, bool sel
                 init_main(plan);
 
         _cleanup_close_ int pidfd_owned = pidfd;
+        _cleanup_close_ int egress_listen_fd = -EBADF;
         r = write_id_maps(s, pid);
         if (r >= 0) {
                 /* The init may now start its mount helper (setresuid to 65532 needs the map). */
                 char m = MAPS_MESSAGE;
                 if (send(ours, &m, 1, MSG_NOSIGNAL) < 0)
                         r = -errno;
+        }
+        if (r >= 0 && spec->egress_port != 0) {
+                /* The init sent it, or why not, before it waited for the maps: it is first in line.
+                 * Our copy of the init's end goes first, so that an init that died is EOF here. */
+                theirs = safe_close(theirs);
+                r = egress_listener_receive(ours);
+                if (r >= 0)
+                        egress_listen_fd = r;
         }
         if (r >= 0)
                 r = fd_set_nonblock(ours, true);
@@ -1363,6 +1536,7 @@ static int spawn_internal(const Sandbox *s, const SandboxRunSpec *spec, bool sel
                 .pid = pid,
                 .pidfd = TAKE_FD(pidfd_owned),
                 .control_fd = TAKE_FD(ours),
+                .egress_listen_fd = TAKE_FD(egress_listen_fd),
         };
         return 0;
 }
@@ -1470,4 +1644,5 @@ int sandbox_child_command(const SandboxChild *c, SandboxCommandKind kind) {
 void sandbox_child_done(SandboxChild *c) {
         c->control_fd = safe_close(c->control_fd);
         c->pidfd = safe_close(c->pidfd);
+        c->egress_listen_fd = safe_close(c->egress_listen_fd);
 }

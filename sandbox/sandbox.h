@@ -64,6 +64,14 @@ typedef struct SandboxRunSpec {
         bool background;          /* a ready sandbox made ahead (issue 16): Python starts at nice 19, in an
                                    * autogroup at nice 19 (its setsid makes one); see
                                    * sandbox_child_foreground() */
+        uint16_t egress_port;     /* 0: no network at all (a down lo, sockets AF_UNIX only). Otherwise the
+                                   * run may reach hosts only through the daemon's HTTP proxy: its lo is up,
+                                   * a TCP listener on 127.0.0.1:egress_port in its network namespace is
+                                   * handed to the daemon (SandboxChild.egress_listen_fd), Python's
+                                   * HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and lower-case) name it, NO_PROXY
+                                   * is empty, and seccomp also allows TCP sockets (AF_INET, AF_INET6
+                                   * SOCK_STREAM; no UDP, raw or other family). Nothing but lo exists in
+                                   * the namespace: the listener is the only way out. */
 } SandboxRunSpec;
 
 /* A spawned run. The init is held (it has not started Python) until sandbox_child_release(). */
@@ -73,10 +81,20 @@ typedef struct SandboxChild {
         int control_fd; /* SOCK_SEQPACKET to the init, O_CLOEXEC|O_NONBLOCK: the init sends
                          * SandboxReport messages; closing it tells the init to exit, which ends
                          * every process left in the run's PID namespace */
+        int egress_listen_fd; /* egress runs (SandboxRunSpec.egress_port): the listening TCP socket
+                               * bound to 127.0.0.1:egress_port inside the run's network namespace,
+                               * O_CLOEXEC, blocking; every connection the run makes to that address
+                               * arrives here. The daemon takes it (TAKE_FD) and accepts on it for its
+                               * proxy; no process of the run holds it. It keeps the run's network
+                               * namespace alive while open. -EBADF when the run has no egress. */
 } SandboxChild;
 
-/* Clones the run's init into new namespaces. Returns 0 and fills ret, or -errno. */
+/* Clones the run's init into new namespaces. Returns 0 and fills ret, or -errno. An egress run
+ * (egress_port ≠ 0) returns only once the init has handed over its listener (a few hundred µs;
+ * -ETIMEDOUT after SANDBOX_EGRESS_LISTEN_TIMEOUT_MSEC), or with the errno of the step of the
+ * listener's that failed (bringing lo up, bind, listen); the init is then killed and reaped. */
 int sandbox_spawn(Sandbox *s, const SandboxRunSpec *spec, SandboxChild *ret);
+#define SANDBOX_EGRESS_LISTEN_TIMEOUT_MSEC 5000
 
 /* Lets the held init set itself up and start Python. Returns 0 or -errno. */
 int sandbox_child_release(SandboxChild *c);
@@ -97,8 +115,9 @@ int sandbox_child_foreground(const SandboxChild *c);
  * Returns 0 or -errno (-ESRCH if it is already gone). */
 int sandbox_child_kill(SandboxChild *c);
 
-/* Closes control_fd (the init exits) and pidfd. Does not reap: the daemon reaps the init with
- * waitid(P_PIDFD) before calling this, or relies on SIGCHLD handling. Idempotent. */
+/* Closes control_fd (the init exits), pidfd and egress_listen_fd if still held. Does not reap: the
+ * daemon reaps the init with waitid(P_PIDFD) before calling this, or relies on SIGCHLD handling.
+ * Idempotent. */
 void sandbox_child_done(SandboxChild *c);
 
 typedef enum SandboxReportKind {

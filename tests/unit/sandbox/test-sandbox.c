@@ -1,6 +1,9 @@
 /* test-sandbox.c: sandbox/ through its API: spawn real runs of Python snippets and check what they saw. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -10,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -57,6 +61,8 @@ typedef struct RunOptions {
         bool rlimits;
         const char *readback; /* after EXITED: read /proc/<init>/root/tmp/<readback> like the daemon */
         const char *env_dir;  /* SandboxRunSpec.env_dir */
+        uint16_t egress_port; /* SandboxRunSpec.egress_port: nobody accepts on the listener here, the
+                               * kernel's backlog completes the run's connections */
 } RunOptions;
 
 static uint64_t mono_usec(void) {
@@ -149,6 +155,7 @@ static int run_code_opts(const char *code, const RunOptions *o, Run *run) {
                 .payload_cgroup_fd = -EBADF,
                 .rlimits = o->rlimits,
                 .env_dir = o->env_dir,
+                .egress_port = o->egress_port,
         };
         SandboxChild c;
         uint64_t t0 = mono_usec();
@@ -163,6 +170,11 @@ static int run_code_opts(const char *code, const RunOptions *o, Run *run) {
                 close(err[0]);
                 return r;
         }
+        /* Every run: a listener exactly when egress was asked for. */
+        if (o->egress_port == 0)
+                assert_int_equal(c.egress_listen_fd, -EBADF);
+        else
+                assert_true(c.egress_listen_fd >= 0);
         uint64_t t_release = mono_usec();
         assert_int_equal(sandbox_child_release(&c), 0);
 
@@ -226,8 +238,12 @@ static int run_code_opts(const char *code, const RunOptions *o, Run *run) {
         siginfo_t si = {};
         assert_int_equal(waitid(P_PIDFD, (id_t) c.pidfd, &si, WEXITED), 0);
         run->init_code = si.si_code;
+        /* The daemon takes the listener; sandbox_child_done() then leaves it alone. */
+        _cleanup_close_ int listener = TAKE_FD(c.egress_listen_fd);
         sandbox_child_done(&c);
         sandbox_child_done(&c); /* idempotent */
+        if (o->egress_port != 0)
+                assert_true(fcntl(listener, F_GETFD) >= 0);
 
         assert_int_equal(rm_rf(staging), 0);
         return 0;
@@ -377,9 +393,10 @@ static void test_kill_ends_setsid_grandchild(void **state) {
 /* A held run (not yet released) in a new staging directory (staging: a "/tmp/test-sandbox-XXXXXX"
  * to fill in) holding main.py = code, or nothing when code is NULL. Its stdin is the read end of
  * the pipe in, its stdout and stderr the write end of the pipe out: those two ends are the run's
- * alone (closed here), in[1] and out[0] the caller's. */
-static void spawn_held(char *staging, const char *code, int in[2], int out[2], int supervisor_cgroup_fd,
-                       int payload_cgroup_fd, SandboxChild *ret) {
+ * alone (closed here), in[1] and out[0] the caller's. The rest of the spec (cgroups, rlimits,
+ * egress_port) comes from more. */
+static void spawn_held_spec(char *staging, const char *code, int in[2], int out[2], const SandboxRunSpec *more,
+                            SandboxChild *ret) {
         assert_non_null(mkdtemp(staging));
         if (code) {
                 _cleanup_close_ int dfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -387,14 +404,23 @@ static void spawn_held(char *staging, const char *code, int in[2], int out[2], i
         }
         assert_int_equal(pipe2(in, O_CLOEXEC), 0);
         assert_int_equal(pipe2(out, O_CLOEXEC), 0);
-        SandboxRunSpec spec = {
-                .python = PYTHON, .staging_dir = staging, .script = "main.py",
-                .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = out[1],
-                .supervisor_cgroup_fd = supervisor_cgroup_fd, .payload_cgroup_fd = payload_cgroup_fd,
-        };
+        SandboxRunSpec spec = *more;
+        spec.python = PYTHON;
+        spec.staging_dir = staging;
+        spec.script = "main.py";
+        spec.stdin_fd = in[0];
+        spec.stdout_fd = out[1];
+        spec.stderr_fd = out[1];
         assert_int_equal(sandbox_spawn(sbx, &spec, ret), 0);
         close(in[0]);
         close(out[1]);
+}
+
+/* spawn_held_spec() with no more than the two cgroups in the spec. */
+static void spawn_held(char *staging, const char *code, int in[2], int out[2], int supervisor_cgroup_fd,
+                       int payload_cgroup_fd, SandboxChild *ret) {
+        SandboxRunSpec more = { .supervisor_cgroup_fd = supervisor_cgroup_fd, .payload_cgroup_fd = payload_cgroup_fd };
+        spawn_held_spec(staging, code, in, out, &more, ret);
 }
 
 /* A held run with nothing staged, the only holder of its pipes. */
@@ -648,6 +674,352 @@ static void test_no_host_sockets_or_network(void **state) {
                   "ifs = [l.split(':')[0].strip() for l in open('/proc/self/net/dev').read().splitlines()[2:]]\n"
                   "assert ifs == ['lo'], ifs\n"
                   "print('OK')\n");
+}
+
+/* ---- egress runs (SandboxRunSpec.egress_port): the daemon's proxy is the only way out ---- */
+
+/* Without egress_port nothing changes: no listener (run_code_opts() checks it of every run), no
+ * proxy variables, no socket but AF_UNIX, and nothing listening in the run's namespace. */
+static void test_egress_absent(void **state) {
+        expect_ok("import os, socket, errno\n"
+                  "assert not [k for k in os.environ if k.lower().endswith('_proxy')], sorted(os.environ)\n"
+                  "for fam in (socket.AF_INET, socket.AF_INET6):\n"
+                  "    try:\n"
+                  "        socket.socket(fam, socket.SOCK_STREAM)\n"
+                  "    except OSError as e:\n"
+                  "        assert e.errno == errno.EAFNOSUPPORT, (fam, e)\n"
+                  "    else:\n"
+                  "        raise AssertionError(fam)\n"
+                  "assert open('/proc/self/net/tcp').read().splitlines()[1:] == []\n"
+                  "print('OK')\n");
+}
+
+/* An egress run's filter: TCP sockets of AF_INET and AF_INET6 and nothing more (every type's low
+ * bits, the flags, protocols in and around the allowed ones, garbage in the upper halves of the
+ * arguments); the namespace routes nothing but lo; the run cannot take the listener's port. */
+static void test_egress_seccomp(void **state) {
+        static Run run;
+        RunOptions o = { .egress_port = 3128 };
+        assert_int_equal(run_code_opts(
+                "import ctypes, errno, os, socket\n"
+                "E = errno\n"
+                "P = 3128\n"
+                "for fam, typ, want in ((socket.AF_INET, socket.SOCK_DGRAM, E.EPROTONOSUPPORT),\n"
+                "                       (socket.AF_INET, socket.SOCK_RAW, E.EPROTONOSUPPORT),\n"
+                "                       (socket.AF_INET, socket.SOCK_SEQPACKET, E.EPROTONOSUPPORT),\n"
+                "                       (socket.AF_INET6, socket.SOCK_DGRAM, E.EPROTONOSUPPORT),\n"
+                "                       (socket.AF_INET6, socket.SOCK_RAW, E.EPROTONOSUPPORT),\n"
+                "                       (socket.AF_NETLINK, socket.SOCK_RAW, E.EAFNOSUPPORT),\n"
+                "                       (socket.AF_NETLINK, socket.SOCK_DGRAM, E.EAFNOSUPPORT),\n"
+                "                       (socket.AF_PACKET, socket.SOCK_RAW, E.EAFNOSUPPORT),\n"
+                "                       (socket.AF_VSOCK, socket.SOCK_STREAM, E.EAFNOSUPPORT),\n"
+                "                       (socket.AF_ALG, socket.SOCK_SEQPACKET, E.EAFNOSUPPORT)):\n"
+                "    try:\n"
+                "        socket.socket(fam, typ)\n"
+                "    except OSError as e:\n"
+                "        assert e.errno == want, (fam, typ, e)\n"
+                "    else:\n"
+                "        raise AssertionError((fam, typ))\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "def sock(fam, typ, proto):\n"
+                "    fd = libc.syscall(41, ctypes.c_long(fam), ctypes.c_long(typ), ctypes.c_long(proto))\n"
+                "    if fd < 0:\n"
+                "        return ctypes.get_errno()\n"
+                "    os.close(fd)\n"
+                "    return 0\n"
+                "bad = {}\n"
+                "for fam in (socket.AF_INET, socket.AF_INET6):\n"
+                "    for typ in range(16):\n"
+                "        for flags in (0, socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC):\n"
+                "            for proto in (0, 6, 1, 5, 7, 17, 132, 255, 262, 1 << 32, (1 << 32) | 6):\n"
+                "                want = 0 if typ == socket.SOCK_STREAM and proto in (0, 6) else E.EPROTONOSUPPORT\n"
+                "                got = sock(fam, typ | flags, proto)\n"
+                "                if got != want:\n"
+                "                    bad[(fam, typ | flags, proto)] = got\n"
+                "for fam in (0, *range(3, 10), *range(11, 46), -1, (1 << 32) | socket.AF_INET, (1 << 32) | socket.AF_UNIX):\n"
+                "    got = sock(fam, socket.SOCK_STREAM, 0)\n"
+                "    if got != E.EAFNOSUPPORT:\n"
+                "        bad[(fam,)] = got\n"
+                "assert not bad, bad\n"
+                "assert sock(socket.AF_UNIX, socket.SOCK_STREAM, 0) == 0 and sock(socket.AF_UNIX, socket.SOCK_DGRAM, 0) == 0\n"
+                "sv = (ctypes.c_int * 2)()\n"
+                "for fam in (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK):\n"
+                "    assert libc.socketpair(fam, socket.SOCK_STREAM, 0, sv) == -1, fam\n"
+                "    assert ctypes.get_errno() == E.EAFNOSUPPORT, (fam, ctypes.get_errno())\n"
+                "a, b = socket.socketpair(); a.send(b'x'); assert b.recv(1) == b'x'\n"
+                "def conn(addr, fam=socket.AF_INET):\n"
+                "    s = socket.socket(fam, socket.SOCK_STREAM)\n"
+                "    try:\n"
+                "        s.connect(addr)\n"
+                "        return 0\n"
+                "    except OSError as e:\n"
+                "        return e.errno\n"
+                "    finally:\n"
+                "        s.close()\n"
+                "got = {a: conn(a, f) for a, f in (((('127.0.0.1', P + 1)), socket.AF_INET), (('::1', P), socket.AF_INET6),\n"
+                "                                  (('10.0.0.1', 80), socket.AF_INET), (('192.0.2.1', 443), socket.AF_INET),\n"
+                "                                  (('2001:db8::1', 443), socket.AF_INET6))}\n"
+                "want = {('127.0.0.1', P + 1): E.ECONNREFUSED, ('::1', P): E.ECONNREFUSED, ('10.0.0.1', 80): E.ENETUNREACH,\n"
+                "        ('192.0.2.1', 443): E.ENETUNREACH, ('2001:db8::1', 443): E.ENETUNREACH}\n"
+                "assert got == want, got\n"
+                "for opt in (socket.SO_REUSEADDR, socket.SO_REUSEPORT):\n"
+                "    s = socket.socket()\n"
+                "    s.setsockopt(socket.SOL_SOCKET, opt, 1)\n"
+                "    try:\n"
+                "        s.bind(('127.0.0.1', P))\n"
+                "    except OSError as e:\n"
+                "        assert e.errno == E.EADDRINUSE, e\n"
+                "    else:\n"
+                "        raise AssertionError('bound the port of the listener')\n"
+                "    s.close()\n"
+                "print('OK')\n", &o, &run), 0);
+        if (run.status != 0 || strcmp(run.out, "OK\n") != 0)
+                print_run(&run);
+        assert_int_equal(run.status, 0);
+        assert_string_equal(run.out, "OK\n");
+}
+
+/* An egress run with its ends, the test playing the daemon's proxy. stdout and stderr share out. */
+typedef struct EgressRun {
+        SandboxChild c;
+        int out;
+        char output[1 << 14];
+        size_t output_len;
+} EgressRun;
+
+/* Waits (60 s at most) for the run's next connection to the listener and accepts it, keeping what
+ * the run writes meanwhile. The run ending first fails the test, with what it wrote. */
+static int egress_accept(EgressRun *e) {
+        uint64_t deadline = mono_usec() + 60 * 1000000ULL;
+        for (;;) {
+                struct pollfd p[2] = {
+                        { .fd = e->c.egress_listen_fd, .events = POLLIN },
+                        { .fd = e->out, .events = POLLIN },
+                };
+                int n = poll(p, 2, 100);
+                assert_true(n >= 0 || errno == EINTR);
+                if (n > 0 && (p[0].revents & POLLIN)) {
+                        struct sockaddr_in peer = {};
+                        socklen_t len = sizeof(peer);
+                        int fd = accept4(e->c.egress_listen_fd, (struct sockaddr *) &peer, &len, SOCK_CLOEXEC);
+                        assert_true(fd >= 0);
+                        assert_int_equal(peer.sin_family, AF_INET);
+                        assert_int_equal(ntohl(peer.sin_addr.s_addr), INADDR_LOOPBACK);
+                        return fd;
+                }
+                if (n > 0 && p[1].revents)
+                        drain(&e->out, e->output, &e->output_len, sizeof(e->output));
+                if (e->out < 0)
+                        fail_msg("the run ended before it connected; it wrote:\n%s", e->output);
+                if (mono_usec() >= deadline)
+                        fail_msg("no connection from the run in 60 s; it wrote:\n%s", e->output);
+        }
+}
+
+/* Reads from a connection of the run until buf holds n bytes, or `until` when it is non-NULL. */
+static void conn_read(int fd, char *buf, size_t size, size_t n, const char *until) {
+        size_t got = 0;
+        buf[0] = 0;
+        while (until ? !strstr(buf, until) : got < n) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                assert_int_equal(poll(&p, 1, 60000), 1);
+                assert_true(got + 1 < size);
+                ssize_t k = read(fd, buf + got, size - 1 - got);
+                assert_true(k > 0);
+                got += (size_t) k;
+                buf[got] = 0;
+        }
+}
+
+/* Whether pid has the socket of inode ino among its fds. */
+static bool fd_table_has(pid_t pid, ino_t ino) {
+        char path[64], want[64], link[128];
+        snprintf(path, sizeof(path), "/proc/%d/fd", (int) pid);
+        snprintf(want, sizeof(want), "socket:[%llu]", (unsigned long long) ino);
+        DIR *d = opendir(path);
+        assert_non_null(d);
+        bool found = false;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        ssize_t k = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+                        if (k > 0) {
+                                link[k] = 0;
+                                found = found || strcmp(link, want) == 0;
+                        }
+                }
+        closedir(d);
+        return found;
+}
+
+/* Whether pid or a descendant of it (host pids) holds the socket; counts the processes seen. */
+static bool tree_holds(pid_t pid, ino_t ino, int *count) {
+        (*count)++;
+        bool found = fd_table_has(pid, ino);
+        char path[96], buf[1024];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int) pid, (int) pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        assert_true(n >= 0);
+        buf[n] = 0;
+        for (char *p = buf, *end; *p; p = end) {
+                long child = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                found = tree_holds((pid_t) child, ino, count) || found;
+        }
+        return found;
+}
+
+/* One HTTP exchange as the proxy: the run's request head starts with want; the answer is sent
+ * and the connection closed. */
+static void proxy_exchange(EgressRun *e, const char *want, const char *answer) {
+        char head[4096];
+        int fd = egress_accept(e);
+        conn_read(fd, head, sizeof(head), 0, "\r\n\r\n");
+        if (strncmp(head, want, strlen(want)) != 0)
+                fail_msg("request head %s, expected it to start with %s", head, want);
+        assert_int_equal(fd_write_all(fd, answer, strlen(answer)), 0);
+        close(fd);
+}
+
+static const char egress_code[] =
+        "P = %u\n"
+        "CURL = %s\n"
+        "import errno, os, socket, subprocess, urllib.request\n"
+        "url = 'http://127.0.0.1:' + str(P)\n"
+        "names = ('HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy')\n"
+        "assert all(os.environ[n] == url for n in names), os.environ\n"
+        "assert os.environ['NO_PROXY'] == os.environ['no_proxy'] == '', os.environ\n"
+        "assert sorted(os.environ) == sorted(['PATH', 'HOME', 'TMPDIR', 'LANG', 'MPLBACKEND',\n"
+        "    'PYTHONDONTWRITEBYTECODE', 'PYPY_GC_NURSERY', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS',\n"
+        "    'MKL_NUM_THREADS', 'NUMEXPR_NUM_THREADS', 'NO_PROXY', 'no_proxy', *names]), sorted(os.environ)\n"
+        "assert urllib.request.getproxies() == {'http': url, 'https': url, 'all': url}, urllib.request.getproxies()\n"
+        "def links():\n"
+        "    out = []\n"
+        "    for f in os.listdir('/proc/self/fd'):\n"
+        "        try:\n"
+        "            out.append(os.readlink('/proc/self/fd/' + f))\n"
+        "        except FileNotFoundError:\n"
+        "            pass\n"
+        "    return out\n"
+        "assert not [l for l in links() if l.startswith('socket:')], links()\n"
+        "tcp = [l.split() for l in open('/proc/self/net/tcp').read().splitlines()[1:]]\n"
+        "assert [(t[1], t[3]) for t in tcp] == [('0100007F:' + format(P, '04X'), '0A')], tcp\n"
+        "assert 'socket:[' + tcp[0][9] + ']' not in links()\n"
+        "s = socket.create_connection(('127.0.0.1', P), timeout=60)\n"
+        "s.sendall(b'ping')\n"
+        "got = b''\n"
+        "while len(got) < 4:\n"
+        "    chunk = s.recv(4 - len(got))\n"
+        "    assert chunk, got\n"
+        "    got += chunk\n"
+        "assert got == b'pong', got\n"
+        "s.close()\n"
+        "print(urllib.request.urlopen('http://example.com/u', timeout=60).read().decode())\n"
+        "try:\n"
+        "    urllib.request.urlopen('https://example.com/', timeout=60)\n"
+        "except OSError as e:\n"
+        "    print('Tunnel connection failed: 403' in str(e))\n"
+        "if CURL:\n"
+        "    print(subprocess.run(['curl', '-sS', 'http://example.com/c'], capture_output=True, timeout=60).stdout.decode())\n"
+        "print('OK')\n";
+
+/* The listener is the run's: bound to 127.0.0.1:port in the run's network namespace, the run's
+ * connection to that address arrives on it, and bytes go both ways; no process of the run holds
+ * it; Python's proxy variables point urllib (http and https) and curl at it. rlimits: the Python
+ * child is forked before the id maps (SpawnPlan.mount_in_child), right after the listener left. */
+static void egress_exchange(uint16_t port, bool rlimits) {
+        bool curl = access("/usr/bin/curl", X_OK) == 0;
+        char code[sizeof(egress_code) + 32];
+        snprintf(code, sizeof(code), egress_code, (unsigned) port, curl ? "True" : "False");
+        char staging[] = "/tmp/test-sandbox-XXXXXX";
+        int in[2], out[2];
+        static EgressRun e;
+        memset(&e, 0, sizeof(e));
+        SandboxRunSpec more = { .supervisor_cgroup_fd = -EBADF, .payload_cgroup_fd = -EBADF, .rlimits = rlimits,
+                                .egress_port = port };
+        spawn_held_spec(staging, code, in, out, &more, &e.c);
+        close(in[1]);
+        e.out = out[0];
+        assert_int_equal(fd_set_nonblock(e.out, true), 0);
+
+        int l = e.c.egress_listen_fd;
+        assert_true(l >= 0);
+        assert_true(fcntl(l, F_GETFD) & FD_CLOEXEC);
+        int v = 0;
+        socklen_t len = sizeof(v);
+        assert_int_equal(getsockopt(l, SOL_SOCKET, SO_ACCEPTCONN, &v, &len), 0);
+        assert_int_equal(v, 1);
+        assert_int_equal(getsockopt(l, SOL_SOCKET, SO_PROTOCOL, &v, &len), 0);
+        assert_int_equal(v, IPPROTO_TCP);
+        struct sockaddr_in sa = {};
+        len = sizeof(sa);
+        assert_int_equal(getsockname(l, (struct sockaddr *) &sa, &len), 0);
+        assert_int_equal(sa.sin_family, AF_INET);
+        assert_int_equal(ntohs(sa.sin_port), port);
+        assert_int_equal(ntohl(sa.sin_addr.s_addr), INADDR_LOOPBACK);
+        /* Its network namespace is the init's, not ours. */
+        _cleanup_close_ int netns = ioctl(l, SIOCGSKNS);
+        assert_true(netns >= 0);
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/ns/net", (int) e.c.pid);
+        struct stat ns_sock, ns_init, ns_ours;
+        assert_int_equal(fstat(netns, &ns_sock), 0);
+        assert_int_equal(stat(path, &ns_init), 0);
+        assert_int_equal(stat("/proc/self/ns/net", &ns_ours), 0);
+        assert_int_equal(ns_sock.st_ino, ns_init.st_ino);
+        assert_int_not_equal(ns_sock.st_ino, ns_ours.st_ino);
+
+        assert_int_equal(sandbox_child_release(&e.c), 0);
+
+        /* Bytes both ways; meanwhile Python waits for the answer, alive, and no process of the
+         * run (the init and Python) holds the listener, while we do (the check sees what it looks
+         * for). */
+        int fd = egress_accept(&e);
+        char buf[64];
+        conn_read(fd, buf, sizeof(buf), 4, NULL);
+        assert_string_equal(buf, "ping");
+        struct stat st;
+        assert_int_equal(fstat(l, &st), 0);
+        assert_true(fd_table_has(getpid(), st.st_ino));
+        int count = 0;
+        assert_false(tree_holds(e.c.pid, st.st_ino, &count));
+        assert_int_equal(count, 2);
+        assert_int_equal(fd_write_all(fd, "pong", 4), 0);
+        close(fd);
+
+        proxy_exchange(&e, "GET http://example.com/u HTTP/1.1\r\n",
+                       "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi");
+        proxy_exchange(&e, "CONNECT example.com:443 HTTP/1.",
+                       "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        if (curl)
+                proxy_exchange(&e, "GET http://example.com/c HTTP/1.1\r\n",
+                               "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\ncurl");
+
+        uint64_t deadline = mono_usec() + 60 * 1000000ULL;
+        while (e.out >= 0) {
+                assert_true(mono_usec() < deadline);
+                struct pollfd p = { .fd = e.out, .events = POLLIN };
+                assert_true(poll(&p, 1, 100) >= 0 || errno == EINTR);
+                drain(&e.out, e.output, &e.output_len, sizeof(e.output));
+        }
+        const char *want = curl ? "hi\nTrue\ncurl\nOK\n" : "hi\nTrue\nOK\n";
+        if (strcmp(e.output, want) != 0)
+                fail_msg("the run wrote:\n%s", e.output);
+
+        /* sandbox_child_done() closes the listener the daemon did not take. */
+        close_and_wait(&e.c);
+        assert_int_equal(e.c.egress_listen_fd, -EBADF);
+        assert_int_equal(fcntl(l, F_GETFD), -1);
+        assert_int_equal(errno, EBADF);
+        assert_int_equal(rm_rf(staging), 0);
+}
+
+static void test_egress_listener(void **state) {
+        egress_exchange(3128, false);
+        egress_exchange(80, true); /* a privileged port: the init's namespace capabilities bind it */
 }
 
 static void test_scientific_stack(void **state) {
@@ -1225,6 +1597,9 @@ int main(void) {
                 cmocka_unit_test(test_x32_is_killed),
                 cmocka_unit_test(test_setuid_gains_nothing),
                 cmocka_unit_test(test_no_host_sockets_or_network),
+                cmocka_unit_test(test_egress_absent),
+                cmocka_unit_test(test_egress_seccomp),
+                cmocka_unit_test(test_egress_listener),
                 cmocka_unit_test(test_scientific_stack),
                 cmocka_unit_test(test_rlimits),
                 cmocka_unit_test(test_concurrent_runs_isolated),
