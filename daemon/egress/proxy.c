@@ -367,8 +367,9 @@ static void relay_start(Conn *c) {
                 memcpy(up->buf + c->req.forward_len, rest, body);
                 up->len = c->req.forward_len + body;
                 up->limit = c->req.content_length - body;
-                up->moved = body;
-                conn_count(c, 0, body);
+                /* Sent: what reaches the server, the request's head (rebuilt) and its body. */
+                up->moved = c->req.forward_len + body;
+                conn_count(c, 0, c->req.forward_len + body);
         }
         dir_next(up);
         dir_next(down);

@@ -16,7 +16,7 @@ async function server(t, body) {
     const seen = [];
     const s = http.createServer((req, res) => {
         seen.push({ method: req.method, url: req.url, headers: req.headers });
-        res.writeHead(200, { 'Content-Type': 'text/plain' });
+        res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(body) });
         res.end(body);
     });
     await new Promise((r) => s.listen(0, '127.0.0.1', r));

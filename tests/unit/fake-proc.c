@@ -133,6 +133,11 @@ void proc_staging_remove(Proc *p) {
         staging_remove(p->f);
 }
 
+/* A fake proc has no network namespace, so no listener: sessions spawn without egress. */
+int proc_take_egress_fd(Proc *p) {
+        return -EBADF;
+}
+
 int proc_spawn(Proc *p, const ProcSpawn *spawn) {
         FakeProc *f = p->f;
         if (f->spawned)
