@@ -1075,8 +1075,9 @@ _Noreturn static void init_serve_failed(InitState *st);
 
 /* An egress run's listener (SandboxRunSpec.egress_port): lo up, then a TCP socket listening on
  * 127.0.0.1:port, all in the run's network namespace, which our user namespace owns (we hold
- * CAP_NET_ADMIN and CAP_NET_BIND_SERVICE there: any port will do). lo first: a new namespace's lo
- * is down and has no 127.0.0.1 until it is up (bind: EADDRNOTAVAIL). Returns the socket, or -errno. */
+ * CAP_NET_ADMIN and CAP_NET_BIND_SERVICE there: any port will do). The bind would succeed with lo
+ * down, but every connection to it would fail (ENETUNREACH): lo must be up, and is brought up
+ * here and nowhere else. Returns the socket, or -errno. */
 static int init_egress_listen(uint16_t port) {
         int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
@@ -1431,9 +1432,10 @@ static uint64_t now_msec(void) {
 }
 
 /* The egress run's listener, from its init (init_egress_send()): the first message on control_fd,
- * sent as soon as the init has made it, so this waits a few hundred µs, the bound only for an init
- * that never got the CPU. Returns the fd (O_CLOEXEC) or -errno: the init's own failure, -ETIMEDOUT,
- * or -ECHILD when the init exited without a word. */
+ * sent as soon as the init has made it, its first work after dropping the daemon's fds and signal
+ * handlers. This waits for the new process to be scheduled and get that far (a few ms, see
+ * sandbox_spawn()); the bound is for an init that never gets the CPU. Returns the fd (O_CLOEXEC)
+ * or -errno: the init's own failure, -ETIMEDOUT, or -ECHILD when the init exited without a word. */
 static int egress_listener_receive(int control_fd) {
         uint64_t deadline = now_msec() + SANDBOX_EGRESS_LISTEN_TIMEOUT_MSEC;
         for (;;) {

@@ -90,9 +90,11 @@ typedef struct SandboxChild {
 } SandboxChild;
 
 /* Clones the run's init into new namespaces. Returns 0 and fills ret, or -errno. An egress run
- * (egress_port ≠ 0) returns only once the init has handed over its listener (a few hundred µs;
- * -ETIMEDOUT after SANDBOX_EGRESS_LISTEN_TIMEOUT_MSEC), or with the errno of the step of the
- * listener's that failed (bringing lo up, bind, listen); the init is then killed and reaped. */
+ * (egress_port ≠ 0) blocks until the init has handed over its listener: the new process must be
+ * scheduled and make it, 2–5 ms more than a run without egress on a loaded 2-CPU machine (most of
+ * it the init's start, 0.2–0.6 ms bringing lo up and listening); -ETIMEDOUT after
+ * SANDBOX_EGRESS_LISTEN_TIMEOUT_MSEC, or the errno of the listener's step that failed (bringing lo
+ * up, bind, listen). On any failure the init is killed and reaped. */
 int sandbox_spawn(Sandbox *s, const SandboxRunSpec *spec, SandboxChild *ret);
 #define SANDBOX_EGRESS_LISTEN_TIMEOUT_MSEC 5000
 
