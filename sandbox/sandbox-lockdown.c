@@ -7,6 +7,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <stddef.h>
 #include <seccomp.h>
@@ -51,6 +52,8 @@
  *                             IPPROTO_TCP (EPROTONOSUPPORT): TCP is all an egress run needs, to reach
  *                             the daemon's proxy on its lo; no UDP (QUIC, DNS), ICMP, raw, SCTP or
  *                             MPTCP, no netlink, packet, vsock, AF_ALG…
+ *   egress: setsockopt(SOL_TCP, TCP_ULP)  kernel TLS and the other upper-layer protocols: code an
+ *                             egress run does not need, with a history (CVE-2023-0461) (EPERM)
  *   socketpair(AF_*) but AF_UNIX  Docker allows every family (egress runs too)
  *   ioctl(TIOCSTI, TIOCLINUX)  Docker allows every ioctl
  *   prlimit64(pid ≠ 0, …, new ≠ NULL)  setting another process's limits: the run's PID 1 shares
@@ -176,7 +179,10 @@ static int seccomp_egress_socket_rules_add(scmp_filter_ctx ctx) {
                 if (r < 0)
                         return r;
         }
-        return 0;
+        /* A TCP socket may not take an upper-layer protocol (kTLS, espintcp, mptcp's): plain
+         * bytes to the proxy are all it is for. */
+        return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setsockopt), 2, SCMP_A1(SCMP_CMP_EQ, SOL_TCP),
+                                SCMP_A2(SCMP_CMP_EQ, TCP_ULP));
 }
 
 static int seccomp_rules_add(scmp_filter_ctx ctx, bool egress, const char **reterr_what) {

@@ -86,6 +86,11 @@ def abstract():
     s.connect(b"\\0${abstract}")
     return s
 sock_probe("abstract-unix-socket", abstract)
+def ulp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_TCP, 31, b"tls")  # TCP_ULP: kernel TLS
+    return s
+sock_probe("tcp-ulp-ktls", ulp)
 try:
     open("/etc/hosts", "a").write("127.0.0.1 example.com\\n")
     line("rewrite-etc-hosts", True, "written")
@@ -127,7 +132,7 @@ test('every way around the allowlist is denied, and the unlisted server never se
     const results = Object.fromEntries(lines.map((l) => { const [name, verdict, ...how] = l.split(' '); return [name, { verdict, how: how.join(' ') }]; }));
     const expected = ['tcp-direct-listed-server', 'tcp-direct-other-server', 'tcp-far-address', 'tcp-metadata', 'ipv6-far',
         'ipv6-loopback', 'udp', 'quic-udp6', 'icmp-raw', 'icmp-ping-socket', 'packet', 'netlink', 'dns',
-        'abstract-unix-socket', 'rewrite-etc-hosts', 'connect-name-not-listed', 'connect-listed-other-port',
+        'abstract-unix-socket', 'tcp-ulp-ktls', 'rewrite-etc-hosts', 'connect-name-not-listed', 'connect-listed-other-port',
         'connect-ip-literal', 'connect-decimal-ip', 'connect-userinfo', 'http-userinfo', 'http-host-differs',
         'http-localhost-rebinding', 'connect-oversized', 'connect-slow', 'http-chunked-smuggle', 'redirect-to-unlisted'];
     assert.deepEqual(Object.keys(results), expected, summarize(r));
@@ -145,6 +150,7 @@ test('every way around the allowlist is denied, and the unlisted server never se
     assert.equal(how('redirect-to-unlisted'), 'HTTP 403'); // the redirect was followed, and refused
     assert.equal(how('udp'), 'EPROTONOSUPPORT'); // a family egress allows, a type it does not
     assert.equal(how('rewrite-etc-hosts'), 'EROFS');
+    assert.equal(how('tcp-ulp-ktls'), 'EPERM'); // seccomp's, whether the tls module is loaded or not
     assert.deepEqual(other.seen, [], 'the unlisted server saw a request');
     assert.deepEqual(allowed.seen, ['/redirect']);
     // The account: the one allowed request, and the denials, each by host.
