@@ -77,7 +77,7 @@ slow_files=(
 # lifecycle in both eras, faults and the fd/clone error paths, the scheduler's queue and
 # cancellation, output capping and UTF-8 repair, input and output files, streamed output,
 # sessions, tasks, the warm pool, the load balancer's routing header, the dependency cache's
-# bookkeeping, the tenants file and its reload, OAuth access tokens). The others add nothing under ASan that these do not: the escape suites exercise the sandbox (its child side runs
+# bookkeeping, the tenants file and its reload, OAuth access tokens, the egress proxy). The others add nothing under ASan that these do not: the escape suites exercise the sandbox (its child side runs
 # after seccomp and is built without sanitizers) through the same exec path as exec.test.mjs;
 # the conformance suites repeat what http-contract and proto2026 send; py-deps-* spend their
 # time in pip; the ten-minute task only waits.
@@ -92,7 +92,7 @@ asan_files=(
         tasks.test.mjs pysession.test.mjs pysession-slots.test.mjs pysession-ops.test.mjs
         pysession-lifetime.test.mjs
         warm.test.mjs fleet-ids.test.mjs fleet-haproxy.test.mjs py-tools.test.mjs py-meta.test.mjs
-        py-deps-cache.test.mjs
+        py-deps-cache.test.mjs egress.test.mjs egress-bypass.test.mjs
 )
 
 add() { passed=$((passed + $1)); failed=$((failed + $2)); skipped=$((skipped + $3)); }
