@@ -1110,18 +1110,14 @@ static int init_egress_listen(uint16_t port) {
         return fd;
 }
 
-/* Makes the listener and sends it to the daemon (or why it could not), which takes it for its
- * proxy; our copy is closed before any other process of the run exists, so no process of the run
- * ever holds it: the code must not accept the connections meant for the proxy. Returns false when
- * it failed (the daemon kills us once it has read why). */
-static bool init_egress_send(int control_fd, uint16_t port) {
-        int fd = init_egress_listen(port);
-        EgressMessage m = { .err = fd < 0 ? -fd : 0 };
+/* One message on the control socket, with fd attached (SCM_RIGHTS) when fd >= 0: the daemon's
+ * payload cgroup to the init, the init's egress listener to the daemon. Returns 0 or -errno. */
+static int send_with_fd(int sock, const void *data, size_t len, int fd, int flags) {
         union {
                 struct cmsghdr align;
                 char buf[CMSG_SPACE(sizeof(int))];
         } control = {};
-        struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+        struct iovec iov = { .iov_base = (void *) data, .iov_len = len };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         if (fd >= 0) {
                 mh.msg_control = &control;
@@ -1134,10 +1130,21 @@ static bool init_egress_send(int control_fd, uint16_t port) {
         }
         ssize_t n;
         do
-                n = sendmsg(control_fd, &mh, MSG_NOSIGNAL);
+                n = sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
         while (n < 0 && errno == EINTR);
+        return n < 0 ? -errno : 0;
+}
+
+/* Makes the listener and sends it to the daemon (or why it could not), which takes it for its
+ * proxy; our copy is closed before any other process of the run exists, so no process of the run
+ * ever holds it: the code must not accept the connections meant for the proxy. Returns false when
+ * it failed (the daemon kills us once it has read why). */
+static bool init_egress_send(int control_fd, uint16_t port) {
+        int fd = init_egress_listen(port);
+        EgressMessage m = { .err = fd < 0 ? -fd : 0 };
+        int r = send_with_fd(control_fd, &m, sizeof(m), fd, 0);
         safe_close(fd);
-        if (n < 0)
+        if (r < 0)
                 _exit(1); /* the daemon is gone */
         return fd >= 0;
 }
@@ -1551,26 +1558,7 @@ int sandbox_child_release_into(SandboxChild *c, int payload_cgroup_fd) {
         char m = RELEASE_MESSAGE;
         if (c->control_fd < 0)
                 return -EBADF;
-        union {
-                struct cmsghdr align;
-                char buf[CMSG_SPACE(sizeof(int))];
-        } control = {};
-        struct iovec iov = { .iov_base = &m, .iov_len = 1 };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-        if (payload_cgroup_fd >= 0) {
-                mh.msg_control = &control;
-                mh.msg_controllen = sizeof(control);
-                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(cm), &payload_cgroup_fd, sizeof(int));
-        }
-        ssize_t n;
-        do
-                n = sendmsg(c->control_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-        while (n < 0 && errno == EINTR);
-        return n < 0 ? -errno : 0;
+        return send_with_fd(c->control_fd, &m, 1, payload_cgroup_fd, MSG_DONTWAIT);
 }
 
 int sandbox_child_release(SandboxChild *c) {
