@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { startDaemon, callExec, summarize, test } from './lib/index.mjs';
+import { makeSources } from './lib/pydeps.mjs';
 
 /** An HTTP server on 127.0.0.1 that answers every request with its body, and remembers each
  * request's line and headers. */
@@ -136,4 +137,26 @@ except OSError as e:
     });
     assert.equal(r.sc.stdout, '[]\ninet refused 97\n', summarize(r)); // EAFNOSUPPORT
     assert.equal(r.sc.egress, undefined);
+});
+
+test('pip installs from a listed local index through the proxy, unmodified (it reads HTTP_PROXY)', async (t) => {
+    const src = await makeSources(t, [{ name: 'egresspkg', version: '1.2' }]);
+    const d = await startDaemon(t, { env: { MCP_EXEC_EGRESS_ALLOW: `127.0.0.1:${src.port}` } });
+    const r = await callExec(d.client, {
+        code: `
+import subprocess, sys
+p = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-cache-dir", "--disable-pip-version-check",
+                    "--index-url", ${JSON.stringify(src.indexUrl)}, "--target", "/tmp/t", "egresspkg"],
+                   capture_output=True, text=True)
+print(p.returncode, p.stderr[-500:])
+sys.path.insert(0, "/tmp/t")
+import egresspkg
+print(egresspkg.GREETING)
+`,
+        timeout_s: 120,
+    }, { timeoutMs: 150000 });
+    assert.equal(r.sc.stdout.trim().split('\n').pop(), 'hello from egresspkg 1.2', summarize(r));
+    const e = r.sc.egress;
+    assert.ok(e.connections >= 2 && e.denied === 0, JSON.stringify(e)); // the index page, the wheel
+    assert.deepEqual(e.hosts.map((h) => [h.host, h.port, h.allowed]), [['127.0.0.1', src.port, true]]);
 });
