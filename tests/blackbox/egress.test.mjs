@@ -7,7 +7,12 @@
 // decision is a record (on stderr without a journal), never a path. Without an allowlist a run has
 // no network at all, as before, and its result has no `egress`.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
 import { startDaemon, callExec, summarize, test } from './lib/index.mjs';
 import { makeSources } from './lib/pydeps.mjs';
 
@@ -159,4 +164,35 @@ print(egresspkg.GREETING)
     const e = r.sc.egress;
     assert.ok(e.connections >= 2 && e.denied === 0, JSON.stringify(e)); // the index page, the wheel
     assert.deepEqual(e.hosts.map((h) => [h.host, h.port, h.allowed]), [['127.0.0.1', src.port, true]]);
+});
+
+test('an HTTPS download from a listed host goes through the tunnel, TLS end to end (the proxy never sees the plaintext)', async (t) => {
+    // A certificate of the test's own for 127.0.0.1; the run trusts it and nothing else.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'egress-tls-'));
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+        '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1',
+        '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    const cert = fs.readFileSync(path.join(dir, 'cert.pem'), 'utf8');
+    const secret = 'the secret body of a TLS answer';
+    const s = https.createServer({ key: fs.readFileSync(path.join(dir, 'key.pem')), cert }, (req, res) => {
+        res.writeHead(200, { 'Content-Length': Buffer.byteLength(secret) });
+        res.end(secret);
+    });
+    await new Promise((r) => s.listen(0, '127.0.0.1', r));
+    t.after(() => new Promise((r) => s.close(r)));
+    const port = s.address().port;
+    const d = await startDaemon(t, { env: { MCP_EXEC_EGRESS_ALLOW: `127.0.0.1:${port}` } });
+    const r = await callExec(d.client, {
+        code: `
+import ssl, urllib.request
+ctx = ssl.create_default_context(cafile="ca.pem")
+print(urllib.request.urlopen("https://127.0.0.1:${port}/secret", context=ctx, timeout=20).read().decode())
+`,
+        files: [{ name: 'ca.pem', content: cert }],
+    });
+    assert.equal(r.sc.stdout, `${secret}\n`, summarize(r));
+    assert.equal(r.sc.egress.connections, 1);
+    assert.ok(r.sc.egress.bytes_received > secret.length, JSON.stringify(r.sc.egress)); // the handshake too
+    assert.ok(!d.stderr().includes(secret) && !d.stderr().includes('/secret'), 'the log holds what TLS carried');
 });
