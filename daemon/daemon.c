@@ -550,7 +550,9 @@ static int daemon_serving_setup(Daemon *d) {
                                                     .prepare = daemon_py_session_prepare,
                                                     .prepare_userdata = d->pyexec,
                                                     .tenant_max = daemon_tenant_sessions_max,
-                                                    .tenant_userdata = d },
+                                                    .tenant_userdata = d,
+                                                    .egress_of = daemon_egress_of,
+                                                    .egress_userdata = d },
                                &d->pysessions);
         if (q < 0)
                 return log_error_errno(q, "cannot set up the Python sessions: %m");

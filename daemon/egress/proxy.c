@@ -730,6 +730,50 @@ const EgressAccount *egress_run_account(const EgressRun *r) {
         return &r->account;
 }
 
+int egress_account_copy(const EgressAccount *a, EgressAccount *ret) {
+        *ret = *a;
+        ret->hosts = NULL;
+        if (a->n_hosts > 0) {
+                ret->hosts = malloc(a->n_hosts * sizeof(*a->hosts));
+                if (!ret->hosts)
+                        return -ENOMEM;
+                memcpy(ret->hosts, a->hosts, a->n_hosts * sizeof(*a->hosts));
+        }
+        return 0;
+}
+
+void egress_account_done(EgressAccount *a) {
+        free(a->hosts);
+        *a = (EgressAccount) {};
+}
+
+int egress_account_since(const EgressAccount *now, const EgressAccount *base, ExecEgress *ret, ExecEgressHost **ret_hosts) {
+        *ret = (ExecEgress) { .sent = now->sent - base->sent, .received = now->received - base->received,
+                              .connections = now->connections - base->connections, .denied = now->denied - base->denied,
+                              .hosts_truncated = now->hosts_truncated && !base->hosts_truncated };
+        *ret_hosts = NULL;
+        if (now->n_hosts == 0)
+                return 0;
+        ExecEgressHost *v = calloc(now->n_hosts, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        size_t n = 0;
+        /* Entries are only ever appended, so a host's index is the same in both. */
+        for (size_t i = 0; i < now->n_hosts; i++) {
+                const EgressHostAccount *h = &now->hosts[i], *b = i < base->n_hosts ? &base->hosts[i] : NULL;
+                unsigned conns = h->connections - (b ? b->connections : 0);
+                uint64_t sent = h->sent - (b ? b->sent : 0), received = h->received - (b ? b->received : 0);
+                if (conns == 0 && sent == 0 && received == 0)
+                        continue;
+                v[n++] = (ExecEgressHost) { .host = h->host, .port = h->port, .allowed = h->allowed, .connections = conns,
+                                            .sent = sent, .received = received };
+        }
+        ret->hosts = v;
+        ret->n_hosts = n;
+        *ret_hosts = v;
+        return 0;
+}
+
 static void run_maybe_free(EgressRun *r) {
         if (!r->freed || r->pinned || r->conns || r->op_accept.busy)
                 return;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "cleanup.h"
+#include "exec-result.h"
 #include "policy.h"
 #include "ring.h"
 
@@ -75,6 +76,15 @@ int egress_run_new(EgressProxy *px, int listen_fd, const EgressPolicy *policy, c
                    EgressRun **ret);
 /* The account so far: valid until the next turn of the loop or egress_run_free(). */
 const EgressAccount *egress_run_account(const EgressRun *r);
+
+/* A copy of an account (its hosts too), to tell later what a part of a run did (a Python session's
+ * call). -ENOMEM. */
+int egress_account_copy(const EgressAccount *a, EgressAccount *ret);
+void egress_account_done(EgressAccount *a);
+/* What now gained since base (a copy of the same account, earlier): the totals' differences and the
+ * hosts whose connections moved, as a result says them (exec-result.h). The hosts point into now
+ * (valid while it is); the array is malloc'd into *ret_hosts for the caller to free. -ENOMEM. */
+int egress_account_since(const EgressAccount *now, const EgressAccount *base, ExecEgress *ret, ExecEgressHost **ret_hosts);
 /* Stops accepting and ends the run's connections (their decisions are told). The memory goes once
  * the kernel has given back every buffer: later, from the loop, nothing for the caller to wait on. */
 void egress_run_free(EgressRun *r);

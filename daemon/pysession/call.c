@@ -26,6 +26,7 @@ void pys_call_free(PyCall *c) {
         free(c->msg);
         output_done(&c->output);
         outputs_done(&c->outputs);
+        egress_account_done(&c->egress_base);
         free(c);
 }
 
@@ -126,6 +127,13 @@ static void call_finish(PySession *s) {
                 s->base = usage;
         }
         s->total_duration_ms += r.duration_ms;
+        ExecEgress egress;
+        _cleanup_free_ ExecEgressHost *egress_hosts = NULL;
+        if (s->egress) {
+                if (egress_account_since(egress_run_account(s->egress), &c->egress_base, &egress, &egress_hosts) < 0)
+                        egress = (ExecEgress) { .hosts_truncated = true }; /* no memory for the list */
+                r.egress = &egress;
+        }
         _cleanup_(json_decrefp) json_t *extra = json_pack(
                 "{s:s, s:b, s:s, s:I, s:I, s:I, s:I}", "session", s->handle, "session_alive", alive,
                 "memory_peak_scope", "session", "session_calls", (json_int_t) s->calls,
@@ -264,6 +272,14 @@ void pys_call_submit(PySession *s, McpCall *call, void *owner, JobReplyFn reply)
         c->session = s;
         c->slot.granted = on_slot_granted;
         c->t_queued = now_usec();
+        /* What the session's connections did so far is not this call's (between calls it is frozen
+         * where there are cgroups; without, a thread left running is counted to the next call). */
+        if (s->egress && egress_account_copy(egress_run_account(s->egress), &c->egress_base) < 0) {
+                c->call = NULL;
+                pys_call_free(TAKE_PTR(c));
+                pys_answer_error(call, owner, reply, "mcp-execd is out of memory");
+                return;
+        }
         int r = m->scheduler ? scheduler_slot_request(m->scheduler, &c->slot, mcp_call_principal(call)) : 1;
         if (r < 0) {
                 char msg[512];

@@ -176,6 +176,7 @@ typedef struct PyCall {
         PyUsage usage;    /* the session's at the call's end */
         CgroupStats stats; /* read before a kill (call_finish() reads them otherwise) */
         bool have_stats;
+        EgressAccount egress_base; /* its session's egress account when it was made: the call's is the difference */
 } PyCall;
 
 struct PySession {
@@ -226,6 +227,7 @@ struct PySession {
         size_t ready_got;
         bool in_grace; /* the timer is the grace after SIGINT */
         bool finish_pending; /* killed during a call: answered once both pipes are at EOF */
+        EgressRun *egress; /* its way out (issue 32), served while it lives; NULL: no network */
 };
 
 /* A call taken by hook_submit(), answered on the next turn of the loop (never from inside submit). */

@@ -27,6 +27,10 @@ typedef struct PySessionsConfig {
          * tenants file (issue 31.3); 0: no bound of its own (config.max still holds). NULL: none. */
         unsigned (*tenant_max)(void *userdata, const char *tenant);
         void *tenant_userdata;
+        /* What a session of tenant may reach (issue 32), as it opens (the scheduler's egress_of):
+         * it then gets a listener that env->egress serves, and never a ready sandbox. NULL: none. */
+        const EgressPolicy *(*egress_of)(void *userdata, const char *tenant);
+        void *egress_userdata;
 } PySessionsConfig;
 
 int pysessions_new(const PySessionsConfig *config, PySessions **ret);

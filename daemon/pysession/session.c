@@ -39,6 +39,7 @@ void pys_session_free(PySession *s) {
         }
         /* The init is killed and reaped (proc_free()): nothing of the session is left in its cgroup
          * or scope, and nothing mounts its environment any more (the cache may evict it). */
+        egress_run_free(s->egress); /* its connections end with it */
         s->proc = proc_free(s->proc);
         hold_release(&s->env_hold);
         pys_call_free(s->call);
@@ -524,8 +525,11 @@ void pys_session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn repl
          * default interpreter, no environment: a prepared session is always made for itself): its
          * id names its scope, as a run that takes one. Nothing fails after the take. Not for a
          * tenant with a slice of its own: its session lives there, and ready sandboxes do not. */
+        const EgressPolicy *egress = m->config.egress_of && m->env.egress
+                                             ? m->config.egress_of(m->config.egress_userdata, s->principal)
+                                             : NULL;
         RunReady ready;
-        s->warm = r >= 0 && !prep && !cgroup_tenant_slice(m->env.cgroup, s->principal) &&
+        s->warm = r >= 0 && !prep && !egress && !cgroup_tenant_slice(m->env.cgroup, s->principal) &&
                   run_pool_take(m->env.pool, &ready) >= 0;
         if (s->warm) {
                 /* Placed, released, its ready line read by the pool: its launcher waits for a
@@ -565,7 +569,11 @@ void pys_session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn repl
                 r = run_launcher_spawn(s->proc, &(RunLauncherSpec) { .python = python,
                                                                      .env_dir = prep ? prep->env_dir : NULL,
                                                                      .staging = staging, .launcher = m->launcher,
-                                                                     .launcher_len = m->launcher_len });
+                                                                     .launcher_len = m->launcher_len,
+                                                                     .egress_port = egress ? EGRESS_PROXY_PORT : 0 });
+                if (r >= 0 && egress)
+                        r = egress_run_new(m->env.egress, proc_take_egress_fd(s->proc), egress, s->id, s->principal,
+                                           &s->egress);
                 if (r < 0) {
                         pys_session_free(s);
                         pys_answer_errorf(call, owner, reply, "cannot start the session's sandbox: %s", strerror(-r));

@@ -20,7 +20,8 @@ int run_launcher_spawn(Proc *p, const RunLauncherSpec *spec) {
         if (r < 0)
                 return r;
         return proc_spawn(p, &(ProcSpawn) { .python = spec->python, .env_dir = spec->env_dir,
-                                            .script = EXEC_LAUNCHER_NAME, .background = spec->background });
+                                            .script = EXEC_LAUNCHER_NAME, .background = spec->background,
+                                            .egress_port = spec->egress_port });
 }
 
 char *run_launcher_warm_head(const char *modules) {

@@ -17,6 +17,7 @@ typedef struct RunLauncherSpec {
         const char *launcher; /* the launcher's text: a first line of ours, then launch.py */
         size_t launcher_len;
         bool background;      /* made at nice 19 (rlimit mode only, see SandboxRunSpec) */
+        uint16_t egress_port; /* a listener for the egress proxy in its namespace (ProcSpawn), or 0 */
 } RunLauncherSpec;
 
 /* Makes spec->staging the proc's staging directory with the launcher in it, and spawns the proc's

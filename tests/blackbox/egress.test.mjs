@@ -196,3 +196,24 @@ print(urllib.request.urlopen("https://127.0.0.1:${port}/secret", context=ctx, ti
     assert.ok(r.sc.egress.bytes_received > secret.length, JSON.stringify(r.sc.egress)); // the handshake too
     assert.ok(!d.stderr().includes(secret) && !d.stderr().includes('/secret'), 'the log holds what TLS carried');
 });
+
+test('a Python session follows the same allowlist; each call accounts for its own traffic', async (t) => {
+    const a = await server(t, 'to a session');
+    const d = await startDaemon(t, { env: { MCP_EXEC_EGRESS_ALLOW: `127.0.0.1:${a.port}` } });
+    const opened = await d.client.callTool({ name: 'session_open', arguments: {} });
+    const session = opened.structuredContent?.session;
+    assert.ok(session, JSON.stringify(opened));
+    const first = await callExec(d.client, { session, code: FETCH(`http://127.0.0.1:${a.port}/s`) + 'kept = 1' });
+    assert.equal(first.sc.stdout, 'to a session\n', summarize(first));
+    assert.equal(first.sc.egress.connections, 1);
+    assert.deepEqual(first.sc.egress.hosts.map((h) => [h.host, h.port, h.allowed]), [['127.0.0.1', a.port, true]]);
+    // The next call made no connection: its own account is empty, whatever the session did before.
+    const second = await callExec(d.client, { session, code: 'print(kept)' });
+    assert.equal(second.sc.stdout, '1\n');
+    assert.deepEqual(second.sc.egress, { bytes_sent: 0, bytes_received: 0, connections: 0, denied: 0, hosts: [],
+        hosts_truncated: false });
+    const third = await callExec(d.client, { session, code: FETCH(`http://127.0.0.1:${a.port + 1}/`) });
+    assert.match(third.sc.stdout, /^HTTP 403 /, summarize(third));
+    assert.equal(third.sc.egress.denied, 1);
+    assert.equal(a.seen.length, 1);
+});
