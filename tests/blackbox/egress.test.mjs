@@ -15,6 +15,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { startDaemon, callExec, summarize, test } from './lib/index.mjs';
 import { makeSources } from './lib/pydeps.mjs';
+import { startHttpDaemon, connectSdk } from './lib/http-daemon.mjs';
+import crypto from 'node:crypto';
 
 /** An HTTP server on 127.0.0.1 that answers every request with its body, and remembers each
  * request's line and headers. */
@@ -215,5 +217,25 @@ test('a Python session follows the same allowlist; each call accounts for its ow
     const third = await callExec(d.client, { session, code: FETCH(`http://127.0.0.1:${a.port + 1}/`) });
     assert.match(third.sc.stdout, /^HTTP 403 /, summarize(third));
     assert.equal(third.sc.egress.denied, 1);
+    assert.equal(a.seen.length, 1);
+});
+
+test('each tenant has its own allowlist (egress= on its line); a tenant without one has no network', async (t) => {
+    const a = await server(t, 'for alpha');
+    const sha = (x) => crypto.createHash('sha256').update(x).digest('hex');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'egress-tenants-'));
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'tenants');
+    fs.writeFileSync(file, `alpha ${sha('alpha-tok')} egress=127.0.0.1:${a.port}\nbeta ${sha('beta-tok')}\n`, { mode: 0o600 });
+    // MCP_EXEC_EGRESS_ALLOW is for calls of no tenant and of default: the file's tenants have their lines.
+    const d = await startHttpDaemon(t, { env: { MCP_EXEC_TENANTS: file, MCP_EXEC_EGRESS_ALLOW: `127.0.0.1:${a.port}` } });
+    const alpha = await connectSdk(t, d, 'http', { headers: { Authorization: 'Bearer alpha-tok' } });
+    const beta = await connectSdk(t, d, 'http', { headers: { Authorization: 'Bearer beta-tok' } });
+    const ra = await callExec(alpha, { code: FETCH(`http://127.0.0.1:${a.port}/`) });
+    assert.equal(ra.sc.stdout, 'for alpha\n', summarize(ra));
+    assert.equal(ra.sc.egress.connections, 1);
+    const rb = await callExec(beta, { code: 'import os\nprint(sorted(k for k in os.environ if k.endswith("_PROXY")))' });
+    assert.equal(rb.sc.stdout, '[]\n', summarize(rb));
+    assert.equal(rb.sc.egress, undefined);
     assert.equal(a.seen.length, 1);
 });
