@@ -210,8 +210,35 @@ static void reply_send(Conn *c) {
         io_uring_prep_send(sqe, c->fd[0], c->reply + c->reply_off, c->reply_len - c->reply_off, MSG_NOSIGNAL);
 }
 
-/* Answers the run with status and why (a short text body), then closes. */
+static void resolve_free(EgressProxy *px, Resolve *r);
+
+/* A name being resolved for c is not c's any more: cancelled, or left to its thread to finish (the
+ * resolver may be writing into it), then freed. */
+static void conn_resolve_stop(Conn *c) {
+        if (!c->resolve)
+                return;
+        int e = gai_cancel(&c->resolve->cb);
+        if (e == EAI_CANCELED)
+                resolve_free(c->run->px, c->resolve);
+        else if (e == EAI_ALLDONE) {
+                if (gai_error(&c->resolve->cb) == 0)
+                        freeaddrinfo(c->resolve->cb.ar_result);
+                resolve_free(c->run->px, c->resolve);
+        } else
+                c->resolve->conn = NULL;
+        c->resolve = NULL;
+}
+
+/* Answers the run with status and why (a short text body), then closes. Whatever was on its way
+ * (the head's read, a name's resolution, a connect) is stopped first: its completion must find
+ * the connection answering, not take it further. */
 static void conn_refuse(Conn *c, int status, const char *reason) {
+        Ring *ring = c->run->px->cfg.ring;
+        if (c->op_head.busy)
+                ring_cancel(ring, &c->op_head);
+        if (c->op_connect.busy)
+                ring_cancel(ring, &c->op_connect);
+        conn_resolve_stop(c);
         static const struct {
                 int status;
                 const char *text;
@@ -403,9 +430,10 @@ static void connect_next(Conn *c);
 
 static void on_connect(RingOp *op, int res) {
         Conn *c = container_of(op, Conn, op_connect);
-        if (c->state == CONN_CLOSING) {
-                conn_maybe_free(c);
-                return;
+        if (c->state != CONN_CONNECTING) {
+                if (c->state == CONN_CLOSING)
+                        conn_maybe_free(c);
+                return; /* refused meanwhile (its deadline): the answer is on its way */
         }
         if (res < 0) {
                 c->fd[1] = safe_close(c->fd[1]);
@@ -569,9 +597,10 @@ static void head_decide(Conn *c) {
 
 static void on_head(RingOp *op, int res) {
         Conn *c = container_of(op, Conn, op_head);
-        if (c->state == CONN_CLOSING) {
-                conn_maybe_free(c);
-                return;
+        if (c->state != CONN_HEAD) {
+                if (c->state == CONN_CLOSING)
+                        conn_maybe_free(c);
+                return; /* refused meanwhile (its deadline): what came late is not read */
         }
         if (res <= 0) {
                 conn_close(c, "the run closed the connection before its request was whole");
@@ -652,19 +681,7 @@ static void conn_close(Conn *c, const char *reason) {
                 c->reason = reason;
         c->state = CONN_CLOSING;
         conn_tell(c);
-        if (c->resolve) {
-                /* The resolver thread may be writing into it: cancelled, or left to finish. */
-                int e = gai_cancel(&c->resolve->cb);
-                if (e == EAI_CANCELED)
-                        resolve_free(c->run->px, c->resolve);
-                else if (e == EAI_ALLDONE) {
-                        if (gai_error(&c->resolve->cb) == 0)
-                                freeaddrinfo(c->resolve->cb.ar_result);
-                        resolve_free(c->run->px, c->resolve);
-                } else
-                        c->resolve->conn = NULL;
-                c->resolve = NULL;
-        }
+        conn_resolve_stop(c);
         Ring *ring = c->run->px->cfg.ring;
         RingOp *ops[] = { &c->op_head, &c->op_head_timer, &c->op_connect_timer, &c->op_connect, &c->op_reply, &c->dir[0].op_recv,
                           &c->dir[0].op_send, &c->dir[1].op_recv, &c->dir[1].op_send };
