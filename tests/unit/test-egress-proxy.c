@@ -233,6 +233,31 @@ static void test_refusals(void **state) {
         close(server);
 }
 
+/* The rest of a head that arrives after its deadline's 408 is not read: one decision, nothing
+ * connected. */
+static void test_late_head(void **state) {
+        uint16_t sport, pport;
+        int server = listener(&sport);
+        char allow[64], buf[512], rest[64];
+        snprintf(allow, sizeof(allow), "127.0.0.1:%u", sport);
+        EgressRun *r = run_with(allow, &pport);
+        int c = connect_to(pport);
+        send_all(c, "CONNECT 127.0.0.1:");
+        pump_read(c, buf, sizeof(buf), 12);
+        assert_non_null(strstr(buf, "HTTP/1.1 408 "));
+        snprintf(rest, sizeof(rest), "%u HTTP/1.1\r\n\r\n", sport);
+        (void) send(c, rest, strlen(rest), MSG_NOSIGNAL); /* may find it closed */
+        for (int i = 0; i < 30; i++)
+                assert_int_equal(ring_run_once(ring, 10000), 0);
+        assert_int_equal(n_decisions, 1);
+        assert_false(decisions[0].allowed);
+        struct pollfd p = { .fd = server, .events = POLLIN };
+        assert_int_equal(poll(&p, 1, 0), 0);
+        close(c);
+        egress_run_free(r);
+        close(server);
+}
+
 /* A run that ends with a tunnel open: the tunnel is closed and its decision told. */
 static void test_run_end_closes(void **state) {
         uint16_t sport, pport;
@@ -258,6 +283,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_connect_relays_and_counts, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_http_rebuilt, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_late_head, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_run_end_closes, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
