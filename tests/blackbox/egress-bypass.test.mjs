@@ -112,7 +112,9 @@ proxy_probe("http-chunked-smuggle", b"POST http://127.0.0.1:${allowed}/ HTTP/1.1
 http_probe("redirect-to-unlisted", "http://127.0.0.1:${allowed}/redirect")
 `;
 
-test('every way around the allowlist is denied, and the unlisted server never sees a byte', async (t) => {
+/** Two test servers (one listed, one not, the listed one redirecting to the other) and an abstract
+ * Unix socket of the host's network namespace. */
+async function targets(t) {
     const other = await server(t, (req, res) => res.end('never'));
     const allowed = await server(t, (req, res) => {
         if (req.url === '/redirect') {
@@ -120,22 +122,25 @@ test('every way around the allowlist is denied, and the unlisted server never se
             res.end();
         } else res.end('fine');
     });
-    // An abstract Unix socket in the host's network namespace: the run's namespace has its own.
-    const abstractName = `mcp-execd-egress-bypass-${process.pid}`;
+    // The run's network namespace has abstract sockets of its own: this one is out of its reach.
+    const abstractName = `mcp-execd-egress-bypass-${process.pid}-${Math.random().toString(16).slice(2)}`;
     const abs = net.createServer((c) => { c.end('OPEN'); });
     await new Promise((r) => abs.listen({ path: `\0${abstractName}` }, r));
     t.after(() => new Promise((r) => abs.close(r)));
+    return { allowed, other, abstractName, allow: `127.0.0.1:${allowed.port},localhost:${other.port}` };
+}
 
-    const d = await startDaemon(t, { env: { MCP_EXEC_EGRESS_ALLOW: `127.0.0.1:${allowed.port},localhost:${other.port}` } });
-    const r = await callExec(d.client, { code: PROBES(allowed.port, other.port, abstractName), timeout_s: 60 }, { timeoutMs: 90000 });
+const EXPECTED = ['tcp-direct-listed-server', 'tcp-direct-other-server', 'tcp-far-address', 'tcp-metadata', 'ipv6-far',
+    'ipv6-loopback', 'udp', 'quic-udp6', 'icmp-raw', 'icmp-ping-socket', 'packet', 'netlink', 'dns',
+    'abstract-unix-socket', 'tcp-ulp-ktls', 'rewrite-etc-hosts', 'connect-name-not-listed', 'connect-listed-other-port',
+    'connect-ip-literal', 'connect-decimal-ip', 'connect-userinfo', 'http-userinfo', 'http-host-differs',
+    'http-localhost-rebinding', 'connect-oversized', 'connect-slow', 'http-chunked-smuggle', 'redirect-to-unlisted'];
+
+/** Every probe denied, each the way it should be; the unlisted server untouched. */
+function checkProbes(r, tg) {
     const lines = r.sc.stdout.trim().split('\n');
     const results = Object.fromEntries(lines.map((l) => { const [name, verdict, ...how] = l.split(' '); return [name, { verdict, how: how.join(' ') }]; }));
-    const expected = ['tcp-direct-listed-server', 'tcp-direct-other-server', 'tcp-far-address', 'tcp-metadata', 'ipv6-far',
-        'ipv6-loopback', 'udp', 'quic-udp6', 'icmp-raw', 'icmp-ping-socket', 'packet', 'netlink', 'dns',
-        'abstract-unix-socket', 'tcp-ulp-ktls', 'rewrite-etc-hosts', 'connect-name-not-listed', 'connect-listed-other-port',
-        'connect-ip-literal', 'connect-decimal-ip', 'connect-userinfo', 'http-userinfo', 'http-host-differs',
-        'http-localhost-rebinding', 'connect-oversized', 'connect-slow', 'http-chunked-smuggle', 'redirect-to-unlisted'];
-    assert.deepEqual(Object.keys(results), expected, summarize(r));
+    assert.deepEqual(Object.keys(results), EXPECTED, summarize(r));
     for (const [name, { verdict, how }] of Object.entries(results))
         assert.equal(verdict, 'denied', `${name}: ${verdict} ${how}\n${summarize(r)}`);
     // How each was denied: the proxy's statuses where it was asked.
@@ -151,9 +156,28 @@ test('every way around the allowlist is denied, and the unlisted server never se
     assert.equal(how('udp'), 'EPROTONOSUPPORT'); // a family egress allows, a type it does not
     assert.equal(how('rewrite-etc-hosts'), 'EROFS');
     assert.equal(how('tcp-ulp-ktls'), 'EPERM'); // seccomp's, whether the tls module is loaded or not
-    assert.deepEqual(other.seen, [], 'the unlisted server saw a request');
-    assert.deepEqual(allowed.seen, ['/redirect']);
-    // The account: the one allowed request, and the denials, each by host.
+    assert.deepEqual(tg.other.seen, [], 'the unlisted server saw a request');
+    // The account: the one allowed request (the redirect), and the denials, each by host.
     assert.equal(r.sc.egress.connections - r.sc.egress.denied, 1, JSON.stringify(r.sc.egress));
     assert.ok(r.sc.egress.denied >= 12, JSON.stringify(r.sc.egress));
+}
+
+test('every way around the allowlist is denied, and the unlisted server never sees a byte', async (t) => {
+    const tg = await targets(t);
+    const d = await startDaemon(t, { env: { MCP_EXEC_EGRESS_ALLOW: tg.allow } });
+    const r = await callExec(d.client, { code: PROBES(tg.allowed.port, tg.other.port, tg.abstractName), timeout_s: 60 },
+        { timeoutMs: 90000 });
+    checkProbes(r, tg);
+    assert.deepEqual(tg.allowed.seen, ['/redirect']);
+});
+
+test('the same, from a Python session', async (t) => {
+    const tg = await targets(t);
+    const d = await startDaemon(t, { env: { MCP_EXEC_EGRESS_ALLOW: tg.allow } });
+    const opened = await d.client.callTool({ name: 'session_open', arguments: {} });
+    const session = opened.structuredContent?.session;
+    assert.ok(session, JSON.stringify(opened));
+    const r = await callExec(d.client, { session, code: PROBES(tg.allowed.port, tg.other.port, tg.abstractName), timeout_s: 60 },
+        { timeoutMs: 90000 });
+    checkProbes(r, tg);
 });
