@@ -46,21 +46,14 @@ typedef struct Resolve {
         LIST_FIELDS(struct Resolve, resolves);
 } Resolve;
 
-/* One direction of a relay: bytes from fd[from] to fd[to], through two buffers, so that the next
- * recv is in flight while the last one's bytes are being sent (one buffer would leave each side
- * idle while the other works). Bytes go out in the order they came. */
+/* One direction of a relay: bytes from fd[from] to fd[to]. */
 typedef struct Dir {
         Conn *conn;
-        int from, to;        /* indexes into Conn.fd */
-        char *buf[2];        /* RELAY_BUF each */
-        size_t len[2], off[2]; /* buf[i][off, len) is still to send */
-        int queue[2];        /* the filled buffers, oldest first */
-        unsigned n_queued;
-        int recv_into;       /* the buffer a recv in flight fills, or -1 */
-        bool sending;        /* a send of queue[0] is in flight */
-        bool eof;            /* `from` has nothing more (or its limit is reached) */
-        uint64_t limit;      /* bytes still to read from `from`; UINT64_MAX: until its end */
-        uint64_t moved;      /* read from `from`, and what went first */
+        int from, to;  /* indexes into Conn.fd */
+        char *buf;
+        size_t len, off; /* buf[off, len) is still to send */
+        uint64_t limit;  /* bytes still to read from `from`; UINT64_MAX: until its end */
+        uint64_t moved;  /* read from `from` (the leftover put in first excluded) */
         bool done;
         RingOp op_recv, op_send;
 } Dir;
@@ -281,14 +274,28 @@ static void on_reply(RingOp *op, int res) {
 
 /* ---- relay ------------------------------------------------------------------------------------ */
 
+static void dir_recv(Dir *d) {
+        Conn *c = d->conn;
+        size_t want = RELAY_BUF;
+        if (d->limit != UINT64_MAX && d->limit < want)
+                want = (size_t) d->limit;
+        struct io_uring_sqe *sqe = ring_get_sqe(c->run->px->cfg.ring, &d->op_recv);
+        io_uring_prep_recv(sqe, c->fd[d->from], d->buf, want, 0);
+}
+
+static void dir_send(Dir *d) {
+        Conn *c = d->conn;
+        struct io_uring_sqe *sqe = ring_get_sqe(c->run->px->cfg.ring, &d->op_send);
+        io_uring_prep_send(sqe, c->fd[d->to], d->buf + d->off, d->len - d->off, MSG_NOSIGNAL);
+}
+
 static void relay_maybe_done(Conn *c) {
         if (c->dir[0].done && c->dir[1].done)
                 conn_close(c, NULL);
 }
 
-/* The direction's source has nothing more to give and all it gave is sent: tell its destination,
- * unless the server is to keep the connection for its answer (plain HTTP: its request is whole,
- * its answer follows). */
+/* The direction's source has nothing more to give: tell its destination, unless the server is to
+ * keep the connection for its answer (plain HTTP: its request is whole, its answer follows). */
 static void dir_finish(Dir *d) {
         Conn *c = d->conn;
         d->done = true;
@@ -297,37 +304,16 @@ static void dir_finish(Dir *d) {
         relay_maybe_done(c);
 }
 
-/* Puts what can be in flight in flight: a send of the oldest filled buffer, a recv into a free one. */
-static void dir_pump(Dir *d) {
-        Conn *c = d->conn;
-        Ring *ring = c->run->px->cfg.ring;
-        if (!d->sending && d->n_queued > 0) {
-                int b = d->queue[0];
-                struct io_uring_sqe *sqe = ring_get_sqe(ring, &d->op_send);
-                io_uring_prep_send(sqe, c->fd[d->to], d->buf[b] + d->off[b], d->len[b] - d->off[b], MSG_NOSIGNAL);
-                d->sending = true;
-        }
-        if (d->limit == 0)
-                d->eof = true;
-        if (d->recv_into < 0 && !d->eof && d->n_queued < 2) {
-                int b = d->n_queued == 0 ? 0 : 1 - d->queue[0];
-                size_t want = RELAY_BUF;
-                if (d->limit != UINT64_MAX && d->limit < want)
-                        want = (size_t) d->limit;
-                struct io_uring_sqe *sqe = ring_get_sqe(ring, &d->op_recv);
-                io_uring_prep_recv(sqe, c->fd[d->from], d->buf[b], want, 0);
-                d->recv_into = b;
-        }
-        if (d->eof && d->n_queued == 0 && d->recv_into < 0 && !d->sending && !d->done)
+/* The next step of a direction: send what is held, else read more, else finish. */
+static void dir_next(Dir *d) {
+        if (d->off < d->len)
+                dir_send(d);
+        else if (d->limit == 0)
                 dir_finish(d);
-}
-
-/* Bytes that go first (a head rebuilt, a tunnel's start, the CONNECT answer): the first buffer's. */
-static void dir_put(Dir *d, const char *p, size_t n) {
-        memcpy(d->buf[0] + d->len[0], p, n);
-        d->len[0] += n;
-        if (d->n_queued == 0 && d->len[0] > 0)
-                d->queue[d->n_queued++] = 0;
+        else {
+                d->off = d->len = 0;
+                dir_recv(d);
+        }
 }
 
 static void on_dir_recv(RingOp *op, int res) {
@@ -337,24 +323,21 @@ static void on_dir_recv(RingOp *op, int res) {
                 conn_maybe_free(c);
                 return;
         }
-        int b = d->recv_into;
-        d->recv_into = -1;
         if (res < 0) {
                 conn_close(c, NULL); /* a reset: the relay ends, its bytes so far counted */
                 return;
         }
-        if (res == 0)
-                d->eof = true;
-        else {
-                d->len[b] = (size_t) res;
-                d->off[b] = 0;
-                d->queue[d->n_queued++] = b;
-                d->moved += (uint64_t) res;
-                if (d->limit != UINT64_MAX)
-                        d->limit -= (uint64_t) res;
-                conn_count(c, d->from == 0 ? 0 : 1, (size_t) res);
+        if (res == 0) {
+                dir_finish(d);
+                return;
         }
-        dir_pump(d);
+        d->len = (size_t) res;
+        d->off = 0;
+        d->moved += (uint64_t) res;
+        if (d->limit != UINT64_MAX)
+                d->limit -= (uint64_t) res;
+        conn_count(c, d->from == 0 ? 0 : 1, (size_t) res);
+        dir_send(d);
 }
 
 static void on_dir_send(RingOp *op, int res) {
@@ -364,29 +347,21 @@ static void on_dir_send(RingOp *op, int res) {
                 conn_maybe_free(c);
                 return;
         }
-        d->sending = false;
         if (res <= 0) {
                 conn_close(c, NULL);
                 return;
         }
-        int b = d->queue[0];
-        d->off[b] += (size_t) res;
-        if (d->off[b] == d->len[b]) {
-                d->len[b] = d->off[b] = 0;
-                d->queue[0] = d->queue[1];
-                d->n_queued--;
-        }
-        dir_pump(d);
+        d->off += (size_t) res;
+        dir_next(d);
 }
 
 static int dir_init(Conn *c, int i, int from, int to) {
         Dir *d = &c->dir[i];
-        *d = (Dir) { .conn = c, .from = from, .to = to, .limit = UINT64_MAX, .recv_into = -1 };
+        *d = (Dir) { .conn = c, .from = from, .to = to, .limit = UINT64_MAX };
         d->op_recv.callback = on_dir_recv;
         d->op_send.callback = on_dir_send;
-        d->buf[0] = malloc(RELAY_BUF);
-        d->buf[1] = malloc(RELAY_BUF);
-        return d->buf[0] && d->buf[1] ? 0 : -ENOMEM;
+        d->buf = malloc(RELAY_BUF);
+        return d->buf ? 0 : -ENOMEM;
 }
 
 /* Connected: what the run sent beyond the head goes first (CONNECT: the start of its TLS; plain
@@ -402,26 +377,29 @@ static void relay_start(Conn *c) {
         size_t extra = c->head_len - c->req.head_len;
         const char *rest = c->head + c->req.head_len;
         if (c->req.kind == EGRESS_REQUEST_CONNECT) {
-                dir_put(up, rest, extra);
+                memcpy(up->buf, rest, extra);
+                up->len = extra;
                 up->moved = extra;
                 conn_count(c, 0, extra);
                 static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-                dir_put(down, ok, sizeof(ok) - 1);
+                memcpy(down->buf, ok, sizeof(ok) - 1);
+                down->len = sizeof(ok) - 1;
         } else {
                 size_t body = extra < c->req.content_length ? extra : (size_t) c->req.content_length;
                 if (c->req.forward_len + body > RELAY_BUF) {
                         conn_refuse(c, 500, "the request's head does not fit the proxy's buffer");
                         return;
                 }
-                dir_put(up, c->req.forward, c->req.forward_len);
-                dir_put(up, rest, body);
+                memcpy(up->buf, c->req.forward, c->req.forward_len);
+                memcpy(up->buf + c->req.forward_len, rest, body);
+                up->len = c->req.forward_len + body;
                 up->limit = c->req.content_length - body;
                 /* Sent: what reaches the server, the request's head (rebuilt) and its body. */
                 up->moved = c->req.forward_len + body;
                 conn_count(c, 0, c->req.forward_len + body);
         }
-        dir_pump(up);
-        dir_pump(down);
+        dir_next(up);
+        dir_next(down);
 }
 
 /* ---- connecting --------------------------------------------------------------------------------- */
@@ -662,10 +640,8 @@ static void conn_maybe_free(Conn *c) {
                 freeaddrinfo(c->addrs);
         egress_request_done(&c->req);
         free(c->head);
-        for (int i = 0; i < 2; i++) {
-                free(c->dir[i].buf[0]);
-                free(c->dir[i].buf[1]);
-        }
+        free(c->dir[0].buf);
+        free(c->dir[1].buf);
         LIST_REMOVE(conns, r->conns, c);
         bool was_full = r->n_conns-- >= r->px->cfg.max_connections;
         free(c);
