@@ -13,7 +13,7 @@ import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { startDaemon, callExec, summarize, test } from './lib/index.mjs';
+import { RawDaemon, startDaemon, callExec, summarize, test } from './lib/index.mjs';
 import { makeSources } from './lib/pydeps.mjs';
 import { startHttpDaemon, connectSdk } from './lib/http-daemon.mjs';
 import crypto from 'node:crypto';
@@ -238,4 +238,17 @@ test('each tenant has its own allowlist (egress= on its line); a tenant without 
     assert.equal(rb.sc.stdout, '[]\n', summarize(rb));
     assert.equal(rb.sc.egress, undefined);
     assert.equal(a.seen.length, 1);
+});
+
+test('a task follows the allowlist of the call that made it, and its result accounts for it', async (t) => {
+    const a = await server(t, 'to a task');
+    const d = RawDaemon.spawn(t, { env: { MCP_EXEC_EGRESS_ALLOW: `127.0.0.1:${a.port}` } });
+    await d.initialize();
+    const created = await d.request('tools/call', { name: 'exec', arguments: { code: FETCH(`http://127.0.0.1:${a.port}/task`) }, task: {} });
+    const id = created.result?.task?.taskId;
+    assert.ok(id, JSON.stringify(created));
+    const res = await d.request('tasks/result', { taskId: id }, { timeoutMs: 30000 }); // waits for its end
+    assert.equal(res.result?.structuredContent?.stdout, 'to a task\n', JSON.stringify(res));
+    assert.equal(res.result.structuredContent.egress.connections, 1);
+    assert.deepEqual(a.seen.map((s) => s.url), ['/task']);
 });
