@@ -15,6 +15,8 @@ pkgs=(
 if [ "${1:-}" = test ]; then
         # haproxy: the fleet test of the systemd tier (tests/systemd/47-fleet.py, issue 19).
         pkgs+=(libcmocka-dev haproxy)
+        # openssl: egress.test.mjs makes a certificate for its HTTPS server (issue 32).
+        pkgs+=(openssl)
         # systemd-socket-activate: the black-box tests of a socket passed by systemd (sd_listen_fds).
         pkgs+=(systemd)
         # The Debian package's build and lintian (debian/; the systemd tier's 46-debian-package).
