@@ -30,12 +30,14 @@ static char decision_hosts[16][EGRESS_HOST_MAX + 1];
 static size_t n_decisions;
 
 static void on_decided(void *userdata, const EgressDecision *d) {
-        assert_true(n_decisions < 16);
-        decisions[n_decisions] = *d;
-        snprintf(decision_hosts[n_decisions], sizeof(decision_hosts[0]), "%s", d->host);
-        decisions[n_decisions].host = decision_hosts[n_decisions];
-        decisions[n_decisions].run_id = decisions[n_decisions].tenant = NULL;
-        decisions[n_decisions].reason = NULL;
+        /* The first 16 are kept to look at; all are counted. */
+        if (n_decisions < 16) {
+                decisions[n_decisions] = *d;
+                snprintf(decision_hosts[n_decisions], sizeof(decision_hosts[0]), "%s", d->host);
+                decisions[n_decisions].host = decision_hosts[n_decisions];
+                decisions[n_decisions].run_id = decisions[n_decisions].tenant = NULL;
+                decisions[n_decisions].reason = NULL;
+        }
         n_decisions++;
 }
 
@@ -258,6 +260,28 @@ static void test_late_head(void **state) {
         close(server);
 }
 
+/* The account lists at most EGRESS_ACCOUNT_HOSTS_MAX hosts; past them it says so, and its totals
+ * still count every connection. */
+static void test_account_bounded(void **state) {
+        uint16_t pport;
+        EgressRun *r = NULL;
+        assert_int_equal(egress_run_new(px, listener(&pport), NULL, "0123456789abcdef", "", &r), 0); /* no list */
+        for (unsigned i = 0; i < EGRESS_ACCOUNT_HOSTS_MAX + 2; i++) {
+                char req[96];
+                snprintf(req, sizeof(req), "CONNECT h%u.example:443 HTTP/1.1\r\n\r\n", i);
+                refused_on(pport, req, "HTTP/1.1 403 ");
+        }
+        for (int i = 0; i < 100 && n_decisions < EGRESS_ACCOUNT_HOSTS_MAX + 2; i++)
+                assert_int_equal(ring_run_once(ring, 10000), 0);
+        assert_int_equal(n_decisions, EGRESS_ACCOUNT_HOSTS_MAX + 2);
+        const EgressAccount *a = egress_run_account(r);
+        assert_int_equal(a->connections, EGRESS_ACCOUNT_HOSTS_MAX + 2);
+        assert_int_equal(a->denied, EGRESS_ACCOUNT_HOSTS_MAX + 2);
+        assert_int_equal(a->n_hosts, EGRESS_ACCOUNT_HOSTS_MAX);
+        assert_true(a->hosts_truncated);
+        egress_run_free(r);
+}
+
 /* A run that ends with a tunnel open: the tunnel is closed and its decision told. */
 static void test_run_end_closes(void **state) {
         uint16_t sport, pport;
@@ -284,6 +308,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_http_rebuilt, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_late_head, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_account_bounded, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_run_end_closes, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
