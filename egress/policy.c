@@ -200,8 +200,7 @@ static int parse_port(const char *s, size_t len, uint16_t *ret) {
         return 0;
 }
 
-/* Splits "host[:port]" (host may be "[v6]") at its port. */
-static int split_port(const char *s, size_t len, size_t *ret_host_len, uint16_t *ret_port) {
+int egress_authority_split(const char *s, size_t len, size_t *ret_host_len, uint16_t *ret_port) {
         const char *colon = NULL;
         if (len > 0 && s[0] == '[') {
                 const char *close = memchr(s, ']', len);
@@ -229,7 +228,7 @@ static int parse_entry(const char *s, size_t len, EgressRule *r, char **reterr) 
         if (memmem(s, len, "://", 3))
                 return failf(reterr, "'%.*s' is a URL: write its host alone, host or host:port", (int) (len > 80 ? 80 : len), s);
         size_t hlen;
-        int k = split_port(s, len, &hlen, &r->port);
+        int k = egress_authority_split(s, len, &hlen, &r->port);
         if (k == -ERANGE)
                 return failf(reterr, "'%.*s': the port is not a number from 1 to 65535", (int) len, s);
         if (k < 0)

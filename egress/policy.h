@@ -66,6 +66,12 @@ const EgressRule *egress_policy_get(const EgressPolicy *p, size_t i);
  * (empty, a character outside [a-z0-9.-_], an empty or 64-character label, too long). */
 int egress_host_normalize(const char *host, size_t len, char ret[EGRESS_HOST_MAX + 1]);
 
+/* Splits "host[:port]" (host may be "[v6]", and a bare IPv6 address is refused: which colon would
+ * start its port?) at its port: the host's length, and the port (0: none given). -ERANGE for a port
+ * that is not 1..65535 in decimal, -EINVAL for a malformed authority. The allowlist's entries and
+ * the proxy's requests are split by this one reading. */
+int egress_authority_split(const char *s, size_t len, size_t *ret_host_len, uint16_t *ret_port);
+
 /* The rule that lets a request for host (normalized) and port through, or NULL. A name is matched
  * by name rules, an address only by literal rules (an IP literal asked for is never a name). */
 const EgressRule *egress_policy_match(const EgressPolicy *p, const char *host, uint16_t port);

@@ -37,35 +37,15 @@ static int parse_authority(const char *s, size_t len, uint16_t default_port, cha
                            uint16_t *ret_port) {
         if (memchr(s, '@', len))
                 return -EPERM;
-        size_t hlen = len;
-        const char *colon = NULL;
-        if (len > 0 && s[0] == '[') {
-                const char *close = memchr(s, ']', len);
-                if (!close)
-                        return -EINVAL;
-                hlen = (size_t) (close - s) + 1;
-                if (hlen < len) {
-                        if (s[hlen] != ':')
-                                return -EINVAL;
-                        colon = s + hlen;
-                }
-        } else if ((colon = memchr(s, ':', len)))
-                hlen = (size_t) (colon - s);
-        unsigned port = default_port;
-        if (colon) {
-                size_t plen = len - hlen - 1;
-                if (plen == 0 || plen > 5)
-                        return -EINVAL;
-                port = 0;
-                for (size_t i = 0; i < plen; i++) {
-                        if (colon[1 + i] < '0' || colon[1 + i] > '9')
-                                return -EINVAL;
-                        port = port * 10 + (unsigned) (colon[1 + i] - '0');
-                }
-        }
-        if (port == 0 || port > 65535)
+        size_t hlen;
+        uint16_t port;
+        if (egress_authority_split(s, len, &hlen, &port) < 0)
                 return -EINVAL;
-        *ret_port = (uint16_t) port;
+        if (port == 0)
+                port = default_port;
+        if (port == 0)
+                return -EINVAL;
+        *ret_port = port;
         return egress_host_normalize(s, hlen, host);
 }
 
