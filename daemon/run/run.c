@@ -68,8 +68,8 @@ struct Run {
          * its account, copied when it ends, is what the result says. */
         bool egress_wanted;
         EgressRun *egress;
-        ExecEgress egress_result;
-        EgressHostAccount *egress_hosts_copy;
+        EgressAccount egress_account; /* copied when it ended */
+        ExecEgress egress_result;     /* what the result says, pointing into egress_account */
         ExecEgressHost *egress_hosts;
         Outputs outputs;
 
@@ -135,7 +135,7 @@ static void run_free(Run *run) {
         egress_run_free(run->egress); /* before its listener's namespace goes: nothing more is accepted */
         proc_free(run->proc);
         output_done(&run->output);
-        free(run->egress_hosts_copy);
+        egress_account_done(&run->egress_account);
         free(run->egress_hosts);
         outputs_done(&run->outputs);
         free(run->code);
@@ -581,25 +581,12 @@ static int run_spawn(Run *run, const RunParams *p) {
 static void run_egress_snapshot(Run *run) {
         if (!run->egress)
                 return;
-        const EgressAccount *a = egress_run_account(run->egress);
-        run->egress_result = (ExecEgress) { .sent = a->sent, .received = a->received, .connections = a->connections,
-                                            .denied = a->denied, .hosts_truncated = a->hosts_truncated };
-        if (a->n_hosts > 0) {
-                run->egress_hosts_copy = malloc(a->n_hosts * sizeof(*a->hosts));
-                run->egress_hosts = calloc(a->n_hosts, sizeof(*run->egress_hosts));
-                if (!run->egress_hosts_copy || !run->egress_hosts) {
-                        run->egress_result.hosts_truncated = true; /* the totals still hold */
-                        return;
-                }
-                memcpy(run->egress_hosts_copy, a->hosts, a->n_hosts * sizeof(*a->hosts));
-                for (size_t i = 0; i < a->n_hosts; i++) {
-                        const EgressHostAccount *h = &run->egress_hosts_copy[i];
-                        run->egress_hosts[i] = (ExecEgressHost) { .host = h->host, .port = h->port, .allowed = h->allowed,
-                                                                  .connections = h->connections, .sent = h->sent,
-                                                                  .received = h->received };
-                }
-                run->egress_result.hosts = run->egress_hosts;
-                run->egress_result.n_hosts = a->n_hosts;
+        if (egress_account_copy(egress_run_account(run->egress), &run->egress_account) < 0 ||
+            egress_account_since(&run->egress_account, &(EgressAccount) {}, &run->egress_result, &run->egress_hosts) < 0) {
+                /* the totals still hold; the list could not be kept */
+                const EgressAccount *a = egress_run_account(run->egress);
+                run->egress_result = (ExecEgress) { .sent = a->sent, .received = a->received, .connections = a->connections,
+                                                    .denied = a->denied, .hosts_truncated = true };
         }
 }
 
