@@ -77,7 +77,7 @@ static int fs_open(Cgroup *c, char **reterr) {
         r = cg_write_at(fd, "cgroup.subtree_control", "+memory +pids");
         if (r < 0)
                 return cg_reason(reterr, r, "cannot enable memory and pids in %s: %s", path, strerror(-r));
-        (void) cg_write_at(fd, "cgroup.subtree_control", "+cpu");
+        cg_enable_optional(fd);
         c->base_fd = TAKE_FD(fd);
         snprintf(c->describe, sizeof(c->describe), "cgroupfs: per-run cgroups below %s", path);
         return 0;
@@ -108,7 +108,7 @@ static int fs_tenant_apply(Cgroup *c, const CgroupTenant *t, char *ret_slice, si
         snprintf(v, sizeof(v), "%" PRIu64, t->cpu_weight);
         if (faccessat(fd, "cpu.weight", W_OK, 0) == 0 && (r = cg_write_at(fd, "cpu.weight", v)) < 0)
                 return cg_reason(reterr, r, "cannot set cpu.weight of tenant %s: %s", t->name, strerror(-r));
-        (void) cg_write_at(fd, "cgroup.subtree_control", "+cpu");
+        cg_enable_optional(fd);
         return 0;
 }
 

@@ -134,6 +134,14 @@ int cg_read_at(int dirfd, const char *file, char *buf, size_t size);
 /* The value of key in a flat-keyed file's text ("key value\n" lines: memory.events, cpu.stat);
  * -ENOENT when absent. */
 int cg_keyed_value(const char *text, const char *key, uint64_t *ret);
+/* Enables the controllers a run can do without (cpu, io) for dirfd's children, each if offered. */
+void cg_enable_optional(int dirfd);
+/* The total= of the line ("some", "full") of a pressure file's text (cpu.pressure, …), µs. */
+int cg_pressure_total(const char *text, const char *line, uint64_t *ret);
+/* The sums of rbytes= and wbytes= over io.stat's devices; -EBADMSG for a line without them. */
+int cg_io_bytes(const char *text, uint64_t *ret_read, uint64_t *ret_written);
+/* fd's pressure totals, I/O bytes and pids.peak, each known if the kernel has it. */
+void cg_account_read(int fd, ExecAccount *ret);
 /* 1 if path is a cgroup v2 mount, 0 if something else. */
 int cg_is_cgroup2(const char *path);
 /* The cgroup v2 path of pid below the mount ("0::/x/y" in /proc/pid/cgroup), malloc'd. */

@@ -207,13 +207,15 @@ static int start_scope(CgroupRun *cr) {
         /* The backstop: if we die, PID 1 still ends the run shortly after its deadline. The init
          * ignores SIGTERM (PID 1 of its namespace), hence KillSignal=SIGKILL. */
         uint64_t runtime = ((uint64_t) cr->timeout_s + c->config.backstop_grace_s) * 1000000u;
-        r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
+        r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
                                   "Description", "s", description,
                                   "Slice", "s", cr->slice[0] ? cr->slice : c->slice,
                                   "Delegate", "b", 1,
                                   "MemoryAccounting", "b", 1,
                                   "TasksAccounting", "b", 1,
                                   "CPUAccounting", "b", 1,
+                                  /* io.stat of the run's own cgroups (issue 33.1) */
+                                  "IOAccounting", "b", 1,
                                   "MemoryMax", "t", c->config.memory_max_bytes,
                                   "MemorySwapMax", "t", (uint64_t) 0,
                                   "TasksMax", "t", c->config.pids_max,

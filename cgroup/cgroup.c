@@ -253,6 +253,7 @@ int cgroup_run_usage(CgroupRun *cr, CgroupUsage *ret) {
         if (r < 0)
                 return r;
         u.memory_current_bytes = strtoull(buf, NULL, 10);
+        cg_account_read(cr->payload_fd, &u.account);
         *ret = u;
         return 0;
 }

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "cleanup.h"
+#include "exec-account.h"
 
 typedef enum CgroupWant {
         CGROUP_WANT_AUTO,     /* systemd, then cgroupfs, then none */
@@ -91,6 +92,7 @@ typedef struct CgroupStats {
         uint64_t cpu_system_usec;
         bool oom_killed;     /* memory.events oom_kill > 0 */
         bool pids_limit_hit; /* pids.events max > 0 */
+        ExecAccount account; /* payload/'s pressure totals, I/O bytes, pids.peak (issue 33.1) */
 } CgroupStats;
 
 /* Prepares a run, in tenant's slice when it has one (cgroup_tenant_slice(); NULL or "": the
@@ -138,6 +140,7 @@ typedef struct CgroupUsage {
         uint64_t cpu_user_usec;
         uint64_t cpu_system_usec;
         uint64_t memory_current_bytes;
+        ExecAccount account; /* the pressure totals, I/O bytes and pids.peak so far */
 } CgroupUsage;
 int cgroup_run_usage(CgroupRun *cr, CgroupUsage *ret);
 

@@ -151,6 +151,7 @@ typedef struct PyStream {
 typedef struct PyUsage {
         uint64_t user_usec, system_usec;
         uint64_t peak_bytes; /* rlimit mode's peak (the largest process's); a cgroup's is in its stats */
+        ExecAccount account; /* cgroup mode: payload/'s pressure totals, I/O bytes, pids.peak */
         bool have;
 } PyUsage;
 

@@ -65,7 +65,8 @@ PyUsage pys_usage_of_cgroup(PySession *s) {
         CgroupUsage u;
         if (proc_read_usage(s->proc, &u) < 0)
                 return (PyUsage) {};
-        return (PyUsage) { .user_usec = u.cpu_user_usec, .system_usec = u.cpu_system_usec, .have = true };
+        return (PyUsage) { .user_usec = u.cpu_user_usec, .system_usec = u.cpu_system_usec, .account = u.account,
+                           .have = true };
 }
 
 static PyUsage usage_of_report(const SandboxReport *r) {

@@ -280,6 +280,7 @@ MetricsRun scheduler_record_of(const McpCall *call, const ExecResult *r) {
                 .cpu_system_us = r->cpu_system_us,
                 .stdout_bytes = r->stdout_len,
                 .stderr_bytes = r->stderr_len,
+                .account = r->account,
         };
 }
 

@@ -181,8 +181,12 @@ static void test_tools_list(void **state) {
         assert_true(json_is_false(json_object_get(in, "additionalProperties")));
         assert_string_equal(json_string_value(json_array_get(json_object_get(in, "required"), 0)), "code");
         json_t *out = json_object_get(t, "outputSchema");
-        /* + files, files_unlisted (issue 10), unbounded (issue 15 #6), warm, memory_at_start_bytes (16) */
-        assert_int_equal(json_array_size(json_object_get(out, "required")), 19);
+        /* + files, files_unlisted (issue 10), unbounded (issue 15 #6), warm, memory_at_start_bytes (16),
+         * the kernel's account (33.1: 8, integer or null) */
+        assert_int_equal(json_array_size(json_object_get(out, "required")), 27);
+        json_t *pp = json_object_get(json_object_get(out, "properties"), "pids_peak");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(pp, "anyOf"), 0), "type")),
+                            "integer");
         json_t *ub = json_object_get(json_object_get(out, "properties"), "unbounded");
         assert_string_equal(json_string_value(json_object_get(ub, "type")), "array");
         assert_string_equal(json_string_value(json_object_get(json_object_get(ub, "items"), "type")), "string");
@@ -432,6 +436,8 @@ static void test_result_encoding(void **state) {
                 .exit_code = -9, .duration_ms = 12, .truncated = true, .signal = "SIGKILL",
                 .memory_peak_bytes = 1000, .cpu_user_us = 5, .cpu_system_us = 6, .limits = "cgroup", .queue_ms = 3,
         };
+        exec_account_set(&r.account, EXEC_ACCOUNT_IO_READ_BYTES, 8192);
+        exec_account_set(&r.account, EXEC_ACCOUNT_PIDS_PEAK, 3);
         char *reply = mcp_call_reply_result(c, &r);
         assert_non_null(reply);
         json_error_t err;
@@ -443,8 +449,14 @@ static void test_result_encoding(void **state) {
         assert_string_equal(json_string_value(json_object_get(sc, "signal")), "SIGKILL");
         assert_true(json_is_true(json_object_get(sc, "truncated")));
         assert_true(json_is_false(json_object_get(res, "isError")));
-        /* + files, files_unlisted (issue 10), unbounded (issue 15 #6), warm, memory_at_start_bytes (16) */
-        assert_int_equal(json_object_size(sc), 19);
+        /* + files, files_unlisted (issue 10), unbounded (issue 15 #6), warm, memory_at_start_bytes (16),
+         * the kernel's account (33.1) */
+        assert_int_equal(json_object_size(sc), 27);
+        /* Known figures are integers, unknown ones null (never 0). */
+        assert_int_equal(json_integer_value(json_object_get(sc, "io_read_bytes")), 8192);
+        assert_int_equal(json_integer_value(json_object_get(sc, "pids_peak")), 3);
+        assert_true(json_is_null(json_object_get(sc, "cpu_pressure_some_us")));
+        assert_true(json_is_null(json_object_get(sc, "memory_pressure_full_us")));
         /* With a cgroup nothing is left unbounded (issue 15 #6). */
         assert_true(json_is_array(json_object_get(sc, "unbounded")));
         assert_int_equal(json_array_size(json_object_get(sc, "unbounded")), 0);
