@@ -1,11 +1,27 @@
 /* str-util.c: growable byte buffers and small string helpers. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
 #include "str-util.h"
+
+int reason_set(char **reterr, int r, const char *format, ...) {
+        if (!reterr)
+                return r;
+        va_list ap;
+        va_start(ap, format);
+        int k = vasprintf(reterr, format, ap);
+        va_end(ap);
+        if (k < 0) {
+                *reterr = NULL;
+                return -ENOMEM;
+        }
+        return r;
+}
 
 int buf_append(Buf *b, const void *p, size_t n) {
         if (b->len + n + 1 > b->cap) {

@@ -11,6 +11,11 @@ typedef struct Buf {
         size_t cap;
 } Buf;
 
+/* A failure's sentence for the caller (the **reterr of a function that explains itself): sets
+ * *reterr (when reterr is not NULL) to the formatted text, malloc'd, and returns r; when the text
+ * cannot be made, *reterr is NULL and it returns -ENOMEM. */
+int reason_set(char **reterr, int r, const char *format, ...) __attribute__((format(printf, 3, 4)));
+
 /* Appends n bytes, growing the buffer. Keeps data NUL-terminated. Returns 0 or -ENOMEM. */
 int buf_append(Buf *b, const void *p, size_t n);
 void buf_done(Buf *b);

@@ -10,6 +10,7 @@
 
 #include "cgroup.h"
 #include "cleanup.h"
+#include "str-util.h"
 
 #define CGROUP_MOUNT "/sys/fs/cgroup"
 #define CGROUP_RECENT_JOBS 32
@@ -126,8 +127,6 @@ int cgroup_new_with(const CgroupConfig *config, const CgroupOps *const backends[
                     char **reterr);
 
 /* Shared cgroupfs file helpers (cgroup-util.c). All return 0 (or what is said) or -errno. */
-/* Sets *reterr to the formatted reason and returns r (-ENOMEM when the reason cannot be made). */
-int cg_reason(char **reterr, int r, const char *format, ...) __attribute__((format(printf, 3, 4)));
 int cg_write_at(int dirfd, const char *file, const char *value);
 /* Reads at most size - 1 bytes of file and NUL-terminates them. */
 int cg_read_at(int dirfd, const char *file, char *buf, size_t size);

@@ -254,12 +254,12 @@ static int systemd_run_place(CgroupRun *cr, char **reterr) {
                 _cleanup_free_ char *why = NULL;
                 r = bus_setup(c, &why);
                 if (r < 0)
-                        return cg_reason(reterr, r, "systemd cannot be reached to create the run's scope (the "
+                        return reason_set(reterr, r, "systemd cannot be reached to create the run's scope (the "
                                          "connection was lost; reconnecting failed: %s)", why ?: strerror(-r));
         }
         r = start_scope(cr);
         if (r < 0)
-                return cg_reason(reterr, r, "cannot ask systemd for the run's scope: %s", strerror(-r));
+                return reason_set(reterr, r, "cannot ask systemd for the run's scope: %s", strerror(-r));
         cr->systemd.next_pending = cr->cgroup->systemd.pending;
         cr->cgroup->systemd.pending = cr;
         return 0;
@@ -313,7 +313,7 @@ static int bus_connect(Cgroup *c, char **reterr) {
         else {
                 r = system ? sd_bus_open_system(&bus) : sd_bus_open_user(&bus);
                 if (r < 0)
-                        return cg_reason(reterr, r, "cannot connect to the %s: %s",
+                        return reason_set(reterr, r, "cannot connect to the %s: %s",
                                          system ? "system manager" : "user's systemd manager", strerror(-r));
         }
         c->systemd.bus = TAKE_PTR(bus);
@@ -331,16 +331,16 @@ static int bus_setup(Cgroup *c, char **reterr) {
                                 SYSTEMD_PATH, SYSTEMD_MANAGER, "JobRemoved", on_job_removed, c);
         if (r < 0) {
                 bus_drop(c);
-                return cg_reason(reterr, r, "cannot subscribe to systemd's JobRemoved: %s", strerror(-r));
+                return reason_set(reterr, r, "cannot subscribe to systemd's JobRemoved: %s", strerror(-r));
         }
         return 0;
 }
 
 static int systemd_open(Cgroup *c, char **reterr) {
         if (sd_booted() <= 0)
-                return cg_reason(reterr, -ENOMEDIUM, "systemd is not the init system");
+                return reason_set(reterr, -ENOMEDIUM, "systemd is not the init system");
         if (cg_is_cgroup2(CGROUP_MOUNT) <= 0)
-                return cg_reason(reterr, -ENOMEDIUM, "%s is not a pure cgroup v2 hierarchy", CGROUP_MOUNT);
+                return reason_set(reterr, -ENOMEDIUM, "%s is not a pure cgroup v2 hierarchy", CGROUP_MOUNT);
         int r = bus_setup(c, reterr);
         if (r < 0)
                 return r;
@@ -449,12 +449,12 @@ static int tenant_properties(sd_bus_message *m, const CgroupTenant *t) {
 static int systemd_tenant_apply(Cgroup *c, const CgroupTenant *t, char *ret_slice, size_t size, char **reterr) {
         int r = cg_tenant_unit_name(c->slice, t->name, ret_slice, size);
         if (r < 0)
-                return cg_reason(reterr, r, "no slice name for tenant %s below %s", t->name, c->slice);
+                return reason_set(reterr, r, "no slice name for tenant %s below %s", t->name, c->slice);
         if (!c->systemd.bus) {
                 _cleanup_free_ char *why = NULL;
                 r = bus_setup(c, &why);
                 if (r < 0)
-                        return cg_reason(reterr, r, "systemd cannot be reached to set up the slice of tenant %s: %s",
+                        return reason_set(reterr, r, "systemd cannot be reached to set up the slice of tenant %s: %s",
                                          t->name, why ?: strerror(-r));
         }
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
@@ -472,7 +472,7 @@ static int systemd_tenant_apply(Cgroup *c, const CgroupTenant *t, char *ret_slic
         if (r >= 0)
                 r = sd_bus_call(c->systemd.bus, m, 0, &error, NULL);
         if (r < 0)
-                return cg_reason(reterr, r, "systemd did not set the bounds of %s (tenant %s): %s", ret_slice, t->name,
+                return reason_set(reterr, r, "systemd did not set the bounds of %s (tenant %s): %s", ret_slice, t->name,
                                  error.message ?: strerror(-r));
         return 0;
 }

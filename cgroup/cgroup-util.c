@@ -14,18 +14,6 @@
 
 #include "cgroup-internal.h"
 
-int cg_reason(char **reterr, int r, const char *format, ...) {
-        va_list ap;
-        va_start(ap, format);
-        int k = vasprintf(reterr, format, ap);
-        va_end(ap);
-        if (k < 0) {
-                *reterr = NULL;
-                return -ENOMEM;
-        }
-        return r;
-}
-
 int cg_write_at(int dirfd, const char *file, const char *value) {
         _cleanup_close_ int fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)

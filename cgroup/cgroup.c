@@ -144,11 +144,11 @@ int cgroup_tenants_set(Cgroup *c, const CgroupTenant *v, size_t n, char **reterr
         int r = 0;
         for (; done < n; done++) {
                 if (strlen(v[done].name) > CGROUP_TENANT_NAME_MAX) {
-                        r = cg_reason(reterr, -EINVAL, "tenant name too long: %.40s", v[done].name);
+                        r = reason_set(reterr, -EINVAL, "tenant name too long: %.40s", v[done].name);
                         break;
                 }
                 if (!c->ops->tenant_apply) {
-                        r = cg_reason(reterr, -EOPNOTSUPP, "the %s backend has no slices: the memory, process and CPU "
+                        r = reason_set(reterr, -EOPNOTSUPP, "the %s backend has no slices: the memory, process and CPU "
                                       "bounds of tenant %s cannot be enforced", c->ops->name, v[done].name);
                         break;
                 }

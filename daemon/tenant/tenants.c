@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "fd-util.h"
+#include "str-util.h"
 #include "tenants.h"
 
 #define TENANTS_MAX 1024             /* names are metrics labels: their number stays bounded */
@@ -33,15 +34,14 @@ struct Tenants {
 __attribute__((format(printf, 3, 4))) static int failf(char **reterr, unsigned line, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        char *msg = NULL;
+        _cleanup_free_ char *msg = NULL;
         int k = vasprintf(&msg, fmt, ap);
         va_end(ap);
-        if (reterr) {
-                if (k < 0 || (line > 0 ? asprintf(reterr, "line %u: %s", line, msg) : asprintf(reterr, "%s", msg)) < 0)
-                        *reterr = NULL;
+        if (k < 0) {
+                msg = NULL;
+                return reason_set(reterr, -ENOMEM, "out of memory");
         }
-        free(k < 0 ? NULL : msg);
-        return -EINVAL;
+        return line > 0 ? reason_set(reterr, -EINVAL, "line %u: %s", line, msg) : reason_set(reterr, -EINVAL, "%s", msg);
 }
 
 /* ---- the fields of a line ------------------------------------------------------------------- */

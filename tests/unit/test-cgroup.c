@@ -95,13 +95,13 @@ static int fs_closed;
 
 static int fake_systemd_open(Cgroup *c, char **reterr) {
         strcat(tried, "s");
-        return cg_reason(reterr, -ENOMEDIUM, "no systemd here");
+        return reason_set(reterr, -ENOMEDIUM, "no systemd here");
 }
 
 static int fake_fs_open(Cgroup *c, char **reterr) {
         strcat(tried, "f");
         if (!fs_available)
-                return cg_reason(reterr, -EACCES, "no delegated cgroup");
+                return reason_set(reterr, -EACCES, "no delegated cgroup");
         snprintf(c->describe, sizeof(c->describe), "fake cgroupfs");
         return 0;
 }
