@@ -183,39 +183,69 @@ static void test_token(void **state) {
         assert_true(str_secret_equal("", 0, "", 0));
 }
 
+/* What an Accept header admits of the two types a POST must accept (mcp_http_check_head() asks
+ * about both), and which Content-Type is JSON. */
 static void test_media_types(void **state) {
-        assert_true(mcp_http_accepts("application/json, text/event-stream", "application/json"));
-        assert_true(mcp_http_accepts("application/json, text/event-stream", "text/event-stream"));
-        assert_true(mcp_http_accepts("text/event-stream;q=0.5,application/json", "text/event-stream"));
-        assert_true(mcp_http_accepts("*/*", "text/event-stream"));
-        assert_true(mcp_http_accepts("application/*", "application/json"));
-        assert_true(mcp_http_accepts("APPLICATION/JSON", "application/json"));
-        assert_true(mcp_http_accepts(NULL, "application/json"));
-        assert_false(mcp_http_accepts("text/html", "application/json"));
-        assert_false(mcp_http_accepts("application/json", "text/event-stream"));
-        assert_false(mcp_http_accepts("text/*", "application/json"));
-        assert_false(mcp_http_accepts("application/json;q=0", "application/json"));
-        assert_false(mcp_http_accepts("application/json; q=0.000", "application/json"));
-        assert_true(mcp_http_accepts("application/json; q=0.001", "application/json"));
-        assert_false(mcp_http_accepts("", "application/json"));
-        assert_false(mcp_http_accepts("application/jsonx", "application/json"));
+        static const struct {
+                const char *accept;
+                bool json, event_stream;
+        } accepts[] = {
+                { "application/json, text/event-stream", true, true },
+                { "text/event-stream;q=0.5,application/json", true, true },
+                { "*/*", true, true },
+                { "application/*", true, false },
+                { "text/*", false, true },
+                { "APPLICATION/JSON", true, false },
+                { NULL, true, true },
+                { "text/html", false, false },
+                { "application/json", true, false },
+                { "application/json;q=0", false, false },
+                { "application/json; q=0.000", false, false },
+                { "application/json; q=0.001", true, false },
+                { "", false, false },
+                { "application/jsonx", false, false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(accepts); i++)
+                if (mcp_http_accepts(accepts[i].accept, "application/json") != accepts[i].json ||
+                    mcp_http_accepts(accepts[i].accept, "text/event-stream") != accepts[i].event_stream)
+                        fail_msg("Accept: %s should %s application/json and %s text/event-stream",
+                                 accepts[i].accept ?: "(none)", accepts[i].json ? "admit" : "refuse",
+                                 accepts[i].event_stream ? "admit" : "refuse");
 
-        assert_true(mcp_http_content_type_is_json("application/json"));
-        assert_true(mcp_http_content_type_is_json("application/json; charset=utf-8"));
-        assert_true(mcp_http_content_type_is_json("Application/JSON"));
-        assert_false(mcp_http_content_type_is_json("text/plain"));
-        assert_false(mcp_http_content_type_is_json("application/json-seq"));
-        assert_false(mcp_http_content_type_is_json(NULL));
+        static const struct {
+                const char *content_type;
+                bool want;
+        } types[] = {
+                { "application/json", true },      { "application/json; charset=utf-8", true },
+                { "Application/JSON", true },      { "text/plain", false },
+                { "application/json-seq", false }, { NULL, false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(types); i++)
+                if (mcp_http_content_type_is_json(types[i].content_type) != types[i].want)
+                        fail_msg("Content-Type: %s should %sbe JSON", types[i].content_type ?: "(none)",
+                                 types[i].want ? "" : "not ");
 }
 
+/* The version a request's MCP-Protocol-Version header names; NULL: one the server does not speak. */
 static void test_protocol_version(void **state) {
-        assert_string_equal(mcp_http_protocol_version(NULL), "2025-03-26");
-        assert_string_equal(mcp_http_protocol_version("2025-11-25"), "2025-11-25");
-        assert_string_equal(mcp_http_protocol_version("2025-06-18"), "2025-06-18");
-        assert_string_equal(mcp_http_protocol_version("2026-07-28"), "2026-07-28");
-        assert_null(mcp_http_protocol_version("2099-01-01"));
-        assert_null(mcp_http_protocol_version(""));
-        assert_null(mcp_http_protocol_version("2025-11-25 "));
+        static const struct {
+                const char *header, *want;
+        } cases[] = {
+                { NULL, "2025-03-26" }, /* what no header means */
+                { "2025-11-25", "2025-11-25" },
+                { "2025-06-18", "2025-06-18" },
+                { "2026-07-28", "2026-07-28" },
+                { "2099-01-01", NULL },
+                { "", NULL },
+                { "2025-11-25 ", NULL },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                const char *got = mcp_http_protocol_version(cases[i].header);
+                if (!cases[i].want)
+                        assert_null(got);
+                else
+                        assert_string_equal(got, cases[i].want);
+        }
 }
 
 static void test_session_ids(void **state) {
