@@ -22,6 +22,7 @@
 
 #include "proxy.h"
 #include "ring.h"
+#include "unit-fixture.h"
 
 static Ring *ring;
 static EgressProxy *px;
@@ -304,12 +305,12 @@ static void test_run_end_closes(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_connect_relays_and_counts, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_http_rebuilt, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_late_head, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_account_bounded, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_run_end_closes, setup, teardown),
+                fixture_test(test_connect_relays_and_counts),
+                fixture_test(test_http_rebuilt),
+                fixture_test(test_refusals),
+                fixture_test(test_late_head),
+                fixture_test(test_account_bounded),
+                fixture_test(test_run_end_closes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
