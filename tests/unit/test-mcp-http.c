@@ -73,6 +73,14 @@ static McpHttpVerdict check(const McpHttpPolicy *p, const McpHttpHead *h) {
         return v;
 }
 
+/* h, sent with this method instead, is refused 405 with this Allow header. */
+static void assert_not_allowed(const McpHttpPolicy *p, McpHttpHead h, const char *method, const char *allow) {
+        h.method = method;
+        McpHttpVerdict v = check(p, &h);
+        assert_int_equal(v.status, 405);
+        assert_string_equal(v.allow, allow);
+}
+
 /* allowed() admits each of ok, none of no, and a request without the header (NULL). */
 static void check_allow_list(bool (*allowed)(const McpHttpPolicy *p, const char *value),
                              const McpHttpPolicy *p, const char *const *ok, size_t n_ok,
@@ -356,10 +364,7 @@ static void test_head_order(void **state) {
         /* Then the method. */
         h = post_head();
         h.x_mcp_auth = "tok";
-        h.method = "GET";
-        v = check(&p, &h);
-        assert_int_equal(v.status, 405);
-        assert_string_equal(v.allow, "POST, DELETE");
+        assert_not_allowed(&p, h, "GET", "POST, DELETE");
         h.method = "PATCH";
         v = check(&p, &h);
         assert_int_equal(v.status, 405);
@@ -439,20 +444,14 @@ static void test_head_statuses(void **state) {
         assert_int_equal(check(&p, &h).status, 406);
         h.accept = NULL;
         assert_int_equal(check(&p, &h).next, MCP_HTTP_SSE_OPEN);
-        h.method = "POST";
-        v = check(&p, &h);
-        assert_int_equal(v.status, 405);
-        assert_string_equal(v.allow, "GET");
+        assert_not_allowed(&p, h, "POST", "GET");
 
         h = (McpHttpHead) { .method = "POST", .path = "/messages", .host = "localhost:1",
                             .content_type = "application/json" };
         assert_int_equal(check(&p, &h).status, 400);
         h.query_session_id = "abc";
         assert_int_equal(check(&p, &h).next, MCP_HTTP_MESSAGES_POST);
-        h.method = "GET";
-        v = check(&p, &h);
-        assert_int_equal(v.status, 405);
-        assert_string_equal(v.allow, "POST");
+        assert_not_allowed(&p, h, "GET", "POST");
 
         /* MCP_EXEC_TRANSPORT=sse: /mcp does not exist. */
         p.streamable = false;
@@ -662,10 +661,7 @@ static void test_health(void **state) {
         assert_int_equal(v.endpoint, MCP_HTTP_EP_HEALTH);
         h.method = "HEAD";
         assert_int_equal(check(&p, &h).next, MCP_HTTP_HEALTH_GET);
-        h.method = "POST";
-        v = check(&p, &h);
-        assert_int_equal(v.status, 405);
-        assert_string_equal(v.allow, "GET, HEAD");
+        assert_not_allowed(&p, h, "POST", "GET, HEAD");
         h.method = "GET";
         h.host = "evil.example";
         assert_int_equal(check(&p, &h).status, 403);
@@ -838,10 +834,7 @@ static void test_oauth(void **state) {
         assert_int_equal(check(&p, &h).next, MCP_HTTP_PRM_GET);
         h.method = "HEAD";
         assert_int_equal(check(&p, &h).next, MCP_HTTP_PRM_GET);
-        h.method = "POST";
-        v = check(&p, &h);
-        assert_int_equal(v.status, 405);
-        assert_string_equal(v.allow, "GET, HEAD");
+        assert_not_allowed(&p, h, "POST", "GET, HEAD");
         h = (McpHttpHead) { .method = "GET", .path = "/.well-known/oauth-protected-resourcex", .host = "localhost" };
         assert_int_equal(check(&p, &h).status, 401); /* not the metadata: a path like any other */
         h.path = "/.well-known/oauth-authorization-server";
