@@ -578,7 +578,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         }
                 }
                 /* Memory stays bounded whatever the stream: what is kept is at most one line. */
-                FUZZ_CHECK(lr.len - lr.start <= FUZZ_MAX_LINE);
+                FUZZ_CHECK(lr.buf.len - lr.start <= FUZZ_MAX_LINE);
         }
         while ((st = mcp_line_reader_finish(&lr, &line, &len)) != MCP_LINE_NONE)
                 if (st == MCP_LINE_OK)
