@@ -11,25 +11,11 @@
 #include <jansson.h>
 
 #include "mcp.h"
+#include "unit-limits.h"
 #include "unit-mcp.h"
 
-static const McpLimits limits = {
-        .default_timeout_s = 30,
-        .max_timeout_s = 123,
-        .max_code_bytes = 100,
-        .max_stdin_bytes = 10,
-        .max_output_bytes = 4096,
-        .memory_max_bytes = 256u << 20,
-        .pids_max = 128,
-        .cpu_quota_percent = 50,
-        .tmp_size_bytes = 64u << 20,
-        .python_version = "3.11.2",
-        .packages = "numpy, pandas",
-        .limits_by = "rlimit",
-};
-
 static McpServer *server_new(bool initialized) {
-        McpServer *s = mcp_server_new(&limits, "9.9.9");
+        McpServer *s = mcp_server_new(&unit_limits, "9.9.9");
         assert_non_null(s);
         if (initialized)
                 unit_server_initialize(s);
@@ -192,7 +178,7 @@ static void test_tools_list(void **state) {
         assert_string_equal(json_string_value(json_object_get(json_object_get(ub, "items"), "type")), "string");
         /* The description says the limits actually in force. */
         const char *d = json_string_value(json_object_get(t, "description"));
-        assert_non_null(strstr(d, "at most 123 s"));
+        assert_non_null(strstr(d, "at most 60 s"));
         assert_non_null(strstr(d, "4 KiB"));
         assert_non_null(strstr(d, "3.11.2"));
         assert_non_null(strstr(d, "numpy, pandas"));
@@ -248,8 +234,8 @@ static void test_argument_validation(void **state) {
         call(s, "{\"code\":\"print(1)\",\"stdin\":\"12345678901\"}", "limit of 10 bytes (MCP_EXEC_MAX_STDIN_BYTES)");
         call(s, "{\"code\":\"print(1)\",\"foo\":1}", "'foo'");
         char big[400];
-        snprintf(big, sizeof(big), "{\"code\":\"%0101d\"}", 0);
-        call(s, big, "limit of 100 bytes (MCP_EXEC_MAX_CODE_BYTES)");
+        snprintf(big, sizeof(big), "{\"code\":\"%0201d\"}", 0);
+        call(s, big, "limit of 200 bytes (MCP_EXEC_MAX_CODE_BYTES)");
 
         /* Unknown tool and a malformed call are protocol errors. */
         expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"}}",
@@ -304,7 +290,7 @@ static void test_timeout_clamping_and_args(void **state) {
                 uint32_t want;
         } cases[] = {
                 { "", 30 }, { ",\"timeout_s\":0", 30 }, { ",\"timeout_s\":-5", 1 }, { ",\"timeout_s\":7", 7 },
-                { ",\"timeout_s\":1000", 123 }, { ",\"timeout_s\":5.0", 5 }, { ",\"timeout_s\":1e30", 123 },
+                { ",\"timeout_s\":1000", 60 }, { ",\"timeout_s\":5.0", 5 }, { ",\"timeout_s\":1e30", 60 },
                 { ",\"timeout_s\":null", 30 },
         };
         McpServer *s = server_new(true);
@@ -343,7 +329,7 @@ static void test_cancel_action(void **state) {
  * notifications at once and holds tools/list and tools/call without doing anything; released with
  * what the probe found, it answers them as a session made with it does. */
 static void test_hold_release(void **state) {
-        McpLimits unknown = limits;
+        McpLimits unknown = unit_limits;
         unknown.python_version = NULL;
         unknown.packages = NULL;
         McpServer *s = mcp_server_new(&unknown, "9.9.9");
@@ -383,7 +369,7 @@ static void test_hold_release(void **state) {
                 mcp_action_done(&a);
         }
 
-        assert_int_equal(mcp_server_release(s, limits.python_version, limits.packages), 0);
+        assert_int_equal(mcp_server_release(s, unit_limits.python_version, unit_limits.packages), 0);
         McpServer *ref = server_new(true);
         json_t *got = roundtrip(s, list), *want = roundtrip(ref, list);
         assert_true(json_equal(got, want));
