@@ -90,7 +90,8 @@ static int parse_span(const char *s, uint64_t *ret) {
                         p++;
                 size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyz");
                 uint64_t unit = 0;
-                if (len == 0 && !*p) /* a bare number is seconds (systemd.time(7)); only at the end */
+                /* A bare number is seconds (systemd.time(7)), but only alone: "1h30" could mean minutes. */
+                if (len == 0 && !*p && !any)
                         unit = USEC_PER_SEC;
                 for (size_t i = 0; i < ELEMENTSOF(span_units) && len > 0; i++)
                         if (strlen(span_units[i].name) == len && memcmp(span_units[i].name, p, len) == 0)
