@@ -85,10 +85,11 @@ typedef struct EntryText {
         char *error;
 } EntryText;
 
-static void copy_word(char *dst, const char *v, size_t len) {
+static const char *copy_word(char *dst, const char *v, size_t len) {
         len = MIN(len, (size_t) WORD_MAX - 1);
         memcpy(dst, v, len);
         dst[len] = '\0';
+        return dst;
 }
 
 /* v[0..len) as an unsigned decimal; false for anything else (an empty value is "not known"). */
@@ -141,16 +142,13 @@ static int entry_read(sd_journal *j, const FieldTable *table, ReportRecord *rec,
                                             : REPORT_RUN;
                         break;
                 case FIELD_OUTCOME:
-                        copy_word(text->outcome, v, vlen);
-                        rec->outcome = text->outcome;
+                        rec->outcome = copy_word(text->outcome, v, vlen);
                         break;
                 case FIELD_REASON:
-                        copy_word(text->reason, v, vlen);
-                        rec->reason = text->reason;
+                        rec->reason = copy_word(text->reason, v, vlen);
                         break;
                 case FIELD_TENANT:
-                        copy_word(text->tenant, v, vlen);
-                        rec->tenant = text->tenant;
+                        rec->tenant = copy_word(text->tenant, v, vlen);
                         break;
                 case FIELD_ERROR:
                         free(text->error);
