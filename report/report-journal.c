@@ -235,7 +235,7 @@ static int expand_files(char *const *patterns, char ***ret) {
         glob_t g = {};
         int flags = 0;
         for (size_t i = 0; patterns[i]; i++, flags = GLOB_APPEND) {
-                int k = glob(patterns[i], flags | GLOB_ERR, NULL, &g);
+                int k = glob(patterns[i], flags, NULL, &g);
                 if (k == GLOB_NOMATCH) {
                         fprintf(stderr, "%s: --file %s: no such file\n", program_invocation_short_name, patterns[i]);
                         globfree(&g);
