@@ -54,11 +54,6 @@ static void args_done(Args *a) {
         free(a->opts.files);
 }
 
-static bool tenant_name_ok(const char *s) {
-        size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-");
-        return n > 0 && n <= TENANT_NAME_MAX && s[n] == '\0';
-}
-
 /* --since or --until, as report_time_parse() reads it; on error a message naming the option. */
 static int parse_time_arg(const char *option, const char *value, uint64_t now, uint64_t *ret) {
         int r = report_time_parse(value, now, ret);
@@ -136,7 +131,7 @@ static int parse_argv(int argc, char **argv, Args *a) {
                         a->until = optarg;
                         break;
                 case ARG_TENANT:
-                        if (!tenant_name_ok(optarg)) {
+                        if (!tenant_name_valid(optarg)) {
                                 fprintf(stderr, "%s: --tenant '%s': not a tenant name (1 to %d letters, digits, _ or -)\n",
                                         program_invocation_short_name, optarg, TENANT_NAME_MAX);
                                 return -EINVAL;
