@@ -110,14 +110,13 @@ static bool parse_u64(const char *v, size_t len, uint64_t *ret) {
 }
 
 /* The current entry as a record. 0, or -ENOMEM, or a negative errno of sd-journal's. */
-static int entry_read(sd_journal *j, const FieldTable *table, ReportRecord *rec, EntryText *text) {
-        *rec = (ReportRecord) { .warm = -1 };
+static int entry_read(sd_journal *j, const FieldTable *table, uint64_t realtime_usec, ReportRecord *rec,
+                      EntryText *text) {
+        *rec = (ReportRecord) { .realtime_usec = realtime_usec, .warm = -1 };
         free(text->error);
         text->error = NULL;
-        int r = sd_journal_get_realtime_usec(j, &rec->realtime_usec);
-        if (r < 0)
-                return r;
 
+        int r;
         const void *data;
         size_t size;
         sd_journal_restart_data(j);
@@ -206,15 +205,19 @@ int report_journal_read(sd_journal *j, const ReportRange *range, const char *ten
                 r = sd_journal_next(j);
                 if (r <= 0)
                         break;
-                ReportRecord rec;
-                r = entry_read(j, table, &rec, &text);
+                uint64_t t;
+                r = sd_journal_get_realtime_usec(j, &t);
                 if (r < 0)
                         break;
                 /* Files interleave by boot and sequence, not only by time: an entry before since
                  * can follow the seek; like journalctl, the first past until ends the walk. */
-                if (rec.realtime_usec < range->since_usec)
+                if (t < range->since_usec)
                         continue;
-                if (rec.realtime_usec > range->until_usec)
+                if (t > range->until_usec)
+                        break;
+                ReportRecord rec;
+                r = entry_read(j, table, t, &rec, &text);
+                if (r < 0)
                         break;
                 n++;
                 r = report_add(rep, &rec);

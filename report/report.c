@@ -277,7 +277,9 @@ static int group_add(Group *g, const ReportRecord *rec) {
                 return -ENOMEM;
         if (rec->error && *rec->error && !tally_add(&g->errors, rec->error, 1))
                 return -ENOMEM;
-        if (rec->warm >= 0) {
+        /* A call in a Python session runs in the session's interpreter, not in a sandbox of its own:
+         * its record says WARM=0 whatever served the session's open, so it is no miss of the pool. */
+        if (rec->warm >= 0 && !rec->py_session) {
                 g->s.warm_known++;
                 g->s.warm_hits += rec->warm > 0;
         }

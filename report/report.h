@@ -98,7 +98,7 @@ typedef struct ReportSummary {
         ReportCount *errors;     /* the REPORT_TOP_ERRORS most frequent ERROR texts, most frequent first */
         size_t n_errors;
         uint64_t errors_distinct;
-        uint64_t warm_known;     /* runs whose record says WARM */
+        uint64_t warm_known;     /* runs whose record says WARM, calls in Python sessions not included */
         uint64_t warm_hits;      /* of which served by a ready sandbox */
         ReportStats stats[_REPORT_MEASURE_MAX];
         uint64_t first_usec, last_usec; /* realtime of the first and last record summed (0: none) */

@@ -3,11 +3,11 @@
 
 The daemon is started over stdio the way systemd starts a service whose stderr is the journal (as
 41-journal-records does), so its records are structured journal entries. Runs: ok (three), a
-nonzero exit, a timeout, an OOM kill (the cgroup backend), and a refused call. Then, with no
---file, `mcp-execd --report --json` over the test's time range must count exactly those calls by
-outcome, give the percentiles of the results' own durations, the peak memory the results
-reported, the ready-sandbox hits, and the pressure measures when the records have them; the text
-report runs too. Records of the daemon's start and stop, and its log lines, are not counted.
+nonzero exit, a timeout, an OOM kill (the cgroup backend), two calls in a Python session, and a
+refused call. Then, with no --file, `mcp-execd --report --json` over the test's time range must
+count exactly those calls by outcome, give the percentiles of the records' durations (the plain
+runs' records hold their results' own), the peak memory, CPU and ready-sandbox hits, and the
+pressure measures when the records have them; the text report runs too. Records of the daemon's start and stop, and its log lines, are not counted.
 """
 # tier-timeout: 300
 import json
@@ -83,16 +83,29 @@ def main():
             results.append((name, sc))
             print("%s: exit_code=%s duration_ms=%s memory_peak_bytes=%s warm=%s limits=%s"
                   % (name, sc["exit_code"], sc["duration_ms"], sc["memory_peak_bytes"], sc["warm"], sc["limits"]))
+        # Two calls in a Python session: run records too, with PY_SESSION_ID.
+        opened = d.call("tools/call", {"name": "session_open", "arguments": {}})
+        handle = (opened.get("structuredContent") or {}).get("session")
+        if opened.get("isError") or not handle:
+            raise TestFailure("session_open: %r" % opened)
+        for code in ("x = 41\n", "print(x + 1)\n"):
+            res = d.exec_code(code, session=handle)
+            if res.get("isError"):
+                raise TestFailure("session call: %r" % res)
+        d.call("tools/call", {"name": "session_close", "arguments": {"session": handle}})
         bad = d.request("tools/call", {"name": "exec", "arguments": {"code": "   "}})
         if not bad.get("result", {}).get("isError"):
             raise TestFailure("whitespace code was not a tool error: %r" % bad)
         d.close_stdin_and_wait()
     stream.close()
-    recs = wait_records(len(calls), "MESSAGE_ID=" + FINISHED, "_PID=%d" % pid)
+    runs = len(calls) + 2
+    recs = wait_records(runs, "MESSAGE_ID=" + FINISHED, "_PID=%d" % pid)
     rej = wait_records(1, "MESSAGE_ID=" + REJECTED, "_PID=%d" % pid)
-    if len(recs) != len(calls) or len(rej) != 1:
+    if len(recs) != runs or len(rej) != 1:
         raise TestFailure("%d run records and %d refusals in the journal for %d runs and 1 refusal"
-                          % (len(recs), len(rej), len(calls)))
+                          % (len(recs), len(rej), runs))
+    if sum(1 for r in recs if "PY_SESSION_ID" in r) != 2:
+        raise TestFailure("the session calls' records lack PY_SESSION_ID: %r" % [r.get("MESSAGE") for r in recs])
     time.sleep(1.1 - time.time() % 1)
     until = int(time.time())
     if results[0][1]["limits"] != "cgroup":
@@ -104,28 +117,39 @@ def main():
     rng = ["--since", "@%d" % since, "--until", "@%d" % until]
     rep = json.loads(report("--json", *rng))
     print("report:", json.dumps({k: rep[k] for k in ("calls", "runs", "rejected", "outcomes", "warm")}))
-    want_outcomes = {"ok": 3, "nonzero": 1, "timeout": 1, "oom": 1, "pids": 0, "signal": 0, "cancelled": 0,
+    want_outcomes = {"ok": 5, "nonzero": 1, "timeout": 1, "oom": 1, "pids": 0, "signal": 0, "cancelled": 0,
                      "rejected": 1, "error": 0}
-    if rep["calls"] != 7 or rep["runs"] != 6 or rep["rejected"] != 1 or rep["outcomes"] != want_outcomes:
-        raise TestFailure("the report counts %r, expected 7 calls, 6 runs, 1 refused, %r"
-                          % ({k: rep[k] for k in ("calls", "runs", "rejected", "outcomes")}, want_outcomes))
+    got = {k: rep[k] for k in ("calls", "runs", "rejected", "session_calls", "outcomes")}
+    if got != {"calls": 9, "runs": 8, "rejected": 1, "session_calls": 2, "outcomes": want_outcomes}:
+        raise TestFailure("the report counts %r, expected 9 calls, 8 runs (2 in a session), 1 refused, %r"
+                          % (got, want_outcomes))
     if rep["rejected_reasons"] != {"invalid-arguments": 1}:
         raise TestFailure("rejected_reasons %r" % rep["rejected_reasons"])
 
-    durations = [sc["duration_ms"] for _, sc in results]
-    want = {"count": 6, "sum": sum(durations), "p50": nearest_rank(durations, 50),
+    # The plain runs' records hold their results' numbers (41-journal-records checks it field by
+    # field); the sums are the records', session calls included.
+    for name, sc in results:
+        if not any(r["DURATION_MS"] == str(sc["duration_ms"]) and r["CPU_USER_US"] == str(sc["cpu_user_us"])
+                   for r in recs):
+            raise TestFailure("no record of the %s run has its result's duration and CPU" % name)
+    durations = [int(r["DURATION_MS"]) for r in recs]
+    want = {"count": len(recs), "sum": sum(durations), "p50": nearest_rank(durations, 50),
             "p95": nearest_rank(durations, 95), "p99": nearest_rank(durations, 99), "max": max(durations)}
     if rep["measures"]["duration_ms"] != want:
-        raise TestFailure("duration_ms %r, expected %r (from the results)" % (rep["measures"]["duration_ms"], want))
-    peaks = [sc["memory_peak_bytes"] for _, sc in results if sc["memory_peak_bytes"] > 0]
+        raise TestFailure("duration_ms %r, expected %r (from the records)" % (rep["measures"]["duration_ms"], want))
+    peaks = [int(r["MEMORY_PEAK_BYTES"]) for r in recs if int(r["MEMORY_PEAK_BYTES"]) > 0]
     mem = rep["measures"]["memory_peak_bytes"]
-    if not mem or mem["count"] != len(peaks) or mem["max"] != max(peaks):
-        raise TestFailure("memory_peak_bytes %r, the results' peaks %r" % (mem, peaks))
-    cpu = sum(sc["cpu_user_us"] for _, sc in results)
+    if not mem or mem["count"] != len(peaks) or mem["max"] != max(peaks) or \
+            mem["max"] != max(sc["memory_peak_bytes"] for _, sc in results):
+        raise TestFailure("memory_peak_bytes %r, the records' peaks %r" % (mem, peaks))
+    cpu = sum(int(r["CPU_USER_US"]) for r in recs)
     if rep["measures"]["cpu_user_us"]["sum"] != cpu:
-        raise TestFailure("cpu_user_us sum %r, the results' %d" % (rep["measures"]["cpu_user_us"], cpu))
-    if rep["warm"]["runs"] != 6 or rep["warm"]["hits"] != sum(1 for _, sc in results if sc["warm"]):
-        raise TestFailure("warm %r, results %r" % (rep["warm"], [sc["warm"] for _, sc in results]))
+        raise TestFailure("cpu_user_us sum %r, the records' %d" % (rep["measures"]["cpu_user_us"], cpu))
+    # The pool's hit rate is over runs of their own: a session's calls are not served by the pool.
+    own = [r for r in recs if "PY_SESSION_ID" not in r]
+    warm = sum(1 for r in own if r.get("WARM") == "1")
+    if rep["warm"]["runs"] != len(own) or rep["warm"]["hits"] != warm:
+        raise TestFailure("warm %r, records %r" % (rep["warm"], [r.get("WARM") for r in recs]))
     # Issue 33.1's measures: summed over the records that have them, null where none has.
     for field in PRESSURE:
         have = [int(r[field]) for r in recs if r.get(field, "") != ""]
@@ -139,7 +163,7 @@ def main():
         raise TestFailure("--tenant nobody counted calls")
     text = report(*rng)
     print(text)
-    for line in ("7 calls: 6 runs (0 in Python sessions), 1 refused", "invalid-arguments"):
+    for line in ("9 calls: 8 runs (2 in Python sessions), 1 refused", "invalid-arguments"):
         if line not in text:
             raise TestFailure("the text report lacks %r" % line)
     print("OK: --report counts what the daemon recorded in the system journal")
