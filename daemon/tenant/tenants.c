@@ -132,7 +132,7 @@ static int parse_field(Tenant *t, const char *field, unsigned *seen, char **rete
         return failf(reterr, t->line, "unknown key '%.*s' (known: %s, egress)", (int) (klen > 32 ? 32 : klen), field, known);
 }
 
-static bool name_valid(const char *s) {
+bool tenant_name_valid(const char *s) {
         size_t n = strlen(s);
         if (n == 0 || n > TENANT_NAME_MAX)
                 return false;
@@ -169,7 +169,7 @@ static int parse_line(char *s, unsigned line, Tenant *t, char **reterr) {
         if (!name)
                 return 1;
         *t = (Tenant) { .line = line, .limits = TENANT_LIMITS_DEFAULT };
-        if (!name_valid(name))
+        if (!tenant_name_valid(name))
                 return failf(reterr, line, "the name '%.40s' is not 1 to %d letters, digits, '_' or '-'", name, TENANT_NAME_MAX);
         memcpy(t->name, name, strlen(name) + 1);
         const char *hex = strtok_r(NULL, " \t\r", &save);
