@@ -15,6 +15,7 @@
 
 #include "report-output.h"
 #include "report-time.h"
+#include "exec-account.h"
 #include "report.h"
 
 #define T0 UINT64_C(1733400000000000) /* 2024-12-05 12:00:00 UTC */
@@ -545,8 +546,22 @@ static void test_text(void **state) {
         report_free(r);
 }
 
+/* The kernel's account (base/exec-account.h, what metrics.c writes): every field is a measure of the
+ * report, under the same journal field and JSON key, a peak where it is one. */
+static void test_account_fields(void **state) {
+        for (ExecAccountField f = 0; f < _EXEC_ACCOUNT_MAX; f++) {
+                const char *field = exec_account_field(f);
+                int m = report_measure_from_field(field, strlen(field));
+                assert_true(m >= 0);
+                const ReportMeasureInfo *info = report_measure_info((ReportMeasure) m);
+                assert_string_equal(info->key, exec_account_name(f));
+                assert_int_equal(info->peak, exec_account_is_peak(f));
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_account_fields),
                 cmocka_unit_test(test_percentile_nearest_rank),
                 cmocka_unit_test(test_sort),
                 cmocka_unit_test(test_sums),
