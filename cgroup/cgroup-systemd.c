@@ -419,7 +419,8 @@ static int systemd_stop_stale(Cgroup *c) {
         uint32_t jid;
         while ((r = sd_bus_message_read(reply, "(ssssssouso)", &name, &d, &load, &active, &sub, &follow, &path,
                                         &jid, &jtype, &jpath)) > 0) {
-                if (scope_owner_alive(d))
+                /* A live daemon's, or a Python session this daemon took back from the fd store. */
+                if (scope_owner_alive(d) || cg_scope_kept(c, name))
                         continue;
                 /* SIGKILL the whole scope, then stop it; a failed one is reset so its name frees. */
                 (void) sd_bus_call_method(bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "KillUnit", NULL, NULL,

@@ -18,6 +18,7 @@
 #include "cgroup.h"
 #include "daemon.h"
 #include "fd-util.h"
+#include "fdstore.h"
 #include "http-transport.h"
 #include "log.h"
 #include "mcp.h"
@@ -55,6 +56,7 @@
 struct Daemon {
         const Config *config;
         Cgroup *cgroup;
+        FdStore *fdstore; /* the Python sessions systemd kept for us, until they are taken back */
         Sandbox *sandbox;
         char *state_dir; /* the runs' staging directories; removed with its contents at the end */
         int state_dir_lock; /* held while state_dir exists (state-dir.h) */
@@ -135,6 +137,17 @@ static int daemon_cgroup_setup(Daemon *d) {
         } else
                 log_info("cgroup backend %s", cgroup_describe(cgroup));
         d->cgroup = TAKE_PTR(cgroup);
+        return 0;
+}
+
+/* Systemd's fd store (issue 33.3): the pieces of the Python sessions an earlier instance handed to
+ * it, taken before the transport reads its sockets from $LISTEN_FDS, their scopes spared from the
+ * stale scopes' stop; pysessions_adopt() takes the sessions back once they can be served. */
+static int daemon_fdstore_setup(Daemon *d) {
+        int r = fdstore_take(PYSESSION_STORE_PREFIX, &d->fdstore);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the fds systemd passed: %m");
+        pysessions_store_keep_scopes(d->fdstore, d->cgroup);
         return 0;
 }
 
@@ -552,11 +565,17 @@ static int daemon_serving_setup(Daemon *d) {
                                                     .tenant_max = daemon_tenant_sessions_max,
                                                     .tenant_userdata = d,
                                                     .egress_of = daemon_egress_of,
-                                                    .egress_userdata = d },
+                                                    .egress_userdata = d,
+                                                    /* Over stdio a restart is a new client. */
+                                                    .keep = cfg->transport != TRANSPORT_STDIO &&
+                                                            cgroup_backend(d->cgroup) == CGROUP_BACKEND_SYSTEMD &&
+                                                            fdstore_available() },
                                &d->pysessions);
         if (q < 0)
                 return log_error_errno(q, "cannot set up the Python sessions: %m");
         pysessions_attach(d->pysessions, &d->scheduler);
+        pysessions_adopt(d->pysessions, d->fdstore);
+        d->fdstore = fdstore_free(d->fdstore);
         pyexec_set_py_sessions(d->pyexec, daemon_py_sessions_count, d->pysessions);
         pyexec_set_session_open(d->pyexec, daemon_py_session_open, d->pysessions);
         pyexec_set_tenant_limits(d->pyexec, daemon_tenant_limits_json, d);
@@ -709,6 +728,9 @@ int daemon_new(const Config *cfg, Daemon **ret) {
         if (r < 0)
                 return r;
         r = daemon_cgroup_setup(d);
+        if (r < 0)
+                return r;
+        r = daemon_fdstore_setup(d);
         if (r < 0)
                 return r;
         /* A slice that cannot be made refuses the start, with systemd's reason: its tenant's bounds
@@ -1052,6 +1074,7 @@ Daemon *daemon_free(Daemon *d) {
         free(d->state_dir);
         safe_close(d->state_dir_lock); /* after the removal: until then it is ours */
         sandbox_free(d->sandbox);
+        fdstore_free(d->fdstore);
         cgroup_free(d->cgroup);
         free(d);
         return NULL;
