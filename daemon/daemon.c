@@ -37,6 +37,7 @@
 #include "state-dir.h"
 #include "stdio-transport.h"
 #include "str-util.h"
+#include "task-keeper.h"
 #include "tenants.h"
 
 #define RING_ENTRIES 256
@@ -140,11 +141,13 @@ static int daemon_cgroup_setup(Daemon *d) {
         return 0;
 }
 
-/* Systemd's fd store (issue 33.3): the pieces of the Python sessions an earlier instance handed to
- * it, taken before the transport reads its sockets from $LISTEN_FDS, their scopes spared from the
- * stale scopes' stop; pysessions_adopt() takes the sessions back once they can be served. */
+/* Systemd's fd store (issue 33.3): the pieces of the Python sessions and the ended tasks an earlier
+ * instance handed to it, taken before the transport reads its sockets from $LISTEN_FDS, their scopes spared from the
+ * stale scopes' stop; pysessions_adopt() and dispatch_tasks_adopt() take them back once they can be
+ * served. */
 static int daemon_fdstore_setup(Daemon *d) {
-        int r = fdstore_take(PYSESSION_STORE_PREFIX, &d->fdstore);
+        static const char *const prefixes[] = { PYSESSION_STORE_PREFIX, TASK_KEEPER_PREFIX, NULL };
+        int r = fdstore_take(prefixes, &d->fdstore);
         if (r < 0)
                 return log_error_errno(r, "cannot read the fds systemd passed: %m");
         pysessions_store_keep_scopes(d->fdstore, d->cgroup);
@@ -575,7 +578,6 @@ static int daemon_serving_setup(Daemon *d) {
                 return log_error_errno(q, "cannot set up the Python sessions: %m");
         pysessions_attach(d->pysessions, &d->scheduler);
         pysessions_adopt(d->pysessions, d->fdstore);
-        d->fdstore = fdstore_free(d->fdstore);
         pyexec_set_py_sessions(d->pyexec, daemon_py_sessions_count, d->pysessions);
         pyexec_set_session_open(d->pyexec, daemon_py_session_open, d->pysessions);
         pyexec_set_tenant_limits(d->pyexec, daemon_tenant_limits_json, d);
@@ -599,10 +601,14 @@ static int daemon_serving_setup(Daemon *d) {
                 .tag = cfg->instance,
                 .tenant_max = daemon_tenant_tasks_max,
                 .tenant_userdata = d,
+                .keep = cfg->transport != TRANSPORT_STDIO && fdstore_available(),
         };
         r = dispatch_tasks_new(&d->scheduler, &tcfg, &d->tasks);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the tasks: %m");
+        dispatch_tasks_adopt(d->tasks, d->fdstore);
+        fdstore_drop_untaken(d->fdstore);
+        d->fdstore = fdstore_free(d->fdstore);
 
         d->transport_name = cfg->transport == TRANSPORT_STDIO  ? "stdio"
                             : cfg->transport == TRANSPORT_HTTP ? "HTTP (Streamable HTTP and HTTP+SSE)"

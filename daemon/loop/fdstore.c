@@ -50,7 +50,14 @@ static void strv_free(char **l) {
         free(l);
 }
 
-int fdstore_take(const char *prefix, FdStore **ret) {
+static bool name_ours(const char *name, const char *const *prefixes) {
+        for (; *prefixes; prefixes++)
+                if (strncmp(name, *prefixes, strlen(*prefixes)) == 0)
+                        return true;
+        return false;
+}
+
+int fdstore_take(const char *const *prefixes, FdStore **ret) {
         _cleanup_(fdstore_freep) FdStore *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -67,12 +74,11 @@ int fdstore_take(const char *prefix, FdStore **ret) {
                 strv_free(names);
                 return -ENOMEM;
         }
-        size_t plen = strlen(prefix);
         int sockets = 0; /* the socket unit's, before the store's */
         for (int i = 0; i < n; i++) {
                 int fd = SD_LISTEN_FDS_START + i;
                 const char *name = names && names[i] ? names[i] : "unknown";
-                if (strncmp(name, prefix, plen) == 0) {
+                if (name_ours(name, prefixes)) {
                         (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
                         s->v[s->n].name = strdup(name);
                         s->v[s->n].fd = fd;
@@ -125,6 +131,16 @@ int fdstore_take_fd(FdStore *s, const char *name) {
                 if (s->v[i].fd >= 0 && strcmp(s->v[i].name, name) == 0)
                         return TAKE_FD(s->v[i].fd);
         return -ENOENT;
+}
+
+void fdstore_drop_untaken(FdStore *s) {
+        for (size_t i = 0; s && i < s->n; i++) {
+                if (s->v[i].fd < 0)
+                        continue;
+                log_warning("systemd's fd store passed \"%s\", which nothing here takes back; dropping it", s->v[i].name);
+                s->v[i].fd = safe_close(s->v[i].fd);
+                (void) fdstore_remove(s->v[i].name);
+        }
 }
 
 FdStore *fdstore_free(FdStore *s) {

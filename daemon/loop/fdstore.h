@@ -28,12 +28,12 @@ typedef struct FdStore {
  * and fds it has no room for are closed by PID 1, which ends what they reach as a stop does.) */
 bool fdstore_available(void);
 
-/* Takes the fds systemd passed whose names begin with prefix, O_CLOEXEC from here, and leaves
+/* Takes the fds systemd passed whose names begin with one of prefixes (NULL-terminated), O_CLOEXEC from here, and leaves
  * $LISTEN_FDS and $LISTEN_FDNAMES naming only those before them (PID 1 passes a socket unit's fds
  * first, then the store's), so that sd_listen_fds() elsewhere sees the sockets alone. An fd of
  * another name after the sockets is closed and removed from the store (logged). Returns 0 (an
  * empty store when nothing was passed) or -errno. */
-int fdstore_take(const char *prefix, FdStore **ret);
+int fdstore_take(const char *const *prefixes, FdStore **ret);
 
 /* The fd stored under name, which the caller owns from here; -ENOENT when there is none. */
 int fdstore_take_fd(FdStore *s, const char *name);
@@ -47,6 +47,10 @@ int fdstore_remove(const char *name);
 
 /* Whether name may be an FDNAME. */
 bool fdstore_name_valid(const char *name);
+
+/* What no one took (a piece of something ended, a name of an older or newer daemon): logged,
+ * closed and removed from the store. */
+void fdstore_drop_untaken(FdStore *s);
 
 /* Closes what was not taken (PID 1 keeps its copies: a start that fails before it takes the
  * sessions back leaves them to the next). NULL-safe; returns NULL. */

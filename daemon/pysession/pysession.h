@@ -62,7 +62,7 @@ void pysessions_open_prepared(PySessions *p, McpCall *call, void *owner, JobRepl
 #define PYSESSION_STORE_PREFIX "pysession."
 /* Before cgroup_stop_stale(): the scopes of the sessions in st are spared (cgroup_keep_scope()). */
 void pysessions_store_keep_scopes(const FdStore *st, Cgroup *cgroup);
-/* Takes back the sessions whose pieces are in st (fdstore_take(PYSESSION_STORE_PREFIX)), after a
+/* Takes back the sessions whose pieces are in st (fdstore_take(), PYSESSION_STORE_PREFIX), after a
  * restart, before any call is served: each is checked (every piece there, its record whole and
  * its own, its init alive, frozen between calls) and answers its handle's calls again; one that
  * fails a check is killed and its pieces dropped, with the reason logged. Takes the fds it uses. */

@@ -375,16 +375,9 @@ static void adopt_one(PySessions *m, FdStore *st, const char *id) {
 void pysessions_adopt(PySessions *m, FdStore *st) {
         for (size_t i = 0; st && i < st->n; i++) {
                 char id[PYS_STORE_ID_HEX + 1];
-                if (st->v[i].fd < 0)
-                        continue; /* taken with its session's other pieces */
-                if (!entry_id(st->v[i].name, id)) {
-                        log_warning("systemd's fd store passed \"%s\", which names no piece of a Python session; "
-                                    "dropping it", st->v[i].name);
-                        st->v[i].fd = safe_close(st->v[i].fd);
-                        (void) fdstore_remove(st->v[i].name);
-                        continue;
-                }
-                adopt_one(m, st, id);
+                /* Taken with its session's other pieces, or not a session's (fdstore_drop_untaken()). */
+                if (st->v[i].fd >= 0 && entry_id(st->v[i].name, id))
+                        adopt_one(m, st, id);
         }
         pys_sweep_arm(m);
 }
