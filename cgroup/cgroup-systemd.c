@@ -434,6 +434,24 @@ static int systemd_stop_stale(Cgroup *c) {
         return r < 0 ? r : n;
 }
 
+int cgroup_own_fd_store_max(Cgroup *c, uint32_t *ret) {
+        if (cgroup_backend(c) != CGROUP_BACKEND_SYSTEMD || !c->systemd.bus)
+                return -EOPNOTSUPP;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r = sd_bus_call_method(c->systemd.bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitByPID",
+                                   &error, &reply, "u", (uint32_t) getpid());
+        if (r < 0)
+                return r;
+        const char *path;
+        r = sd_bus_message_read(reply, "o", &path);
+        if (r < 0)
+                return r;
+        /* Not a service (a scope of a login session, a test's transient unit): no store. */
+        return sd_bus_get_property_trivial(c->systemd.bus, SYSTEMD_SERVICE, path, "org.freedesktop.systemd1.Service",
+                                           "FileDescriptorStoreMax", &error, 'u', ret);
+}
+
 /* The bounds as properties of the slice, appended to m (an a(sv) container is open). */
 static int tenant_properties(sd_bus_message *m, const CgroupTenant *t) {
         return sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)", "MemoryAccounting", "b", 1, "TasksAccounting", "b", 1,

@@ -54,6 +54,10 @@ int cgroup_stop_stale(Cgroup *c);
  * systemd's fd store after a restart (pysession/store.c), whose Description names the daemon that
  * made it. Before cgroup_stop_stale(). 0 or -ENOMEM. */
 int cgroup_keep_scope(Cgroup *c, const char *unit);
+/* The FileDescriptorStoreMax= of the service we run as (systemd backend: the unit of our PID,
+ * asked over the manager's bus), for a systemd without $FDSTORE (before 254). -EOPNOTSUPP with
+ * another backend, -errno when the manager cannot say. Blocking: call at start only. */
+int cgroup_own_fd_store_max(Cgroup *c, uint32_t *ret);
 
 /* Event-loop integration for the systemd backend's D-Bus connection. event_fd is -EBADF when the
  * backend needs no events. event_timeout is absolute CLOCK_MONOTONIC µs, UINT64_MAX for none.

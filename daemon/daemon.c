@@ -58,6 +58,7 @@ struct Daemon {
         const Config *config;
         Cgroup *cgroup;
         FdStore *fdstore; /* the Python sessions systemd kept for us, until they are taken back */
+        bool fdstore_usable; /* sessions and tasks are handed to systemd's fd store (issue 33.3) */
         Sandbox *sandbox;
         char *state_dir; /* the runs' staging directories; removed with its contents at the end */
         int state_dir_lock; /* held while state_dir exists (state-dir.h) */
@@ -151,6 +152,20 @@ static int daemon_fdstore_setup(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "cannot read the fds systemd passed: %m");
         pysessions_store_keep_scopes(d->fdstore, d->cgroup);
+        d->fdstore_usable = d->config->transport != TRANSPORT_STDIO && fdstore_available();
+        if (d->fdstore_usable && !getenv("FDSTORE")) {
+                /* systemd before 254 sets no $FDSTORE: its manager says the unit's FileDescriptorStoreMax=
+                 * (0: what we hand it would be closed, with a warning each time). */
+                uint32_t max;
+                r = cgroup_own_fd_store_max(d->cgroup, &max);
+                if (r >= 0)
+                        d->fdstore_usable = max > 0;
+                else if (r != -EOPNOTSUPP)
+                        log_info("cannot ask systemd for our FileDescriptorStoreMax= (%s): Python sessions and tasks "
+                                 "are handed to its fd store as the unit says", strerror(-r));
+        }
+        if (d->fdstore_usable)
+                log_debug("Python sessions and tasks are kept in systemd's fd store across a restart");
         return 0;
 }
 
@@ -569,10 +584,8 @@ static int daemon_serving_setup(Daemon *d) {
                                                     .tenant_userdata = d,
                                                     .egress_of = daemon_egress_of,
                                                     .egress_userdata = d,
-                                                    /* Over stdio a restart is a new client. */
-                                                    .keep = cfg->transport != TRANSPORT_STDIO &&
-                                                            cgroup_backend(d->cgroup) == CGROUP_BACKEND_SYSTEMD &&
-                                                            fdstore_available() },
+                                                    .keep = d->fdstore_usable &&
+                                                            cgroup_backend(d->cgroup) == CGROUP_BACKEND_SYSTEMD },
                                &d->pysessions);
         if (q < 0)
                 return log_error_errno(q, "cannot set up the Python sessions: %m");
@@ -601,7 +614,7 @@ static int daemon_serving_setup(Daemon *d) {
                 .tag = cfg->instance,
                 .tenant_max = daemon_tenant_tasks_max,
                 .tenant_userdata = d,
-                .keep = cfg->transport != TRANSPORT_STDIO && fdstore_available(),
+                .keep = d->fdstore_usable,
         };
         r = dispatch_tasks_new(&d->scheduler, &tcfg, &d->tasks);
         if (r < 0)

@@ -24,8 +24,8 @@ typedef struct FdStore {
 
 /* Whether handing fds to the store can work here: $NOTIFY_SOCKET is set (a service of type notify
  * with NotifyAccess=), and $FDSTORE, which systemd ≥ 254 sets to FileDescriptorStoreMax=, is not
- * 0. (systemd 252 says nothing of the store's size: the unit's FileDescriptorStoreMax= is trusted,
- * and fds it has no room for are closed by PID 1, which ends what they reach as a stop does.) */
+ * 0. systemd 252 sets no $FDSTORE: the caller asks the manager (cgroup_own_fd_store_max()). Fds the
+ * store has no room for are closed by PID 1, which ends what they reach as a stop does. */
 bool fdstore_available(void);
 
 /* Takes the fds systemd passed whose names begin with one of prefixes (NULL-terminated), O_CLOEXEC from here, and leaves
