@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store-meta.h"
+#include "str-util.h"
 
 static bool is_hex(const char *s, size_t n) {
         if (strlen(s) != n)
@@ -27,17 +28,9 @@ static bool handle_valid(const char *s) {
         return true;
 }
 
-/* One line's value: printable ASCII (a principal is a tenant's name, never a caller's free text). */
-static bool text_valid(const char *s) {
-        for (; *s; s++)
-                if (*s < ' ' || *s > '~')
-                        return false;
-        return true;
-}
-
 int pys_store_meta_format(const PyStoreMeta *m, char buf[PYS_STORE_META_BYTES]) {
         if (!is_hex(m->id, PYS_STORE_ID_HEX) || !is_hex(m->id_hash, PYS_STORE_ID_HEX) || !handle_valid(m->handle) ||
-            !text_valid(m->principal) || !text_valid(m->unit) || !*m->unit || strchr(m->unit, ' ') || m->pid <= 1)
+            !str_is_printable(m->principal) || !str_is_printable(m->unit) || !*m->unit || strchr(m->unit, ' ') || m->pid <= 1)
                 return -EINVAL;
         memset(buf, 0, PYS_STORE_META_BYTES);
         int n = snprintf(buf, PYS_STORE_META_BYTES,
@@ -100,18 +93,6 @@ static const MetaField meta_fields[] = {
 #undef TEXT
 #define N_FIELDS (sizeof(meta_fields) / sizeof(meta_fields[0]))
 
-static int parse_u64(const char *s, uint64_t *ret) {
-        if (*s < '0' || *s > '9')
-                return -EINVAL;
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno != 0 || *end)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 static int fail(const char **reterr_why, const char *why) {
         if (reterr_why)
                 *reterr_why = why;
@@ -150,7 +131,7 @@ int pys_store_meta_parse(const char *buf, size_t n, PyStoreMeta *ret, const char
                 uint64_t v;
                 switch (f->kind) {
                 case META_U64:
-                        if (parse_u64(value, &v) < 0)
+                        if (str_parse_u64(value, &v) < 0)
                                 return fail(reterr_why, "a number that does not read");
                         if (strcmp(f->key, "pid") == 0)
                                 pid = v;
@@ -160,7 +141,7 @@ int pys_store_meta_parse(const char *buf, size_t n, PyStoreMeta *ret, const char
                                 memcpy((char *) &m + f->offset, &v, sizeof(v));
                         break;
                 case META_TEXT:
-                        if (strlen(value) >= f->size || !text_valid(value))
+                        if (strlen(value) >= f->size || !str_is_printable(value))
                                 return fail(reterr_why, "a text field too long or not printable");
                         memcpy((char *) &m + f->offset, value, strlen(value) + 1);
                         break;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "str-util.h"
 #include "task.h"
 
 static const char *const status_names[] = {
@@ -14,14 +15,6 @@ static const char *const status_names[] = {
         [TASK_FAILED] = "failed",
         [TASK_CANCELLED] = "cancelled",
 };
-
-/* One line's value: printable ASCII without a space at its start (owners and tenants are names). */
-static bool text_valid(const char *s) {
-        for (; *s; s++)
-                if (*s < ' ' || *s > '~')
-                        return false;
-        return true;
-}
 
 /* A task id: str_random_id()'s, an instance tag of [a-z0-9] and '-', then hex; or hex alone. */
 static bool id_valid(const char *s) {
@@ -35,7 +28,7 @@ static bool id_valid(const char *s) {
 }
 
 int task_record_head(const Task *t, char head[TASK_RECORD_HEAD_BYTES]) {
-        if (t->status == TASK_WORKING || !id_valid(t->id) || !text_valid(t->owner) || !text_valid(t->tenant))
+        if (t->status == TASK_WORKING || !id_valid(t->id) || !str_is_printable(t->owner) || !str_is_printable(t->tenant))
                 return -EINVAL;
         memset(head, 0, TASK_RECORD_HEAD_BYTES);
         int n = snprintf(head, TASK_RECORD_HEAD_BYTES,
@@ -67,18 +60,6 @@ static int fail(const char **reterr_why, const char *why) {
         if (reterr_why)
                 *reterr_why = why;
         return -EBADMSG;
-}
-
-static int number(const char *s, uint64_t *ret) {
-        if (*s < '0' || *s > '9')
-                return -EINVAL;
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno != 0 || *end)
-                return -EINVAL;
-        *ret = v;
-        return 0;
 }
 
 enum {
@@ -122,7 +103,7 @@ int task_record_parse(const char *head, size_t n, Task *ret, const char **reterr
                 char *text_field = k == F_ID ? t.id : k == F_OWNER ? t.owner : k == F_TENANT ? t.tenant : k == F_END ? end : NULL;
                 size_t size = k == F_ID || k == F_END ? TASK_ID_MAX + 1 : k == F_OWNER ? TASK_OWNER_MAX : TASK_TENANT_MAX;
                 if (text_field) {
-                        if (strlen(value) >= size || !text_valid(value))
+                        if (strlen(value) >= size || !str_is_printable(value))
                                 return fail(reterr_why, "a text field too long or not printable");
                         strcpy(text_field, value);
                         continue;
@@ -136,7 +117,7 @@ int task_record_parse(const char *head, size_t n, Task *ret, const char **reterr
                         t.status = (TaskStatus) st;
                         continue;
                 }
-                if (number(value, &v) < 0 || (k == F_FETCHED && v > 1))
+                if (str_parse_u64(value, &v) < 0 || (k == F_FETCHED && v > 1))
                         return fail(reterr_why, "a number that does not read");
                 switch (k) {
                 case F_CREATED: t.created_usec = v; break;
