@@ -128,6 +128,13 @@ bool str_secret_equal(const char *a, size_t alen, const char *b, size_t blen) {
         return d == 0;
 }
 
+bool str_is_printable(const char *s) {
+        for (; *s; s++)
+                if (*s < ' ' || *s > '~')
+                        return false;
+        return true;
+}
+
 int str_parse_u64(const char *s, uint64_t *ret) {
         if (!s || *s < '0' || *s > '9')
                 return -EINVAL; /* also "-1", "+1", " 1" and "" */

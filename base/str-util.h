@@ -46,6 +46,9 @@ int str_random_id(char *out, const char *tag, size_t nbytes);
  * here because the instance that made the id is down: only the caller's own id is repeated. */
 bool str_id_other_instance(const char *id, const char *own_tag, char *ret_tag);
 
+/* Whether s is printable ASCII only (' ' to '~'): one line of a record, no control character. */
+bool str_is_printable(const char *s);
+
 /* s as a decimal: digits only (no sign, space or base prefix), within uint64_t. 0 or -EINVAL. */
 int str_parse_u64(const char *s, uint64_t *ret);
 

@@ -54,6 +54,9 @@ typedef struct CgroupOps {
         int (*run_read)(CgroupRun *cr, CgroupStats *ret); /* NULL: -EBADF (no counters) */
 } CgroupOps;
 
+/* Whether unit was given to cgroup_keep_scope(). */
+bool cg_scope_kept(const Cgroup *c, const char *unit);
+
 extern const CgroupOps cgroup_systemd_ops;
 extern const CgroupOps cgroup_fs_ops;
 extern const CgroupOps cgroup_none_ops;
@@ -87,6 +90,8 @@ struct Cgroup {
         char describe[256];
         CgroupTenantSlice *tenants; /* the last cgroup_tenants_set()'s */
         size_t n_tenants;
+        char **keep;                /* scopes cgroup_stop_stale() spares (cgroup_keep_scope()) */
+        size_t n_keep;
 
         int base_fd;           /* cgroupfs: our delegated cgroup, parent of every run's cgroup */
         CgroupSystemd systemd;

@@ -421,7 +421,8 @@ static int systemd_stop_stale(Cgroup *c) {
         uint32_t jid;
         while ((r = sd_bus_message_read(reply, "(ssssssouso)", &name, &d, &load, &active, &sub, &follow, &path,
                                         &jid, &jtype, &jpath)) > 0) {
-                if (scope_owner_alive(d))
+                /* A live daemon's, or a Python session this daemon took back from the fd store. */
+                if (scope_owner_alive(d) || cg_scope_kept(c, name))
                         continue;
                 /* SIGKILL the whole scope, then stop it; a failed one is reset so its name frees. */
                 (void) sd_bus_call_method(bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "KillUnit", NULL, NULL,
@@ -433,6 +434,24 @@ static int systemd_stop_stale(Cgroup *c) {
                 n++;
         }
         return r < 0 ? r : n;
+}
+
+int cgroup_own_fd_store_max(Cgroup *c, uint32_t *ret) {
+        if (cgroup_backend(c) != CGROUP_BACKEND_SYSTEMD || !c->systemd.bus)
+                return -EOPNOTSUPP;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r = sd_bus_call_method(c->systemd.bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitByPID",
+                                   &error, &reply, "u", (uint32_t) getpid());
+        if (r < 0)
+                return r;
+        const char *path;
+        r = sd_bus_message_read(reply, "o", &path);
+        if (r < 0)
+                return r;
+        /* Not a service (a scope of a login session, a test's transient unit): no store. */
+        return sd_bus_get_property_trivial(c->systemd.bus, SYSTEMD_SERVICE, path, "org.freedesktop.systemd1.Service",
+                                           "FileDescriptorStoreMax", &error, 'u', ret);
 }
 
 /* The bounds as properties of the slice, appended to m (an a(sv) container is open). */

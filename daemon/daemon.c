@@ -18,6 +18,7 @@
 #include "cgroup.h"
 #include "daemon.h"
 #include "fd-util.h"
+#include "fdstore.h"
 #include "http-transport.h"
 #include "log.h"
 #include "mcp.h"
@@ -36,6 +37,7 @@
 #include "state-dir.h"
 #include "stdio-transport.h"
 #include "str-util.h"
+#include "task-keeper.h"
 #include "tenants.h"
 
 #define RING_ENTRIES 256
@@ -55,6 +57,8 @@
 struct Daemon {
         const Config *config;
         Cgroup *cgroup;
+        FdStore *fdstore; /* the Python sessions systemd kept for us, until they are taken back */
+        bool fdstore_usable; /* sessions and tasks are handed to systemd's fd store (issue 33.3) */
         Sandbox *sandbox;
         char *state_dir; /* the runs' staging directories; removed with its contents at the end */
         int state_dir_lock; /* held while state_dir exists (state-dir.h) */
@@ -135,6 +139,33 @@ static int daemon_cgroup_setup(Daemon *d) {
         } else
                 log_info("cgroup backend %s", cgroup_describe(cgroup));
         d->cgroup = TAKE_PTR(cgroup);
+        return 0;
+}
+
+/* Systemd's fd store (issue 33.3): the pieces of the Python sessions and the ended tasks an earlier
+ * instance handed to it, taken before the transport reads its sockets from $LISTEN_FDS, their scopes spared from the
+ * stale scopes' stop; pysessions_adopt() and dispatch_tasks_adopt() take them back once they can be
+ * served. */
+static int daemon_fdstore_setup(Daemon *d) {
+        static const char *const prefixes[] = { PYSESSION_STORE_PREFIX, TASK_KEEPER_PREFIX, NULL };
+        int r = fdstore_take(prefixes, &d->fdstore);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the fds systemd passed: %m");
+        pysessions_store_keep_scopes(d->fdstore, d->cgroup);
+        d->fdstore_usable = d->config->transport != TRANSPORT_STDIO && fdstore_available();
+        if (d->fdstore_usable && !getenv("FDSTORE")) {
+                /* systemd before 254 sets no $FDSTORE: its manager says the unit's FileDescriptorStoreMax=
+                 * (0: what we hand it would be closed, with a warning each time). */
+                uint32_t max;
+                r = cgroup_own_fd_store_max(d->cgroup, &max);
+                if (r >= 0)
+                        d->fdstore_usable = max > 0;
+                else if (r != -EOPNOTSUPP)
+                        log_info("cannot ask systemd for our FileDescriptorStoreMax= (%s): Python sessions and tasks "
+                                 "are handed to its fd store as the unit says", strerror(-r));
+        }
+        if (d->fdstore_usable)
+                log_debug("Python sessions and tasks are kept in systemd's fd store across a restart");
         return 0;
 }
 
@@ -552,11 +583,14 @@ static int daemon_serving_setup(Daemon *d) {
                                                     .tenant_max = daemon_tenant_sessions_max,
                                                     .tenant_userdata = d,
                                                     .egress_of = daemon_egress_of,
-                                                    .egress_userdata = d },
+                                                    .egress_userdata = d,
+                                                    .keep = d->fdstore_usable &&
+                                                            cgroup_backend(d->cgroup) == CGROUP_BACKEND_SYSTEMD },
                                &d->pysessions);
         if (q < 0)
                 return log_error_errno(q, "cannot set up the Python sessions: %m");
         pysessions_attach(d->pysessions, &d->scheduler);
+        pysessions_adopt(d->pysessions, d->fdstore);
         pyexec_set_py_sessions(d->pyexec, daemon_py_sessions_count, d->pysessions);
         pyexec_set_session_open(d->pyexec, daemon_py_session_open, d->pysessions);
         pyexec_set_tenant_limits(d->pyexec, daemon_tenant_limits_json, d);
@@ -580,10 +614,14 @@ static int daemon_serving_setup(Daemon *d) {
                 .tag = cfg->instance,
                 .tenant_max = daemon_tenant_tasks_max,
                 .tenant_userdata = d,
+                .keep = d->fdstore_usable,
         };
         r = dispatch_tasks_new(&d->scheduler, &tcfg, &d->tasks);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the tasks: %m");
+        dispatch_tasks_adopt(d->tasks, d->fdstore);
+        fdstore_drop_untaken(d->fdstore);
+        d->fdstore = fdstore_free(d->fdstore);
 
         d->transport_name = cfg->transport == TRANSPORT_STDIO  ? "stdio"
                             : cfg->transport == TRANSPORT_HTTP ? "HTTP (Streamable HTTP and HTTP+SSE)"
@@ -709,6 +747,9 @@ int daemon_new(const Config *cfg, Daemon **ret) {
         if (r < 0)
                 return r;
         r = daemon_cgroup_setup(d);
+        if (r < 0)
+                return r;
+        r = daemon_fdstore_setup(d);
         if (r < 0)
                 return r;
         /* A slice that cannot be made refuses the start, with systemd's reason: its tenant's bounds
@@ -1052,6 +1093,7 @@ Daemon *daemon_free(Daemon *d) {
         free(d->state_dir);
         safe_close(d->state_dir_lock); /* after the removal: until then it is ours */
         sandbox_free(d->sandbox);
+        fdstore_free(d->fdstore);
         cgroup_free(d->cgroup);
         free(d);
         return NULL;

@@ -151,6 +151,7 @@ static void call_finish(PySession *s) {
                 c->reply(c->owner, reply ?: mcp_call_reply_oom(c->call));
         }
         s->t_last = now_usec();
+        pys_store_update(s); /* its counters and last call, for the next daemon (store.c) */
 }
 
 /* A session killed during a call: answered once both pipes are at EOF (all it printed is read). */

@@ -13,6 +13,7 @@
 #include "dispatch.h"
 #include "log.h"
 #include "str-util.h"
+#include "task-keeper.h"
 
 /* Progress at most once a second (and each second a call runs): a client sees its output while it
  * comes, and a chatty run costs one notification a second, whatever it prints. */
@@ -313,8 +314,14 @@ int dispatch_tasks_new(Scheduler *scheduler, const DispatchTasksConfig *cfg, Dis
         t->inline_usec = cfg->inline_usec;
         t->tenant_max = cfg->tenant_max;
         t->tenant_userdata = cfg->tenant_userdata;
+        if (cfg->keep)
+                task_keeper_install(&t->store);
         *ret = t;
         return 0;
+}
+
+void dispatch_tasks_adopt(DispatchTasks *t, FdStore *st) {
+        task_keeper_adopt(&t->store, st);
 }
 
 void dispatch_tasks_cancel_all(DispatchTasks *t) {

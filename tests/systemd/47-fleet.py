@@ -12,8 +12,9 @@ units/haproxy-mcp-execd.cfg.
 2. One instance SIGKILLed with calls in flight: those calls end with an error at the client (never
    a hang), the others complete; its runs' scopes are gone; new calls are all answered; the 2025
    sessions that lived there get a clear 404, the others go on; a Python session and a working task
-   that lived there get an error (from the instance restarted by systemd: lost in a restart; from
-   another: that instance is gone), never another instance's state.
+   that lived there get an error (the task, from the instance restarted by systemd: lost in a
+   restart; from another: that instance is gone), never another instance's state; the Python
+   session, answered by its own instance restarted, has kept its state (systemd's fd store).
 3. `systemctl stop` of an instance with a call in flight (the template sets MCP_EXEC_DRAIN_S): the
    call gets its real result, the calls sent through HAProxy meanwhile are all answered elsewhere,
    then the service stops. /health said draining meanwhile. Its Python session and task then get,
@@ -216,6 +217,11 @@ def check_lost(port, py, task, allow_restarted):
                       ("task %s" % task, lambda: fleet.task_request(LB, TOKEN, "tasks/get", task))):
         try:
             r = ask()
+            # A Python session is kept across its own instance's restart (systemd's fd store, issue
+            # 33.3): answered by that instance, with its own state, never another's.
+            if allow_restarted and what.startswith("Python") and (r or {}).get("stdout") == "41\n":
+                print("the %s of the restarted instance: kept across the restart (n = 41)" % what)
+                continue
             raise TestFailure("the %s of the lost instance was answered: %r" % (what, r))
         except fleet.CallError as e:
             msg = str(e)
