@@ -7,7 +7,7 @@ its argv) and a file in its /tmp.
 1. Each session has its scope (mcp-execd-run-*.scope) in mcp-execd.slice, while the daemon lives.
 2. A close, and an idle expiry (idle_timeout_s), each take one session's processes and scope.
 3. SIGKILL of the daemon with the other sessions open, the fd store off (FileDescriptorStoreMax=0;
-   with it the sessions outlive the kill, 60-session-restart.py): every process, scope and cgroup of
+   with it the sessions outlive the kill, 61-session-restart.py): every process, scope and cgroup of
    theirs goes, and the daemon's private directory (under RuntimeDirectory=) with it; the service starts
    again at the next request and has no session (the old handles get the one "unknown" answer).
 4. `systemctl stop` with sessions open: the same, nothing left.
@@ -99,7 +99,7 @@ def main():
 def scenario():
     # Without the fd store (FileDescriptorStoreMax=0: systemd closes what the daemon hands it), so
     # that a SIGKILL ends the sessions as it did before issue 33.3; with the store they outlive it
-    # (60-session-restart.py).
+    # (61-session-restart.py).
     os.makedirs(DROPIN_DIR, exist_ok=True)
     with open(DROPIN, "w") as f:
         f.write("[Service]\nFileDescriptorStoreMax=0\n")
