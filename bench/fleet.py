@@ -70,19 +70,8 @@ def load(label):
 
 
 def weights():
-    """HAProxy's weights of backend mcp_execd, from its stats socket: {port: weight}."""
-    import socket
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(tier.HAPROXY_STATS)
-    s.sendall(b"show stat\n")
-    data = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        data += b
-    s.close()
-    return {int(f[1][1:]): int(f[18]) for f in (l.split(",") for l in data.decode().splitlines())
+    """HAProxy's weights of backend mcp_execd: {port: weight}."""
+    return {int(f[1][1:]): int(f[18]) for f in tier.show_stat()
             if len(f) > 18 and f[0] == "mcp_execd" and f[1].startswith("i")}
 
 

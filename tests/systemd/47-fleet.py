@@ -79,8 +79,8 @@ def runs_total(port_or_name):
     return sum(float(m) for m in re.findall(r"(?m)^mcp_execd_runs_total\{[^}]*\} (\S+)$", text))
 
 
-def lb_up():
-    """The servers HAProxy's backend mcp_execd has up, from its stats socket ("show stat")."""
+def show_stat():
+    """HAProxy's "show stat" rows, each a list of its CSV fields; [] when its socket does not answer."""
     import socket
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -94,15 +94,16 @@ def lb_up():
                 break
             data += b
     except OSError:
-        return set()
+        return []
     finally:
         s.close()
-    up = set()
-    for line in data.decode(errors="replace").splitlines():
-        f = line.split(",")
-        if len(f) > 17 and f[0] == "mcp_execd" and f[1].startswith("i") and f[17] == "UP":
-            up.add(int(f[1][1:]))
-    return up
+    return [line.split(",") for line in data.decode(errors="replace").splitlines()]
+
+
+def lb_up():
+    """The servers HAProxy's backend mcp_execd has up, from its stats socket."""
+    return {int(f[1][1:]) for f in show_stat()
+            if len(f) > 17 and f[0] == "mcp_execd" and f[1].startswith("i") and f[17] == "UP"}
 
 
 def running(port):
