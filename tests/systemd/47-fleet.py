@@ -79,14 +79,14 @@ def runs_total(port_or_name):
     return sum(float(m) for m in re.findall(r"(?m)^mcp_execd_runs_total\{[^}]*\} (\S+)$", text))
 
 
-def show_stat():
-    """HAProxy's "show stat" rows, each a list of its CSV fields; [] when its socket does not answer."""
+def haproxy_cli(command):
+    """What HAProxy's stats socket answers to one command; '' when it does not answer."""
     import socket
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.settimeout(5)
         s.connect(HAPROXY_STATS)
-        s.sendall(b"show stat\n")
+        s.sendall(command.encode() + b"\n")
         data = b""
         while True:
             b = s.recv(65536)
@@ -94,10 +94,15 @@ def show_stat():
                 break
             data += b
     except OSError:
-        return []
+        return ""
     finally:
         s.close()
-    return [line.split(",") for line in data.decode(errors="replace").splitlines()]
+    return data.decode(errors="replace")
+
+
+def show_stat():
+    """HAProxy's "show stat" rows, each a list of its CSV fields."""
+    return [line.split(",") for line in haproxy_cli("show stat").splitlines()]
 
 
 def lb_up():

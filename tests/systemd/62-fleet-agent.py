@@ -52,19 +52,10 @@ def weights():
 
 def admin_state(port):
     """srv_admin_state of server i<port> of backend mcp_execd (HAProxy's "show servers state")."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
-    s.connect(tier.HAPROXY_STATS)
-    s.sendall(b"show servers state mcp_execd\n")
-    data = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        data += b
-    s.close()
-    lines = data.decode().splitlines()
-    head = next(l for l in lines if l.startswith("# ")).split()[1:]
+    lines = tier.haproxy_cli("show servers state mcp_execd").splitlines()
+    head = next((l for l in lines if l.startswith("# ")), "# ").split()[1:]
+    if "srv_name" not in head:
+        return None
     for l in lines:
         f = l.split()
         if f and f[0].isdigit() and len(f) == len(head) and f[head.index("srv_name")] == "i%d" % port:
