@@ -20,6 +20,7 @@
 #include "fd-util.h"
 #include "fdstore.h"
 #include "http-transport.h"
+#include "lb-agent.h"
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
@@ -77,6 +78,7 @@ struct Daemon {
         Metrics *metrics;
         Stdio *stdio;    /* one of the two transports */
         Http *http;
+        LbAgent *lb_agent; /* HTTP: HAProxy's agent check (MCP_EXEC_AGENT_ADDR), or NULL */
         Tenants *tenants; /* HTTP: who may call (MCP_EXEC_TENANTS, MCP_EXEC_AUTH_TOKEN), lent to http; NULL: anyone */
         EgressProxy *egress;          /* the runs' way out (issue 32), serving those with an allowlist */
         EgressPolicy *egress_default; /* MCP_EXEC_EGRESS_ALLOW: calls of no tenant and of the tenant default */
@@ -305,6 +307,35 @@ static int daemon_session_setup(Daemon *d) {
         return 0;
 }
 
+/* The status line's numbers, now (notify.h). */
+static NotifyStatus daemon_status(const Daemon *d) {
+        NotifyStatus st = {
+                .running = d->scheduler.n_running,
+                .slots = d->scheduler.max_running,
+                .queued = d->scheduler.n_queued,
+                .pool_ready = run_pool_ready(d->pool),
+                .pool_size = d->pool ? d->config->warm_pool : 0,
+                .sessions = d->pysessions ? pysessions_count(d->pysessions) : 0,
+                .total = d->scheduler.n_finished,
+        };
+        st.tenants = scheduler_tenants_busy(&d->scheduler, &st.busiest, &st.busiest_calls);
+        return st;
+}
+
+/* The agent check's numbers, at each of HAProxy's connections (lb-agent.h): a daemon stopping or
+ * draining says drain, so that the balancer sends it nothing new while its calls finish. */
+static void daemon_lb_load(void *userdata, LbAgentLoad *ret) {
+        const Daemon *d = userdata;
+        *ret = (LbAgentLoad) {
+                .slots = d->scheduler.max_running,
+                .running = d->scheduler.n_running,
+                .queued = d->scheduler.n_queued,
+                .pool_ready = run_pool_ready(d->pool),
+                .pool_size = d->pool ? d->config->warm_pool : 0,
+                .draining = !d->ready || d->drain_deadline || d->shutdown_deadline,
+        };
+}
+
 /* The start is over and it went well: READY=1, and its record. Once, when both the checks have
  * passed and daemon_run() has begun. */
 static void daemon_announce(Daemon *d) {
@@ -319,7 +350,8 @@ static void daemon_announce(Daemon *d) {
         metrics_daemon_started(d->metrics, &(MetricsStart) { .limits = daemon_limits_by(d),
                                                              .max_concurrent = cfg->max_concurrent,
                                                              .queue_max = cfg->queue_max });
-        notify_ready(&d->notify, 0, 0, 0);
+        NotifyStatus st = daemon_status(d);
+        notify_ready(&d->notify, &st);
 }
 
 /* Over stdio, what the session held (and what was read after it) is answered: a call with a tool
@@ -568,6 +600,25 @@ static json_t *daemon_tenant_limits_json(void *userdata, const char *tenant) {
 #undef COUNT_OR_NULL
 }
 
+/* HAProxy's agent check (issue 33.4), before the HTTP transport takes the socket systemd passed:
+ * a fleet's socket unit passes the agent's too, which is told apart by its address. */
+static int daemon_lb_agent_setup(Daemon *d) {
+        const Config *cfg = d->config;
+        if (!cfg->agent_addr)
+                return 0;
+        if (cfg->transport == TRANSPORT_STDIO) {
+                log_warning("MCP_EXEC_AGENT_ADDR is not served over stdio: a load balancer's instances serve HTTP");
+                return 0;
+        }
+        const char *what = NULL;
+        int r = lb_agent_new(d->ring, cfg->agent_addr, daemon_lb_load, d, &d->lb_agent, &what);
+        if (r < 0)
+                return log_error_errno(r, "agent check on %s (MCP_EXEC_AGENT_ADDR): %s: %m", cfg->agent_addr, what);
+        log_info("agent check on %s: each connection gets this instance's free capacity (ready N%%) or drain",
+                 cfg->agent_addr);
+        return 0;
+}
+
 static int daemon_serving_setup(Daemon *d) {
         const Config *cfg = d->config;
         scheduler_init(&d->scheduler, &d->env, cfg->max_concurrent, cfg->queue_max);
@@ -626,6 +677,9 @@ static int daemon_serving_setup(Daemon *d) {
         d->transport_name = cfg->transport == TRANSPORT_STDIO  ? "stdio"
                             : cfg->transport == TRANSPORT_HTTP ? "HTTP (Streamable HTTP and HTTP+SSE)"
                                                                : "HTTP+SSE";
+        r = daemon_lb_agent_setup(d);
+        if (r < 0)
+                return r;
         if (cfg->transport == TRANSPORT_STDIO)
                 r = stdio_start(d->ring, &d->scheduler, d->mcp, cfg->max_message_bytes, &d->stdio);
         else
@@ -969,7 +1023,8 @@ int daemon_run(Daemon *d) {
                         d->gave_up = true;
                         break;
                 }
-                notify_status(&d->notify, d->scheduler.n_running, d->scheduler.n_queued, d->scheduler.n_finished);
+                NotifyStatus st = daemon_status(d);
+                notify_status(&d->notify, &st);
                 daemon_on_signal(d);
                 daemon_drain_check(d);
                 if (d->shutdown_deadline && now_usec() > d->shutdown_deadline) {
@@ -1068,6 +1123,7 @@ Daemon *daemon_free(Daemon *d) {
          *    while its owner is alive. A drain that gave up leaves them to the kernel: the ring is
          *    closed next and we exit, nothing is freed under a completion that can still run. */
         notify_done(&d->notify);
+        lb_agent_stop(d->lb_agent);
         bus_events_stop(&d->bus);
         if (drained)
                 drained = daemon_drain(d, daemon_ring_busy, NULL, deadline);
@@ -1086,6 +1142,7 @@ Daemon *daemon_free(Daemon *d) {
                 log_debug("teardown: the egress proxy still waits for a name being resolved, left to the exit");
         egress_policy_free(d->egress_default);
         signals_free(d->signals);
+        lb_agent_free(d->lb_agent);
         ring_free(d->ring);
         free(d->python);
         if (d->state_dir)

@@ -80,14 +80,14 @@ def runs_total(port_or_name):
     return sum(float(m) for m in re.findall(r"(?m)^mcp_execd_runs_total\{[^}]*\} (\S+)$", text))
 
 
-def lb_up():
-    """The servers HAProxy's backend mcp_execd has up, from its stats socket ("show stat")."""
+def haproxy_cli(command):
+    """What HAProxy's stats socket answers to one command; '' when it does not answer."""
     import socket
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.settimeout(5)
         s.connect(HAPROXY_STATS)
-        s.sendall(b"show stat\n")
+        s.sendall(command.encode() + b"\n")
         data = b""
         while True:
             b = s.recv(65536)
@@ -95,15 +95,21 @@ def lb_up():
                 break
             data += b
     except OSError:
-        return set()
+        return ""
     finally:
         s.close()
-    up = set()
-    for line in data.decode(errors="replace").splitlines():
-        f = line.split(",")
-        if len(f) > 17 and f[0] == "mcp_execd" and f[1].startswith("i") and f[17] == "UP":
-            up.add(int(f[1][1:]))
-    return up
+    return data.decode(errors="replace")
+
+
+def show_stat():
+    """HAProxy's "show stat" rows, each a list of its CSV fields."""
+    return [line.split(",") for line in haproxy_cli("show stat").splitlines()]
+
+
+def lb_up():
+    """The servers HAProxy's backend mcp_execd has up, from its stats socket."""
+    return {int(f[1][1:]) for f in show_stat()
+            if len(f) > 17 and f[0] == "mcp_execd" and f[1].startswith("i") and f[17] == "UP"}
 
 
 def running(port):
