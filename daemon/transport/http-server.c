@@ -431,9 +431,10 @@ static bool socket_is_local(int fd) {
 static int http_passed_socket(const Config *cfg, int n, int *ret_more) {
         int fd = -ENOENT, more = 0;
         for (int i = SD_LISTEN_FDS_START; i < SD_LISTEN_FDS_START + n; i++) {
-                /* Not a socket: what the fd store gave back (a session's pipes, a record), which
-                 * main.c's exposure check sees before the daemon takes them (fdstore.h). */
-                if (sd_is_socket(i, AF_UNSPEC, 0, -1) <= 0)
+                /* Not a listening stream socket: what the fd store gave back (a session's pipes,
+                 * control socket, record), which main.c's exposure check sees before the daemon
+                 * takes them (fdstore.h). */
+                if (sd_is_socket(i, AF_UNSPEC, SOCK_STREAM, 1) <= 0)
                         continue;
                 if (cfg->agent_addr && socket_bound_to(i, cfg->agent_addr))
                         continue;
