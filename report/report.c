@@ -406,7 +406,8 @@ int report_finish(Report *r) {
                 if (k < 0)
                         return k;
         }
-        qsort(r->tenants, r->n_tenants, sizeof(*r->tenants), group_by_tenant);
+        if (r->n_tenants > 0) /* qsort() of NULL: undefined even for none (UBSan) */
+                qsort(r->tenants, r->n_tenants, sizeof(*r->tenants), group_by_tenant);
         tally_done(&r->tenant_index); /* its orders no longer index the sorted groups */
         return 0;
 }
