@@ -9,6 +9,16 @@
 
 #include "str-util.h"
 
+bool str_id_shape_valid(const char *s, size_t min, size_t max) {
+        size_t n = strlen(s);
+        if (n < min || n > max)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') || s[i] == '-'))
+                        return false;
+        return true;
+}
+
 int reason_set(char **reterr, int r, const char *format, ...) {
         if (!reterr)
                 return r;

@@ -29,6 +29,10 @@ bool str_secret_equal(const char *a, size_t alen, const char *b, size_t blen);
 /* True if s is empty or only ASCII whitespace (the characters Python ignores around code). */
 bool str_is_blank(const char *s, size_t n);
 
+/* Whether s has the shape of an id str_random_id() makes (an instance tag of [a-z0-9], '-', hex; or
+ * hex alone: only [0-9a-z-]) and a length within [min, max]. */
+bool str_id_shape_valid(const char *s, size_t min, size_t max);
+
 /* Random lowercase hex string of 2*nbytes characters into out (size ≥ 2*nbytes+1), from getrandom().
  * Returns 0 or -errno. */
 int str_random_hex(char *out, size_t nbytes);

@@ -19,13 +19,7 @@ static bool is_hex(const char *s, size_t n) {
 
 /* A handle: str_random_id()'s, an instance tag of [a-z0-9], '-', hex; or hex alone. */
 static bool handle_valid(const char *s) {
-        size_t n = strlen(s);
-        if (n < 32 || n > PYS_STORE_HANDLE_MAX)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') || s[i] == '-'))
-                        return false;
-        return true;
+        return str_id_shape_valid(s, 32, PYS_STORE_HANDLE_MAX);
 }
 
 int pys_store_meta_format(const PyStoreMeta *m, char buf[PYS_STORE_META_BYTES]) {

@@ -18,13 +18,7 @@ static const char *const status_names[] = {
 
 /* A task id: str_random_id()'s, an instance tag of [a-z0-9] and '-', then hex; or hex alone. */
 static bool id_valid(const char *s) {
-        size_t n = strlen(s);
-        if (n < TASK_ID_LEN || n > TASK_ID_MAX)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') || s[i] == '-'))
-                        return false;
-        return true;
+        return str_id_shape_valid(s, TASK_ID_LEN, TASK_ID_MAX);
 }
 
 int task_record_head(const Task *t, char head[TASK_RECORD_HEAD_BYTES]) {
