@@ -38,7 +38,6 @@
 #include "state-dir.h"
 #include "stdio-transport.h"
 #include "str-util.h"
-#include "task-keeper.h"
 #include "tenants.h"
 
 #define RING_ENTRIES 256
@@ -144,12 +143,12 @@ static int daemon_cgroup_setup(Daemon *d) {
         return 0;
 }
 
-/* Systemd's fd store (issue 33.3): the pieces of the Python sessions and the ended tasks an earlier
- * instance handed to it, taken before the transport reads its sockets from $LISTEN_FDS, their scopes spared from the
- * stale scopes' stop; pysessions_adopt() and dispatch_tasks_adopt() take them back once they can be
- * served. */
+/* Systemd's fd store (issue 33.3): the pieces of the Python sessions an earlier instance handed to
+ * it, taken before the transport reads its sockets from $LISTEN_FDS, their scopes spared from the
+ * stale scopes' stop; pysessions_adopt() takes them back once they can be served. (Ended tasks are
+ * kept on disk: daemon_tasks_keep_dir().) */
 static int daemon_fdstore_setup(Daemon *d) {
-        static const char *const prefixes[] = { PYSESSION_STORE_PREFIX, TASK_KEEPER_PREFIX, NULL };
+        static const char *const prefixes[] = { PYSESSION_STORE_PREFIX, NULL };
         int r = fdstore_take(prefixes, &d->fdstore);
         if (r < 0)
                 return log_error_errno(r, "cannot read the fds systemd passed: %m");
@@ -163,12 +162,24 @@ static int daemon_fdstore_setup(Daemon *d) {
                 if (r >= 0)
                         d->fdstore_usable = max > 0;
                 else if (r != -EOPNOTSUPP)
-                        log_info("cannot ask systemd for our FileDescriptorStoreMax= (%s): Python sessions and tasks "
-                                 "are handed to its fd store as the unit says", strerror(-r));
+                        log_info("cannot ask systemd for our FileDescriptorStoreMax= (%s): Python sessions are "
+                                 "handed to its fd store as the unit says", strerror(-r));
         }
         if (d->fdstore_usable)
-                log_debug("Python sessions and tasks are kept in systemd's fd store across a restart");
+                log_debug("Python sessions are kept in systemd's fd store across a restart");
         return 0;
+}
+
+/* Where ended tasks are kept across a restart, a stop and a reboot (task-keeper.h): systemd's
+ * StateDirectory= ($STATE_DIRECTORY, the first of its paths), set by the shipped units; *ret NULL
+ * outside such a unit (stdio clients' daemons): results are then kept only while the daemon runs. */
+static int daemon_tasks_keep_dir(char **ret) {
+        const char *s = getenv("STATE_DIRECTORY");
+        *ret = NULL;
+        if (!s || s[0] != '/')
+                return 0;
+        *ret = strndup(s, strcspn(s, ":"));
+        return *ret ? 0 : -ENOMEM;
 }
 
 /* Scopes an earlier instance left (systemd: a blocking ListUnitsByPatterns and a stop of each),
@@ -656,6 +667,10 @@ static int daemon_serving_setup(Daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "cannot set up the metrics: %m");
         scheduler_set_metrics(&d->scheduler, d->metrics);
+        _cleanup_free_ char *keep_dir = NULL;
+        r = daemon_tasks_keep_dir(&keep_dir);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the tasks: %m");
         DispatchTasksConfig tcfg = {
                 .max_total = cfg->tasks_max,
                 .max_per_owner = cfg->tasks_per_client,
@@ -665,12 +680,12 @@ static int daemon_serving_setup(Daemon *d) {
                 .tag = cfg->instance,
                 .tenant_max = daemon_tenant_tasks_max,
                 .tenant_userdata = d,
-                .keep = d->fdstore_usable,
+                .keep_dir = keep_dir,
         };
         r = dispatch_tasks_new(&d->scheduler, &tcfg, &d->tasks);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the tasks: %m");
-        dispatch_tasks_adopt(d->tasks, d->fdstore);
+        dispatch_tasks_adopt(d->tasks);
         fdstore_drop_untaken(d->fdstore);
         d->fdstore = fdstore_free(d->fdstore);
 

@@ -136,3 +136,16 @@ int task_record_parse(const char *head, size_t n, Task *ret, const char **reterr
         *ret = t;
         return 0;
 }
+
+int task_record_rebase(Task *t, uint64_t now_mono, uint64_t now_real) {
+        uint64_t age = now_real > t->updated_usec ? now_real - t->updated_usec : 0;
+        if (age >= t->ttl_usec)
+                return -ESTALE;
+        if (age <= now_mono)
+                t->ended_usec = now_mono - age;
+        else {
+                t->ttl_usec -= age - now_mono;
+                t->ended_usec = 0;
+        }
+        return 0;
+}

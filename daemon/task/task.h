@@ -56,8 +56,8 @@ struct Task {
         LIST_FIELDS(Task, tasks);
 };
 
-/* Whoever keeps ended tasks across a restart of the daemon (transport/dispatch.c: systemd's fd
- * store). kept: t ended, or its owner was told how (fetched); dropped: t is gone for good (expired,
+/* Whoever keeps ended tasks across a restart of the daemon (transport/task-keeper.h: files in the
+ * state directory). kept: t ended, or its owner was told how (fetched); dropped: t is gone for good (expired,
  * evicted, removed). task_store_done() drops nothing: what is kept outlives the daemon. */
 typedef struct TaskKeeper {
         void (*kept)(void *userdata, Task *t);
@@ -152,3 +152,9 @@ int task_record_parse(const char *head, size_t n, Task *ret, const char **reterr
  * compressed by this store's format). -EEXIST (its id is here), -ESTALE (its TTL is over),
  * -ENOSPC (the store's bounds are reached), -ENOMEM. */
 int task_store_restore(TaskStore *s, const Task *from, void *packed, uint64_t now_mono_usec, Task **ret);
+/* A record read back by another daemon, maybe after a reboot: CLOCK_MONOTONIC starts again at
+ * each boot, so how long ago the task ended is taken from CLOCK_REALTIME (updated_usec, its end)
+ * and its end put that long before now_mono_usec; when the boot is more recent than that, its end
+ * is the boot and its TTL shorter by the difference, so that it expires when it would have. A
+ * clock set back counts as no time gone. -ESTALE if its TTL is over. */
+int task_record_rebase(Task *t, uint64_t now_mono_usec, uint64_t now_real_usec);

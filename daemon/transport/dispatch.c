@@ -201,6 +201,7 @@ static void dispatch_submit(Dispatch *d, McpCall *call_in, void *ctx, const char
 struct DispatchTasks {
         Dispatch dispatch;  /* the tasks' runs, keyed by task id */
         TaskStore store;
+        TaskKeeperDir *keeper; /* DispatchTasksConfig's keep_dir, or NULL */
         uint64_t inline_usec; /* MCP_EXEC_TASK_INLINE_MS */
         unsigned (*tenant_max)(void *userdata, const char *tenant); /* DispatchTasksConfig's */
         void *tenant_userdata;
@@ -314,14 +315,23 @@ int dispatch_tasks_new(Scheduler *scheduler, const DispatchTasksConfig *cfg, Dis
         t->inline_usec = cfg->inline_usec;
         t->tenant_max = cfg->tenant_max;
         t->tenant_userdata = cfg->tenant_userdata;
-        if (cfg->keep)
-                task_keeper_install(&t->store);
+        if (cfg->keep_dir) {
+                const char *what = NULL;
+                int r = task_keeper_open(cfg->keep_dir, &t->keeper, &what);
+                /* The service goes on without: a task's result is kept until the daemon ends. */
+                if (r < 0)
+                        log_warning_errno(r, "ended tasks are not kept across a restart: %s in %s: %m", what,
+                                          cfg->keep_dir);
+                else
+                        task_keeper_install(t->keeper, &t->store);
+        }
         *ret = t;
         return 0;
 }
 
-void dispatch_tasks_adopt(DispatchTasks *t, FdStore *st) {
-        task_keeper_adopt(&t->store, st);
+void dispatch_tasks_adopt(DispatchTasks *t) {
+        if (t->keeper)
+                (void) task_keeper_adopt(t->keeper, &t->store, now_usec(), realtime_usec());
 }
 
 void dispatch_tasks_cancel_all(DispatchTasks *t) {
@@ -351,7 +361,8 @@ DispatchTasks *dispatch_tasks_free(DispatchTasks *t) {
         if (!t)
                 return NULL;
         dispatch_detach(&t->dispatch); /* every working task ends cancelled, its run is let go */
-        task_store_done(&t->store);
+        task_store_done(&t->store); /* closes each kept task's file: after it, the directory */
+        task_keeper_free(t->keeper);
         free(t);
         return NULL;
 }

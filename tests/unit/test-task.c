@@ -329,6 +329,31 @@ static void on_dropped(void *userdata, Task *t) {
         ((Kept *) userdata)->dropped++;
 }
 
+/* A record read back after a restart (the same boot) or a reboot: how long ago it ended comes from
+ * the wall clock, and it expires when it would have; a clock set back loses it no time. */
+static void test_record_rebase(void **state) {
+        /* Ended at wall time 1000 s with a TTL of 100 s. */
+        Task t = { .updated_usec = 1000 * SEC, .ttl_usec = 100 * SEC, .ended_usec = 77 };
+        /* 30 s later, this boot 500 s old: it ended at monotonic 470 s, 70 s are left. */
+        assert_int_equal(task_record_rebase(&t, 500 * SEC, 1030 * SEC), 0);
+        assert_int_equal(t.ended_usec, 470 * SEC);
+        assert_int_equal(t.ttl_usec, 100 * SEC);
+        /* 30 s later, after a reboot 10 s ago: its end is the boot, its TTL 20 s shorter (70 s left). */
+        t = (Task) { .updated_usec = 1000 * SEC, .ttl_usec = 100 * SEC };
+        assert_int_equal(task_record_rebase(&t, 10 * SEC, 1030 * SEC), 0);
+        assert_int_equal(t.ended_usec, 0);
+        assert_int_equal(t.ttl_usec, 80 * SEC);
+        assert_int_equal(t.ttl_usec - (10 * SEC - t.ended_usec), 70 * SEC);
+        /* The wall clock set back: no time has gone. */
+        t = (Task) { .updated_usec = 1000 * SEC, .ttl_usec = 100 * SEC };
+        assert_int_equal(task_record_rebase(&t, 500 * SEC, 900 * SEC), 0);
+        assert_int_equal(t.ended_usec, 500 * SEC);
+        /* Its TTL over, exactly or long ago. */
+        t = (Task) { .updated_usec = 1000 * SEC, .ttl_usec = 100 * SEC };
+        assert_int_equal(task_record_rebase(&t, 500 * SEC, 1100 * SEC), -ESTALE);
+        assert_int_equal(task_record_rebase(&t, 5 * SEC, 99999 * SEC), -ESTALE);
+}
+
 /* An ended task's record (the keeper's, across a restart): its head reads back as the task; put
  * back in another store it answers as before; a cut, foreign or expired one is refused. */
 static void test_record(void **state) {
@@ -410,6 +435,7 @@ static void test_record(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_record),
+                cmocka_unit_test(test_record_rebase),
                 cmocka_unit_test(test_ids),
                 cmocka_unit_test(test_bytes),
                 cmocka_unit_test(test_compact),
