@@ -2,21 +2,26 @@
 # tier-timeout: 600
 """Python sessions outlive a restart of the shipped service (issue 33.3; docs/sessions.md,
 "Restarts"): the daemon hands each ready session's fds to systemd's fd store
-(FileDescriptorStoreMax=) and takes them back at its next start.
+(FileDescriptorStoreMax=) and takes them back at its next start. Tenants' ended tasks are files in
+the state directory (docs/tasks.md, "Restarts"), and outlive a stop too.
 
 Two tenants (MCP_EXEC_TENANTS), alpha and beta. alpha opens a session and sets a variable.
 1. `systemctl restart`: a new MainPID; the journal says the session was taken back; alpha, over a
    new HTTP session, reads the variable back and its account goes on (the session's call count
    and totals continue); beta, with alpha's handle, gets the unknown-session error. A 2026 task
-   alpha ran before the restart gives its result after it (tasks/get), and beta gets none.
+   alpha ran before the restart gives its result after it (tasks/get), and beta gets none; its
+   file in /var/lib/mcp-execd/tasks/ is 0600 in a 0700 directory, and two files planted there
+   (garbage under a task id's name, a half-written '.' file) are removed by the next daemon, the
+   journal saying why for the first.
 2. `kill -9` of the daemon (Restart=on-failure brings it back): the variable is still there. A
    second session, caught in a call by the kill (its code runs a marked process), is ended by the
    next daemon (the journal says why), its process gone and its handle unknown; the first lives.
 3. A session alpha closed before a restart is not brought back (its handle is unknown after).
 4. A daemon's fd store holds the session's pieces by name (`systemctl show -P NFileDescriptorStore`
-   counts them, and the task's record), and they leave it when the session is closed.
+   counts them; no task is there), and they leave it when the session is closed.
 5. `systemctl stop`, then start: the stop is no restart, so systemd drops the store: the
-   session's scope ends, and its handle is unknown to the next daemon.
+   session's scope ends, and its handle is unknown to the next daemon; alpha's task still gives
+   its result, and beta still gets none.
 """
 import hashlib
 import os
@@ -37,6 +42,8 @@ from service import run_units, sh, with_units  # noqa: E402
 TENANTS = "/etc/mcp-execd/tenants"
 TOKENS = {name: secrets.token_hex(16) for name in ("default", "alpha", "beta")}
 PIECES = 8  # a session's fds in the store (pysession/store.c)
+TASKS_DIR = "/var/lib/mcp-execd/tasks"
+PLANTED = "0" * 32  # a task id's shape, garbage inside
 
 
 def prop(name):
@@ -80,6 +87,18 @@ def new_main_pid(old):
     return wait_for("a new daemon after %s" % old, up, 120)
 
 
+def task_kept(tid, after):
+    """alpha's task tid still gives its result after what happened; beta gets an error (returned)."""
+    t = fleet.task_request(8080, TOKENS["alpha"], "tasks/get", tid)
+    if t.get("status") != "completed" or (t.get("result", {}).get("structuredContent") or {}).get("stdout") != "task-kept\n":
+        raise TestFailure("alpha's task after %s: %r" % (after, t))
+    try:
+        t = fleet.task_request(8080, TOKENS["beta"], "tasks/get", tid)
+    except fleet.CallError as e:
+        return str(e)
+    raise TestFailure("beta got alpha's task after %s: %r" % (after, t))
+
+
 def gone_but_kept(gone, kept, what):
     """Session gone is unknown (what: how it ended), and session kept still holds x = 43."""
     a = client("alpha")
@@ -117,6 +136,17 @@ def scenario():
     tid = fleet.task_create(8080, TOKENS["alpha"], "import time\ntime.sleep(3)\nprint('task-kept')\n")
     wait_for("alpha's task to end", lambda: fleet.task_request(8080, TOKENS["alpha"], "tasks/get", tid)
              .get("status") != "working", 120)
+    kept = os.path.join(TASKS_DIR, tid)
+    st, dst = wait_for("alpha's task's file", lambda: os.path.exists(kept) and (os.stat(kept), os.stat(TASKS_DIR)), 30)
+    if st.st_mode & 0o7777 != 0o600 or dst.st_mode & 0o7777 != 0o700 or st.st_uid != 0:
+        raise TestFailure("the kept task's file %s: mode %o uid %d in a directory of mode %o"
+                          % (kept, st.st_mode & 0o7777, st.st_uid, dst.st_mode & 0o7777))
+    with open(os.path.join(TASKS_DIR, PLANTED), "w") as f:
+        f.write("not a record\n")
+    os.chmod(os.path.join(TASKS_DIR, PLANTED), 0o600)  # its mode right: its content is what is refused
+    with open(os.path.join(TASKS_DIR, "." + PLANTED), "w") as f:
+        f.write("half")
+    print("task %s… ended: %s, mode 0600 in 0700; planted two bad files beside it" % (tid[:8], kept))
 
     # --- 1. systemctl restart ------------------------------------------------------------------
     pid = prop("MainPID")
@@ -138,14 +168,14 @@ def scenario():
     if not res.get("isError") or "unknown session" not in text:
         raise TestFailure("beta with alpha's handle after the restart: %r" % res)
     print("restart: beta with alpha's handle: %r" % text[:60])
-    t = fleet.task_request(8080, TOKENS["alpha"], "tasks/get", tid)
-    if t.get("status") != "completed" or (t.get("result", {}).get("structuredContent") or {}).get("stdout") != "task-kept\n":
-        raise TestFailure("alpha's task after the restart: %r" % t)
-    try:
-        t = fleet.task_request(8080, TOKENS["beta"], "tasks/get", tid)
-        raise TestFailure("beta got alpha's task after the restart: %r" % t)
-    except fleet.CallError as e:
-        print("restart: alpha's task still gives its result; beta gets %s" % str(e)[:80])
+    why = task_kept(tid, "the restart")
+    print("restart: alpha's task still gives its result; beta gets %s" % why[:80])
+    why = wait_for("the journal's line on the planted file", lambda: [
+        r["MESSAGE"] for r in records("_PID=%s" % pid2) if PLANTED in r.get("MESSAGE", "")], 30)
+    left = sorted(os.listdir(TASKS_DIR))
+    if left != [tid]:
+        raise TestFailure("after the restart %s holds %r (expected only %s)" % (TASKS_DIR, left, tid))
+    print("restart: %r; only the task's file is left" % why[0])
 
     # --- 2. kill -9 ----------------------------------------------------------------------------
     pid = prop("MainPID")
@@ -188,10 +218,9 @@ def scenario():
     other = (tool(a, "session_open", {}).get("structuredContent") or {}).get("session")
     if not other:
         raise TestFailure("a second session_open failed")
-    # (and alpha's task's record, kept until its TTL)
-    wait_for("two sessions' pieces in the store", lambda: stored() == 2 * PIECES + 1, 30)
+    wait_for("two sessions' pieces in the store", lambda: stored() == 2 * PIECES, 30)
     tool(a, "session_close", {"session": other})
-    wait_for("the closed session's pieces out of the store", lambda: stored() == PIECES + 1, 30)
+    wait_for("the closed session's pieces out of the store", lambda: stored() == PIECES, 30)
     pid = prop("MainPID")
     sh("systemctl", "restart", "mcp-execd.service", check=True)
     new_main_pid(pid)
@@ -207,7 +236,9 @@ def scenario():
         raise TestFailure("after a stop and a start the session still answers: %r" % res)
     if stored() != 0:
         raise TestFailure("after a stop and a start the store holds %d fds" % stored())
-    print("stop + start: the session's scope ended with the stop, its handle is unknown, the store empty")
+    task_kept(tid, "a stop and a start")
+    print("stop + start: the session's scope ended with the stop, its handle is unknown, the store empty; "
+          "alpha's task still gives its result, beta none")
 
 
 if __name__ == "__main__":

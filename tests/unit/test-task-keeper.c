@@ -88,12 +88,23 @@ static char *read_file(const Fixture *f, const char *name, size_t *ret_n) {
         return buf;
 }
 
+static TaskKeeperDir *keeper(const Fixture *f) {
+        TaskKeeperDir *k = NULL;
+        const char *what = NULL;
+        assert_int_equal(task_keeper_open(f->state, &k, &what), 0);
+        return k;
+}
+
+/* A new store (a daemon's, TTL 100 s) kept by k. */
+static void store_kept(TaskStore *s, TaskKeeperDir *k) {
+        task_store_init(s, 100, 100, UINT64_MAX, 100 * SEC);
+        task_keeper_install(k, s);
+}
+
 /* A store keeping in f's directory, with a tenant's task ended (completed) and a stdio one. */
 static Task *one_kept(const Fixture *f, TaskStore *s, TaskKeeperDir **k) {
-        const char *what = NULL;
-        assert_int_equal(task_keeper_open(f->state, k, &what), 0);
-        task_store_init(s, 100, 100, UINT64_MAX, 100 * SEC);
-        task_keeper_install(*k, s);
+        *k = keeper(f);
+        store_kept(s, *k);
         Task *a, *b;
         assert_int_equal(task_store_create(s, asker("tenant:alpha"), 0, 10 * SEC, 1000 * SEC, &a), 0);
         assert_int_equal(task_store_create(s, asker("stdio"), 0, 10 * SEC, 1000 * SEC, &b), 0);
@@ -135,11 +146,9 @@ static void test_kept_and_back(void **state) {
         task_store_done(&s);
         task_keeper_free(k);
         assert_true(exists(f, id));
-        const char *what = NULL;
-        assert_int_equal(task_keeper_open(f->state, &k, &what), 0);
+        k = keeper(f);
         TaskStore s2;
-        task_store_init(&s2, 100, 100, UINT64_MAX, 100 * SEC);
-        task_keeper_install(k, &s2);
+        store_kept(&s2, k);
         assert_int_equal(task_keeper_adopt(k, &s2, 5 * SEC, 1040 * SEC), 1);
         Task *back = task_store_find(&s2, "tenant:alpha", id, 5 * SEC);
         assert_non_null(back);
@@ -180,11 +189,9 @@ static void test_refused_files(void **state) {
         assert_int_equal(symlink(target, lp), 0);
         assert_int_equal(n_files(f), 6);
 
-        const char *what = NULL;
-        assert_int_equal(task_keeper_open(f->state, &k, &what), 0);
+        k = keeper(f);
         TaskStore s2;
-        task_store_init(&s2, 100, 100, UINT64_MAX, 100 * SEC);
-        task_keeper_install(k, &s2);
+        store_kept(&s2, k);
         assert_int_equal(task_keeper_adopt(k, &s2, 30 * SEC, 1020 * SEC), 1);
         assert_int_equal(s2.n_tasks, 1);
         assert_non_null(task_store_find(&s2, "tenant:alpha", id, 30 * SEC));
@@ -194,16 +201,14 @@ static void test_refused_files(void **state) {
 
         /* The record cut short (a power cut before the disk had it all): not taken back, removed. */
         write_file(f, id, record, n - 1, 0600);
-        task_store_init(&s2, 100, 100, UINT64_MAX, 100 * SEC);
-        task_keeper_install(k, &s2);
+        store_kept(&s2, k);
         assert_int_equal(task_keeper_adopt(k, &s2, 30 * SEC, 1020 * SEC), 0);
         assert_int_equal(n_files(f), 0);
         task_store_done(&s2);
 
         /* Its TTL over on the wall clock: not taken back, removed. */
         write_file(f, id, record, n, 0600);
-        task_store_init(&s2, 100, 100, UINT64_MAX, 100 * SEC);
-        task_keeper_install(k, &s2);
+        store_kept(&s2, k);
         assert_int_equal(task_keeper_adopt(k, &s2, 30 * SEC, 1110 * SEC), 0);
         assert_int_equal(s2.n_tasks, 0);
         assert_int_equal(n_files(f), 0);
