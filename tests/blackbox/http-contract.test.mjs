@@ -4,7 +4,7 @@
 // an unknown tool, the catalogue, ping. One daemon serves both transports (MCP_EXEC_TRANSPORT=http).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { callExec, summarize, assertResultShape, assertCleanRun } from './lib/index.mjs';
+import { callExec, callExecTimedOut, summarize, assertResultShape, assertCleanRun } from './lib/index.mjs';
 import { startHttpDaemon, connectSdk } from './lib/http-daemon.mjs';
 
 for (const kind of ['http', 'sse']) {
@@ -49,16 +49,16 @@ for (const kind of ['http', 'sse']) {
         assert.equal(r.sc.stdout, 'before\n');
     });
 
-    test(`${name}: timeout_s 1 on an endless loop → timed_out, exit_code -1, in < 4 s`, async (t) => {
+    test(`${name}: an endless loop past its timeout_s → timed_out, exit_code -1, its output kept`, async (t) => {
         const d = await startHttpDaemon(t);
         const c = await connectSdk(t, d, kind);
-        const r = await callExec(c, { code: 'print("x", flush=True)\nwhile True: pass', timeout_s: 1 });
+        const r = await callExecTimedOut(c, 'print("x", flush=True)\nwhile True: pass');
         assertResultShape(r);
         assert.equal(r.sc.timed_out, true);
         assert.equal(r.sc.exit_code, -1);
-        assert.equal(r.sc.stdout, 'x\n');
-        // an endless loop answered at all was cut; its own duration says at the deadline
-        assert.ok(r.sc.duration_ms >= 900 && r.sc.duration_ms < 5000, `duration_ms ${r.sc.duration_ms}`);
+        assert.equal(r.sc.stdout, 'x\n', summarize(r));
+        // an endless loop answered at all was cut; its own duration says not before the deadline
+        assert.ok(r.sc.duration_ms >= 900, `duration_ms ${r.sc.duration_ms}`);
     });
 
     test(`${name}: invalid arguments are tool errors naming the field`, async (t) => {

@@ -155,6 +155,22 @@ export async function callToolTimed(client, name, args, opts) {
     return { result, isError: result.isError === true, sc: result.structuredContent, text, textJson, ms };
 }
 
+/**
+ * exec of code, which prints before it runs past its deadline, with timeout_s 1, then 4, then 16
+ * until a run printed before its deadline came (the deadline counts from the run's start, so on a
+ * loaded machine an interpreter may not reach its first line within 1 s; 16 s it always does). The
+ * last run's result: whether what was printed is kept is the caller's assertion, not a race.
+ */
+export async function callExecTimedOut(client, code, opts = {}) {
+    let r;
+    for (const timeout_s of [1, 4, 16]) {
+        r = await callExec(client, { code, timeout_s }, { ...opts, timeoutMs: (timeout_s + 30) * 1000 });
+        if (r.isError || !r.sc?.timed_out || r.sc.stdout !== '' || r.sc.stderr !== '')
+            return r;
+    }
+    return r;
+}
+
 /** One-line summary of a callExec() outcome, for assertion messages. */
 export function summarize(r) {
     return JSON.stringify({ isError: r.isError, ms: Math.round(r.ms), sc: r.sc, text: r.sc ? undefined : r.text })
