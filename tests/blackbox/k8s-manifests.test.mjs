@@ -58,7 +58,10 @@ test('k8s: isolation as docs/fleet.md says: no privileged container, user namesp
     assert.deepEqual(sc.capabilities, { drop: ['ALL'], add: ['SETUID', 'SETGID', 'CHOWN'] });
     assert.equal(sc.procMount, 'Unmasked');
     const env = Object.fromEntries(c.env.map((e) => [e.name, e.value]));
-    assert.equal(env.MCP_EXEC_CGROUP, 'cgroupfs');
+    // auto: the container's cgroup where it can be written, else rlimits (an explicit cgroupfs
+    // that is not available refuses to start, which the comment says is the other choice).
+    assert.equal(env.MCP_EXEC_CGROUP, 'auto');
+    assert.equal(env.MCP_EXEC_REQUIRE_CGROUP, '0');
     assert.equal(env.MCP_EXEC_TRANSPORT, 'http');
     assert.ok(Number(env.MCP_EXEC_DRAIN_S) < pod.terminationGracePeriodSeconds, 'the drain fits the grace period');
     assert.equal(c.readinessProbe.httpGet.path, '/health');
