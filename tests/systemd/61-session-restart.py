@@ -147,6 +147,18 @@ def scenario():
     with open(os.path.join(TASKS_DIR, "." + PLANTED), "w") as f:
         f.write("half")
     print("task %s… ended: %s, mode 0600 in 0700; planted two bad files beside it" % (tid[:8], kept))
+    # A run (beta's, in a session and cold) cannot reach the kept results: its root has no /var.
+    probe = ("import os\nfor p in (%r, %r, '/var/lib'):\n"
+             "    try:\n        open(p, 'rb').read(); print('READ', p)\n"
+             "    except OSError as e:\n        print(type(e).__name__)\n" % (kept, TASKS_DIR))
+    b = client("beta")
+    beta_session = (tool(b, "session_open", {}).get("structuredContent") or {}).get("session")
+    for where, args in (("a cold run", {"code": probe}), ("a session", {"code": probe, "session": beta_session})):
+        out = (tool(b, "exec", args).get("structuredContent") or {}).get("stdout", "")
+        if "READ" in out or out.count("FileNotFoundError") != 3:
+            raise TestFailure("beta's %s looking for the kept results printed %r" % (where, out))
+    tool(b, "session_close", {"session": beta_session})
+    print("beta's cold run and session see no /var/lib (FileNotFoundError x3)")
 
     # --- 1. systemctl restart ------------------------------------------------------------------
     pid = prop("MainPID")
