@@ -148,7 +148,10 @@ static int daemon_cgroup_setup(Daemon *d) {
  * stale scopes' stop; pysessions_adopt() takes them back once they can be served. (Ended tasks are
  * kept on disk: daemon_tasks_keep_dir().) */
 static int daemon_fdstore_setup(Daemon *d) {
-        static const char *const prefixes[] = { PYSESSION_STORE_PREFIX, NULL };
+        /* "task.": ended tasks the daemon kept in the fd store before they were kept on disk, taken
+         * only to be dropped (fdstore_drop_untaken() names each), so that an upgrade does not leave
+         * them in the store for good. */
+        static const char *const prefixes[] = { PYSESSION_STORE_PREFIX, "task.", NULL };
         int r = fdstore_take(prefixes, &d->fdstore);
         if (r < 0)
                 return log_error_errno(r, "cannot read the fds systemd passed: %m");

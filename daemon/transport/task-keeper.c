@@ -50,8 +50,10 @@ int task_keeper_open(const char *state_dir, TaskKeeperDir **ret, const char **re
                 return -errno;
         }
         TaskKeeperDir *k = malloc(sizeof(*k));
-        if (!k)
+        if (!k) {
+                *reterr_what = "no memory";
                 return -ENOMEM;
+        }
         k->dir_fd = TAKE_FD(fd);
         *ret = k;
         return 0;
