@@ -74,7 +74,7 @@ int task_record_parse(const char *head, size_t n, Task *ret, const char **reterr
                 return fail(reterr_why, "the head is too long");
         memcpy(text, head, len);
         text[len] = 0;
-        Task t = { .kept_fd = -EBADF };
+        Task t = {};
         bool seen[_F_MAX] = {};
         char end[TASK_ID_MAX + 1] = "";
         char *save = NULL, *line = strtok_r(text, "\n", &save);

@@ -22,7 +22,6 @@ static void task_free(TaskStore *s, Task *t) {
         LIST_REMOVE(tasks, s->tasks, t);
         s->n_tasks--;
         s->bytes -= t->packed_len;
-        safe_close(t->kept_fd); /* the keeper's copy stays where it is kept (task_drop() says otherwise) */
         free(t->packed);
         free(t);
 }
@@ -177,7 +176,7 @@ int task_store_create(TaskStore *s, const TaskAsker *a, uint64_t ttl_usec, uint6
         strcpy(t->owner, owner);
         strcpy(t->tenant, a->tenant);
         t->store = s;
-        t->kept_fd = -EBADF;
+        t->kept = false;
         t->status = TASK_WORKING;
         t->created_usec = t->updated_usec = now_real;
         t->ttl_usec = ttl_usec > 0 && ttl_usec < s->ttl_usec ? ttl_usec : s->ttl_usec;
@@ -261,7 +260,7 @@ int task_store_restore(TaskStore *s, const Task *from, void *packed, uint64_t no
         *t = *from;
         t->store = s;
         t->packed = TAKE_PTR(p);
-        t->kept_fd = -EBADF;
+        t->kept = false;
         t->run = t->waiters = NULL;
         t->ttl_usec = MIN(t->ttl_usec, s->ttl_usec);
         LIST_APPEND(tasks, s->tasks, t); /* older than any task made since the start */

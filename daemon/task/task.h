@@ -50,7 +50,7 @@ struct Task {
         size_t packed_len;      /* its bytes, counted in the store's */
         size_t reply_len;       /* the reply's own */
         uint64_t too_big;       /* TASK_FAILED: the result's bytes, which max_bytes could not hold (0: OOM) */
-        int kept_fd;            /* the keeper's copy of it (TaskKeeper), or -EBADF */
+        bool kept;              /* the keeper holds a copy of it (TaskKeeper) */
         void *run;              /* TASK_WORKING: the dispatcher's record of the run (borrowed) */
         void *waiters;          /* TASK_WORKING: the dispatcher's requests waiting for the end (borrowed) */
         LIST_FIELDS(Task, tasks);
@@ -145,7 +145,7 @@ void task_store_remove(TaskStore *s, Task *t);
 #define TASK_RECORD_MAGIC "mcp-execd-task 1"
 /* Its head. -EINVAL for a working task, or a field that cannot be one line. */
 int task_record_head(const Task *t, char head[TASK_RECORD_HEAD_BYTES]);
-/* Reads a head into *ret (its fields only: no store, no packed reply, kept_fd -EBADF). 0, or
+/* Reads a head into *ret (its fields only: no store, no packed reply, not kept). 0, or
  * -EBADMSG with *reterr_why (static text). */
 int task_record_parse(const char *head, size_t n, Task *ret, const char **reterr_why);
 /* Puts back an ended task from a record: from's fields, packed (taken, from's packed_len bytes,

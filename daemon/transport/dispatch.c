@@ -361,7 +361,7 @@ DispatchTasks *dispatch_tasks_free(DispatchTasks *t) {
         if (!t)
                 return NULL;
         dispatch_detach(&t->dispatch); /* every working task ends cancelled, its run is let go */
-        task_store_done(&t->store); /* closes each kept task's file: after it, the directory */
+        task_store_done(&t->store); /* the kept tasks' files stay (task-keeper.h) */
         task_keeper_free(t->keeper);
         free(t);
         return NULL;

@@ -81,8 +81,7 @@ static int write_all(int fd, const void *p, size_t n, off_t at) {
         return 0;
 }
 
-/* t's record in a new file, renamed to t's id once whole; its fd (kept open for the head's
- * rewrite), or -errno. */
+/* t's record in a new file, renamed to t's id once whole. 0 or -errno. */
 static int record_write(TaskKeeperDir *k, const Task *t, const char head[TASK_RECORD_HEAD_BYTES]) {
         char part[TASK_ID_MAX + 2];
         snprintf(part, sizeof(part), ".%s", t->id);
@@ -98,7 +97,14 @@ static int record_write(TaskKeeperDir *k, const Task *t, const char head[TASK_RE
                         (void) unlinkat(k->dir_fd, part, 0);
                 return r;
         }
-        return TAKE_FD(fd);
+        return 0;
+}
+
+/* A kept task's head written again in its file (fetched is all that changes): the file is opened
+ * by name when it is needed, so a thousand kept tasks hold no thousand fds. */
+static int head_rewrite(TaskKeeperDir *k, const Task *t, const char head[TASK_RECORD_HEAD_BYTES]) {
+        _cleanup_close_ int fd = openat(k->dir_fd, t->id, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        return fd < 0 ? -errno : write_all(fd, head, TASK_RECORD_HEAD_BYTES, 0);
 }
 
 static void on_kept(void *userdata, Task *t) {
@@ -109,9 +115,8 @@ static void on_kept(void *userdata, Task *t) {
         int r = task_record_head(t, head);
         if (r < 0)
                 return;
-        if (t->kept_fd >= 0) {
-                /* Its file already: the head again (fetched) is all that changes. */
-                r = write_all(t->kept_fd, head, sizeof(head), 0);
+        if (t->kept) {
+                r = head_rewrite(k, t, head);
                 if (r < 0)
                         log_warning_errno(r, "task %.8s…: cannot write its record again: %m", t->id);
                 return;
@@ -122,16 +127,16 @@ static void on_kept(void *userdata, Task *t) {
                                   TASK_KEEPER_DIR);
                 return;
         }
-        t->kept_fd = r;
+        t->kept = true;
 }
 
 static void on_dropped(void *userdata, Task *t) {
         TaskKeeperDir *k = userdata;
-        if (t->kept_fd < 0)
+        if (!t->kept)
                 return;
         if (unlinkat(k->dir_fd, t->id, 0) < 0 && errno != ENOENT)
                 log_warning_errno(-errno, "task %.8s…: cannot remove its record: %m", t->id);
-        t->kept_fd = safe_close(t->kept_fd);
+        t->kept = false;
 }
 
 void task_keeper_install(TaskKeeperDir *k, TaskStore *s) {
@@ -180,7 +185,7 @@ static const char *adopt_one(TaskKeeperDir *k, TaskStore *s, const char *name, u
         if (r < 0)
                 return r == -ESTALE ? "it has expired" : r == -EEXIST ? "its id is another task's"
                        : r == -ENOSPC ? "the store's bounds are reached" : "no memory";
-        t->kept_fd = TAKE_FD(fd);
+        t->kept = true;
         return NULL;
 }
 

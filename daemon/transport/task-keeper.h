@@ -19,7 +19,7 @@ typedef struct TaskKeeperDir TaskKeeperDir;
 /* Opens (makes, mode 0700) state_dir/tasks. 0, or -errno with *reterr_what naming the step. */
 int task_keeper_open(const char *state_dir, TaskKeeperDir **ret, const char **reterr_what);
 /* Closes the directory; the files stay (what is kept outlives the daemon). After the store's
- * task_store_done(), which closes each task's file. */
+ * task_store_done(): a store it keeps must not drop tasks into a freed keeper. */
 TaskKeeperDir *task_keeper_free(TaskKeeperDir *k);
 DEFINE_POINTER_CLEANUP(TaskKeeperDir, task_keeper_free)
 
