@@ -140,8 +140,8 @@ image_end() {
 		kill -- -"$image_pid" 2>/dev/null
 		say "the image builds were still running at the tier's end: stopped"
 	elif [ -s "$build/image/done" ]; then
-		read -r _ _ _ _ sa sb < "$build/image/done"
-		say "image built twice beside the guest: ${sa}s and ${sb}s"
+		read -r _ _ _ _ same sa sb < "$build/image/done"
+		say "image built twice beside the guest: ${sa}s and ${sb}s, archives $same"
 	fi
 	image_pid=
 }

@@ -22,10 +22,10 @@ BUILD_WAIT_S = 900  # the host's two image builds, from the tier's start; see bu
 
 # docs/container.md, "The options, one by one": each says what it lifts and why the daemon needs it.
 RUN_OPTIONS = [
-    "--userns=auto:size=65536",            # the container's root is no one on the host
-    "--security-opt", "seccomp=unconfined",  # the runtime's profile refuses the runs' namespaces
-    "--security-opt", "unmask=ALL",        # each run mounts a /proc of its own PID namespace
-    "--cap-drop=all", "--cap-add=setuid,setgid,chown",
+    "--userns=auto:size=65536",                 # the container's root is no one on the host
+    "--security-opt", "seccomp=unconfined",     # podman's profile refuses io_uring_setup, sethostname
+    "--security-opt", "unmask=ALL",             # each run's own /proc; the delegated cgroup
+    "--cap-drop=all", "--cap-add=setuid,setgid,chown",  # the runs' uid maps and files
     "--read-only",
 ]
 
@@ -63,7 +63,10 @@ def podman(*args, check=True, timeout=600, input=None):
     except subprocess.TimeoutExpired:
         raise TestFailure("podman %s: no end within %ds" % (args[0], timeout))
     if check and p.returncode != 0:
-        raise TestFailure("podman %s: exit %d: %s" % (args[0], p.returncode, (p.stderr or p.stdout)[-1500:]))
+        out = p.stderr or p.stdout
+        # A Go panic's first lines say why; its goroutine dump follows.
+        raise TestFailure("podman %s: exit %d: %s" % (args[0], p.returncode,
+                                                      out if len(out) < 3000 else out[:2000] + " […] " + out[-800:]))
     return p
 
 
