@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exec-account.h"
+
 struct json_t;
 
 /* The run's own files in its working directory: the code, and the launcher that runs it (saves
@@ -82,4 +84,5 @@ typedef struct ExecResult {
                                          * interpreter and preload); 0 for a cold run */
         const ExecEgress *egress;   /* the run could reach hosts (issue 32): what it did; NULL: it had no
                                      * network, and the result has no `egress` */
+        ExecAccount account;        /* the kernel's account beyond CPU and memory (cgroup modes) */
 } ExecResult;

@@ -1,11 +1,37 @@
 /* str-util.c: growable byte buffers and small string helpers. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
 #include "str-util.h"
+
+bool str_id_shape_valid(const char *s, size_t min, size_t max) {
+        size_t n = strlen(s);
+        if (n < min || n > max)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') || s[i] == '-'))
+                        return false;
+        return true;
+}
+
+int reason_set(char **reterr, int r, const char *format, ...) {
+        if (!reterr)
+                return r;
+        va_list ap;
+        va_start(ap, format);
+        int k = vasprintf(reterr, format, ap);
+        va_end(ap);
+        if (k < 0) {
+                *reterr = NULL;
+                return -ENOMEM;
+        }
+        return r;
+}
 
 int buf_append(Buf *b, const void *p, size_t n) {
         if (b->len + n + 1 > b->cap) {
@@ -110,6 +136,13 @@ bool str_secret_equal(const char *a, size_t alen, const char *b, size_t blen) {
         for (size_t i = 0; i < blen; i++)
                 d |= (unsigned char) ((i < alen ? (unsigned char) a[i] : 0) ^ (unsigned char) b[i]);
         return d == 0;
+}
+
+bool str_is_printable(const char *s) {
+        for (; *s; s++)
+                if (*s < ' ' || *s > '~')
+                        return false;
+        return true;
 }
 
 int str_parse_u64(const char *s, uint64_t *ret) {

@@ -41,12 +41,12 @@ static int fs_limits(const CgroupConfig *config, int fd) {
 static int fs_open(Cgroup *c, char **reterr) {
         int r = cg_is_cgroup2(CGROUP_MOUNT);
         if (r <= 0)
-                return cg_reason(reterr, -ENODEV, "%s is not a cgroup v2 mount", CGROUP_MOUNT);
+                return reason_set(reterr, -ENODEV, "%s is not a cgroup v2 mount", CGROUP_MOUNT);
 
         _cleanup_free_ char *own = NULL;
         r = cg_own_path(getpid(), &own);
         if (r < 0)
-                return cg_reason(reterr, r, "cannot read our cgroup: %s", strerror(-r));
+                return reason_set(reterr, r, "cannot read our cgroup: %s", strerror(-r));
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, CGROUP_MOUNT "%s", own) < 0)
                 return -ENOMEM;
@@ -57,27 +57,27 @@ static int fs_open(Cgroup *c, char **reterr) {
 
         _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
-                return cg_reason(reterr, -errno, "cannot open our cgroup %s: %m", path);
+                return reason_set(reterr, -errno, "cannot open our cgroup %s: %m", path);
         char ctl[256];
         if ((r = cg_read_at(fd, "cgroup.controllers", ctl, sizeof(ctl))) < 0 || !strstr(ctl, "memory") ||
             !strstr(ctl, "pids"))
-                return cg_reason(reterr, -ENODEV, "our cgroup %s does not offer the memory and pids controllers",
+                return reason_set(reterr, -ENODEV, "our cgroup %s does not offer the memory and pids controllers",
                                  path);
         if (faccessat(fd, "cgroup.subtree_control", W_OK, 0) < 0 || faccessat(fd, "cgroup.procs", W_OK, 0) < 0)
-                return cg_reason(reterr, -EACCES, "our cgroup %s is not delegated to us (not writable)",
+                return reason_set(reterr, -EACCES, "our cgroup %s is not delegated to us (not writable)",
                                  path);
         if (mkdirat(fd, "daemon", 0755) < 0 && errno != EEXIST)
-                return cg_reason(reterr, -errno, "cannot create %s/daemon: %m", path);
+                return reason_set(reterr, -errno, "cannot create %s/daemon: %m", path);
         _cleanup_close_ int leaf = openat(fd, "daemon", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         char pid[32];
         snprintf(pid, sizeof(pid), "%d", (int) getpid());
         if (leaf < 0 || (r = cg_write_at(leaf, "cgroup.procs", pid)) < 0)
-                return cg_reason(reterr, -EACCES, "cannot move ourselves into %s/daemon: %s", path,
+                return reason_set(reterr, -EACCES, "cannot move ourselves into %s/daemon: %s", path,
                                  strerror(leaf < 0 ? errno : -r));
         r = cg_write_at(fd, "cgroup.subtree_control", "+memory +pids");
         if (r < 0)
-                return cg_reason(reterr, r, "cannot enable memory and pids in %s: %s", path, strerror(-r));
-        (void) cg_write_at(fd, "cgroup.subtree_control", "+cpu");
+                return reason_set(reterr, r, "cannot enable memory and pids in %s: %s", path, strerror(-r));
+        cg_enable_optional(fd);
         c->base_fd = TAKE_FD(fd);
         snprintf(c->describe, sizeof(c->describe), "cgroupfs: per-run cgroups below %s", path);
         return 0;
@@ -87,10 +87,10 @@ static int fs_open(Cgroup *c, char **reterr) {
 static int fs_tenant_apply(Cgroup *c, const CgroupTenant *t, char *ret_slice, size_t size, char **reterr) {
         snprintf(ret_slice, size, "tenant-%s", t->name);
         if (mkdirat(c->base_fd, ret_slice, 0755) < 0 && errno != EEXIST)
-                return cg_reason(reterr, -errno, "cannot create the cgroup %s of tenant %s: %m", ret_slice, t->name);
+                return reason_set(reterr, -errno, "cannot create the cgroup %s of tenant %s: %m", ret_slice, t->name);
         _cleanup_close_ int fd = openat(c->base_fd, ret_slice, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
-                return cg_reason(reterr, -errno, "cannot open the cgroup %s of tenant %s: %m", ret_slice, t->name);
+                return reason_set(reterr, -errno, "cannot open the cgroup %s of tenant %s: %m", ret_slice, t->name);
         char v[64];
         int r = cg_write_at(fd, "cgroup.subtree_control", "+memory +pids");
         if (r >= 0) {
@@ -102,13 +102,13 @@ static int fs_tenant_apply(Cgroup *c, const CgroupTenant *t, char *ret_slice, si
                 r = cg_write_at(fd, "pids.max", v);
         }
         if (r < 0)
-                return cg_reason(reterr, r, "cannot set the bounds of tenant %s in its cgroup %s: %s", t->name,
+                return reason_set(reterr, r, "cannot set the bounds of tenant %s in its cgroup %s: %s", t->name,
                                  ret_slice, strerror(-r));
         /* cpu.weight exists where our subtree enabled cpu (fs_open(), optional there too). */
         snprintf(v, sizeof(v), "%" PRIu64, t->cpu_weight);
         if (faccessat(fd, "cpu.weight", W_OK, 0) == 0 && (r = cg_write_at(fd, "cpu.weight", v)) < 0)
-                return cg_reason(reterr, r, "cannot set cpu.weight of tenant %s: %s", t->name, strerror(-r));
-        (void) cg_write_at(fd, "cgroup.subtree_control", "+cpu");
+                return reason_set(reterr, r, "cannot set cpu.weight of tenant %s: %s", t->name, strerror(-r));
+        cg_enable_optional(fd);
         return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include "cgroup.h"
 #include "cleanup.h"
+#include "str-util.h"
 
 #define CGROUP_MOUNT "/sys/fs/cgroup"
 #define CGROUP_RECENT_JOBS 32
@@ -53,6 +54,9 @@ typedef struct CgroupOps {
         int (*run_read)(CgroupRun *cr, CgroupStats *ret); /* NULL: -EBADF (no counters) */
 } CgroupOps;
 
+/* Whether unit was given to cgroup_keep_scope(). */
+bool cg_scope_kept(const Cgroup *c, const char *unit);
+
 extern const CgroupOps cgroup_systemd_ops;
 extern const CgroupOps cgroup_fs_ops;
 extern const CgroupOps cgroup_none_ops;
@@ -86,6 +90,8 @@ struct Cgroup {
         char describe[256];
         CgroupTenantSlice *tenants; /* the last cgroup_tenants_set()'s */
         size_t n_tenants;
+        char **keep;                /* scopes cgroup_stop_stale() spares (cgroup_keep_scope()) */
+        size_t n_keep;
 
         int base_fd;           /* cgroupfs: our delegated cgroup, parent of every run's cgroup */
         CgroupSystemd systemd;
@@ -126,14 +132,20 @@ int cgroup_new_with(const CgroupConfig *config, const CgroupOps *const backends[
                     char **reterr);
 
 /* Shared cgroupfs file helpers (cgroup-util.c). All return 0 (or what is said) or -errno. */
-/* Sets *reterr to the formatted reason and returns r (-ENOMEM when the reason cannot be made). */
-int cg_reason(char **reterr, int r, const char *format, ...) __attribute__((format(printf, 3, 4)));
 int cg_write_at(int dirfd, const char *file, const char *value);
 /* Reads at most size - 1 bytes of file and NUL-terminates them. */
 int cg_read_at(int dirfd, const char *file, char *buf, size_t size);
 /* The value of key in a flat-keyed file's text ("key value\n" lines: memory.events, cpu.stat);
  * -ENOENT when absent. */
 int cg_keyed_value(const char *text, const char *key, uint64_t *ret);
+/* Enables the controllers a run can do without (cpu, io) for dirfd's children, each if offered. */
+void cg_enable_optional(int dirfd);
+/* The total= of the line ("some", "full") of a pressure file's text (cpu.pressure, …), µs. */
+int cg_pressure_total(const char *text, const char *line, uint64_t *ret);
+/* The sums of rbytes= and wbytes= over io.stat's devices; -EBADMSG for a line without them. */
+int cg_io_bytes(const char *text, uint64_t *ret_read, uint64_t *ret_written);
+/* fd's pressure totals, I/O bytes and pids.peak, each known if the kernel has it. */
+void cg_account_read(int fd, ExecAccount *ret);
 /* 1 if path is a cgroup v2 mount, 0 if something else. */
 int cg_is_cgroup2(const char *path);
 /* The cgroup v2 path of pid below the mount ("0::/x/y" in /proc/pid/cgroup), malloc'd. */

@@ -207,13 +207,15 @@ static int start_scope(CgroupRun *cr) {
         /* The backstop: if we die, PID 1 still ends the run shortly after its deadline. The init
          * ignores SIGTERM (PID 1 of its namespace), hence KillSignal=SIGKILL. */
         uint64_t runtime = ((uint64_t) cr->timeout_s + c->config.backstop_grace_s) * 1000000u;
-        r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
+        r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
                                   "Description", "s", description,
                                   "Slice", "s", cr->slice[0] ? cr->slice : c->slice,
                                   "Delegate", "b", 1,
                                   "MemoryAccounting", "b", 1,
                                   "TasksAccounting", "b", 1,
                                   "CPUAccounting", "b", 1,
+                                  /* io.stat of the run's own cgroups (issue 33.1) */
+                                  "IOAccounting", "b", 1,
                                   "MemoryMax", "t", c->config.memory_max_bytes,
                                   "MemorySwapMax", "t", (uint64_t) 0,
                                   "TasksMax", "t", c->config.pids_max,
@@ -252,12 +254,12 @@ static int systemd_run_place(CgroupRun *cr, char **reterr) {
                 _cleanup_free_ char *why = NULL;
                 r = bus_setup(c, &why);
                 if (r < 0)
-                        return cg_reason(reterr, r, "systemd cannot be reached to create the run's scope (the "
+                        return reason_set(reterr, r, "systemd cannot be reached to create the run's scope (the "
                                          "connection was lost; reconnecting failed: %s)", why ?: strerror(-r));
         }
         r = start_scope(cr);
         if (r < 0)
-                return cg_reason(reterr, r, "cannot ask systemd for the run's scope: %s", strerror(-r));
+                return reason_set(reterr, r, "cannot ask systemd for the run's scope: %s", strerror(-r));
         cr->systemd.next_pending = cr->cgroup->systemd.pending;
         cr->cgroup->systemd.pending = cr;
         return 0;
@@ -311,7 +313,7 @@ static int bus_connect(Cgroup *c, char **reterr) {
         else {
                 r = system ? sd_bus_open_system(&bus) : sd_bus_open_user(&bus);
                 if (r < 0)
-                        return cg_reason(reterr, r, "cannot connect to the %s: %s",
+                        return reason_set(reterr, r, "cannot connect to the %s: %s",
                                          system ? "system manager" : "user's systemd manager", strerror(-r));
         }
         c->systemd.bus = TAKE_PTR(bus);
@@ -329,16 +331,16 @@ static int bus_setup(Cgroup *c, char **reterr) {
                                 SYSTEMD_PATH, SYSTEMD_MANAGER, "JobRemoved", on_job_removed, c);
         if (r < 0) {
                 bus_drop(c);
-                return cg_reason(reterr, r, "cannot subscribe to systemd's JobRemoved: %s", strerror(-r));
+                return reason_set(reterr, r, "cannot subscribe to systemd's JobRemoved: %s", strerror(-r));
         }
         return 0;
 }
 
 static int systemd_open(Cgroup *c, char **reterr) {
         if (sd_booted() <= 0)
-                return cg_reason(reterr, -ENOMEDIUM, "systemd is not the init system");
+                return reason_set(reterr, -ENOMEDIUM, "systemd is not the init system");
         if (cg_is_cgroup2(CGROUP_MOUNT) <= 0)
-                return cg_reason(reterr, -ENOMEDIUM, "%s is not a pure cgroup v2 hierarchy", CGROUP_MOUNT);
+                return reason_set(reterr, -ENOMEDIUM, "%s is not a pure cgroup v2 hierarchy", CGROUP_MOUNT);
         int r = bus_setup(c, reterr);
         if (r < 0)
                 return r;
@@ -419,7 +421,8 @@ static int systemd_stop_stale(Cgroup *c) {
         uint32_t jid;
         while ((r = sd_bus_message_read(reply, "(ssssssouso)", &name, &d, &load, &active, &sub, &follow, &path,
                                         &jid, &jtype, &jpath)) > 0) {
-                if (scope_owner_alive(d))
+                /* A live daemon's, or a Python session this daemon took back from the fd store. */
+                if (scope_owner_alive(d) || cg_scope_kept(c, name))
                         continue;
                 /* SIGKILL the whole scope, then stop it; a failed one is reset so its name frees. */
                 (void) sd_bus_call_method(bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "KillUnit", NULL, NULL,
@@ -431,6 +434,24 @@ static int systemd_stop_stale(Cgroup *c) {
                 n++;
         }
         return r < 0 ? r : n;
+}
+
+int cgroup_own_fd_store_max(Cgroup *c, uint32_t *ret) {
+        if (cgroup_backend(c) != CGROUP_BACKEND_SYSTEMD || !c->systemd.bus)
+                return -EOPNOTSUPP;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r = sd_bus_call_method(c->systemd.bus, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitByPID",
+                                   &error, &reply, "u", (uint32_t) getpid());
+        if (r < 0)
+                return r;
+        const char *path;
+        r = sd_bus_message_read(reply, "o", &path);
+        if (r < 0)
+                return r;
+        /* Not a service (a scope of a login session, a test's transient unit): no store. */
+        return sd_bus_get_property_trivial(c->systemd.bus, SYSTEMD_SERVICE, path, "org.freedesktop.systemd1.Service",
+                                           "FileDescriptorStoreMax", &error, 'u', ret);
 }
 
 /* The bounds as properties of the slice, appended to m (an a(sv) container is open). */
@@ -447,12 +468,12 @@ static int tenant_properties(sd_bus_message *m, const CgroupTenant *t) {
 static int systemd_tenant_apply(Cgroup *c, const CgroupTenant *t, char *ret_slice, size_t size, char **reterr) {
         int r = cg_tenant_unit_name(c->slice, t->name, ret_slice, size);
         if (r < 0)
-                return cg_reason(reterr, r, "no slice name for tenant %s below %s", t->name, c->slice);
+                return reason_set(reterr, r, "no slice name for tenant %s below %s", t->name, c->slice);
         if (!c->systemd.bus) {
                 _cleanup_free_ char *why = NULL;
                 r = bus_setup(c, &why);
                 if (r < 0)
-                        return cg_reason(reterr, r, "systemd cannot be reached to set up the slice of tenant %s: %s",
+                        return reason_set(reterr, r, "systemd cannot be reached to set up the slice of tenant %s: %s",
                                          t->name, why ?: strerror(-r));
         }
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
@@ -470,7 +491,7 @@ static int systemd_tenant_apply(Cgroup *c, const CgroupTenant *t, char *ret_slic
         if (r >= 0)
                 r = sd_bus_call(c->systemd.bus, m, 0, &error, NULL);
         if (r < 0)
-                return cg_reason(reterr, r, "systemd did not set the bounds of %s (tenant %s): %s", ret_slice, t->name,
+                return reason_set(reterr, r, "systemd did not set the bounds of %s (tenant %s): %s", ret_slice, t->name,
                                  error.message ?: strerror(-r));
         return 0;
 }

@@ -14,18 +14,6 @@
 
 #include "cgroup-internal.h"
 
-int cg_reason(char **reterr, int r, const char *format, ...) {
-        va_list ap;
-        va_start(ap, format);
-        int k = vasprintf(reterr, format, ap);
-        va_end(ap);
-        if (k < 0) {
-                *reterr = NULL;
-                return -ENOMEM;
-        }
-        return r;
-}
-
 int cg_write_at(int dirfd, const char *file, const char *value) {
         _cleanup_close_ int fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
@@ -52,6 +40,14 @@ int cg_read_at(int dirfd, const char *file, char *buf, size_t size) {
 static const char *next_line(const char *p) {
         const char *nl = strchr(p, '\n');
         return nl ? nl + 1 : NULL;
+}
+
+void cg_enable_optional(int dirfd) {
+        /* One write each: a controller the parent does not offer fails alone. cpu for cpu.weight
+         * and the quota (older user managers may not delegate it); io for io.stat's bytes. */
+        static const char *const optional[] = { "+cpu", "+io" };
+        for (size_t i = 0; i < ELEMENTSOF(optional); i++)
+                (void) cg_write_at(dirfd, "cgroup.subtree_control", optional[i]);
 }
 
 int cg_keyed_value(const char *text, const char *key, uint64_t *ret) {
@@ -155,13 +151,104 @@ int cg_make_leaves(int run_fd, bool move_init, pid_t init_pid, int *ret_supervis
         }
         if (r < 0)
                 return r;
-        (void) cg_write_at(run_fd, "cgroup.subtree_control", "+cpu");
+        cg_enable_optional(run_fd);
         _cleanup_close_ int payload_fd = openat(run_fd, "payload", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (payload_fd < 0)
                 return -errno;
         *ret_supervisor_fd = TAKE_FD(supervisor_fd);
         *ret_payload_fd = TAKE_FD(payload_fd);
         return 0;
+}
+
+/* Pressure stall information: "some avg10=… avg60=… avg300=… total=<µs>" and a "full" line
+ * (Documentation/accounting/psi.rst). Rows of one file are adjacent: it is read once. */
+static const struct {
+        ExecAccountField field;
+        const char *file, *line;
+} pressure_rows[] = {
+        { EXEC_ACCOUNT_CPU_PRESSURE_SOME_US, "cpu.pressure", "some" },
+        { EXEC_ACCOUNT_MEMORY_PRESSURE_SOME_US, "memory.pressure", "some" },
+        { EXEC_ACCOUNT_MEMORY_PRESSURE_FULL_US, "memory.pressure", "full" },
+        { EXEC_ACCOUNT_IO_PRESSURE_SOME_US, "io.pressure", "some" },
+        { EXEC_ACCOUNT_IO_PRESSURE_FULL_US, "io.pressure", "full" },
+};
+
+/* The number spelled by [p, end): digits only. */
+static int parse_u64(const char *p, const char *end, uint64_t *ret) {
+        uint64_t v = 0;
+        if (p == end)
+                return -EBADMSG;
+        for (; p < end; p++) {
+                if (*p < '0' || *p > '9' || v > (UINT64_MAX - (uint64_t) (*p - '0')) / 10)
+                        return -EBADMSG;
+                v = v * 10 + (uint64_t) (*p - '0');
+        }
+        *ret = v;
+        return 0;
+}
+
+/* The value of "<key>=<n>" among the space-separated words of the line starting at p. */
+static int line_value(const char *p, const char *key, uint64_t *ret) {
+        size_t kl = strlen(key);
+        const char *eol = strchrnul(p, '\n');
+        while (p < eol) {
+                const char *word_end = memchr(p, ' ', (size_t) (eol - p)) ?: eol;
+                if ((size_t) (word_end - p) > kl && strncmp(p, key, kl) == 0 && p[kl] == '=')
+                        return parse_u64(p + kl + 1, word_end, ret);
+                p = word_end < eol ? word_end + 1 : eol;
+        }
+        return -ENOENT;
+}
+
+int cg_pressure_total(const char *text, const char *line, uint64_t *ret) {
+        size_t n = strlen(line);
+        for (const char *p = text; p && *p; p = next_line(p))
+                if (strncmp(p, line, n) == 0 && p[n] == ' ')
+                        return line_value(p + n + 1, "total", ret);
+        return -ENOENT;
+}
+
+int cg_io_bytes(const char *text, uint64_t *ret_read, uint64_t *ret_written) {
+        uint64_t rd = 0, wr = 0;
+        /* "MAJ:MIN rbytes=… wbytes=… rios=… wios=… dbytes=… dios=…", a line per device. */
+        for (const char *p = text; p && *p; p = next_line(p)) {
+                uint64_t r = 0, w = 0;
+                if (*p == '\n')
+                        continue;
+                if (line_value(p, "rbytes", &r) < 0 || line_value(p, "wbytes", &w) < 0)
+                        return -EBADMSG;
+                rd += r;
+                wr += w;
+        }
+        *ret_read = rd;
+        *ret_written = wr;
+        return 0;
+}
+
+void cg_account_read(int fd, ExecAccount *ret) {
+        char buf[8192];
+        ExecAccount a = {};
+        const char *file = NULL;
+        bool have = false;
+        uint64_t v, w;
+
+        /* A file the kernel does not have (PSI disabled: EOPNOTSUPP on read; no io controller; no
+         * pids.peak before 6.1) leaves its fields unknown: the result says null, not 0. */
+        for (size_t i = 0; i < ELEMENTSOF(pressure_rows); i++) {
+                if (!file || strcmp(file, pressure_rows[i].file) != 0) {
+                        file = pressure_rows[i].file;
+                        have = cg_read_at(fd, file, buf, sizeof(buf)) >= 0;
+                }
+                if (have && cg_pressure_total(buf, pressure_rows[i].line, &v) >= 0)
+                        exec_account_set(&a, pressure_rows[i].field, v);
+        }
+        if (cg_read_at(fd, "io.stat", buf, sizeof(buf)) >= 0 && cg_io_bytes(buf, &v, &w) >= 0) {
+                exec_account_set(&a, EXEC_ACCOUNT_IO_READ_BYTES, v);
+                exec_account_set(&a, EXEC_ACCOUNT_IO_WRITE_BYTES, w);
+        }
+        if (cg_read_at(fd, "pids.peak", buf, sizeof(buf)) >= 0 && parse_u64(buf, strchrnul(buf, '\n'), &v) >= 0)
+                exec_account_set(&a, EXEC_ACCOUNT_PIDS_PEAK, v);
+        *ret = a;
 }
 
 int cg_stats_read(int payload_fd, int run_fd, CgroupStats *ret) {
@@ -195,6 +282,7 @@ int cg_stats_read(int payload_fd, int run_fd, CgroupStats *ret) {
                     cg_keyed_value(buf, "max", &v) >= 0 && v > 0)
                         s.pids_limit_hit = true;
         }
+        cg_account_read(payload_fd, &s.account);
         *ret = s;
         return 0;
 }

@@ -99,6 +99,9 @@ Cgroup *cgroup_free(Cgroup *c) {
                 c->ops->close(c);
         free(c->slice);
         free(c->tenants);
+        for (size_t i = 0; i < c->n_keep; i++)
+                free(c->keep[i]);
+        free(c->keep);
         free(c);
         return NULL;
 }
@@ -117,6 +120,24 @@ const char *cgroup_describe(const Cgroup *c) {
 
 int cgroup_stop_stale(Cgroup *c) {
         return c->ops->stop_stale ? c->ops->stop_stale(c) : 0;
+}
+
+int cgroup_keep_scope(Cgroup *c, const char *unit) {
+        char **v = realloc(c->keep, (c->n_keep + 1) * sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        c->keep = v;
+        if (!(v[c->n_keep] = strdup(unit)))
+                return -ENOMEM;
+        c->n_keep++;
+        return 0;
+}
+
+bool cg_scope_kept(const Cgroup *c, const char *unit) {
+        for (size_t i = 0; i < c->n_keep; i++)
+                if (strcmp(c->keep[i], unit) == 0)
+                        return true;
+        return false;
 }
 
 int cgroup_event_fd(Cgroup *c) {
@@ -144,11 +165,11 @@ int cgroup_tenants_set(Cgroup *c, const CgroupTenant *v, size_t n, char **reterr
         int r = 0;
         for (; done < n; done++) {
                 if (strlen(v[done].name) > CGROUP_TENANT_NAME_MAX) {
-                        r = cg_reason(reterr, -EINVAL, "tenant name too long: %.40s", v[done].name);
+                        r = reason_set(reterr, -EINVAL, "tenant name too long: %.40s", v[done].name);
                         break;
                 }
                 if (!c->ops->tenant_apply) {
-                        r = cg_reason(reterr, -EOPNOTSUPP, "the %s backend has no slices: the memory, process and CPU "
+                        r = reason_set(reterr, -EOPNOTSUPP, "the %s backend has no slices: the memory, process and CPU "
                                       "bounds of tenant %s cannot be enforced", c->ops->name, v[done].name);
                         break;
                 }
@@ -190,6 +211,36 @@ int cgroup_run_new(Cgroup *c, const char *run_id, uint32_t timeout_s, const char
         }
         *ret = TAKE_PTR(cr);
         return 0;
+}
+
+int cgroup_run_adopt(Cgroup *c, const char *run_id, const char *unit, int run_fd, int payload_fd, CgroupRun **ret) {
+        CgroupRun *cr = calloc(1, sizeof(*cr));
+        if (!cr) {
+                safe_close(run_fd);
+                safe_close(payload_fd);
+                return -ENOMEM;
+        }
+        *cr = (CgroupRun) {
+                .cgroup = c, .run_fd = run_fd, .supervisor_fd = -EBADF, .payload_fd = payload_fd, .pidfd = -EBADF,
+        };
+        snprintf(cr->id, sizeof(cr->id), "%s", run_id);
+        snprintf(cr->unit, sizeof(cr->unit), "%s", unit ?: "");
+        *ret = cr;
+        return 0;
+}
+
+int cgroup_run_fd(const CgroupRun *cr) {
+        return cr->run_fd;
+}
+
+int cgroup_run_frozen(CgroupRun *cr) {
+        char buf[16];
+        if (cr->payload_fd < 0)
+                return -EBADF;
+        int r = cg_read_at(cr->payload_fd, "cgroup.freeze", buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        return buf[0] == '1';
 }
 
 int cgroup_run_supervisor_fd(const CgroupRun *cr) {
@@ -253,6 +304,7 @@ int cgroup_run_usage(CgroupRun *cr, CgroupUsage *ret) {
         if (r < 0)
                 return r;
         u.memory_current_bytes = strtoull(buf, NULL, 10);
+        cg_account_read(cr->payload_fd, &u.account);
         *ret = u;
         return 0;
 }

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "cleanup.h"
+#include "exec-account.h"
 
 typedef enum CgroupWant {
         CGROUP_WANT_AUTO,     /* systemd, then cgroupfs, then none */
@@ -50,6 +51,14 @@ const char *cgroup_describe(const Cgroup *c);
  * (systemd: those whose daemon, named in the Description, is not a live mcp-execd).
  * Returns the number stopped, or -errno. Blocking: call at start only. */
 int cgroup_stop_stale(Cgroup *c);
+/* Spares the scope named unit from cgroup_stop_stale(): a Python session's, taken back from
+ * systemd's fd store after a restart (pysession/store.c), whose Description names the daemon that
+ * made it. Before cgroup_stop_stale(). 0 or -ENOMEM. */
+int cgroup_keep_scope(Cgroup *c, const char *unit);
+/* The FileDescriptorStoreMax= of the service we run as (systemd backend: the unit of our PID,
+ * asked over the manager's bus), for a systemd without $FDSTORE (before 254). -EOPNOTSUPP with
+ * another backend, -errno when the manager cannot say. Blocking: call at start only. */
+int cgroup_own_fd_store_max(Cgroup *c, uint32_t *ret);
 
 /* Event-loop integration for the systemd backend's D-Bus connection. event_fd is -EBADF when the
  * backend needs no events. event_timeout is absolute CLOCK_MONOTONIC µs, UINT64_MAX for none.
@@ -91,6 +100,7 @@ typedef struct CgroupStats {
         uint64_t cpu_system_usec;
         bool oom_killed;     /* memory.events oom_kill > 0 */
         bool pids_limit_hit; /* pids.events max > 0 */
+        ExecAccount account; /* payload/'s pressure totals, I/O bytes, pids.peak (issue 33.1) */
 } CgroupStats;
 
 /* Prepares a run, in tenant's slice when it has one (cgroup_tenant_slice(); NULL or "": the
@@ -138,6 +148,7 @@ typedef struct CgroupUsage {
         uint64_t cpu_user_usec;
         uint64_t cpu_system_usec;
         uint64_t memory_current_bytes;
+        ExecAccount account; /* the pressure totals, I/O bytes and pids.peak so far */
 } CgroupUsage;
 int cgroup_run_usage(CgroupRun *cr, CgroupUsage *ret);
 
@@ -147,6 +158,15 @@ int cgroup_run_usage(CgroupRun *cr, CgroupUsage *ret);
  * runs' cgroups: a ready sandbox waits at a lower weight (issue 16.4). Once placed. Returns 0, or
  * -errno (-ENOENT when the cpu controller is not enabled for the runs' cgroups). */
 int cgroup_run_set_cpu_weight(CgroupRun *cr, uint64_t weight);
+
+/* A run's cgroups taken back after a restart of the daemon (a Python session from the fd store,
+ * systemd backend): its scope's name, the scope's cgroup directory and payload/ (fds the CgroupRun
+ * owns from here, also on failure). Placed already; nothing is created. 0 or -errno. */
+int cgroup_run_adopt(Cgroup *c, const char *run_id, const char *unit, int run_fd, int payload_fd, CgroupRun **ret);
+/* The run's scope cgroup and payload/ directories (cgroup_run_adopt()'s), -EBADF before placed. */
+int cgroup_run_fd(const CgroupRun *cr);
+/* Whether payload/ is frozen (its cgroup.freeze reads 1): 1, 0, or -errno. */
+int cgroup_run_frozen(CgroupRun *cr);
 
 /* Removes what the daemon created (payload/; for cgroupfs the whole run cgroup), after the init
  * was reaped. Cancels a placement in flight. NULL-safe. */

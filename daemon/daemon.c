@@ -18,7 +18,9 @@
 #include "cgroup.h"
 #include "daemon.h"
 #include "fd-util.h"
+#include "fdstore.h"
 #include "http-transport.h"
+#include "lb-agent.h"
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
@@ -36,6 +38,7 @@
 #include "state-dir.h"
 #include "stdio-transport.h"
 #include "str-util.h"
+#include "task-keeper.h"
 #include "tenants.h"
 
 #define RING_ENTRIES 256
@@ -55,6 +58,8 @@
 struct Daemon {
         const Config *config;
         Cgroup *cgroup;
+        FdStore *fdstore; /* the Python sessions systemd kept for us, until they are taken back */
+        bool fdstore_usable; /* sessions and tasks are handed to systemd's fd store (issue 33.3) */
         Sandbox *sandbox;
         char *state_dir; /* the runs' staging directories; removed with its contents at the end */
         int state_dir_lock; /* held while state_dir exists (state-dir.h) */
@@ -73,6 +78,7 @@ struct Daemon {
         Metrics *metrics;
         Stdio *stdio;    /* one of the two transports */
         Http *http;
+        LbAgent *lb_agent; /* HTTP: HAProxy's agent check (MCP_EXEC_AGENT_ADDR), or NULL */
         Tenants *tenants; /* HTTP: who may call (MCP_EXEC_TENANTS, MCP_EXEC_AUTH_TOKEN), lent to http; NULL: anyone */
         EgressProxy *egress;          /* the runs' way out (issue 32), serving those with an allowlist */
         EgressPolicy *egress_default; /* MCP_EXEC_EGRESS_ALLOW: calls of no tenant and of the tenant default */
@@ -135,6 +141,33 @@ static int daemon_cgroup_setup(Daemon *d) {
         } else
                 log_info("cgroup backend %s", cgroup_describe(cgroup));
         d->cgroup = TAKE_PTR(cgroup);
+        return 0;
+}
+
+/* Systemd's fd store (issue 33.3): the pieces of the Python sessions and the ended tasks an earlier
+ * instance handed to it, taken before the transport reads its sockets from $LISTEN_FDS, their scopes spared from the
+ * stale scopes' stop; pysessions_adopt() and dispatch_tasks_adopt() take them back once they can be
+ * served. */
+static int daemon_fdstore_setup(Daemon *d) {
+        static const char *const prefixes[] = { PYSESSION_STORE_PREFIX, TASK_KEEPER_PREFIX, NULL };
+        int r = fdstore_take(prefixes, &d->fdstore);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the fds systemd passed: %m");
+        pysessions_store_keep_scopes(d->fdstore, d->cgroup);
+        d->fdstore_usable = d->config->transport != TRANSPORT_STDIO && fdstore_available();
+        if (d->fdstore_usable && !getenv("FDSTORE")) {
+                /* systemd before 254 sets no $FDSTORE: its manager says the unit's FileDescriptorStoreMax=
+                 * (0: what we hand it would be closed, with a warning each time). */
+                uint32_t max;
+                r = cgroup_own_fd_store_max(d->cgroup, &max);
+                if (r >= 0)
+                        d->fdstore_usable = max > 0;
+                else if (r != -EOPNOTSUPP)
+                        log_info("cannot ask systemd for our FileDescriptorStoreMax= (%s): Python sessions and tasks "
+                                 "are handed to its fd store as the unit says", strerror(-r));
+        }
+        if (d->fdstore_usable)
+                log_debug("Python sessions and tasks are kept in systemd's fd store across a restart");
         return 0;
 }
 
@@ -274,6 +307,35 @@ static int daemon_session_setup(Daemon *d) {
         return 0;
 }
 
+/* The status line's numbers, now (notify.h). */
+static NotifyStatus daemon_status(const Daemon *d) {
+        NotifyStatus st = {
+                .running = d->scheduler.n_running,
+                .slots = d->scheduler.max_running,
+                .queued = d->scheduler.n_queued,
+                .pool_ready = run_pool_ready(d->pool),
+                .pool_size = d->pool ? d->config->warm_pool : 0,
+                .sessions = d->pysessions ? pysessions_count(d->pysessions) : 0,
+                .total = d->scheduler.n_finished,
+        };
+        st.tenants = scheduler_tenants_busy(&d->scheduler, &st.busiest, &st.busiest_calls);
+        return st;
+}
+
+/* The agent check's numbers, at each of HAProxy's connections (lb-agent.h): a daemon stopping or
+ * draining says drain, so that the balancer sends it nothing new while its calls finish. */
+static void daemon_lb_load(void *userdata, LbAgentLoad *ret) {
+        const Daemon *d = userdata;
+        *ret = (LbAgentLoad) {
+                .slots = d->scheduler.max_running,
+                .running = d->scheduler.n_running,
+                .queued = d->scheduler.n_queued,
+                .pool_ready = run_pool_ready(d->pool),
+                .pool_size = d->pool ? d->config->warm_pool : 0,
+                .draining = !d->ready || d->drain_deadline || d->shutdown_deadline,
+        };
+}
+
 /* The start is over and it went well: READY=1, and its record. Once, when both the checks have
  * passed and daemon_run() has begun. */
 static void daemon_announce(Daemon *d) {
@@ -288,7 +350,8 @@ static void daemon_announce(Daemon *d) {
         metrics_daemon_started(d->metrics, &(MetricsStart) { .limits = daemon_limits_by(d),
                                                              .max_concurrent = cfg->max_concurrent,
                                                              .queue_max = cfg->queue_max });
-        notify_ready(&d->notify, 0, 0, 0);
+        NotifyStatus st = daemon_status(d);
+        notify_ready(&d->notify, &st);
 }
 
 /* Over stdio, what the session held (and what was read after it) is answered: a call with a tool
@@ -537,6 +600,25 @@ static json_t *daemon_tenant_limits_json(void *userdata, const char *tenant) {
 #undef COUNT_OR_NULL
 }
 
+/* HAProxy's agent check (issue 33.4), before the HTTP transport takes the socket systemd passed:
+ * a fleet's socket unit passes the agent's too, which is told apart by its address. */
+static int daemon_lb_agent_setup(Daemon *d) {
+        const Config *cfg = d->config;
+        if (!cfg->agent_addr)
+                return 0;
+        if (cfg->transport == TRANSPORT_STDIO) {
+                log_warning("MCP_EXEC_AGENT_ADDR is not served over stdio: a load balancer's instances serve HTTP");
+                return 0;
+        }
+        const char *what = NULL;
+        int r = lb_agent_new(d->ring, cfg->agent_addr, daemon_lb_load, d, &d->lb_agent, &what);
+        if (r < 0)
+                return log_error_errno(r, "agent check on %s (MCP_EXEC_AGENT_ADDR): %s: %m", cfg->agent_addr, what);
+        log_info("agent check on %s: each connection gets this instance's free capacity (ready N%%) or drain",
+                 cfg->agent_addr);
+        return 0;
+}
+
 static int daemon_serving_setup(Daemon *d) {
         const Config *cfg = d->config;
         scheduler_init(&d->scheduler, &d->env, cfg->max_concurrent, cfg->queue_max);
@@ -552,11 +634,14 @@ static int daemon_serving_setup(Daemon *d) {
                                                     .tenant_max = daemon_tenant_sessions_max,
                                                     .tenant_userdata = d,
                                                     .egress_of = daemon_egress_of,
-                                                    .egress_userdata = d },
+                                                    .egress_userdata = d,
+                                                    .keep = d->fdstore_usable &&
+                                                            cgroup_backend(d->cgroup) == CGROUP_BACKEND_SYSTEMD },
                                &d->pysessions);
         if (q < 0)
                 return log_error_errno(q, "cannot set up the Python sessions: %m");
         pysessions_attach(d->pysessions, &d->scheduler);
+        pysessions_adopt(d->pysessions, d->fdstore);
         pyexec_set_py_sessions(d->pyexec, daemon_py_sessions_count, d->pysessions);
         pyexec_set_session_open(d->pyexec, daemon_py_session_open, d->pysessions);
         pyexec_set_tenant_limits(d->pyexec, daemon_tenant_limits_json, d);
@@ -580,14 +665,21 @@ static int daemon_serving_setup(Daemon *d) {
                 .tag = cfg->instance,
                 .tenant_max = daemon_tenant_tasks_max,
                 .tenant_userdata = d,
+                .keep = d->fdstore_usable,
         };
         r = dispatch_tasks_new(&d->scheduler, &tcfg, &d->tasks);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the tasks: %m");
+        dispatch_tasks_adopt(d->tasks, d->fdstore);
+        fdstore_drop_untaken(d->fdstore);
+        d->fdstore = fdstore_free(d->fdstore);
 
         d->transport_name = cfg->transport == TRANSPORT_STDIO  ? "stdio"
                             : cfg->transport == TRANSPORT_HTTP ? "HTTP (Streamable HTTP and HTTP+SSE)"
                                                                : "HTTP+SSE";
+        r = daemon_lb_agent_setup(d);
+        if (r < 0)
+                return r;
         if (cfg->transport == TRANSPORT_STDIO)
                 r = stdio_start(d->ring, &d->scheduler, d->mcp, cfg->max_message_bytes, &d->stdio);
         else
@@ -709,6 +801,9 @@ int daemon_new(const Config *cfg, Daemon **ret) {
         if (r < 0)
                 return r;
         r = daemon_cgroup_setup(d);
+        if (r < 0)
+                return r;
+        r = daemon_fdstore_setup(d);
         if (r < 0)
                 return r;
         /* A slice that cannot be made refuses the start, with systemd's reason: its tenant's bounds
@@ -928,7 +1023,8 @@ int daemon_run(Daemon *d) {
                         d->gave_up = true;
                         break;
                 }
-                notify_status(&d->notify, d->scheduler.n_running, d->scheduler.n_queued, d->scheduler.n_finished);
+                NotifyStatus st = daemon_status(d);
+                notify_status(&d->notify, &st);
                 daemon_on_signal(d);
                 daemon_drain_check(d);
                 if (d->shutdown_deadline && now_usec() > d->shutdown_deadline) {
@@ -1027,6 +1123,7 @@ Daemon *daemon_free(Daemon *d) {
          *    while its owner is alive. A drain that gave up leaves them to the kernel: the ring is
          *    closed next and we exit, nothing is freed under a completion that can still run. */
         notify_done(&d->notify);
+        lb_agent_stop(d->lb_agent);
         bus_events_stop(&d->bus);
         if (drained)
                 drained = daemon_drain(d, daemon_ring_busy, NULL, deadline);
@@ -1045,6 +1142,7 @@ Daemon *daemon_free(Daemon *d) {
                 log_debug("teardown: the egress proxy still waits for a name being resolved, left to the exit");
         egress_policy_free(d->egress_default);
         signals_free(d->signals);
+        lb_agent_free(d->lb_agent);
         ring_free(d->ring);
         free(d->python);
         if (d->state_dir)
@@ -1052,6 +1150,7 @@ Daemon *daemon_free(Daemon *d) {
         free(d->state_dir);
         safe_close(d->state_dir_lock); /* after the removal: until then it is ours */
         sandbox_free(d->sandbox);
+        fdstore_free(d->fdstore);
         cgroup_free(d->cgroup);
         free(d);
         return NULL;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "str-util.h"
 
 #define EGRESS_RULES_MAX 256 /* a list longer than this is a mistake, not a policy */
 
@@ -176,15 +177,6 @@ int egress_host_normalize(const char *host, size_t len, char ret[EGRESS_HOST_MAX
 
 /* ---- the list ------------------------------------------------------------------------------- */
 
-__attribute__((format(printf, 2, 3))) static int failf(char **reterr, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        if (reterr && vasprintf(reterr, fmt, ap) < 0)
-                *reterr = NULL;
-        va_end(ap);
-        return -EINVAL;
-}
-
 static int parse_port(const char *s, size_t len, uint16_t *ret) {
         unsigned v = 0;
         if (len == 0 || len > 5)
@@ -226,27 +218,27 @@ int egress_authority_split(const char *s, size_t len, size_t *ret_host_len, uint
 static int parse_entry(const char *s, size_t len, EgressRule *r, char **reterr) {
         *r = (EgressRule) {};
         if (memmem(s, len, "://", 3))
-                return failf(reterr, "'%.*s' is a URL: write its host alone, host or host:port", (int) (len > 80 ? 80 : len), s);
+                return reason_set(reterr, -EINVAL, "'%.*s' is a URL: write its host alone, host or host:port", (int) (len > 80 ? 80 : len), s);
         size_t hlen;
         int k = egress_authority_split(s, len, &hlen, &r->port);
         if (k == -ERANGE)
-                return failf(reterr, "'%.*s': the port is not a number from 1 to 65535", (int) len, s);
+                return reason_set(reterr, -EINVAL, "'%.*s': the port is not a number from 1 to 65535", (int) len, s);
         if (k < 0)
-                return failf(reterr, "'%.*s': an IPv6 address is written in brackets, [addr] or [addr]:port",
+                return reason_set(reterr, -EINVAL, "'%.*s': an IPv6 address is written in brackets, [addr] or [addr]:port",
                              (int) len, s);
         if (hlen >= 2 && s[0] == '*' && s[1] == '.') {
                 r->wildcard = true;
                 s += 2;
                 hlen -= 2;
         } else if (hlen == 1 && s[0] == '*')
-                return failf(reterr, "'*' alone would allow every host: list the hosts, or *.domain");
+                return reason_set(reterr, -EINVAL, "'*' alone would allow every host: list the hosts, or *.domain");
         if (parse_literal(s, hlen, &r->addr)) {
                 if (r->wildcard)
-                        return failf(reterr, "'*.%.*s': a wildcard is for names, not addresses", (int) hlen, s);
+                        return reason_set(reterr, -EINVAL, "'*.%.*s': a wildcard is for names, not addresses", (int) hlen, s);
                 r->literal = true;
         }
         if (egress_host_normalize(s, hlen, r->host) < 0)
-                return failf(reterr, "'%.*s' is no host name, IPv4 address or [IPv6] address", (int) (hlen > 80 ? 80 : hlen), s);
+                return reason_set(reterr, -EINVAL, "'%.*s' is no host name, IPv4 address or [IPv6] address", (int) (hlen > 80 ? 80 : hlen), s);
         return 0;
 }
 
@@ -267,9 +259,9 @@ int egress_policy_parse(const char *text, EgressPolicy **ret, char **reterr) {
                 while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
                         e--;
                 if (e == b)
-                        return failf(reterr, "an empty entry (two commas, or one at an end)");
+                        return reason_set(reterr, -EINVAL, "an empty entry (two commas, or one at an end)");
                 if (p->n >= EGRESS_RULES_MAX)
-                        return failf(reterr, "more than %d entries", EGRESS_RULES_MAX);
+                        return reason_set(reterr, -EINVAL, "more than %d entries", EGRESS_RULES_MAX);
                 EgressRule *v = realloc(p->v, (p->n + 1) * sizeof(*v));
                 if (!v)
                         return -ENOMEM;

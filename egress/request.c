@@ -9,7 +9,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cleanup.h"
 #include "request.h"
+#include "str-util.h"
 
 /* A refusal: its status and its sentence. */
 #define REFUSE(status, why)              \
@@ -54,27 +56,6 @@ static bool in_list(const char *name, size_t len, const char *const *list, size_
                 if (strlen(list[i]) == len && strncasecmp(list[i], name, len) == 0)
                         return true;
         return false;
-}
-
-/* A growing buffer for the forwarded head: at most the head's size plus a few lines. */
-typedef struct Out {
-        char *p;
-        size_t len, size;
-} Out;
-
-static int out_put(Out *o, const char *s, size_t n) {
-        if (o->len + n + 1 > o->size) {
-                size_t size = (o->len + n + 1) * 2;
-                char *p = realloc(o->p, size);
-                if (!p)
-                        return -ENOMEM;
-                o->p = p;
-                o->size = size;
-        }
-        memcpy(o->p + o->len, s, n);
-        o->len += n;
-        o->p[o->len] = '\0';
-        return 0;
 }
 
 int egress_request_parse(const char *buf, size_t len, EgressRequest *ret, int *ret_status, const char **reterr) {
@@ -153,79 +134,62 @@ int egress_request_parse(const char *buf, size_t len, EgressRequest *ret, int *r
         }
 
         /* The headers. */
-        Out out = {};
+        _cleanup_(buf_done) Buf out = {};
         bool forward = ret->kind == EGRESS_REQUEST_HTTP;
-        if (forward && (out_put(&out, buf, mlen + 1) < 0 || (path[0] == '?' && out_put(&out, "/", 1) < 0) ||
-                        out_put(&out, path, path_len) < 0 || out_put(&out, " ", 1) < 0 ||
-                        out_put(&out, version, vlen) < 0 || out_put(&out, "\r\n", 2) < 0))
+        if (forward && (buf_append(&out, buf, mlen + 1) < 0 || (path[0] == '?' && buf_append(&out, "/", 1) < 0) ||
+                        buf_append(&out, path, path_len) < 0 || buf_append(&out, " ", 1) < 0 ||
+                        buf_append(&out, version, vlen) < 0 || buf_append(&out, "\r\n", 2) < 0))
                 goto oom;
         bool have_length = false;
         for (const char *l = eol + 2; l < end + 2;) {
                 const char *le = memmem(l, (size_t) (end + 2 - l), "\r\n", 2);
                 size_t ll = (size_t) (le - l);
-                if (memchr(l, '\n', ll)) {
-                        free(out.p);
+                if (memchr(l, '\n', ll))
                         REFUSE(400, "a line ends without CR");
-                }
-                if (l[0] == ' ' || l[0] == '\t') {
-                        free(out.p);
+                if (l[0] == ' ' || l[0] == '\t')
                         REFUSE(400, "a header is folded over lines");
-                }
                 const char *colon = memchr(l, ':', ll);
                 size_t nlen = colon ? (size_t) (colon - l) : 0;
                 for (size_t i = 0; i < nlen; i++)
                         if (!is_tchar(l[i]))
                                 nlen = 0;
-                if (nlen == 0) {
-                        free(out.p);
+                if (nlen == 0)
                         REFUSE(400, "a header line is not Name: value");
-                }
                 const char *v = colon + 1, *ve = le;
                 while (v < ve && (*v == ' ' || *v == '\t'))
                         v++;
                 while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
                         ve--;
                 for (const char *c = v; c < ve; c++)
-                        if ((unsigned char) *c < 0x20 && *c != '\t') {
-                                free(out.p);
+                        if ((unsigned char) *c < 0x20 && *c != '\t')
                                 REFUSE(400, "a header value holds a control character");
-                        }
                 size_t vl = (size_t) (ve - v);
                 if (nlen == 4 && strncasecmp(l, "host", 4) == 0) {
                         char h[EGRESS_HOST_MAX + 1];
                         uint16_t hp;
                         if (parse_authority(v, vl, ret->kind == EGRESS_REQUEST_HTTP ? 80 : ret->port, h, &hp) < 0 ||
-                            strcmp(h, ret->host) != 0 || hp != ret->port) {
-                                free(out.p);
+                            strcmp(h, ret->host) != 0 || hp != ret->port)
                                 REFUSE(400, "the Host header names another server than the request line");
-                        }
                 } else if (nlen == 14 && strncasecmp(l, "content-length", 14) == 0) {
                         uint64_t n = 0;
-                        if (vl == 0 || vl > 15) {
-                                free(out.p);
+                        if (vl == 0 || vl > 15)
                                 REFUSE(400, "Content-Length is not a length");
-                        }
                         for (size_t i = 0; i < vl; i++) {
-                                if (v[i] < '0' || v[i] > '9') {
-                                        free(out.p);
+                                if (v[i] < '0' || v[i] > '9')
                                         REFUSE(400, "Content-Length is not a length");
-                                }
                                 n = n * 10 + (uint64_t) (v[i] - '0');
                         }
-                        if (have_length && n != ret->content_length) {
-                                free(out.p);
+                        if (have_length && n != ret->content_length)
                                 REFUSE(400, "two Content-Length headers disagree");
-                        }
                         have_length = true;
                         ret->content_length = n;
                 } else if (nlen == 17 && strncasecmp(l, "transfer-encoding", 17) == 0 && forward) {
-                        free(out.p);
                         *ret_status = 501;
                         *reterr = "a request body in a transfer coding (chunked) is not forwarded: send Content-Length";
                         return -EINVAL;
                 }
                 if (forward && !in_list(l, nlen, dropped_headers, ELEMENTSOF(dropped_headers)) &&
-                    out_put(&out, l, ll + 2) < 0)
+                    buf_append(&out, l, ll + 2) < 0)
                         goto oom;
                 l = le + 2;
         }
@@ -236,16 +200,15 @@ int egress_request_parse(const char *buf, size_t len, EgressRequest *ret, int *r
                 int k = ret->port == 80 ? snprintf(hostline, sizeof(hostline), "Host: %s%s%s\r\n", v6 ? "[" : "", ret->host, v6 ? "]" : "")
                                         : snprintf(hostline, sizeof(hostline), "Host: %s%s%s:%u\r\n", v6 ? "[" : "", ret->host,
                                                    v6 ? "]" : "", ret->port);
-                if (out_put(&out, hostline, (size_t) k) < 0 || out_put(&out, "Connection: close\r\n\r\n", 21) < 0)
+                if (buf_append(&out, hostline, (size_t) k) < 0 || buf_append(&out, "Connection: close\r\n\r\n", 21) < 0)
                         goto oom;
-                ret->forward = out.p;
                 ret->forward_len = out.len;
+                ret->forward = TAKE_PTR(out.data);
         }
         ret->head_len = head_len;
         *ret_status = 0;
         return 0;
 oom:
-        free(out.p);
         *ret_status = 500;
         *reterr = "the proxy is out of memory";
         return -ENOMEM;

@@ -10,16 +10,8 @@ void mcp_line_reader_init(McpLineReader *r, size_t max_line) {
 }
 
 void mcp_line_reader_done(McpLineReader *r) {
-        free(r->buf);
+        buf_done(&r->buf);
         *r = (McpLineReader) {};
-}
-
-static void compact(McpLineReader *r) {
-        if (r->start == 0)
-                return;
-        memmove(r->buf, r->buf + r->start, r->len - r->start);
-        r->len -= r->start;
-        r->start = 0;
 }
 
 int mcp_line_reader_feed(McpLineReader *r, const char *p, size_t n) {
@@ -33,21 +25,13 @@ int mcp_line_reader_feed(McpLineReader *r, const char *p, size_t n) {
                 p = nl + 1;
         }
         if (n == 0)
-                return 0; /* nothing to copy; buf may still be NULL (memcpy(NULL, …, 0) is UB) */
-        compact(r);
-        if (r->len + n > r->cap) {
-                size_t cap = r->cap ? r->cap : 4096;
-                while (cap < r->len + n)
-                        cap *= 2;
-                char *b = realloc(r->buf, cap);
-                if (!b)
-                        return -ENOMEM;
-                r->buf = b;
-                r->cap = cap;
+                return 0;
+        /* The lines already returned go first: the buffer holds at most the one being read. */
+        if (r->start > 0) {
+                buf_consume(&r->buf, r->start);
+                r->start = 0;
         }
-        memcpy(r->buf + r->len, p, n);
-        r->len += n;
-        return 0;
+        return buf_append(&r->buf, p, n);
 }
 
 static void strip_cr(const char *line, size_t *len) {
@@ -58,16 +42,17 @@ static void strip_cr(const char *line, size_t *len) {
 
 McpLineStatus mcp_line_reader_next(McpLineReader *r, const char **ret_line, size_t *ret_len) {
         /* Nothing buffered (buf may still be NULL: EOF before any input; found by fuzz-mcp-server). */
-        if (r->discarding || r->start == r->len)
+        if (r->discarding || r->start == r->buf.len)
                 return MCP_LINE_NONE;
 
-        char *s = r->buf + r->start;
-        size_t avail = r->len - r->start;
+        char *s = r->buf.data + r->start;
+        size_t avail = r->buf.len - r->start;
         char *nl = avail > 0 ? memchr(s, '\n', avail) : NULL;
         if (!nl) {
                 if (avail > r->max_line) {
                         /* Bound our memory: forget the line, skip until its newline. */
-                        r->start = r->len = 0;
+                        buf_consume(&r->buf, r->buf.len);
+                        r->start = 0;
                         r->discarding = true;
                         return MCP_LINE_OVERSIZE;
                 }
@@ -89,20 +74,13 @@ McpLineStatus mcp_line_reader_finish(McpLineReader *r, const char **ret_line, si
         McpLineStatus st = mcp_line_reader_next(r, ret_line, ret_len);
         if (st != MCP_LINE_NONE || r->discarding)
                 return st;
-        size_t avail = r->len - r->start;
+        size_t avail = r->buf.len - r->start;
         if (avail == 0)
                 return MCP_LINE_NONE;
-        /* The last line was cut off at EOF: still a message to answer (or reject). */
-        if (r->len + 1 > r->cap) {
-                char *b = realloc(r->buf, r->len + 1);
-                if (!b)
-                        return MCP_LINE_NONE;
-                r->buf = b;
-                r->cap = r->len + 1;
-        }
-        char *s = r->buf + r->start;
-        s[avail] = '\0';
-        r->start = r->len;
+        /* The last line was cut off at EOF: still a message to answer (or reject). buf keeps a NUL
+         * after its bytes, so it is a C string as it is. */
+        char *s = r->buf.data + r->start;
+        r->start = r->buf.len;
         strip_cr(s, &avail);
         *ret_line = s;
         *ret_len = avail;

@@ -10,6 +10,7 @@
 #include "cleanup.h"
 #include "exec-result.h"
 #include "mime.h"
+#include "str-util.h"
 #include "utf8.h"
 
 /* jansson's value type, named here without its header: JSON crosses from mcp/ to the daemon and
@@ -317,10 +318,8 @@ char *mcp_base64_encode(const void *p, size_t n, size_t *ret_len);
 
 /* Splits a byte stream into newline-terminated messages with a size cap (the stdio framing). */
 typedef struct McpLineReader {
-        char *buf;
-        size_t start; /* first byte not yet returned */
-        size_t len;   /* bytes in buf */
-        size_t cap;
+        Buf buf;
+        size_t start; /* first byte of buf not yet returned */
         size_t max_line;
         bool discarding; /* inside a line that exceeded max_line */
 } McpLineReader;

@@ -90,6 +90,13 @@ static char *reply_result(const McpCall *c, const ExecResult *r, const char **re
                         if (json_array_append_new(unbounded, json_string(names[i])) < 0)
                                 return NULL;
         }
+        /* Issue 33.1: the kernel's account beyond CPU and memory, null where it has none (rlimit mode). */
+        *ret_what = "the kernel's account";
+        for (ExecAccountField f = 0; f < _EXEC_ACCOUNT_MAX; f++)
+                if (json_object_set_new(sc, exec_account_name(f),
+                                        exec_account_known(&r->account, f) ? json_integer((json_int_t) r->account.v[f])
+                                                                           : json_null()) < 0)
+                        return NULL;
         /* Issue 32.3: a run that could reach hosts says what it sent and received, and to whom. */
         *ret_what = "the egress field";
         if (r->egress) {

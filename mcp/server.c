@@ -388,6 +388,47 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *s
         return 0;
 }
 
+/* The tasks/ methods, and which revision has each: 2025-11-25's experimental tasks (through
+ * initialize) or 2026-07-28's tasks extension (per request). */
+static const struct {
+        const char *method;
+        McpTaskOp op;
+        bool dated, modern;
+} task_methods[] = {
+        { "tasks/get", MCP_TASK_GET, true, true },
+        { "tasks/result", MCP_TASK_RESULT, true, false },
+        { "tasks/cancel", MCP_TASK_CANCEL, true, true },
+        { "tasks/list", MCP_TASK_LIST, true, false },
+        { "tasks/update", MCP_TASK_UPDATE, false, true },
+};
+
+/* Whether method is a tasks/ method of the revision (modern: 2026-07-28), and which. */
+static bool task_method(const char *method, bool modern, McpTaskOp *ret_op) {
+        for (size_t i = 0; i < ELEMENTSOF(task_methods); i++)
+                if (strcmp(method, task_methods[i].method) == 0 &&
+                    (modern ? task_methods[i].modern : task_methods[i].dated)) {
+                        *ret_op = task_methods[i].op;
+                        return true;
+                }
+        return false;
+}
+
+/* tools/list or tools/call while the start is held (mcp_server_hold()): kept for later; once the
+ * start failed or was stopped (mcp_server_refuse()), answered, the call with a tool error (it did
+ * not run), the list with an error. */
+static int answer_held(McpServer *s, json_t *id, const char *method, json_t *stamp, McpAction *ret) {
+        if (!s->refused) {
+                ret->kind = MCP_ACTION_HOLD;
+                return 0;
+        }
+        if (strcmp(method, "tools/call") == 0) {
+                ret->is_tool_error = true;
+                ret->reply = mcp_reply_tool_error(id, s->refused, stamp);
+        } else
+                ret->reply = reply_errorf(id, MCP_ERROR_INTERNAL, "%s: %s", method, s->refused);
+        return ret->reply ? 0 : -ENOMEM;
+}
+
 static int handle_request(McpServer *s, const char *method, json_t *id, json_t *params, McpAction *ret) {
         ret->kind = MCP_ACTION_REPLY;
 
@@ -398,25 +439,15 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
                 return ret->reply ? 0 : -ENOMEM;
         }
 
-        static const struct {
-                const char *method;
-                McpTaskOp op;
-        } task_methods[] = {
-                { "tasks/get", MCP_TASK_GET },
-                { "tasks/result", MCP_TASK_RESULT },
-                { "tasks/cancel", MCP_TASK_CANCEL },
-                { "tasks/list", MCP_TASK_LIST },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(task_methods); i++)
-                if (strcmp(method, task_methods[i].method) == 0) {
-                        if (!s->protocol_version) {
-                                ret->reply = reply_errorf(id, MCP_ERROR_INVALID_REQUEST,
-                                                          "%s: the session is not initialized; send initialize first",
-                                                          method);
-                                return ret->reply ? 0 : -ENOMEM;
-                        }
-                        return mcp_task_request_parse(task_methods[i].op, id, params, NULL, ret);
+        McpTaskOp op;
+        if (task_method(method, false, &op)) {
+                if (!s->protocol_version) {
+                        ret->reply = reply_errorf(id, MCP_ERROR_INVALID_REQUEST,
+                                                  "%s: the session is not initialized; send initialize first", method);
+                        return ret->reply ? 0 : -ENOMEM;
                 }
+                return mcp_task_request_parse(op, id, params, NULL, ret);
+        }
 
         bool known = strcmp(method, "tools/list") == 0 || strcmp(method, "tools/call") == 0;
         if (!known) {
@@ -425,20 +456,8 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
                 ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s", MCP_QUOTE(method));
                 return ret->reply ? 0 : -ENOMEM;
         }
-        if (s->held && s->refused) {
-                /* The start failed or was stopped: every request gets an answer, the call a tool
-                 * error (it did not run), the list an error. */
-                if (strcmp(method, "tools/call") == 0) {
-                        ret->is_tool_error = true;
-                        ret->reply = mcp_reply_tool_error(id, s->refused, NULL);
-                } else
-                        ret->reply = reply_errorf(id, MCP_ERROR_INTERNAL, "%s: %s", method, s->refused);
-                return ret->reply ? 0 : -ENOMEM;
-        }
-        if (s->held) {
-                ret->kind = MCP_ACTION_HOLD;
-                return 0;
-        }
+        if (s->held)
+                return answer_held(s, id, method, NULL, ret);
         if (!s->protocol_version) {
                 ret->reply = reply_errorf(id, MCP_ERROR_INVALID_REQUEST,
                                           "%s: the session is not initialized; send initialize first", method);
@@ -534,30 +553,22 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
 
         json_t *extensions = json_object_get(caps, "extensions");
         bool tasks = json_is_object(extensions) && json_object_get(extensions, MCP_TASKS_EXTENSION);
-        static const struct {
-                const char *method;
-                McpTaskOp op;
-        } task_methods[] = {
-                { "tasks/get", MCP_TASK_GET },
-                { "tasks/update", MCP_TASK_UPDATE },
-                { "tasks/cancel", MCP_TASK_CANCEL },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(task_methods); i++)
-                if (strcmp(method, task_methods[i].method) == 0) {
-                        if (!tasks) {
-                                /* SEP-2663 and SEP-2575: a method of an extension the request did not
-                                 * declare, with the capability it needs in data. */
-                                _cleanup_(json_decrefp) json_t *m = json_pack(
-                                        "{s:s, s:O, s:{s:i, s:s, s:{s:{s:{s:{}}}}}}", "jsonrpc", "2.0", "id", id,
-                                        "error", "code", MCP_ERROR_MISSING_CAPABILITY, "message",
-                                        "Missing required client capability: declare the " MCP_TASKS_EXTENSION
-                                        " extension in _meta." META_CLIENT_CAPABILITIES ".extensions",
-                                        "data", "requiredCapabilities", "extensions", MCP_TASKS_EXTENSION);
-                                ret->reply = m ? mcp_json_dump(m) : NULL;
-                                return ret->reply ? 0 : -ENOMEM;
-                        }
-                        return mcp_task_request_parse(task_methods[i].op, id, params, s->stamp, ret);
+        McpTaskOp op;
+        if (task_method(method, true, &op)) {
+                if (!tasks) {
+                        /* SEP-2663 and SEP-2575: a method of an extension the request did not declare,
+                         * with the capability it needs in data. */
+                        _cleanup_(json_decrefp) json_t *m = json_pack(
+                                "{s:s, s:O, s:{s:i, s:s, s:{s:{s:{s:{}}}}}}", "jsonrpc", "2.0", "id", id, "error",
+                                "code", MCP_ERROR_MISSING_CAPABILITY, "message",
+                                "Missing required client capability: declare the " MCP_TASKS_EXTENSION
+                                " extension in _meta." META_CLIENT_CAPABILITIES ".extensions",
+                                "data", "requiredCapabilities", "extensions", MCP_TASKS_EXTENSION);
+                        ret->reply = m ? mcp_json_dump(m) : NULL;
+                        return ret->reply ? 0 : -ENOMEM;
                 }
+                return mcp_task_request_parse(op, id, params, s->stamp, ret);
+        }
 
         bool discover = strcmp(method, "server/discover") == 0, list = strcmp(method, "tools/list") == 0,
              call = strcmp(method, "tools/call") == 0;
@@ -584,18 +595,8 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
                 ret->reply = result ? mcp_reply_result(id, result, s->stamp) : NULL;
                 return ret->reply ? 0 : -ENOMEM;
         }
-        if (s->held && s->refused) {
-                if (call) {
-                        ret->is_tool_error = true;
-                        ret->reply = mcp_reply_tool_error(id, s->refused, s->stamp);
-                } else
-                        ret->reply = reply_errorf(id, MCP_ERROR_INTERNAL, "%s: %s", method, s->refused);
-                return ret->reply ? 0 : -ENOMEM;
-        }
-        if (s->held) {
-                ret->kind = MCP_ACTION_HOLD;
-                return 0;
-        }
+        if (s->held)
+                return answer_held(s, id, method, s->stamp, ret);
         if (list) {
                 if (json_object_get(params, "cursor")) {
                         return action_error(ret, id, MCP_ERROR_INVALID_PARAMS, "tools/list: invalid cursor");

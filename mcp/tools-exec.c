@@ -74,6 +74,19 @@ static char *exec_description(const McpLimits *l) {
         return d;
 }
 
+/* The kernel's account (issue 33.1): integers, null where the kernel gives none. */
+static const char *const account_descriptions[_EXEC_ACCOUNT_MAX] = {
+        [EXEC_ACCOUNT_CPU_PRESSURE_SOME_US] = "µs some task of the run waited for a CPU (its cgroup's cpu.pressure)",
+        [EXEC_ACCOUNT_MEMORY_PRESSURE_SOME_US] = "µs some task of the run stalled on memory (reclaim, swap-in, "
+                                                 "refaults: memory.pressure)",
+        [EXEC_ACCOUNT_MEMORY_PRESSURE_FULL_US] = "µs all its tasks stalled on memory at once (memory.pressure full)",
+        [EXEC_ACCOUNT_IO_PRESSURE_SOME_US] = "µs some task of the run waited for block I/O (io.pressure)",
+        [EXEC_ACCOUNT_IO_PRESSURE_FULL_US] = "µs all its tasks waited for block I/O at once (io.pressure full)",
+        [EXEC_ACCOUNT_IO_READ_BYTES] = "bytes the run read from block devices (io.stat)",
+        [EXEC_ACCOUNT_IO_WRITE_BYTES] = "bytes the run wrote to block devices (io.stat)",
+        [EXEC_ACCOUNT_PIDS_PEAK] = "the most tasks (processes and threads) the run had at once (pids.peak)",
+};
+
 json_t *mcp_exec_output_schema_new(void) {
         static const struct {
                 const char *name, *type, *description;
@@ -115,6 +128,16 @@ json_t *mcp_exec_output_schema_new(void) {
                                     fields[i].description);
                 if (!p || json_object_set_new(props, fields[i].name, p) < 0 ||
                     json_array_append_new(required, json_string(fields[i].name)) < 0)
+                        return NULL;
+        }
+        for (ExecAccountField f = 0; f < _EXEC_ACCOUNT_MAX; f++) {
+                _cleanup_free_ char *d = NULL;
+                if (asprintf(&d, "%s; null in rlimit mode or where the kernel does not have it",
+                             account_descriptions[f]) < 0)
+                        return NULL;
+                if (json_object_set_new(props, exec_account_name(f),
+                                        json_pack("{s:[s,s], s:s}", "type", "integer", "null", "description", d)) < 0 ||
+                    json_array_append_new(required, json_string(exec_account_name(f))) < 0)
                         return NULL;
         }
         json_t *schema = json_pack("{s:s, s:O, s:O}", "type", "object", "properties", props, "required", required);

@@ -21,7 +21,7 @@
 #include "str-util.h"
 
 #define SYSLOG_IDENTIFIER "mcp-execd"
-#define RECORD_FIELDS_MAX 40
+#define RECORD_FIELDS_MAX 48
 
 /* ---- histograms ----------------------------------------------------------------------------- */
 
@@ -36,6 +36,7 @@ static const uint64_t scope_us_bounds[] = { 1000, 2500, 5000, 10000, 25000, 5000
 #define MiB (UINT64_C(1024) * 1024)
 static const uint64_t memory_bounds[] = { 1 * MiB, 4 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 128 * MiB, 256 * MiB,
                                           512 * MiB, 1024 * MiB, 2048 * MiB, 4096 * MiB };
+static const uint64_t pids_bounds[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 };
 #define HISTOGRAM_BUCKETS_MAX 16
 
 typedef struct Histogram {
@@ -58,7 +59,31 @@ static void histogram_observe(Histogram *h, uint64_t v) {
         h->count++;
 }
 
-enum { HIST_DURATION, HIST_QUEUE, HIST_SCOPE, HIST_MEMORY, _HIST_MAX };
+enum { HIST_DURATION, HIST_QUEUE, HIST_SCOPE, HIST_MEMORY, HIST_PIDS, _HIST_MAX };
+
+/* The sums of runs' kernel accounts (issue 33.1), each a series of a family; pids.peak, a peak, is a
+ * histogram instead (HIST_PIDS). A family's series are adjacent. */
+static const struct AccountFamily {
+        const char *name, *help;
+        uint64_t scale; /* stored units per base unit */
+} account_pressure = { "mcp_execd_run_pressure_stall_seconds_total",
+                       "Time runs' tasks stalled waiting for a resource (their cgroup's pressure stall "
+                       "information; cgroup modes).", 1000000 },
+  account_io = { "mcp_execd_run_io_bytes_total",
+                 "Bytes runs read from and wrote to block devices (their cgroup's io.stat; cgroup modes).", 1 };
+static const struct AccountSeries {
+        ExecAccountField field;
+        const struct AccountFamily *family;
+        const char *labels;
+} account_series[] = {
+        { EXEC_ACCOUNT_CPU_PRESSURE_SOME_US, &account_pressure, "resource=\"cpu\",kind=\"some\"" },
+        { EXEC_ACCOUNT_MEMORY_PRESSURE_SOME_US, &account_pressure, "resource=\"memory\",kind=\"some\"" },
+        { EXEC_ACCOUNT_MEMORY_PRESSURE_FULL_US, &account_pressure, "resource=\"memory\",kind=\"full\"" },
+        { EXEC_ACCOUNT_IO_PRESSURE_SOME_US, &account_pressure, "resource=\"io\",kind=\"some\"" },
+        { EXEC_ACCOUNT_IO_PRESSURE_FULL_US, &account_pressure, "resource=\"io\",kind=\"full\"" },
+        { EXEC_ACCOUNT_IO_READ_BYTES, &account_io, "direction=\"read\"" },
+        { EXEC_ACCOUNT_IO_WRITE_BYTES, &account_io, "direction=\"write\"" },
+};
 
 /* Why a call is refused before it runs, each counted under its name. A bound of the daemon's (its
  * capacity, a session's or a tenant's share of it) is a warning: the operator may want to raise it;
@@ -102,6 +127,7 @@ struct Metrics {
         size_t n_tenants;
         uint64_t egress_connections[2]; /* denied, allowed */
         uint64_t egress_sent, egress_received;
+        uint64_t account[_EXEC_ACCOUNT_MAX]; /* sums of the known figures (account_series) */
 };
 
 static const char *const outcome_names[_METRICS_OUTCOME_MAX] = {
@@ -179,6 +205,11 @@ int metrics_new(const char *version, const char *transport, FILE *stream, Metric
                 .name = "mcp_execd_scope_start_seconds",
                 .help = "Latency of placing a run in its systemd scope (StartTransientUnit to JobRemoved done).",
                 .bounds = scope_us_bounds, .n_bounds = ELEMENTSOF(scope_us_bounds), .scale = 1000000,
+        };
+        m->hist[HIST_PIDS] = (Histogram) {
+                .name = "mcp_execd_run_peak_tasks",
+                .help = "The most tasks runs had at once (their cgroup's pids.peak, where the kernel has it).",
+                .bounds = pids_bounds, .n_bounds = ELEMENTSOF(pids_bounds), .scale = 1,
         };
         m->hist[HIST_MEMORY] = (Histogram) {
                 .name = "mcp_execd_run_memory_peak_bytes",
@@ -357,7 +388,12 @@ void metrics_run_finished(Metrics *m, const MetricsRun *run) {
                 histogram_observe(&m->hist[HIST_DURATION], run->duration_ms);
                 if (run->memory_peak_bytes > 0)
                         histogram_observe(&m->hist[HIST_MEMORY], run->memory_peak_bytes);
+                if (exec_account_known(&run->account, EXEC_ACCOUNT_PIDS_PEAK))
+                        histogram_observe(&m->hist[HIST_PIDS], run->account.v[EXEC_ACCOUNT_PIDS_PEAK]);
         }
+        for (size_t i = 0; i < ELEMENTSOF(account_series); i++)
+                if (exec_account_known(&run->account, account_series[i].field))
+                        m->account[account_series[i].field] += run->account.v[account_series[i].field];
 
         _cleanup_(record_done) Record r = { .priority = LOG_INFO };
         switch (o) {
@@ -426,6 +462,10 @@ void metrics_run_finished(Metrics *m, const MetricsRun *run) {
                 record_add(&r, "SCOPE_START_US", "%" PRIu64, run->scope_start_usec);
         record_add(&r, "WARM", "%s", yes_no(run->warm));
         record_add(&r, "MEMORY_AT_START_BYTES", "%" PRIu64, run->memory_at_start_bytes);
+        /* Issue 33.1: the kernel's account, only what it has (none in rlimit mode). */
+        for (ExecAccountField f = 0; f < _EXEC_ACCOUNT_MAX; f++)
+                if (exec_account_known(&run->account, f))
+                        record_add(&r, exec_account_field(f), "%" PRIu64, run->account.v[f]);
         /* The agent's trace (issue 17.5): joins this run to it (journalctl TRACEPARENT=…). */
         if (run->traceparent)
                 record_add(&r, "TRACEPARENT", "%s", run->traceparent);
@@ -674,6 +714,14 @@ int metrics_render(const Metrics *m, char **ret, size_t *ret_len) {
         put_family(&b, &err, "mcp_execd_runs_truncated_total", "counter",
                    "Runs whose output exceeded MCP_EXEC_MAX_OUTPUT_BYTES and was cut.");
         put(&b, &err, "mcp_execd_runs_truncated_total %" PRIu64 "\n", m->truncated);
+
+        for (size_t i = 0; i < ELEMENTSOF(account_series); i++) {
+                const struct AccountSeries *a = &account_series[i];
+                if (i == 0 || a->family != account_series[i - 1].family)
+                        put_family(&b, &err, a->family->name, "counter", a->family->help);
+                format_scaled(v, sizeof(v), m->account[a->field], a->family->scale);
+                put(&b, &err, "%s{%s} %s\n", a->family->name, a->labels, v);
+        }
 
         put_family(&b, &err, "mcp_execd_run_cpu_seconds_total", "counter", "CPU time used by runs.");
         format_scaled(v, sizeof(v), m->cpu_user_us, 1000000);

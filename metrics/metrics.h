@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "cleanup.h"
+#include "exec-account.h"
 
 /* Our journal MESSAGE_IDs (systemd.journal-fields(7): 128 bits, lowercase hex, no dashes), made
  * once with systemd-id128 new. Never change them: operators filter on them. */
@@ -72,6 +73,7 @@ typedef struct MetricsRun {
         const char *py_session_id; /* a call in a Python session: the session's id (never its handle) */
         const char *tenant;        /* who called (a configured tenant's name, never a token), or NULL */
         uint64_t py_session_call;  /* and the call's number in it, from 1 */
+        ExecAccount account;       /* pressure, I/O bytes, pids peak (issue 33.1): the known ones are kept */
 } MetricsRun;
 
 /* Decides how a run ended, from our own flags and the counters, never from the signal alone:

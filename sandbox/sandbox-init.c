@@ -225,6 +225,11 @@ static bool command_read(int64_t base_utime, int64_t base_stime) {
         case SANDBOX_COMMAND_INTERRUPT:
                 interrupt_children();
                 break;
+        case SANDBOX_COMMAND_KEEP:
+                /* The daemon may die and come back (systemd's fd store holds our control socket's
+                 * other end meanwhile): only EOF on it ends us from now on. */
+                (void) prctl(PR_SET_PDEATHSIG, 0);
+                break;
         default:
                 break;
         }

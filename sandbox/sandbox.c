@@ -230,6 +230,21 @@ static void child_end(SandboxChild *c, bool kill) {
         sandbox_child_done(c);
 }
 
+/* A run of the daemon's own (the self-test, the warm-up): its stdio on nul (/dev/null), no cgroups
+ * of its own. */
+static SandboxRunSpec own_run_spec(const char *python, const char *staging_dir, const char *script, int nul) {
+        return (SandboxRunSpec) {
+                .python = python,
+                .staging_dir = staging_dir,
+                .script = script,
+                .stdin_fd = nul,
+                .stdout_fd = nul,
+                .stderr_fd = nul,
+                .supervisor_cgroup_fd = -EBADF,
+                .payload_cgroup_fd = -EBADF,
+        };
+}
+
 /* Runs the whole spawn path once at start, with /usr/bin/true in place of Python: a kernel or
  * container that refuses a mount, pivot_root, the id maps or the seccomp filter is found now,
  * with the step that failed, instead of at the first run (issue 4, point 9). An execve that
@@ -239,15 +254,7 @@ static int sandbox_self_test(const Sandbox *s, char **reterr_reason) {
         if (nul < 0)
                 return self_test_fail(reterr_reason, -errno, "open /dev/null");
 
-        SandboxRunSpec spec = {
-                .python = "/usr/bin/true",
-                .script = "self-test",
-                .stdin_fd = nul,
-                .stdout_fd = nul,
-                .stderr_fd = nul,
-                .supervisor_cgroup_fd = -EBADF,
-                .payload_cgroup_fd = -EBADF,
-        };
+        SandboxRunSpec spec = own_run_spec("/usr/bin/true", NULL, "self-test", nul);
         SandboxChild c;
         int r = spawn_internal(s, &spec, true, &c);
         if (r < 0)
@@ -327,16 +334,7 @@ int sandbox_warm_up(Sandbox *s, const char *python) {
                 r = -errno;
         SandboxChild c = { .pidfd = -EBADF, .control_fd = -EBADF, .egress_listen_fd = -EBADF };
         if (r >= 0) {
-                SandboxRunSpec spec = {
-                        .python = python,
-                        .staging_dir = staging,
-                        .script = "warm-up.py",
-                        .stdin_fd = nul,
-                        .stdout_fd = nul,
-                        .stderr_fd = nul,
-                        .supervisor_cgroup_fd = -EBADF,
-                        .payload_cgroup_fd = -EBADF,
-                };
+                SandboxRunSpec spec = own_run_spec(python, staging, "warm-up.py", nul);
                 r = sandbox_spawn(s, &spec, &c);
         }
         if (r >= 0) {

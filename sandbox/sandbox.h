@@ -170,6 +170,11 @@ typedef enum SandboxCommandKind {
         SANDBOX_COMMAND_CONT = 2,  /* SIGCONT to the same */
         SANDBOX_COMMAND_USAGE = 3, /* a SANDBOX_REPORT_USAGE follows */
         SANDBOX_COMMAND_INTERRUPT = 4, /* SIGINT to the init's children: Python, and orphans of the run */
+        /* The init no longer dies with the daemon (its PR_SET_PDEATHSIG is cleared): a Python session
+         * whose fds the daemon handed to systemd's fd store outlives a restart of the daemon
+         * (docs/sessions.md). EOF on control_fd still ends it: once no process (the daemon, PID 1's
+         * store) holds the daemon's end, the init exits. */
+        SANDBOX_COMMAND_KEEP = 5,
 } SandboxCommandKind;
 
 typedef struct SandboxCommand {

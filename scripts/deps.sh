@@ -19,6 +19,9 @@ if [ "${1:-}" = test ]; then
         pkgs+=(openssl)
         # systemd-socket-activate: the black-box tests of a socket passed by systemd (sd_listen_fds).
         pkgs+=(systemd)
+        # systemd-journal-remote: report.test.mjs and bench/report.py make .journal files from the
+        # journal export format (--report, issue 33.2; this host has no journald).
+        pkgs+=(systemd-journal-remote)
         # The Debian package's build and lintian (debian/; the systemd tier's 46-debian-package).
         pkgs+=(debhelper devscripts lintian fakeroot dpkg-dev)
         # The container image (deploy/image/build.sh: mmdebstrap) and the runtime the systemd

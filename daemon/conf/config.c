@@ -518,6 +518,13 @@ static int then_require_cgroup(const ConfigVariable *row, const char *value, Con
         return 0;
 }
 
+static int then_agent_addr(const ConfigVariable *row, const char *value, Config *c,
+                           char *(*env)(const char *), char **reterr) {
+        if (c->agent_addr && c->addr && strcmp(c->agent_addr, c->addr) == 0)
+                return refuse(reterr, row->name, value, row->accepted);
+        return 0;
+}
+
 /* A row's parser and field: the field's type is checked at build time against what the parser
  * writes (a negative array size when it differs). */
 #define FIELD(f, type)                  \
@@ -551,6 +558,11 @@ const ConfigVariable config_table[] = {
           .accepted = "host:port with an IPv4 address, [IPv6] address, localhost or nothing (all "
                       "interfaces) before the colon and a port from 1 to 65535",
           .help = "HTTP listen address, host:port" },
+        /* Issue 33.4; docs/fleet.md. A socket systemd passed that is bound to it is used, else it is bound. */
+        { "MCP_EXEC_AGENT_ADDR", STRING(agent_addr), .valid = config_parse_addr, .flags = CONFIG_EMPTY_IS_UNSET,
+          .then = then_agent_addr,
+          .accepted = "host:port as for MCP_EXEC_ADDR, another address than MCP_EXEC_ADDR's",
+          .help = "HTTP: answer HAProxy's agent check (free capacity: ready NN%, drain) on host:port" },
         { "MCP_EXEC_MAX_TIMEOUT_S", SECONDS(max_timeout_s, 1, 86400), .fallback = "300",
           .help = "largest timeout a call may ask for, seconds" },
         { "MCP_EXEC_DEFAULT_TIMEOUT_S", SECONDS(default_timeout_s, 1, 86400), .fallback = "30",

@@ -24,6 +24,7 @@ typedef enum CgroupMode {
 typedef struct Config {
         Transport transport;
         char *addr;                 /* as given: "127.0.0.1:8080", "[::1]:8080", ":8080" */
+        char *agent_addr;           /* HTTP: HAProxy's agent check answered here (issue 33.4), or NULL */
         uint32_t default_timeout_s;
         uint32_t max_timeout_s;
         uint64_t max_output_bytes;

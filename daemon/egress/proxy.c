@@ -112,6 +112,15 @@ static void conn_maybe_free(Conn *c);
 static void run_maybe_free(EgressRun *r);
 static void accept_arm(EgressRun *r);
 
+/* An op of c came back while c is closing: c goes once its last op is back (conn_maybe_free()).
+ * Whether it was closing: then c may be gone, and the op has nothing more to do. */
+static bool conn_closing(Conn *c) {
+        if (c->state != CONN_CLOSING)
+                return false;
+        conn_maybe_free(c);
+        return true;
+}
+
 /* ---- the account and the decisions ------------------------------------------------------------ */
 
 static EgressHostAccount *account_entry(EgressRun *r, const char *host, uint16_t port, bool allowed, size_t *ret_index) {
@@ -260,10 +269,8 @@ static void conn_refuse(Conn *c, int status, const char *reason) {
 
 static void on_reply(RingOp *op, int res) {
         Conn *c = container_of(op, Conn, op_reply);
-        if (c->state == CONN_CLOSING) {
-                conn_maybe_free(c);
+        if (conn_closing(c))
                 return;
-        }
         if (res > 0 && c->reply_off + (size_t) res < c->reply_len) {
                 c->reply_off += (size_t) res;
                 reply_send(c);
@@ -319,10 +326,8 @@ static void dir_next(Dir *d) {
 static void on_dir_recv(RingOp *op, int res) {
         Dir *d = container_of(op, Dir, op_recv);
         Conn *c = d->conn;
-        if (c->state == CONN_CLOSING) {
-                conn_maybe_free(c);
+        if (conn_closing(c))
                 return;
-        }
         if (res < 0) {
                 conn_close(c, NULL); /* a reset: the relay ends, its bytes so far counted */
                 return;
@@ -343,10 +348,8 @@ static void on_dir_recv(RingOp *op, int res) {
 static void on_dir_send(RingOp *op, int res) {
         Dir *d = container_of(op, Dir, op_send);
         Conn *c = d->conn;
-        if (c->state == CONN_CLOSING) {
-                conn_maybe_free(c);
+        if (conn_closing(c))
                 return;
-        }
         if (res <= 0) {
                 conn_close(c, NULL);
                 return;
@@ -408,11 +411,8 @@ static void connect_next(Conn *c);
 
 static void on_connect(RingOp *op, int res) {
         Conn *c = container_of(op, Conn, op_connect);
-        if (c->state != CONN_CONNECTING) {
-                if (c->state == CONN_CLOSING)
-                        conn_maybe_free(c);
-                return; /* refused meanwhile (its deadline): the answer is on its way */
-        }
+        if (conn_closing(c) || c->state != CONN_CONNECTING)
+                return; /* or refused meanwhile (its deadline): the answer is on its way */
         if (res < 0) {
                 c->fd[1] = safe_close(c->fd[1]);
                 connect_next(c);
@@ -575,11 +575,8 @@ static void head_decide(Conn *c) {
 
 static void on_head(RingOp *op, int res) {
         Conn *c = container_of(op, Conn, op_head);
-        if (c->state != CONN_HEAD) {
-                if (c->state == CONN_CLOSING)
-                        conn_maybe_free(c);
-                return; /* refused meanwhile (its deadline): what came late is not read */
-        }
+        if (conn_closing(c) || c->state != CONN_HEAD)
+                return; /* or refused meanwhile (its deadline): what came late is not read */
         if (res <= 0) {
                 conn_close(c, "the run closed the connection before its request was whole");
                 return;
@@ -604,9 +601,7 @@ static void on_head(RingOp *op, int res) {
 
 static void on_head_timer(RingOp *op, int res) {
         Conn *c = container_of(op, Conn, op_head_timer);
-        if (c->state == CONN_CLOSING)
-                conn_maybe_free(c);
-        else if (res == -ETIME && c->state == CONN_HEAD) {
+        if (!conn_closing(c) && res == -ETIME && c->state == CONN_HEAD) {
                 /* A slow or endless head (slowloris) holds nothing longer than this. */
                 conn_decide(c, false);
                 conn_refuse(c, 408, "the request's head did not arrive in time");
@@ -615,9 +610,7 @@ static void on_head_timer(RingOp *op, int res) {
 
 static void on_connect_timer(RingOp *op, int res) {
         Conn *c = container_of(op, Conn, op_connect_timer);
-        if (c->state == CONN_CLOSING)
-                conn_maybe_free(c);
-        else if (res == -ETIME && (c->state == CONN_RESOLVING || c->state == CONN_CONNECTING))
+        if (!conn_closing(c) && res == -ETIME && (c->state == CONN_RESOLVING || c->state == CONN_CONNECTING))
                 conn_refuse(c, 504, "the server did not answer in time");
 }
 

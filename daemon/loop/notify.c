@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include <systemd/sd-daemon.h>
@@ -41,28 +42,50 @@ void notify_init(Notify *n, Ring *ring) {
         watchdog_arm(n);
 }
 
+void notify_status_format(const NotifyStatus *st, char *buf, size_t size) {
+        char pool[32] = "pool off", tenants[NOTIFY_TENANT_SHOWN + 48] = "";
+        if (st->pool_size > 0)
+                snprintf(pool, sizeof(pool), "pool %" PRIu32 "/%" PRIu32 " ready", st->pool_ready, st->pool_size);
+        if (st->tenants > 0 && st->busiest && *st->busiest) {
+                char name[NOTIFY_TENANT_SHOWN + 1];
+                size_t i = 0;
+                for (; st->busiest[i] && i < NOTIFY_TENANT_SHOWN; i++) {
+                        unsigned char c = (unsigned char) st->busiest[i];
+                        name[i] = c > ' ' && c < 0x7f ? (char) c : '?';
+                }
+                name[i] = '\0';
+                snprintf(tenants, sizeof(tenants), ", busiest %s%s (%" PRIu32 ")", name, st->busiest[i] ? "…" : "",
+                         st->busiest_calls);
+        }
+        snprintf(buf, size,
+                 "runs %" PRIu32 "/%" PRIu32 ", queued %" PRIu32 "; %s; sessions %" PRIu32 "; tenants %" PRIu32
+                 "%s; %" PRIu64 " total",
+                 st->running, st->slots, st->queued, pool, st->sessions, st->tenants, tenants, st->total);
+}
+
 static void status_send(Notify *n, const char *prefix) {
-        char msg[192];
-        snprintf(msg, sizeof(msg), "%sSTATUS=%" PRIu32 " runs in flight, %" PRIu32 " queued, %" PRIu64 " total", prefix,
-                 n->running, n->queued, n->total);
+        char msg[NOTIFY_STATUS_MAX + 96];
+        if (n->stopping)
+                snprintf(msg, sizeof(msg), "%sSTATUS=stopping (%s): %s", prefix, n->why, n->status);
+        else
+                snprintf(msg, sizeof(msg), "%sSTATUS=%s", prefix, n->status);
         (void) sd_notify(0, msg);
         n->status_sent = true;
 }
 
-void notify_ready(Notify *n, uint32_t running, uint32_t queued, uint64_t total) {
-        n->running = running;
-        n->queued = queued;
-        n->total = total;
+void notify_ready(Notify *n, const NotifyStatus *st) {
+        notify_status_format(st, n->status, sizeof(n->status));
         status_send(n, "READY=1\n");
 }
 
-void notify_status(Notify *n, uint32_t running, uint32_t queued, uint64_t total) {
-        if (n->stopping || !n->status_sent ||
-            (running == n->running && queued == n->queued && total == n->total))
+void notify_status(Notify *n, const NotifyStatus *st) {
+        if (!n->status_sent)
                 return;
-        n->running = running;
-        n->queued = queued;
-        n->total = total;
+        char line[NOTIFY_STATUS_MAX];
+        notify_status_format(st, line, sizeof(line));
+        if (strcmp(line, n->status) == 0)
+                return;
+        memcpy(n->status, line, sizeof(line));
         status_send(n, "");
 }
 
@@ -70,10 +93,8 @@ void notify_stopping(Notify *n, const char *why) {
         if (n->stopping)
                 return;
         n->stopping = true;
-        char msg[192];
-        snprintf(msg, sizeof(msg), "STOPPING=1\nSTATUS=stopping (%s): %" PRIu32 " runs in flight, %" PRIu64 " total",
-                 why, n->running, n->total);
-        (void) sd_notify(0, msg);
+        snprintf(n->why, sizeof(n->why), "%s", why);
+        status_send(n, "STOPPING=1\n");
 }
 
 void notify_reloading(Notify *n) {

@@ -50,6 +50,8 @@ struct Proc {
         bool init_killed;
         bool init_exited;  /* reaped */
         bool abandoned;    /* proc_free() with operations in flight: freed by the last completion */
+        bool leave;        /* proc_leave(): its processes outlive us, nothing is killed or reaped */
+        bool adopted;      /* proc_adopt(): the init is not our child (waitid(2) cannot reap it) */
 
         const char *wbuf;
         size_t wlen, woff;
@@ -154,8 +156,10 @@ static void on_pidfd(RingOp *op, int res) {
                 return;
         }
         siginfo_t si = {};
-        int r = waitid((idtype_t) P_PIDFD, (id_t) p->child.pidfd, &si, WEXITED | WNOHANG);
-        if (r == 0 && si.si_pid == 0) {
+        /* A pidfd is readable once its process has exited (pidfd_open(2)), child or not; only a
+         * child's exit is ours to reap and read. */
+        int r = p->adopted ? 0 : waitid((idtype_t) P_PIDFD, (id_t) p->child.pidfd, &si, WEXITED | WNOHANG);
+        if (r == 0 && si.si_pid == 0 && !p->adopted) {
                 proc_watch_exit(p); /* woken without an exit: watch again */
                 return;
         }
@@ -229,6 +233,40 @@ int proc_new(const ProcSpec *spec, const ProcHandler *handler, void *userdata, P
         }
         *ret = TAKE_PTR(p);
         return 0;
+}
+
+int proc_adopt(const ProcSpec *spec, pid_t pid, const ProcFds *fds, CgroupRun *cr, const ProcHandler *handler,
+               void *userdata, Proc **ret) {
+        _cleanup_(cgroup_run_freep) CgroupRun *cgroup = cr;
+        _cleanup_close_ int pidfd = fds->pidfd, control_fd = fds->control_fd, stdin_fd = fds->stdin_fd,
+                            stdout_fd = fds->stdout_fd, stderr_fd = fds->stderr_fd;
+        Proc *p;
+        int r = proc_new(&(ProcSpec) { .ring = spec->ring, .sandbox = spec->sandbox, .id = spec->id }, handler,
+                         userdata, &p);
+        if (r < 0)
+                return r;
+        p->cgroup = TAKE_PTR(cgroup);
+        p->child = (SandboxChild) { .pid = pid, .pidfd = TAKE_FD(pidfd), .control_fd = TAKE_FD(control_fd),
+                                    .egress_listen_fd = -EBADF };
+        p->stdin_fd = TAKE_FD(stdin_fd);
+        p->streams[0].fd = TAKE_FD(stdout_fd);
+        p->streams[1].fd = TAKE_FD(stderr_fd);
+        p->spawned = true;
+        p->adopted = true;
+        *ret = p;
+        return 0;
+}
+
+void proc_fds(const Proc *p, ProcFds *ret) {
+        *ret = (ProcFds) {
+                .pidfd = p->child.pidfd,
+                .control_fd = p->child.control_fd,
+                .stdin_fd = p->stdin_fd,
+                .stdout_fd = p->streams[0].fd,
+                .stderr_fd = p->streams[1].fd,
+                .cgroup_fd = p->cgroup ? cgroup_run_fd(p->cgroup) : -EBADF,
+                .payload_fd = p->cgroup ? cgroup_run_payload_fd(p->cgroup) : -EBADF,
+        };
 }
 
 void proc_set_handler(Proc *p, const ProcHandler *handler, void *userdata) {
@@ -420,6 +458,10 @@ void proc_interrupt(Proc *p) {
         (void) sandbox_child_command(&p->child, SANDBOX_COMMAND_INTERRUPT);
 }
 
+int proc_keep(Proc *p) {
+        return sandbox_child_command(&p->child, SANDBOX_COMMAND_KEEP);
+}
+
 void proc_let_go(Proc *p) {
         if (p->child.control_fd >= 0)
                 (void) shutdown(p->child.control_fd, SHUT_RDWR);
@@ -516,18 +558,18 @@ static void proc_destroy(Proc *p) {
         p->stdin_fd = safe_close(p->stdin_fd);
         for (int i = 0; i < 2; i++)
                 p->streams[i].fd = safe_close(p->streams[i].fd);
-        if (p->spawned) {
-                if (!p->init_exited) {
-                        /* Never leave a live init or a zombie behind (a start that failed half-way,
-                         * an init that outlived its grace, a ready sandbox not used). */
-                        (void) sandbox_child_kill(&p->child);
-                        siginfo_t si;
-                        while (waitid((idtype_t) P_PIDFD, (id_t) p->child.pidfd, &si, WEXITED) < 0 &&
-                               errno == EINTR)
-                                ;
-                }
-                sandbox_child_done(&p->child);
+        if (p->spawned && !p->leave && !p->init_exited) {
+                /* Never leave a live init or a zombie behind (a start that failed half-way, an init
+                 * that outlived its grace, a ready sandbox not used). An adopted init is PID 1's
+                 * child: PID 1 reaps it. */
+                (void) sandbox_child_kill(&p->child);
+                siginfo_t si;
+                while (!p->adopted && waitid((idtype_t) P_PIDFD, (id_t) p->child.pidfd, &si, WEXITED) < 0 &&
+                       errno == EINTR)
+                        ;
         }
+        if (p->spawned)
+                sandbox_child_done(&p->child);
         /* After the init is reaped: its PID namespace, hence every process of it, is gone (cgroupfs
          * removes empty cgroups only); a placement in flight is given up, and the scope systemd may
          * still make is empty and collected. */
@@ -546,8 +588,15 @@ Proc *proc_free(Proc *p) {
         /* Its reads complete at EOF once the sandbox is dead, the rest when cancelled. */
         p->abandoned = true;
         p->handler = &handler_none;
-        if (p->spawned && !p->init_exited)
+        if (p->spawned && !p->init_exited && !p->leave)
                 (void) sandbox_child_kill(&p->child);
         proc_cancel(p, PROC_OP_STREAMS | PROC_OP_STDIN | PROC_OP_REPORTS | PROC_OP_EXIT | PROC_OP_TIMER);
         return NULL;
+}
+
+Proc *proc_leave(Proc *p) {
+        if (!p)
+                return NULL;
+        p->leave = true;
+        return proc_free(p);
 }

@@ -57,6 +57,20 @@ typedef struct ProcSpec {
  * cloned into it). Returns 0, or -errno (cgroup_run_new()'s). */
 int proc_new(const ProcSpec *spec, const ProcHandler *handler, void *userdata, Proc **ret);
 
+/* The fds that reach a spawned, placed and released proc (a Python session's, for systemd's fd
+ * store: pysession/store.c). Borrowed from the proc; -EBADF where it has none. */
+typedef struct ProcFds {
+        int pidfd, control_fd, stdin_fd, stdout_fd, stderr_fd;
+        int cgroup_fd, payload_fd; /* its scope's cgroup and payload/ (systemd or cgroupfs), or -EBADF */
+} ProcFds;
+void proc_fds(const Proc *p, ProcFds *ret);
+
+/* A proc made again from those fds after a restart of the daemon: the init (pid) is no child of
+ * ours any more (PID 1 reaps it), placed and released, its cgroups cr (taken, as are the fds, also
+ * on failure). Nothing is watched yet. 0 or -errno. */
+int proc_adopt(const ProcSpec *spec, pid_t pid, const ProcFds *fds, CgroupRun *cr, const ProcHandler *handler,
+               void *userdata, Proc **ret);
+
 /* Gives the proc to another owner (a ready sandbox taken by a run or session). */
 void proc_set_handler(Proc *p, const ProcHandler *handler, void *userdata);
 
@@ -130,6 +144,9 @@ int proc_kill_init(Proc *p);
 /* SIGINT to the init's children: the launcher and whatever the code left there; sent by the init,
  * by their pids in the run's namespace, never by host pids (which may be reused by then). */
 void proc_interrupt(Proc *p);
+/* The init no longer dies with the daemon (SANDBOX_COMMAND_KEEP): its control socket's EOF alone
+ * ends it, for a proc whose fds systemd's fd store holds. 0 or -errno. */
+int proc_keep(Proc *p);
 /* Lets the init go (shutdown of its control socket): it exits, and the kernel ends what is left in
  * its PID namespace. _later: queued on the ring, behind what the loop has queued (an answer's write),
  * so the init's exit cannot delay it; handler->settled follows. */
@@ -173,3 +190,7 @@ bool proc_eof(const Proc *p, int stream);
  * last completion is back. NULL-safe; returns NULL. */
 Proc *proc_free(Proc *p);
 DEFINE_POINTER_CLEANUP(Proc, proc_free)
+/* Frees the proc but leaves its processes alone: its operations are cancelled and our fds closed,
+ * nothing is killed or reaped (the init of a Python session whose fds systemd's fd store holds, at
+ * the daemon's stop: the next daemon takes it back; see docs/sessions.md). NULL-safe; returns NULL. */
+Proc *proc_leave(Proc *p);

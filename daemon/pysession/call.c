@@ -107,6 +107,10 @@ static void call_finish(PySession *s) {
         if (usage.have && s->base.have) {
                 e.cpu_user_usec = delta(usage.user_usec, s->base.user_usec);
                 e.cpu_system_usec = delta(usage.system_usec, s->base.system_usec);
+                /* The same for the pressure and I/O totals (cgroup mode); pids.peak, as
+                 * memory_peak_bytes, is the session's (memory_peak_scope says so). */
+                if (have_stats)
+                        exec_account_since(&usage.account, &s->base.account, &e.account);
         }
         uint64_t end = c->t_end ? c->t_end : now_usec();
         /* A call that never started (it waited for a slot when its session ended) ran for no time. */
@@ -147,6 +151,7 @@ static void call_finish(PySession *s) {
                 c->reply(c->owner, reply ?: mcp_call_reply_oom(c->call));
         }
         s->t_last = now_usec();
+        pys_store_update(s); /* its counters and last call, for the next daemon (store.c) */
 }
 
 /* A session killed during a call: answered once both pipes are at EOF (all it printed is read). */

@@ -151,6 +151,7 @@ typedef struct PyStream {
 typedef struct PyUsage {
         uint64_t user_usec, system_usec;
         uint64_t peak_bytes; /* rlimit mode's peak (the largest process's); a cgroup's is in its stats */
+        ExecAccount account; /* cgroup mode: payload/'s pressure totals, I/O bytes, pids.peak */
         bool have;
 } PyUsage;
 
@@ -228,6 +229,10 @@ struct PySession {
         bool in_grace; /* the timer is the grace after SIGINT */
         bool finish_pending; /* killed during a call: answered once both pipes are at EOF */
         EgressRun *egress; /* its way out (issue 32), served while it lives; NULL: no network */
+        /* Its fds and record are in systemd's fd store (store.c): it outlives a restart of ours. */
+        bool stored;
+        int store_fd;       /* its record's memfd (PID 1 holds a copy), when stored */
+        uint64_t store_gen; /* the record's generation, one more at each write */
 };
 
 /* A call taken by hook_submit(), answered on the next turn of the loop (never from inside submit). */
@@ -288,6 +293,22 @@ void pys_streams_resume(PySession *s);
 /* The idle and lifetime sweep: armed while any session is open, its completion is pys_on_sweep(). */
 void pys_sweep_arm(PySessions *m);
 void pys_on_sweep(RingOp *op, int res);
+
+/* session.c's handler of a session's proc (store.c gives it to a proc taken back). */
+extern const ProcHandler pys_session_proc_handler;
+
+/* store.c: a session in systemd's fd store (docs/sessions.md, "Restarts"). */
+/* Once it is ready: its fds and its record to the store, and its init no longer dies with us. A
+ * session that cannot be kept (no store, not the systemd backend, egress, a prepared environment)
+ * stays as it is: it ends with the daemon. */
+void pys_store_save(PySession *s);
+/* After each call: its record written again (its counters, its last call's time). */
+void pys_store_update(PySession *s);
+/* It ended: its fds and record leave the store. */
+void pys_store_forget(PySession *s);
+/* The daemon stops: an idle stored session is let go, not killed (freed here; true), for the next
+ * daemon to take back, or for PID 1 to end by closing the store at a stop that is no restart. */
+bool pys_store_leave(PySession *s);
 
 /* call.c */
 /* A call of exec or execute_python naming the idle session s, its arguments checked (tools.c): its

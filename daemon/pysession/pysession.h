@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "fdstore.h"
 #include "run.h"
 #include "scheduler.h"
 
@@ -31,6 +32,9 @@ typedef struct PySessionsConfig {
          * it then gets a listener that env->egress serves, and never a ready sandbox. NULL: none. */
         const EgressPolicy *(*egress_of)(void *userdata, const char *tenant);
         void *egress_userdata;
+        /* Sessions are handed to systemd's fd store and outlive a restart (fdstore_available() and
+         * the systemd backend; docs/sessions.md): false, they end with the daemon. */
+        bool keep;
 } PySessionsConfig;
 
 int pysessions_new(const PySessionsConfig *config, PySessions **ret);
@@ -54,7 +58,18 @@ extern const RouteVTable pysessions_route_vtable;
  * Takes the call and prep's release in every case; call from the loop. */
 void pysessions_open_prepared(PySessions *p, McpCall *call, void *owner, JobReplyFn reply, const JobPrep *prep);
 
-/* Kills every session (a call in flight is answered with a tool error giving reason). Idempotent. */
+/* The fd store's names of a session's pieces: PYSESSION_STORE_PREFIX "<run id>.<role>". */
+#define PYSESSION_STORE_PREFIX "pysession."
+/* Before cgroup_stop_stale(): the scopes of the sessions in st are spared (cgroup_keep_scope()). */
+void pysessions_store_keep_scopes(const FdStore *st, Cgroup *cgroup);
+/* Takes back the sessions whose pieces are in st (fdstore_take(), PYSESSION_STORE_PREFIX), after a
+ * restart, before any call is served: each is checked (every piece there, its record whole and
+ * its own, its init alive, frozen between calls) and answers its handle's calls again; one that
+ * fails a check is killed and its pieces dropped, with the reason logged. Takes the fds it uses. */
+void pysessions_adopt(PySessions *p, FdStore *st);
+
+/* Kills every session (a call in flight is answered with a tool error giving reason), but one in
+ * the fd store that is idle, which is let go (pys_store_leave()). Idempotent. */
 void pysessions_stop(PySessions *p, const char *reason);
 /* Whether a session call or open is still to be answered (the teardown waits for them). A stopped
  * session's last operations are on the ring: pysessions_free() after the ring is drained. */

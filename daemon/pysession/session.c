@@ -39,6 +39,7 @@ void pys_session_free(PySession *s) {
         }
         /* The init is killed and reaped (proc_free()): nothing of the session is left in its cgroup
          * or scope, and nothing mounts its environment any more (the cache may evict it). */
+        pys_store_forget(s);
         egress_run_free(s->egress); /* its connections end with it */
         s->proc = proc_free(s->proc);
         hold_release(&s->env_hold);
@@ -65,7 +66,8 @@ PyUsage pys_usage_of_cgroup(PySession *s) {
         CgroupUsage u;
         if (proc_read_usage(s->proc, &u) < 0)
                 return (PyUsage) {};
-        return (PyUsage) { .user_usec = u.cpu_user_usec, .system_usec = u.cpu_system_usec, .have = true };
+        return (PyUsage) { .user_usec = u.cpu_user_usec, .system_usec = u.cpu_system_usec, .account = u.account,
+                           .have = true };
 }
 
 static PyUsage usage_of_report(const SandboxReport *r) {
@@ -124,6 +126,7 @@ void pys_session_kill(PySession *s, PySessionEnd end, const char *why) {
         if (s->state == PYSESSION_DEAD)
                 return;
         log_debug("python session %s: ended: %s", s->id_hash, why);
+        pys_store_forget(s); /* at once: a restart from here does not bring it back */
         bool had_call = s->state == PYSESSION_BUSY && s->call;
         s->state = PYSESSION_DEAD;
         /* The counters before they go with the init: this call's OOM kill, the session's peak. */
@@ -221,6 +224,8 @@ static void session_became_ready(PySession *s) {
                 json_decref(TAKE_PTR(o));
         pys_answer_json(call, s->open_owner, s->open_reply, o);
         pys_session_open_answered(s);
+        /* Once it is a session its caller knows: it outlives a restart from here (store.c). */
+        pys_store_save(s);
 }
 
 static void session_on_output(Proc *p, int stream, const char *buf, ssize_t res, void *userdata) {
@@ -407,7 +412,7 @@ static void session_on_written(Proc *p, int error, void *userdata) {
 }
 
 
-static const ProcHandler session_proc_handler = {
+const ProcHandler pys_session_proc_handler = {
         .placed = session_on_placed,
         .report = session_on_report,
         .exited = session_on_exited,
@@ -503,6 +508,7 @@ void pys_session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn repl
         *s = (PySession) {
                 .m = m,
                 .t_open = now_usec(),
+                .store_fd = -EBADF,
         };
         memcpy(s->principal, mcp_call_principal(call), sizeof(s->principal));
         for (int i = 0; i < 2; i++)
@@ -535,7 +541,7 @@ void pys_session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn repl
                 /* Placed, released, its ready line read by the pool: its launcher waits for a
                  * message on stdin, which makes it a session (launch.py's _SESSION_SWITCH). */
                 s->proc = ready.proc;
-                proc_set_handler(s->proc, &session_proc_handler, s);
+                proc_set_handler(s->proc, &pys_session_proc_handler, s);
                 memcpy(s->id, proc_id(s->proc), sizeof(s->id));
         } else if (r >= 0)
                 r = str_random_hex(s->id, 8);
@@ -552,7 +558,7 @@ void pys_session_open(PySessions *m, McpCall *call, void *owner, JobReplyFn repl
                                            .backstop_s = pysession_backstop_s(m->config.lifetime_s,
                                                                               m->config.max_timeout_s),
                                            .tenant = s->principal },
-                             &session_proc_handler, s, &s->proc);
+                             &pys_session_proc_handler, s, &s->proc);
                 if (r < 0) {
                         pys_session_free(s);
                         pys_answer_errorf(call, owner, reply, "cannot create the session's cgroup (%s backend): %s",

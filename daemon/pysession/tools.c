@@ -314,6 +314,8 @@ void pysessions_stop(PySessions *m, const char *reason) {
                 return;
         m->stopped = true;
         LIST_FOREACH_SAFE(sessions, s, n, m->sessions) {
+                if (pys_store_leave(s))
+                        continue; /* idle and in the fd store: the next daemon's (store.c) */
                 if (s->call && s->call->owner) {
                         /* Answered with the reason, not with a half result. */
                         PyCall *c = s->call;

@@ -280,6 +280,7 @@ MetricsRun scheduler_record_of(const McpCall *call, const ExecResult *r) {
                 .cpu_system_us = r->cpu_system_us,
                 .stdout_bytes = r->stdout_len,
                 .stderr_bytes = r->stderr_len,
+                .account = r->account,
         };
 }
 
@@ -668,6 +669,24 @@ void scheduler_note_rejected(Scheduler *s, const McpCall *call, const char *reas
         };
         metrics_set_runs(s->metrics, s->n_running, s->n_queued);
         metrics_run_rejected(s->metrics, &rej);
+}
+
+uint32_t scheduler_tenants_busy(const Scheduler *s, const char **ret_name, uint32_t *ret_calls) {
+        uint32_t busy = 0, most = 0;
+        const char *name = NULL;
+        LIST_FOREACH(tenants, t, s->tenants) {
+                uint32_t calls = t->n_running + t->n_queued;
+                if (calls == 0)
+                        continue; /* pinned by a loop, and freed after it */
+                busy++;
+                if (calls > most) {
+                        most = calls;
+                        name = t->name;
+                }
+        }
+        *ret_name = name;
+        *ret_calls = most;
+        return busy;
 }
 
 void scheduler_answered(Scheduler *s) {

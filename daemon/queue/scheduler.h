@@ -160,6 +160,11 @@ void scheduler_cancel_owner(Scheduler *s, const void *owner);
 /* Refuses new calls, answers queued ones and kills running ones with a tool error giving reason. */
 void scheduler_shutdown(Scheduler *s, const char *reason);
 
+/* The tenants with a call running or waiting: how many, and the one with the most (the first found
+ * on a tie) in *ret_name (valid until the next turn of the loop; NULL when none) with its count. For
+ * the status line (notify.h). */
+uint32_t scheduler_tenants_busy(const Scheduler *s, const char **ret_name, uint32_t *ret_calls);
+
 static inline uint32_t scheduler_active(const Scheduler *s) {
         return s->n_running + s->n_queued;
 }

@@ -95,6 +95,7 @@ struct PoolEntry {
         Proc *proc;
         uint64_t t_spawn, t_ready;
         uint64_t utime_usec, stime_usec, rss_bytes;
+        ExecAccount account;
         char line[POOL_READY_BYTES + 1];
 };
 
@@ -457,6 +458,7 @@ int run_pool_take(RunPool *p, RunReady *ret) {
                         e->utime_usec = u.cpu_user_usec;
                         e->stime_usec = u.cpu_system_usec;
                         e->rss_bytes = u.memory_current_bytes;
+                        e->account = u.account;
                 } else if (e->background) {
                         int r = proc_foreground(e->proc);
                         if (r == -EPERM || r == -EACCES) {
@@ -476,6 +478,7 @@ int run_pool_take(RunPool *p, RunReady *ret) {
                         .preload_utime_usec = e->utime_usec,
                         .preload_stime_usec = e->stime_usec,
                         .rss_bytes = e->rss_bytes,
+                        .preload_account = e->account,
                 };
                 proc_set_handler(ret->proc, NULL, NULL); /* the taker sets its own */
                 entry_destroy(e);

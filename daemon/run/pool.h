@@ -40,6 +40,8 @@ typedef struct RunReady {
         uint64_t preload_stime_usec;
         uint64_t rss_bytes;          /* its memory at the start: resident when ready (rlimits),
                                       * payload/'s memory.current when taken (cgroup) */
+        ExecAccount preload_account; /* payload/'s kernel account when taken (cgroup; nothing known
+                                      * with rlimits): the preload's, not the call's */
 } RunReady;
 
 /* Makes the pool, inert: nothing is spawned before run_pool_check() has passed, because the

@@ -20,6 +20,8 @@ typedef struct RunEndFacts {
          * from the init's figures (rlimits: its launcher's own, when it became ready) or from the
          * counters (payload/'s cpu.stat when the call took it). 0 for a cold run. */
         uint64_t preload_utime_usec, preload_stime_usec;
+        /* ... and payload/'s kernel account then (pool.c); NULL for a cold run, whose cgroup is its own. */
+        const ExecAccount *preload_account;
         /* What a ready sandbox had when the call was released (rlimits: the launcher's resident
          * memory when ready; cgroup: payload/'s memory.current when taken); 0 for a cold run. */
         uint64_t memory_at_start_bytes;

@@ -77,6 +77,7 @@ struct Run {
         bool warm;
         uint64_t preload_utime_usec, preload_stime_usec; /* the launcher's CPU when it became ready */
         uint64_t memory_at_start_bytes;                  /* its resident memory then */
+        ExecAccount preload_account;                     /* payload/'s kernel account then (cgroup) */
 
         /* The sandboxed process: its pidfd, pipes, scope or cgroup, staging directory and one timer,
          * which is the placement's deadline while placing, the run's deadline once released, and
@@ -376,6 +377,7 @@ static void run_finish(Run *run) {
                 .preload_utime_usec = run->preload_utime_usec,
                 .preload_stime_usec = run->preload_stime_usec,
                 .memory_at_start_bytes = run->memory_at_start_bytes,
+                .preload_account = run->warm ? &run->preload_account : NULL,
         };
         run_end_decide(&f, &run->end);
         /* Its connections end with it (the proxy tells each decision); what they did is kept. */
@@ -501,6 +503,7 @@ static int run_take_ready(Run *run, const RunParams *p) {
         run->preload_utime_usec = ready.preload_utime_usec;
         run->preload_stime_usec = ready.preload_stime_usec;
         run->memory_at_start_bytes = ready.rss_bytes;
+        run->preload_account = ready.preload_account;
 
         free(run->stdin_data);
         run->stdin_data = TAKE_PTR(buf);
@@ -724,6 +727,7 @@ void run_result_build(const char *run_id, const char *limits, const Output *outp
                 .memory_peak_bytes = end->memory_peak_bytes,
                 .cpu_user_us = end->cpu_user_usec,
                 .cpu_system_us = end->cpu_system_usec,
+                .account = end->account,
         };
 }
 
@@ -811,6 +815,8 @@ void run_end_decide(const RunEndFacts *f, RunEnd *ret) {
                                             ? f->stats->cpu_system_usec - f->preload_stime_usec : 0;
                 e.oom_killed = f->stats->oom_killed;
                 e.pids_limit_hit = f->stats->pids_limit_hit;
+                /* The same for the pressure and I/O totals; pids.peak stays the cgroup's. */
+                exec_account_since(&f->stats->account, f->preload_account, &e.account);
         } else if (f->exit_reported) {
                 /* Without counters (rlimits): what the init measured of the processes it reaped,
                  * less what a ready sandbox's launcher had spent before the call's release. */

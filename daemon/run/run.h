@@ -76,6 +76,7 @@ typedef struct RunEnd {
         bool oom_killed;     /* memory.events oom_kill: only the counters can tell (an OOM kill is a SIGKILL) */
         bool pids_limit_hit; /* pids.events max */
         uint64_t memory_peak_bytes, cpu_user_usec, cpu_system_usec;
+        ExecAccount account; /* the kernel's account beyond CPU and memory (issue 33.1), cgroup only */
 } RunEnd;
 
 /* exit_code and signal from Python's wait status (waitpid(2)'s encoding), the rest of *e unchanged. */

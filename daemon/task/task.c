@@ -15,10 +15,14 @@ void task_store_init(TaskStore *s, unsigned max_total, unsigned max_per_owner, u
         LIST_HEAD_INIT(s->tasks);
 }
 
+/* Gone for good (expired, evicted, removed): the keeper lets its copy go. */
+static void task_drop(TaskStore *s, Task *t);
+
 static void task_free(TaskStore *s, Task *t) {
         LIST_REMOVE(tasks, s->tasks, t);
         s->n_tasks--;
         s->bytes -= t->packed_len;
+        safe_close(t->kept_fd); /* the keeper's copy stays where it is kept (task_drop() says otherwise) */
         free(t->packed);
         free(t);
 }
@@ -65,6 +69,12 @@ char *task_reply(const Task *t) {
         return out;
 }
 
+static void task_drop(TaskStore *s, Task *t) {
+        if (s->keeper.dropped)
+                s->keeper.dropped(s->keeper.userdata, t);
+        task_free(s, t);
+}
+
 void task_store_done(TaskStore *s) {
         Task *t;
         while ((t = s->tasks))
@@ -82,12 +92,15 @@ static bool task_expired(const Task *t, uint64_t now) {
 void task_store_sweep(TaskStore *s, uint64_t now) {
         LIST_FOREACH_SAFE(tasks, t, next, s->tasks)
                 if (task_expired(t, now))
-                        task_free(s, t);
+                        task_drop(s, t);
 }
 
 void task_fetched(Task *t) {
-        if (t->status != TASK_WORKING)
-                t->fetched = true;
+        if (t->status == TASK_WORKING || t->fetched)
+                return;
+        t->fetched = true;
+        if (t->store->keeper.kept)
+                t->store->keeper.kept(t->store->keeper.userdata, t);
 }
 
 /* Frees the oldest fetched task of owner (NULL: of anyone), never keep; false if there is none. */
@@ -100,7 +113,7 @@ static bool task_store_evict_fetched_of(TaskStore *s, const char *owner, const c
                         oldest = t;
         if (!oldest)
                 return false;
-        task_free(s, oldest);
+        task_drop(s, oldest);
         return true;
 }
 
@@ -164,6 +177,7 @@ int task_store_create(TaskStore *s, const TaskAsker *a, uint64_t ttl_usec, uint6
         strcpy(t->owner, owner);
         strcpy(t->tenant, a->tenant);
         t->store = s;
+        t->kept_fd = -EBADF;
         t->status = TASK_WORKING;
         t->created_usec = t->updated_usec = now_real;
         t->ttl_usec = ttl_usec > 0 && ttl_usec < s->ttl_usec ? ttl_usec : s->ttl_usec;
@@ -223,8 +237,36 @@ void task_end(Task *t, TaskStatus status, char *reply, uint64_t now_mono, uint64
         t->run = NULL;
         t->ended_usec = now_mono;
         t->updated_usec = now_real;
+        if (t->store->keeper.kept)
+                t->store->keeper.kept(t->store->keeper.userdata, t);
 }
 
 void task_store_remove(TaskStore *s, Task *t) {
-        task_free(s, t);
+        task_drop(s, t);
+}
+
+int task_store_restore(TaskStore *s, const Task *from, void *packed, uint64_t now_mono, Task **ret) {
+        _cleanup_free_ void *p = packed;
+        LIST_FOREACH(tasks, t, s->tasks)
+                if (strcmp(t->id, from->id) == 0)
+                        return -EEXIST;
+        if (!task_status_is_terminal(from->status) || now_mono - from->ended_usec >= from->ttl_usec ||
+            from->ended_usec > now_mono)
+                return -ESTALE;
+        if (s->n_tasks >= s->max_total || from->packed_len > s->max_bytes - MIN(s->bytes, s->max_bytes))
+                return -ENOSPC;
+        Task *t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        *t = *from;
+        t->store = s;
+        t->packed = TAKE_PTR(p);
+        t->kept_fd = -EBADF;
+        t->run = t->waiters = NULL;
+        t->ttl_usec = MIN(t->ttl_usec, s->ttl_usec);
+        LIST_APPEND(tasks, s->tasks, t); /* older than any task made since the start */
+        s->n_tasks++;
+        s->bytes += t->packed_len;
+        *ret = t;
+        return 0;
 }

@@ -50,10 +50,20 @@ struct Task {
         size_t packed_len;      /* its bytes, counted in the store's */
         size_t reply_len;       /* the reply's own */
         uint64_t too_big;       /* TASK_FAILED: the result's bytes, which max_bytes could not hold (0: OOM) */
+        int kept_fd;            /* the keeper's copy of it (TaskKeeper), or -EBADF */
         void *run;              /* TASK_WORKING: the dispatcher's record of the run (borrowed) */
         void *waiters;          /* TASK_WORKING: the dispatcher's requests waiting for the end (borrowed) */
         LIST_FIELDS(Task, tasks);
 };
+
+/* Whoever keeps ended tasks across a restart of the daemon (transport/dispatch.c: systemd's fd
+ * store). kept: t ended, or its owner was told how (fetched); dropped: t is gone for good (expired,
+ * evicted, removed). task_store_done() drops nothing: what is kept outlives the daemon. */
+typedef struct TaskKeeper {
+        void (*kept)(void *userdata, Task *t);
+        void (*dropped)(void *userdata, Task *t);
+        void *userdata;
+} TaskKeeper;
 
 struct TaskStore {
         Task *tasks;            /* newest first */
@@ -64,6 +74,7 @@ struct TaskStore {
         unsigned max_per_owner; /* MCP_EXEC_TASKS_PER_CLIENT */
         uint64_t ttl_usec;      /* MCP_EXEC_TASK_TTL_S */
         const char *tag;        /* MCP_EXEC_INSTANCE, borrowed: ids are "<tag>-<hex>"; NULL: "<hex>" */
+        TaskKeeper keeper;      /* none: zeroes */
 };
 
 /* A kept reply is compressed (zstd, with long-distance matching): it holds a run's output twice
@@ -124,3 +135,20 @@ void task_fetched(Task *t);
 
 /* Frees t now (a task whose creation could not be answered); its run must not exist. */
 void task_store_remove(TaskStore *s, Task *t);
+
+/* An ended task's record, for a keeper (task-keep.c): a text head of TASK_RECORD_HEAD_BYTES
+ * (NUL-padded), then its packed reply. Another daemon, maybe a newer package's, reads it back:
+ *   mcp-execd-task 1 / id / owner / tenant / status / created_usec / updated_usec / ended_usec /
+ *   ttl_usec / fetched / too_big / reply_len / packed_len / end
+ * one "<key> <value>" a line; a key this version does not know is skipped. */
+#define TASK_RECORD_HEAD_BYTES 1024
+#define TASK_RECORD_MAGIC "mcp-execd-task 1"
+/* Its head. -EINVAL for a working task, or a field that cannot be one line. */
+int task_record_head(const Task *t, char head[TASK_RECORD_HEAD_BYTES]);
+/* Reads a head into *ret (its fields only: no store, no packed reply, kept_fd -EBADF). 0, or
+ * -EBADMSG with *reterr_why (static text). */
+int task_record_parse(const char *head, size_t n, Task *ret, const char **reterr_why);
+/* Puts back an ended task from a record: from's fields, packed (taken, from's packed_len bytes,
+ * compressed by this store's format). -EEXIST (its id is here), -ESTALE (its TTL is over),
+ * -ENOSPC (the store's bounds are reached), -ENOMEM. */
+int task_store_restore(TaskStore *s, const Task *from, void *packed, uint64_t now_mono_usec, Task **ret);

@@ -16,6 +16,7 @@
 #include "fd-util.h"
 #include "log.h"
 #include "oauth.h"
+#include "str-util.h"
 
 #define JWKS_FILE_MAX (1u << 20)
 #define OAUTH_LEEWAY_SEC 30       /* clock skew allowed on exp and nbf (RFC 7519 §4.1.4: "some small leeway") */
@@ -66,16 +67,6 @@ static void keys_free(OAuthKey *keys, size_t n) {
         free(keys);
 }
 
-static int failf(char **reterr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int failf(char **reterr, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        if (reterr && vasprintf(reterr, fmt, ap) < 0)
-                *reterr = NULL;
-        va_end(ap);
-        return -EINVAL;
-}
-
 static char *strdup_or_null(const char *s, bool *oom) {
         if (!s)
                 return NULL;
@@ -89,20 +80,20 @@ static int key_take(json_t *k, size_t i, OAuthKey *ret, char **reterr) {
         const char *kty = json_string_value(json_object_get(k, "kty"));
         const char *use = json_string_value(json_object_get(k, "use"));
         if (!json_is_object(k) || !kty)
-                return failf(reterr, "key %zu has no kty", i);
+                return reason_set(reterr, -EINVAL, "key %zu has no kty", i);
         if ((use && strcmp(use, "sig") != 0) || (strcmp(kty, "RSA") != 0 && strcmp(kty, "EC") != 0))
                 return 1; /* an encryption key, or a symmetric one (never taken: oauth.h) */
         if (json_object_get(k, "d"))
-                return failf(reterr, "key %zu holds a private key (d): a JWKS for checking tokens holds public keys only", i);
+                return reason_set(reterr, -EINVAL, "key %zu holds a private key (d): a JWKS for checking tokens holds public keys only", i);
         cjose_err err = {};
         cjose_jwk_t *jwk = cjose_jwk_import_json((cjose_header_t *) k, &err);
         if (!jwk)
-                return failf(reterr, "key %zu cannot be read: %s", i, err.message ?: "unknown error");
+                return reason_set(reterr, -EINVAL, "key %zu cannot be read: %s", i, err.message ?: "unknown error");
         *ret = (OAuthKey) { .jwk = jwk, .kty = cjose_jwk_get_kty(jwk, &err) };
         size_t bits = cjose_jwk_get_keysize(jwk, &err);
         if (ret->kty == CJOSE_JWK_KTY_RSA && bits < OAUTH_RSA_MIN_BITS) {
                 cjose_jwk_release(jwk);
-                return failf(reterr, "key %zu is an RSA key of %zu bits, fewer than %d", i, bits, OAUTH_RSA_MIN_BITS);
+                return reason_set(reterr, -EINVAL, "key %zu is an RSA key of %zu bits, fewer than %d", i, bits, OAUTH_RSA_MIN_BITS);
         }
         bool oom = false;
         ret->kid = strdup_or_null(json_string_value(json_object_get(k, "kid")), &oom);
@@ -120,23 +111,23 @@ static int jwks_load(const char *path, OAuthKey **ret, size_t *ret_n, struct sta
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
                 int e = errno;
-                failf(reterr, "cannot open %s: %s", path, strerror(e));
+                reason_set(reterr, -EINVAL, "cannot open %s: %s", path, strerror(e));
                 return -e;
         }
         struct stat st;
         if (fstat(fd, &st) < 0)
                 return -errno;
         if (!S_ISREG(st.st_mode))
-                return failf(reterr, "%s is not a regular file", path);
+                return reason_set(reterr, -EINVAL, "%s is not a regular file", path);
         if ((uint64_t) st.st_size > JWKS_FILE_MAX)
-                return failf(reterr, "%s is larger than %u bytes", path, JWKS_FILE_MAX);
+                return reason_set(reterr, -EINVAL, "%s is larger than %u bytes", path, JWKS_FILE_MAX);
         json_error_t jerr;
         _cleanup_(json_decrefp) json_t *j = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
         if (!j)
-                return failf(reterr, "%s is not JSON (line %d: %s)", path, jerr.line, jerr.text);
+                return reason_set(reterr, -EINVAL, "%s is not JSON (line %d: %s)", path, jerr.line, jerr.text);
         json_t *keys = json_object_get(j, "keys");
         if (!json_is_array(keys))
-                return failf(reterr, "%s is no JWKS: it has no \"keys\" array", path);
+                return reason_set(reterr, -EINVAL, "%s is no JWKS: it has no \"keys\" array", path);
         OAuthKey *v = calloc(json_array_size(keys) + 1, sizeof(*v));
         if (!v)
                 return -ENOMEM;
@@ -158,7 +149,7 @@ static int jwks_load(const char *path, OAuthKey **ret, size_t *ret_n, struct sta
         }
         if (n == 0) {
                 keys_free(v, 0);
-                return failf(reterr, "%s has no signing key (an RSA or EC key whose use, if given, is sig)", path);
+                return reason_set(reterr, -EINVAL, "%s has no signing key (an RSA or EC key whose use, if given, is sig)", path);
         }
         *ret = v;
         *ret_n = n;

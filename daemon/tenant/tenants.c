@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "fd-util.h"
+#include "str-util.h"
 #include "tenants.h"
 
 #define TENANTS_MAX 1024             /* names are metrics labels: their number stays bounded */
@@ -33,15 +34,14 @@ struct Tenants {
 __attribute__((format(printf, 3, 4))) static int failf(char **reterr, unsigned line, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        char *msg = NULL;
+        _cleanup_free_ char *msg = NULL;
         int k = vasprintf(&msg, fmt, ap);
         va_end(ap);
-        if (reterr) {
-                if (k < 0 || (line > 0 ? asprintf(reterr, "line %u: %s", line, msg) : asprintf(reterr, "%s", msg)) < 0)
-                        *reterr = NULL;
+        if (k < 0) {
+                msg = NULL;
+                return reason_set(reterr, -ENOMEM, "out of memory");
         }
-        free(k < 0 ? NULL : msg);
-        return -EINVAL;
+        return line > 0 ? reason_set(reterr, -EINVAL, "line %u: %s", line, msg) : reason_set(reterr, -EINVAL, "%s", msg);
 }
 
 /* ---- the fields of a line ------------------------------------------------------------------- */
@@ -132,7 +132,7 @@ static int parse_field(Tenant *t, const char *field, unsigned *seen, char **rete
         return failf(reterr, t->line, "unknown key '%.*s' (known: %s, egress)", (int) (klen > 32 ? 32 : klen), field, known);
 }
 
-static bool name_valid(const char *s) {
+bool tenant_name_valid(const char *s) {
         size_t n = strlen(s);
         if (n == 0 || n > TENANT_NAME_MAX)
                 return false;
@@ -169,7 +169,7 @@ static int parse_line(char *s, unsigned line, Tenant *t, char **reterr) {
         if (!name)
                 return 1;
         *t = (Tenant) { .line = line, .limits = TENANT_LIMITS_DEFAULT };
-        if (!name_valid(name))
+        if (!tenant_name_valid(name))
                 return failf(reterr, line, "the name '%.40s' is not 1 to %d letters, digits, '_' or '-'", name, TENANT_NAME_MAX);
         memcpy(t->name, name, strlen(name) + 1);
         const char *hex = strtok_r(NULL, " \t\r", &save);

@@ -25,6 +25,9 @@
 #define TENANT_NAME_MAX 32 /* [A-Za-z0-9_-]: a slice's name, a journal field, a metrics label */
 #define TENANT_HASH_LEN 32 /* SHA-256 */
 
+/* Whether s is a tenant's name: 1 to TENANT_NAME_MAX of [A-Za-z0-9_-] (the file's rule, and --report --tenant's). */
+bool tenant_name_valid(const char *s);
+
 /* What a tenant's line may set. Not set: 0 for runs and sessions, UINT_MAX for queue and tasks (0 is a
  * bound there), UINT64_MAX for the sizes: the daemon's own bounds only. */
 typedef struct TenantLimits {

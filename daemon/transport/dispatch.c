@@ -13,6 +13,7 @@
 #include "dispatch.h"
 #include "log.h"
 #include "str-util.h"
+#include "task-keeper.h"
 
 /* Progress at most once a second (and each second a call runs): a client sees its output while it
  * comes, and a chatty run costs one notification a second, whatever it prints. */
@@ -313,8 +314,14 @@ int dispatch_tasks_new(Scheduler *scheduler, const DispatchTasksConfig *cfg, Dis
         t->inline_usec = cfg->inline_usec;
         t->tenant_max = cfg->tenant_max;
         t->tenant_userdata = cfg->tenant_userdata;
+        if (cfg->keep)
+                task_keeper_install(&t->store);
         *ret = t;
         return 0;
+}
+
+void dispatch_tasks_adopt(DispatchTasks *t, FdStore *st) {
+        task_keeper_adopt(&t->store, st);
 }
 
 void dispatch_tasks_cancel_all(DispatchTasks *t) {
@@ -420,6 +427,34 @@ static bool dispatch_task_hold(Dispatch *d, McpCall *call, Task *k, char *create
         return true;
 }
 
+/* What every "too many tasks" error says of the tasks that count, and how a client frees room
+ * (bar MCP_EXEC_TASKS_MAX's, which it can only wait out). */
+#define TASKS_COUNTED "running or ended and not yet fetched"
+#define TASKS_FREE_ROOM "fetch or cancel some, or wait for them to expire (MCP_EXEC_TASK_TTL_S)"
+
+/* Why task_store_create() refused (its -errno r): the tool error's text in msg, and the reason the
+ * refusal is recorded under. */
+static const char *task_refusal(int r, const DispatchTasks *dt, const TaskAsker *asker, char *msg, size_t size) {
+        switch (r) {
+        case -EBUSY:
+                snprintf(msg, size, "too many tasks: mcp-execd keeps at most %u (MCP_EXEC_TASKS_MAX), " TASKS_COUNTED
+                         "; retry later", dt->store.max_total);
+                return "tasks-full";
+        case -EDQUOT:
+                snprintf(msg, size, "too many tasks for this client: at most %u (MCP_EXEC_TASKS_PER_CLIENT), "
+                         TASKS_COUNTED "; " TASKS_FREE_ROOM, dt->store.max_per_owner);
+                return "client-tasks-full";
+        case -EUSERS:
+                snprintf(msg, size, "too many tasks for tenant %s: at most %u (tasks=%u on its line of the tenants "
+                         "file), " TASKS_COUNTED "; " TASKS_FREE_ROOM, asker->tenant, asker->tenant_max,
+                         asker->tenant_max);
+                return "tenant-tasks-full";
+        default:
+                snprintf(msg, size, "mcp-execd could not create the task: %s", strerror(-r));
+                return "tasks-full";
+        }
+}
+
 /* A call that runs as a task: the task first (or the bound it hit), its creation answered, then its
  * run submitted through the task dispatch exactly as a call is (a refusal there, a full queue, is
  * the task's result). */
@@ -436,31 +471,8 @@ static void dispatch_task_submit(Dispatch *d, McpCall *call_in, void *ctx) {
         int r = task_store_create(&dt->store, &asker, ttl_msec * 1000u, now_usec(), realtime_usec(), &k);
         if (r < 0) {
                 char msg[320];
-                if (r == -EBUSY)
-                        snprintf(msg, sizeof(msg),
-                                 "too many tasks: mcp-execd keeps at most %u (MCP_EXEC_TASKS_MAX), running or "
-                                 "ended and not yet fetched; retry later",
-                                 dt->store.max_total);
-                else if (r == -EDQUOT)
-                        snprintf(msg, sizeof(msg),
-                                 "too many tasks for this client: at most %u (MCP_EXEC_TASKS_PER_CLIENT), running "
-                                 "or ended and not yet fetched; fetch or cancel some, or wait for them to expire "
-                                 "(MCP_EXEC_TASK_TTL_S)",
-                                 dt->store.max_per_owner);
-                else if (r == -EUSERS)
-                        snprintf(msg, sizeof(msg),
-                                 "too many tasks for tenant %s: at most %u (tasks=%u on its line of the tenants file), "
-                                 "running or ended and not yet fetched; fetch or cancel some, or wait for them to "
-                                 "expire (MCP_EXEC_TASK_TTL_S)",
-                                 tenant, asker.tenant_max, asker.tenant_max);
-                else
-                        snprintf(msg, sizeof(msg), "mcp-execd could not create the task: %s", strerror(-r));
-                /* Recorded like a full queue (MCP_EXEC_TASKS_MAX: tasks-full, MCP_EXEC_TASKS_PER_CLIENT:
-                 * client-tasks-full), with the call's sizes, never its content. */
-                scheduler_note_rejected(d->scheduler, call,
-                                        r == -EDQUOT   ? "client-tasks-full"
-                                        : r == -EUSERS ? "tenant-tasks-full"
-                                                       : "tasks-full",
+                /* Recorded like a full queue, with the call's sizes, never its content. */
+                scheduler_note_rejected(d->scheduler, call, task_refusal(r, dt, &asker, msg, sizeof(msg)),
                                         mcp_call_traceparent(call));
                 dispatch_answer(d, ctx, reply_or_oom(call, mcp_call_reply_error(call, MCP_ERROR_INVALID_REQUEST, msg)));
                 return;

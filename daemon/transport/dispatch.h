@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fdstore.h"
 #include "list.h"
 #include "mcp.h"
 #include "output.h"
@@ -94,8 +95,13 @@ typedef struct DispatchTasksConfig {
          * file read now; UINT_MAX for none. NULL: no tenant has a bound of its own. */
         unsigned (*tenant_max)(void *userdata, const char *tenant);
         void *tenant_userdata;
+        /* Ended tasks of 2026 tenants outlive a restart in systemd's fd store (task-keeper.h). */
+        bool keep;
 } DispatchTasksConfig;
 int dispatch_tasks_new(Scheduler *scheduler, const DispatchTasksConfig *cfg, DispatchTasks **ret);
+/* The tasks an earlier daemon kept in st (fdstore_take(), TASK_KEEPER_PREFIX), put back before
+ * anything is served. */
+void dispatch_tasks_adopt(DispatchTasks *t, FdStore *st);
 /* owner is gone for good (a 2025 HTTP session ended): nobody can fetch its tasks any more, so their
  * runs are cancelled and the tasks freed now rather than at their TTL. */
 void dispatch_tasks_drop_owner(DispatchTasks *t, const char *owner);

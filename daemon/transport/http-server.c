@@ -29,6 +29,7 @@
 #include "http-internal.h"
 #include "log.h"
 #include "oauth.h"
+#include "socket-util.h"
 #include "tenants.h"
 
 #define HTTP_TICK_USEC (250u * 1000u) /* progress within 250 ms of each whole second */
@@ -405,99 +406,6 @@ static void on_tick(RingOp *op, int res) {
 
 /* ---- start and stop ---------------------------------------------------------------------- */
 
-/* MCP_EXEC_ADDR (validated by config_parse_addr()): "host:port", "[v6]:port", ":port" (every
- * interface: IPv6 dual-stack, or IPv4 where IPv6 is off), "localhost:port" (127.0.0.1). */
-static int http_addr_parse(const char *addr, struct sockaddr_storage *ret_ss, socklen_t *ret_sl, bool *ret_any) {
-        const char *colon = strrchr(addr, ':');
-        if (!colon)
-                return -EINVAL;
-        uint16_t port = (uint16_t) strtoul(colon + 1, NULL, 10);
-        size_t hl = (size_t) (colon - addr);
-        char host[INET6_ADDRSTRLEN + 2] = "";
-        if (hl >= sizeof(host))
-                return -EINVAL;
-        memcpy(host, addr, hl);
-        host[hl] = '\0';
-
-        struct sockaddr_storage ss = {};
-        socklen_t sl;
-        bool any = hl == 0;
-        if (any || host[0] == '[') {
-                struct sockaddr_in6 *s6 = (struct sockaddr_in6 *) &ss;
-                s6->sin6_family = AF_INET6;
-                s6->sin6_port = htons(port);
-                if (!any) {
-                        host[hl - 1] = '\0';
-                        if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) != 1)
-                                return -EINVAL;
-                } else
-                        s6->sin6_addr = in6addr_any;
-                sl = sizeof(*s6);
-        } else {
-                struct sockaddr_in *s4 = (struct sockaddr_in *) &ss;
-                s4->sin_family = AF_INET;
-                s4->sin_port = htons(port);
-                if (inet_pton(AF_INET, strcmp(host, "localhost") == 0 ? "127.0.0.1" : host, &s4->sin_addr) != 1)
-                        return -EINVAL;
-                sl = sizeof(*s4);
-        }
-        *ret_ss = ss;
-        *ret_sl = sl;
-        *ret_any = any;
-        return 0;
-}
-
-static int http_listen(const char *addr, int *ret_fd) {
-        struct sockaddr_storage ss;
-        socklen_t sl;
-        bool any;
-        int r = http_addr_parse(addr, &ss, &sl, &any);
-        if (r < 0)
-                return r;
-        uint16_t port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *) &ss)->sin6_port
-                                                       : ((struct sockaddr_in *) &ss)->sin_port);
-
-        _cleanup_close_ int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0 && any && errno == EAFNOSUPPORT) {
-                /* No IPv6 on this host: every IPv4 interface. */
-                struct sockaddr_in *s4 = (struct sockaddr_in *) &ss;
-                *s4 = (struct sockaddr_in) { .sin_family = AF_INET, .sin_port = htons(port),
-                                             .sin_addr.s_addr = htonl(INADDR_ANY) };
-                sl = sizeof(*s4);
-                fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        }
-        if (fd < 0)
-                return -errno;
-        int one = 1, zero = 0;
-        (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (ss.ss_family == AF_INET6 && any)
-                (void) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-        if (bind(fd, (struct sockaddr *) &ss, sl) < 0 || listen(fd, SOMAXCONN) < 0)
-                return -errno;
-        *ret_fd = TAKE_FD(fd);
-        return 0;
-}
-
-static void describe_socket(int fd, char *buf, size_t n) {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof(ss);
-        char a[INET6_ADDRSTRLEN] = "?";
-        if (getsockname(fd, (struct sockaddr *) &ss, &sl) < 0) {
-                snprintf(buf, n, "fd %d", fd);
-                return;
-        }
-        if (ss.ss_family == AF_INET6) {
-                struct sockaddr_in6 *s6 = (struct sockaddr_in6 *) &ss;
-                inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
-                snprintf(buf, n, "[%s]:%u", a, ntohs(s6->sin6_port));
-        } else if (ss.ss_family == AF_INET) {
-                struct sockaddr_in *s4 = (struct sockaddr_in *) &ss;
-                inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
-                snprintf(buf, n, "%s:%u", a, ntohs(s4->sin_port));
-        } else
-                snprintf(buf, n, "fd %d (family %d)", fd, ss.ss_family);
-}
-
 /* Only this host can connect: 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104, or a unix socket (which a
  * systemd .socket may pass; its file mode decides who connects). 0.0.0.0 and :: are every
  * interface, so not loopback. */
@@ -517,22 +425,46 @@ static bool socket_is_local(int fd) {
         return getsockname(fd, (struct sockaddr *) &ss, &sl) >= 0 && sockaddr_is_local(&ss);
 }
 
+/* Of the n sockets systemd passed, the one HTTP serves: the first that is not the agent check's
+ * (MCP_EXEC_AGENT_ADDR: a fleet's socket unit passes both, lb-agent.h); -ENOENT when none is left.
+ * *ret_more counts the others, which nothing serves. */
+static int http_passed_socket(const Config *cfg, int n, int *ret_more) {
+        int fd = -ENOENT, more = 0;
+        for (int i = SD_LISTEN_FDS_START; i < SD_LISTEN_FDS_START + n; i++) {
+                /* Not a listening stream socket: what the fd store gave back (a session's pipes,
+                 * control socket, record), which main.c's exposure check sees before the daemon
+                 * takes them (fdstore.h). */
+                if (sd_is_socket(i, AF_UNSPEC, SOCK_STREAM, 1) <= 0)
+                        continue;
+                if (cfg->agent_addr && socket_bound_to(i, cfg->agent_addr))
+                        continue;
+                if (fd < 0)
+                        fd = i;
+                else
+                        more++;
+        }
+        if (ret_more)
+                *ret_more = more;
+        return fd;
+}
+
 int http_check_exposure(const Config *cfg) {
         if (cfg->auth_token || cfg->tenants || cfg->allow_unauthenticated_network)
                 return 0;
         /* Read without unsetting $LISTEN_FDS: http_start() takes the socket later. */
         int n = sd_listen_fds(0);
+        int passed = n > 0 ? http_passed_socket(cfg, n, NULL) : -ENOENT;
         char where[INET6_ADDRSTRLEN + 64];
         bool local;
-        if (n > 0) {
-                describe_socket(SD_LISTEN_FDS_START, where, sizeof(where));
-                local = socket_is_local(SD_LISTEN_FDS_START);
+        if (passed >= 0) {
+                socket_describe(passed, where, sizeof(where));
+                local = socket_is_local(passed);
                 strncat(where, " (the socket systemd passed)", sizeof(where) - strlen(where) - 1);
         } else {
                 struct sockaddr_storage ss;
                 socklen_t sl;
                 bool any;
-                if (http_addr_parse(cfg->addr, &ss, &sl, &any) < 0)
+                if (socket_addr_parse(cfg->addr, &ss, &sl, &any) < 0)
                         return 0; /* config_parse_addr() accepted it; http_start() reports it */
                 snprintf(where, sizeof(where), "%s (MCP_EXEC_ADDR)", cfg->addr);
                 local = sockaddr_is_local(&ss);
@@ -626,19 +558,22 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
         /* Each HTTP session gets its share of the queue (stdio has one session: the total only). */
         scheduler_set_sessions(scheduler, dispatch_session_of, cfg->session_queue_max);
 
-        /* systemd socket activation (mcp-execd.socket): the socket is passed as fd 3. */
+        /* systemd socket activation (mcp-execd.socket): the socket is passed as fd 3; a fleet's
+         * instance gets the agent check's too (taken before, lb-agent.h). */
         int n = sd_listen_fds(1);
         if (n < 0)
                 return log_error_errno(n, "cannot read the sockets passed by systemd: %m");
-        if (n > 0) {
-                if (n > 1)
-                        log_warning("systemd passed %d sockets; serving the first only", n);
-                if (sd_is_socket(SD_LISTEN_FDS_START, AF_UNSPEC, SOCK_STREAM, 1) <= 0)
+        int more = 0, passed = n > 0 ? http_passed_socket(cfg, n, &more) : -ENOENT;
+        if (passed >= 0) {
+                if (more > 0)
+                        log_warning("systemd passed %d more sockets than HTTP's and the agent check's; serving the first only",
+                                    more);
+                if (sd_is_socket(passed, AF_UNSPEC, SOCK_STREAM, 1) <= 0)
                         return log_error_errno(-ENOTSOCK, "the fd systemd passed is not a listening stream socket");
-                h->listen_fd = SD_LISTEN_FDS_START;
+                h->listen_fd = passed;
                 (void) fd_set_nonblock(h->listen_fd, true);
         } else {
-                r = http_listen(cfg->addr, &h->listen_fd);
+                r = socket_listen_tcp(cfg->addr, &h->listen_fd);
                 if (r < 0)
                         return log_error_errno(r, "cannot listen on %s (MCP_EXEC_ADDR): %m", cfg->addr);
         }
@@ -666,7 +601,7 @@ int http_start(Ring *ring, Scheduler *scheduler, const McpServer *template, cons
         h->epoll_fd = di->epoll_fd;
 
         char where[INET6_ADDRSTRLEN + 16];
-        describe_socket(listen_fd, where, sizeof(where));
+        socket_describe(listen_fd, where, sizeof(where));
         /* Tests and operators read the bound address from this line (port 0 is not accepted by
          * MCP_EXEC_ADDR, but a passed socket may be bound anywhere). */
         log_info("listening on %s: %s%s", where,

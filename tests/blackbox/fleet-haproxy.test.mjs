@@ -22,7 +22,7 @@ const HAPROXY = '/usr/sbin/haproxy';
 const CFG = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../units/haproxy-mcp-execd.cfg');
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
 
-/** HAProxy's "show stat" rows of backend mcp_execd: {server: {status, scur}}. */
+/** HAProxy's "show stat" rows of backend mcp_execd: {server: {status, scur, weight}}. */
 function stats(sock) {
     return new Promise((resolve) => {
         let out = '';
@@ -33,7 +33,7 @@ function stats(sock) {
             const rows = {};
             for (const l of out.split('\n')) {
                 const f = l.split(',');
-                if (f[0] === 'mcp_execd' && f[1] !== 'FRONTEND' && f[1] !== 'BACKEND') rows[f[1]] = { scur: Number(f[4]), status: f[17] };
+                if (f[0] === 'mcp_execd' && f[1] !== 'FRONTEND' && f[1] !== 'BACKEND') rows[f[1]] = { scur: Number(f[4]), status: f[17], weight: Number(f[18]) };
             }
             resolve(rows);
         });
@@ -55,10 +55,16 @@ async function call(lb, name, args, headers = {}) {
 const answerText = (m) => m.error?.message ?? m.result?.content?.[0]?.text ?? '';
 
 /** Two instances (with env) behind HAProxy as configured in units/haproxy-mcp-execd.cfg, a third
- * address down: {lb, sock, p1, p2, down} once HAProxy sees both instances up. */
+ * address down, each with its agent check (MCP_EXEC_AGENT_ADDR, the agent-port of its server):
+ * {lb, sock, p1, p2, down, agents: {p1, p2}, daemons: {p1, p2}} once HAProxy sees both up. */
 async function startFleet(t, env = {}) {
     const [p1, p2, down] = [await freePort(), await freePort(), await freePort()];
-    for (const p of [p1, p2]) await startHttpDaemon(t, { port: p, env: { MCP_EXEC_INSTANCE: `i${p}`, MCP_EXEC_WARM_POOL: '0', ...env } });
+    const agents = { [p1]: await freePort(), [p2]: await freePort(), [down]: await freePort() };
+    const daemons = {};
+    for (const p of [p1, p2]) {
+        daemons[p] = await startHttpDaemon(t, { port: p, env: { MCP_EXEC_INSTANCE: `i${p}`, MCP_EXEC_WARM_POOL: '0',
+                                                                 MCP_EXEC_AGENT_ADDR: `127.0.0.1:${agents[p]}`, ...env } });
+    }
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-execd-haproxy.'));
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -72,6 +78,8 @@ async function startFleet(t, env = {}) {
         const cfg = fs.readFileSync(CFG, 'utf8')
             .replace('log /dev/log local0', `log stdout format raw local0\n\tstats socket ${sock} mode 600`)
             .replace('bind 127.0.0.1:8080', `bind 127.0.0.1:${lb}`)
+            .replace('agent-port 18081', `agent-port ${agents[p1]}`).replace('agent-port 18082', `agent-port ${agents[p2]}`)
+            .replace('agent-port 18083', `agent-port ${agents[down]}`)
             .replaceAll('8081', String(p1)).replaceAll('8082', String(p2)).replaceAll('8083', String(down));
         fs.writeFileSync(path.join(dir, 'haproxy.cfg'), cfg);
         const hap = spawn(HAPROXY, ['-f', path.join(dir, 'haproxy.cfg'), '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -86,8 +94,42 @@ async function startFleet(t, env = {}) {
         if (first === 'exited' && /Address already in use/.test(hapOut) && attempt < 5) continue;
         assert.fail(`HAProxy does not see both instances up: ${JSON.stringify(await stats(sock))}\n${hapOut.slice(-2000)}`);
     }
-    return { lb, sock, p1, p2, down };
+    return { lb, sock, p1, p2, down, agents, daemons };
 }
+
+/** HAProxy's "show servers state mcp_execd": {server: srv_admin_state}, a mask of which
+ * SRV_ADMF_FDRAIN is the drain an agent (or the CLI) set (HAProxy's include/haproxy/server-t.h). */
+const SRV_ADMF_FDRAIN = 0x08;
+function adminState(sock) {
+    return new Promise((resolve) => {
+        let out = '';
+        const c = net.connect(sock, () => c.end('show servers state mcp_execd\n'));
+        c.on('data', (b) => { out += b; });
+        c.on('error', () => resolve({}));
+        c.on('close', () => {
+            const lines = out.split('\n');
+            const head = (lines.find((l) => l.startsWith('# ')) ?? '').slice(2).split(' ');
+            const rows = {};
+            for (const l of lines.filter((x) => /^\d+ /.test(x))) {
+                const f = l.split(' ');
+                rows[f[head.indexOf('srv_name')]] = Number(f[head.indexOf('srv_admin_state')]);
+            }
+            resolve(rows);
+        });
+    });
+}
+
+/** The agent check's line, asked as HAProxy asks it. */
+function agentLine(port) {
+    return new Promise((resolve, reject) => {
+        let out = '';
+        const c = net.connect(port, '127.0.0.1');
+        c.on('data', (b) => { out += b; });
+        c.on('error', reject);
+        c.on('close', () => resolve(out));
+    });
+}
+
 
 const NO_HAPROXY = !fs.existsSync(HAPROXY) && 'haproxy is not installed (scripts/deps.sh test installs it)';
 
@@ -164,4 +206,48 @@ test('three tenants through the fleet: each is itself on every instance; one\'s 
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { _meta: META } }) });
     assert.equal(r.status, 401, 'an unknown token got through the fleet');
     await r.text();
+});
+
+// Issue 33.4: routing by free capacity. Each instance answers HAProxy's agent check with its free
+// run slots; the shipped configuration turns that into the server's weight. An instance whose slots
+// are all taken by calls that did not come through this balancer (they went to it directly) is
+// weighed at 1 of 100, and 100 again once they are over; a draining instance says drain, HAProxy
+// sets it to DRAIN, and the calls sent meanwhile are all answered by the other. (What the weights
+// do to the calls' queue wait is measured, not asserted: bench/fleet.py.)
+test('agent check: the balancer weighs each instance by its free slots, and a drain fails no call', { skip: NO_HAPROXY }, async (t) => {
+    const { lb, sock, p1, p2, agents, daemons } = await startFleet(t, { MCP_EXEC_MAX_CONCURRENT: '2', MCP_EXEC_DRAIN_S: '30' });
+    assert.equal(await agentLine(agents[p1]), 'ready 100%\n');
+    assert.ok(await until(async () => { const s = await stats(sock); return s[`i${p1}`]?.weight === 100 && s[`i${p2}`]?.weight === 100; }, 10000),
+              JSON.stringify(await stats(sock)));
+
+    // Both of p1's slots taken by calls straight to it: its agent says 1%, HAProxy follows.
+    const direct = (port, code, signal) => fetch(`http://127.0.0.1:${port}/mcp`, {
+        method: 'POST', signal,
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+                   'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': 'exec' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'exec', arguments: { code, timeout_s: 300 }, _meta: META } }),
+    }).then((r) => r.json());
+    // Cancelled once seen (their clients go away): the slots come free again.
+    const abort = new AbortController();
+    const hog = [1, 2].map(() => direct(p1, 'import time; time.sleep(240)', abort.signal).catch((e) => e.name));
+    assert.ok(await until(async () => (await agentLine(agents[p1])) === 'ready 1%\n', 10000), 'the agent of the busy instance');
+    assert.ok(await until(async () => (await stats(sock))[`i${p1}`]?.weight === 1, 10000), JSON.stringify(await stats(sock)));
+    abort.abort();
+    assert.deepEqual(await Promise.all(hog), ['AbortError', 'AbortError']);
+    assert.ok(await until(async () => (await stats(sock))[`i${p1}`]?.weight === 100, 10000), JSON.stringify(await stats(sock)));
+
+    // A drain: p2 gets SIGTERM with a call in flight. Its agent says drain, HAProxy sets it to
+    // DRAIN; the call in flight gets its result and every call sent meanwhile is answered.
+    const inFlight = direct(p2, 'import time; time.sleep(15); print("drained")');
+    assert.ok(await until(async () => (await agentLine(agents[p2])) !== 'ready 100%\n', 10000));
+    daemons[p2].kill('SIGTERM');
+    assert.ok(await until(async () => (await agentLine(agents[p2])) === 'drain\n', 10000), 'the draining agent');
+    // HAProxy read it: the server's administrative state is DRAIN as set by the agent (its
+    // operational state goes DOWN too, once the health check has seen /health's 503 twice).
+    assert.ok(await until(async () => ((await adminState(sock))[`i${p2}`] & SRV_ADMF_FDRAIN) !== 0, 10000),
+              JSON.stringify(await adminState(sock)));
+    const meanwhile = await Promise.all([...Array(6).keys()].map((i) => call(lb, 'exec', { code: `print(${i})` })));
+    meanwhile.forEach((r, i) => assert.equal(r.result?.structuredContent?.stdout, `${i}\n`, JSON.stringify(r).slice(0, 400)));
+    const last = await inFlight;
+    assert.equal(last.result?.structuredContent?.stdout, 'drained\n', JSON.stringify(last).slice(0, 400));
 });

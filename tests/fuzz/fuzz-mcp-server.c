@@ -24,28 +24,10 @@
 #define ASAN_UNPOISON_MEMORY_REGION(p, n) ((void) (p), (void) (n))
 #endif
 
+#include "../unit/unit-limits.h"
 #include "fuzz.h"
 #include "mcp.h"
 
-/* Small limits, so every validation branch is reachable with short inputs. */
-static const McpLimits limits = {
-        .default_timeout_s = 30,
-        .max_timeout_s = 300,
-        .max_code_bytes = 64,
-        .max_stdin_bytes = 16,
-        .max_output_bytes = 4096,
-        .memory_max_bytes = 256u << 20,
-        .pids_max = 128,
-        .cpu_quota_percent = 100,
-        .tmp_size_bytes = 64u << 20,
-        .python_version = "3.11.2",
-        .packages = "numpy",
-        .limits_by = "rlimit",
-        .pythons = "python3,pypy3",
-        .sources = "a local index",
-        .max_input_bytes = 48,
-        .max_return_bytes = 4096,
-};
 
 #define FUZZ_MAX_LINE 1024
 #define FUZZ_CHUNK 509 /* feed in pieces, so lines (and oversize lines) straddle reads */
@@ -189,7 +171,7 @@ static bool field_known(const struct ToolSpec *t, const char *key) {
 
 static bool python_configured(const char *name) {
         size_t n = strlen(name);
-        for (const char *p = limits.pythons; *p;) {
+        for (const char *p = unit_limits.pythons; *p;) {
                 size_t k = strcspn(p, ",");
                 if (k == n && memcmp(p, name, n) == 0)
                         return true;
@@ -270,7 +252,7 @@ static void check_files(const McpExecArgs *a, json_t *files) {
                         FUZZ_CHECK(!(ly < lx && memcmp(x, y, ly) == 0 && x[ly] == '/'));
                 }
         }
-        FUZZ_CHECK(off <= limits.max_input_bytes);
+        FUZZ_CHECK(off <= unit_limits.max_input_bytes);
 }
 
 /* Within arena_begin(). */
@@ -331,29 +313,29 @@ static void check_call_args(const McpCall *call, const char *line, size_t len) {
         v = t->code ? json_object_get(args, t->code) : NULL;
         if (t->code) {
                 FUZZ_CHECK(a->code && string_is(v, a->code, a->code_len));
-                FUZZ_CHECK(a->code_len > 0 && a->code_len <= limits.max_code_bytes);
+                FUZZ_CHECK(a->code_len > 0 && a->code_len <= unit_limits.max_code_bytes);
                 FUZZ_CHECK(!memchr(a->code, '\0', a->code_len) && !blank(a->code, a->code_len));
         } else
                 FUZZ_CHECK(!a->code && a->code_len == 0);
 
         v = json_object_get(args, "stdin"); /* exec's only */
         if (v && !json_is_null(v)) {
-                FUZZ_CHECK(a->stdin_len <= limits.max_stdin_bytes);
+                FUZZ_CHECK(a->stdin_len <= unit_limits.max_stdin_bytes);
                 FUZZ_CHECK(a->stdin_data && string_is(v, a->stdin_data, a->stdin_len));
         } else
                 FUZZ_CHECK(!a->stdin_data && a->stdin_len == 0);
 
-        uint32_t want = limits.default_timeout_s;
+        uint32_t want = unit_limits.default_timeout_s;
         v = t->timeout ? json_object_get(args, t->timeout) : NULL;
         if (v && !json_is_null(v)) {
                 FUZZ_CHECK(json_is_number(v));
                 double d = json_number_value(v);
-                want = d == 0 ? limits.default_timeout_s
+                want = d == 0 ? unit_limits.default_timeout_s
                        : d < 1 ? 1
-                       : d > limits.max_timeout_s ? limits.max_timeout_s
+                       : d > unit_limits.max_timeout_s ? unit_limits.max_timeout_s
                                                   : (uint32_t) d;
         }
-        FUZZ_CHECK(a->timeout_s >= 1 && a->timeout_s <= limits.max_timeout_s);
+        FUZZ_CHECK(a->timeout_s >= 1 && a->timeout_s <= unit_limits.max_timeout_s);
         FUZZ_CHECK(a->timeout_s == want);
 
         v = json_object_get(args, "python");
@@ -577,7 +559,7 @@ static McpServer *server;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!server)
-                server = mcp_server_new(&limits, "0.0.0-fuzz");
+                server = mcp_server_new(&unit_limits, "0.0.0-fuzz");
         McpServer *s = server;
         FUZZ_CHECK(s);
         McpLineReader lr;
@@ -596,7 +578,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         }
                 }
                 /* Memory stays bounded whatever the stream: what is kept is at most one line. */
-                FUZZ_CHECK(lr.len - lr.start <= FUZZ_MAX_LINE);
+                FUZZ_CHECK(lr.buf.len - lr.start <= FUZZ_MAX_LINE);
         }
         while ((st = mcp_line_reader_finish(&lr, &line, &len)) != MCP_LINE_NONE)
                 if (st == MCP_LINE_OK)
@@ -612,7 +594,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         if (mcp_server_protocol_version(server)) {
                 server = mcp_server_free(server);
-                server = mcp_server_new(&limits, "0.0.0-fuzz");
+                server = mcp_server_new(&unit_limits, "0.0.0-fuzz");
                 FUZZ_CHECK(server);
         }
         return 0;

@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
-from journal import JournalStream, wait_records  # noqa: E402
+from journal import JournalDaemon, JournalStream, wait_records  # noqa: E402
 from mcpclient import Daemon, TestFailure, run  # noqa: E402
 
 FINISHED = "0a6bda1f24cf4b5188307da770817b6b"
@@ -32,28 +32,6 @@ OUTPUT_CAP = 2000
 # records must hold them as TRACEPARENT, and no other record any.
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 TRACEPARENT_REJECTED = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
-
-
-class JournalDaemon(Daemon):
-    """Daemon whose stderr is a journal stream, as under systemd."""
-
-    def __init__(self, stream, **kw):
-        super().__init__(**kw)
-        self.stream = stream
-        self.env["JOURNAL_STREAM"] = stream.env_value
-
-    def __enter__(self):
-        import subprocess
-        self.proc = subprocess.Popen([self.exe()] + self.args, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.stream.fileno(), env=self.env)
-        return self
-
-    def exe(self):
-        from mcpclient import daemon_path
-        return daemon_path()
-
-    def stderr_tail(self, n=20):
-        return "(stderr went to the journal)"
 
 
 def b(flag):

@@ -121,7 +121,7 @@ def scenario():
     if sc["limits"] == "cgroup" and not re.fullmatch(r"mcp-execd-run-.*\.scope", rec.get("UNIT", "")):
         raise TestFailure("record UNIT=%r" % rec.get("UNIT"))
     print("record: %s (UNIT=%s)" % (rec["MESSAGE"], rec.get("UNIT")))
-    status = wait_for("STATUS with 1 total", lambda: re.fullmatch(r"0 runs in flight, 0 queued, 1 total",
+    status = wait_for("STATUS with 1 total", lambda: re.fullmatch(r"runs 0/\d+, queued 0; pool \d+/\d+ ready; sessions 0; tenants 0; 1 total",
                                                                   prop("StatusText")) and prop("StatusText"), 10)
     print("systemctl status: Status: %r" % status)
 

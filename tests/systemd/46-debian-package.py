@@ -15,7 +15,8 @@ exist, the socket is enabled and listens on
 127.0.0.1:8080, the service waits for its first connection; a call over HTTP without the token is
 401, with it an exec works; `systemd-analyze security` scores at most docs/operations.md's figure; upgrade to
 v2 with apt while one call runs and new connections keep arriving: the socket is never restarted,
-the call in flight is answered, every connection made during the upgrade is answered (200, or
+the call in flight is answered, a Python session opened before keeps its variable (systemd's fd
+store), every connection made during the upgrade is answered (200, or
 503 "shutting down" for a request the old daemon had accepted when its SIGTERM came; one made
 while no daemon accepts waits in the socket's queue and the new daemon answers it), and the new
 binary serves; `apt-get
@@ -310,6 +311,17 @@ def scenario(v1, v2):
         raise TestFailure("the service's MemoryMax=%s, OOMScoreAdjust=%s (expected 1G, -500)"
                           % (prop("MemoryMax"), prop("OOMScoreAdjust")))
 
+    # --- a Python session, kept across the upgrade's restart (issue 33.3) -------------------------
+    _, sid = initialize(tok)
+    st, r, _ = post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "session_open", "arguments": {}}},
+                    session=sid, tok=tok, timeout=300)
+    handle = ((r or {}).get("result", {}).get("structuredContent") or {}).get("session")
+    if st != 200 or not handle:
+        raise TestFailure("session_open: HTTP %d %r" % (st, r))
+    sc = exec_code(tok, "kept = 'set by v1'\nprint('ok')\n", session=handle).get("structuredContent") or {}
+    if sc.get("stdout") != "ok\n":
+        raise TestFailure("the session's first call: %r" % sc)
+
     # --- upgrade with a call in flight and connections arriving ---------------------------------
     sock_since = prop("ActiveEnterTimestampMonotonic", "mcp-execd.socket")
     old_pid = prop("MainPID")
@@ -382,6 +394,10 @@ def scenario(v1, v2):
     res = exec_code(tok, "print('after upgrade')\n")
     if (res.get("structuredContent") or {}).get("stdout") != "after upgrade\n":
         raise TestFailure("exec after the upgrade: %r" % res)
+    sc = exec_code(tok, "print(kept)\n", session=handle).get("structuredContent") or {}
+    if sc.get("stdout") != "set by v1\n":
+        raise TestFailure("the Python session opened under v1, after the upgrade: %r" % sc)
+    print("upgrade: the Python session opened under v1 answers under %s with its variable: %r" % (want, sc["stdout"]))
     print("upgrade: socket kept (never restarted), every connection answered, %s serves" % want)
 
     # --- the token on a later configure (issue 29 #4) -------------------------------------------

@@ -12,8 +12,9 @@ units/haproxy-mcp-execd.cfg.
 2. One instance SIGKILLed with calls in flight: those calls end with an error at the client (never
    a hang), the others complete; its runs' scopes are gone; new calls are all answered; the 2025
    sessions that lived there get a clear 404, the others go on; a Python session and a working task
-   that lived there get an error (from the instance restarted by systemd: lost in a restart; from
-   another: that instance is gone), never another instance's state.
+   that lived there get an error (the task, from the instance restarted by systemd: lost in a
+   restart; from another: that instance is gone), never another instance's state; the Python
+   session, answered by its own instance restarted, has kept its state (systemd's fd store).
 3. `systemctl stop` of an instance with a call in flight (the template sets MCP_EXEC_DRAIN_S): the
    call gets its real result, the calls sent through HAProxy meanwhile are all answered elsewhere,
    then the service stops. /health said draining meanwhile. Its Python session and task then get,
@@ -79,14 +80,14 @@ def runs_total(port_or_name):
     return sum(float(m) for m in re.findall(r"(?m)^mcp_execd_runs_total\{[^}]*\} (\S+)$", text))
 
 
-def lb_up():
-    """The servers HAProxy's backend mcp_execd has up, from its stats socket ("show stat")."""
+def haproxy_cli(command):
+    """What HAProxy's stats socket answers to one command; '' when it does not answer."""
     import socket
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.settimeout(5)
         s.connect(HAPROXY_STATS)
-        s.sendall(b"show stat\n")
+        s.sendall(command.encode() + b"\n")
         data = b""
         while True:
             b = s.recv(65536)
@@ -94,15 +95,21 @@ def lb_up():
                 break
             data += b
     except OSError:
-        return set()
+        return ""
     finally:
         s.close()
-    up = set()
-    for line in data.decode(errors="replace").splitlines():
-        f = line.split(",")
-        if len(f) > 17 and f[0] == "mcp_execd" and f[1].startswith("i") and f[17] == "UP":
-            up.add(int(f[1][1:]))
-    return up
+    return data.decode(errors="replace")
+
+
+def show_stat():
+    """HAProxy's "show stat" rows, each a list of its CSV fields."""
+    return [line.split(",") for line in haproxy_cli("show stat").splitlines()]
+
+
+def lb_up():
+    """The servers HAProxy's backend mcp_execd has up, from its stats socket."""
+    return {int(f[1][1:]) for f in show_stat()
+            if len(f) > 17 and f[0] == "mcp_execd" and f[1].startswith("i") and f[17] == "UP"}
 
 
 def running(port):
@@ -115,6 +122,16 @@ def run_scopes(slice_):
     out = sh("systemctl", "list-units", "--all", "--plain", "--no-legend", "mcp-execd-run-*")
     return [l.split()[0] for l in out.splitlines()
             if l.strip() and sh("systemctl", "show", "-P", "Slice", l.split()[0]) == slice_]
+
+
+def scope_frozen(unit_name):
+    """Whether the scope's payload/ is frozen (an idle Python session's, between its calls)."""
+    cg = sh("systemctl", "show", "-P", "ControlGroup", unit_name)
+    try:
+        with open("/sys/fs/cgroup%s/payload/cgroup.events" % cg) as f:
+            return "frozen 1" in f.read().splitlines()
+    except OSError:
+        return False
 
 
 def install():
@@ -216,6 +233,11 @@ def check_lost(port, py, task, allow_restarted):
                       ("task %s" % task, lambda: fleet.task_request(LB, TOKEN, "tasks/get", task))):
         try:
             r = ask()
+            # A Python session is kept across its own instance's restart (systemd's fd store, issue
+            # 33.3): answered by that instance, with its own state, never another's.
+            if allow_restarted and what.startswith("Python") and (r or {}).get("stdout") == "41\n":
+                print("the %s of the restarted instance: kept across the restart (n = 41)" % what)
+                continue
             raise TestFailure("the %s of the lost instance was answered: %r" % (what, r))
         except fleet.CallError as e:
             msg = str(e)
@@ -310,8 +332,11 @@ def scenario():
     if not errors or any(r[1] != "long-done\n" for r in oks):
         raise TestFailure("the calls on the killed instance should end with an error, the others complete: %r"
                           % results)
-    wait_for("the killed instance's run scopes to go",
-             lambda: not victim_scopes & set(run_scopes("mcp-execd-%d.slice" % victim)), 60)
+    # The calls' scopes go; an idle Python session's stays, frozen: the fd store keeps it for the
+    # restarted instance (docs/sessions.md, "Restarts").
+    wait_for("the killed instance's run scopes to go (its idle sessions' stay, frozen)",
+             lambda: all(scope_frozen(u) for u in victim_scopes & set(run_scopes("mcp-execd-%d.slice" % victim))),
+             60)
     gone = ok = 0
     for s in sessions:
         try:

@@ -6,8 +6,9 @@ its argv) and a file in its /tmp.
 
 1. Each session has its scope (mcp-execd-run-*.scope) in mcp-execd.slice, while the daemon lives.
 2. A close, and an idle expiry (idle_timeout_s), each take one session's processes and scope.
-3. SIGKILL of the daemon with the other sessions open: every process, scope and cgroup of theirs
-   goes, and the daemon's private directory (under RuntimeDirectory=) with it; the service starts
+3. SIGKILL of the daemon with the other sessions open, the fd store off (FileDescriptorStoreMax=0;
+   with it the sessions outlive the kill, 61-session-restart.py): every process, scope and cgroup of
+   theirs goes, and the daemon's private directory (under RuntimeDirectory=) with it; the service starts
    again at the next request and has no session (the old handles get the one "unknown" answer).
 4. `systemctl stop` with sessions open: the same, nothing left.
 """
@@ -26,6 +27,8 @@ from service import run_units, sh, with_units  # noqa: E402
 
 PORT = 8080
 TOKEN = secrets.token_hex(16)
+DROPIN_DIR = "/run/systemd/system/mcp-execd.service.d"
+DROPIN = DROPIN_DIR + "/tier48-no-fdstore.conf"
 N = 50
 
 
@@ -94,6 +97,22 @@ def main():
 
 
 def scenario():
+    # Without the fd store (FileDescriptorStoreMax=0: systemd closes what the daemon hands it), so
+    # that a SIGKILL ends the sessions as it did before issue 33.3; with the store they outlive it
+    # (61-session-restart.py).
+    os.makedirs(DROPIN_DIR, exist_ok=True)
+    with open(DROPIN, "w") as f:
+        f.write("[Service]\nFileDescriptorStoreMax=0\n")
+    sh("systemctl", "daemon-reload", check=True)
+    try:
+        leftovers()
+    finally:
+        os.unlink(DROPIN)
+        os.rmdir(DROPIN_DIR)
+        sh("systemctl", "daemon-reload")
+
+
+def leftovers():
     marker = "sess-left-" + uuid.uuid4().hex[:12]
     sh("systemctl", "start", "mcp-execd.socket", check=True)
     t0 = time.monotonic()

@@ -590,3 +590,25 @@ void fake_proc_drain(FakeProc *f) {
                 }
         }
 }
+
+/* The fd store's (pysession/store.c): the sessions under test are not kept (config.keep false). */
+int proc_keep(Proc *p) {
+        log_add(p->f, "keep");
+        return 0;
+}
+
+void proc_fds(const Proc *p, ProcFds *ret) {
+        *ret = (ProcFds) { .pidfd = -EBADF, .control_fd = -EBADF, .stdin_fd = -EBADF, .stdout_fd = -EBADF,
+                           .stderr_fd = -EBADF, .cgroup_fd = -EBADF, .payload_fd = -EBADF };
+}
+
+int proc_adopt(const ProcSpec *spec, pid_t pid, const ProcFds *fds, CgroupRun *cr, const ProcHandler *handler,
+               void *userdata, Proc **ret) {
+        return -EOPNOTSUPP;
+}
+
+Proc *proc_leave(Proc *p) {
+        if (p)
+                log_add(p->f, "leave");
+        return proc_free(p);
+}

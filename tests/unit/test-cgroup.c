@@ -95,13 +95,13 @@ static int fs_closed;
 
 static int fake_systemd_open(Cgroup *c, char **reterr) {
         strcat(tried, "s");
-        return cg_reason(reterr, -ENOMEDIUM, "no systemd here");
+        return reason_set(reterr, -ENOMEDIUM, "no systemd here");
 }
 
 static int fake_fs_open(Cgroup *c, char **reterr) {
         strcat(tried, "f");
         if (!fs_available)
-                return cg_reason(reterr, -EACCES, "no delegated cgroup");
+                return reason_set(reterr, -EACCES, "no delegated cgroup");
         snprintf(c->describe, sizeof(c->describe), "fake cgroupfs");
         return 0;
 }
@@ -211,6 +211,34 @@ static void test_keyed_value(void **state) {
         assert_int_equal(v, 99);
 }
 
+static void test_pressure_io_parse(void **state) {
+        static const char psi[] = "some avg10=0.00 avg60=1.50 avg300=0.20 total=123456\n"
+                                  "full avg10=0.00 avg60=0.00 avg300=0.00 total=789\n";
+        uint64_t v = 99, w = 99;
+
+        assert_int_equal(cg_pressure_total(psi, "some", &v), 0);
+        assert_true(v == 123456);
+        assert_int_equal(cg_pressure_total(psi, "full", &v), 0);
+        assert_true(v == 789);
+        /* cpu.pressure before Linux 5.13 has no "full" line; a line without total= is malformed. */
+        assert_int_equal(cg_pressure_total("some avg10=0.00 avg60=0.00 avg300=0.00 total=5\n", "full", &v), -ENOENT);
+        assert_int_equal(cg_pressure_total("some avg10=0.00 avg60=0.00\n", "some", &v), -ENOENT);
+        assert_int_equal(cg_pressure_total("some avg10=0.00 total=12x\n", "some", &v), -EBADMSG);
+        assert_int_equal(cg_pressure_total("some avg10=0.00 total=\n", "some", &v), -EBADMSG);
+        assert_int_equal(cg_pressure_total("someone total=3\n", "some", &v), -ENOENT); /* whole words only */
+        assert_int_equal(cg_pressure_total("some total=18446744073709551616\n", "some", &v), -EBADMSG); /* > 2^64-1 */
+
+        /* io.stat: a line per device, summed; no line (no I/O yet) is 0. */
+        assert_int_equal(cg_io_bytes("8:0 rbytes=4096 wbytes=512 rios=1 wios=1 dbytes=0 dios=0\n"
+                                     "253:1 rbytes=100 wbytes=28 rios=2 wios=1 dbytes=0 dios=0\n", &v, &w), 0);
+        assert_true(v == 4196 && w == 540);
+        assert_int_equal(cg_io_bytes("", &v, &w), 0);
+        assert_true(v == 0 && w == 0);
+        assert_int_equal(cg_io_bytes("8:0 rios=1 wios=1\n", &v, &w), -EBADMSG);
+        /* rbytes must be a whole word: xrbytes= is not it */
+        assert_int_equal(cg_io_bytes("8:0 xrbytes=1 wbytes=2\n", &v, &w), -EBADMSG);
+}
+
 typedef struct Tree {
         char root[64];
         int run_fd;
@@ -297,6 +325,31 @@ static void test_stats(void **state) {
         assert_true(s.oom_killed);
         assert_true(s.pids_limit_hit);
 
+        /* The kernel's account: none of its files here, nothing known. */
+        assert_int_equal(s.account.known, 0);
+        put(t.payload_fd, "cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=11\n"
+                                          "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+        put(t.payload_fd, "memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=22\n"
+                                             "full avg10=0.00 avg60=0.00 avg300=0.00 total=33\n");
+        put(t.payload_fd, "io.stat", "8:0 rbytes=44 wbytes=55 rios=1 wios=1 dbytes=0 dios=0\n");
+        put(t.payload_fd, "pids.peak", "7\n");
+        assert_int_equal(cg_stats_read(t.payload_fd, t.run_fd, &s), 0);
+        static const struct {
+                ExecAccountField f;
+                uint64_t v;
+        } want[] = {
+                { EXEC_ACCOUNT_CPU_PRESSURE_SOME_US, 11 }, { EXEC_ACCOUNT_MEMORY_PRESSURE_SOME_US, 22 },
+                { EXEC_ACCOUNT_MEMORY_PRESSURE_FULL_US, 33 }, { EXEC_ACCOUNT_IO_READ_BYTES, 44 },
+                { EXEC_ACCOUNT_IO_WRITE_BYTES, 55 }, { EXEC_ACCOUNT_PIDS_PEAK, 7 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                assert_true(exec_account_known(&s.account, want[i].f));
+                assert_true(s.account.v[want[i].f] == want[i].v);
+        }
+        /* No io.pressure (a kernel without PSI for I/O here): those two unknown, not 0. */
+        assert_false(exec_account_known(&s.account, EXEC_ACCOUNT_IO_PRESSURE_SOME_US));
+        assert_false(exec_account_known(&s.account, EXEC_ACCOUNT_IO_PRESSURE_FULL_US));
+
         /* Without the run's cgroup only payload/ counts. */
         assert_int_equal(cg_stats_read(t.payload_fd, -EBADF, &s), 0);
         assert_true(s.oom_killed);
@@ -320,8 +373,9 @@ static void test_leaves_kill_move(void **state) {
         assert_int_equal(cg_make_leaves(t.run_fd, false, 0, &supervisor_fd, &payload_fd), 0);
         assert_true(supervisor_fd >= 0);
         assert_true(payload_fd >= 0);
-        /* Both writes reached the file: "+memory +pids", then "+cpu" over its start (a plain file). */
-        check_file(t.run_fd, "cgroup.subtree_control", "+cpuory +pids");
+        /* The writes reached the file: "+memory +pids", then "+cpu" and "+io" each alone over its
+         * start (a plain file): an optional controller the parent lacks fails alone. */
+        check_file(t.run_fd, "cgroup.subtree_control", "+iouory +pids");
         struct stat st;
         assert_int_equal(fstatat(t.run_fd, "supervisor", &st, 0), 0);
         assert_true(S_ISDIR(st.st_mode));
@@ -368,6 +422,7 @@ int main(void) {
                 cmocka_unit_test(test_tenant_unit_name),
                 cmocka_unit_test(test_fallback),
                 cmocka_unit_test(test_keyed_value),
+                cmocka_unit_test(test_pressure_io_parse),
                 cmocka_unit_test(test_read_write),
                 cmocka_unit_test(test_stats),
                 cmocka_unit_test(test_leaves_kill_move),

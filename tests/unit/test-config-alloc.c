@@ -166,6 +166,7 @@ static const struct {
 } values[] = {
         { "MCP_EXEC_TRANSPORT", "http", "ftp" },
         { "MCP_EXEC_ADDR", "[::1]:9000", "8080" },
+        { "MCP_EXEC_AGENT_ADDR", "127.0.0.1:18081", "18081" },
         { "MCP_EXEC_MAX_TIMEOUT_S", "600", "0" },
         { "MCP_EXEC_DEFAULT_TIMEOUT_S", "10", "abc" },
         { "MCP_EXEC_MAX_OUTPUT_BYTES", "4096", "0" },

@@ -154,6 +154,9 @@ static void test_bad_values(void **state) {
                 { "MCP_EXEC_ADDR", "127.0.0.1:70000" },
                 { "MCP_EXEC_ADDR", "::1:8080" },
                 { "MCP_EXEC_ADDR", "example.com:80" },
+                { "MCP_EXEC_AGENT_ADDR", "18081" },
+                { "MCP_EXEC_AGENT_ADDR", "127.0.0.1:0" },
+                { "MCP_EXEC_AGENT_ADDR", "127.0.0.1:8080" }, /* MCP_EXEC_ADDR's default */
                 { "MCP_EXEC_DEFAULT_TIMEOUT_S", "abc" },
                 { "MCP_EXEC_DEFAULT_TIMEOUT_S", "-5" },
                 { "MCP_EXEC_DEFAULT_TIMEOUT_S", "0" },
@@ -398,7 +401,18 @@ static void test_http_variables(void **state) {
         char *err = NULL;
         const char *const star[] = { "MCP_EXEC_ALLOWED_HOSTS", "*", "MCP_EXEC_ALLOWED_ORIGINS", "*", NULL };
         assert_int_equal(load(star, &c, &err), 0);
+        assert_null(c.agent_addr); /* no agent check unless asked */
         config_done(&c);
+
+        /* Issue 33.4: the agent check's address, any but the HTTP one's. */
+        const char *const agent[] = { "MCP_EXEC_ADDR", "127.0.0.1:8081", "MCP_EXEC_AGENT_ADDR", "127.0.0.1:18081", NULL };
+        assert_int_equal(load(agent, &c, &err), 0);
+        assert_string_equal(c.agent_addr, "127.0.0.1:18081");
+        config_done(&c);
+        const char *const same[] = { "MCP_EXEC_ADDR", "[::1]:8081", "MCP_EXEC_AGENT_ADDR", "[::1]:8081", NULL };
+        assert_int_equal(load(same, &c, &err), -EINVAL);
+        assert_non_null(strstr(err, "MCP_EXEC_AGENT_ADDR=\"[::1]:8081\" is invalid: expected host:port as for MCP_EXEC_ADDR, another"));
+        free(err);
 }
 
 /* Issue 9: the daemon's own limits on sessions and on each session's share of the queue (defaults and

@@ -15,6 +15,7 @@
 
 #include "dispatch.h"
 #include "unit-fixture.h"
+#include "unit-limits.h"
 
 /* ---- the fake scheduler ------------------------------------------------------------------- */
 
@@ -171,18 +172,6 @@ static const DispatchOps ops = {
         .call_notify = on_call_notify,
 };
 
-static const McpLimits limits = {
-        .default_timeout_s = 30,
-        .max_timeout_s = 120,
-        .max_code_bytes = 1000,
-        .max_stdin_bytes = 1000,
-        .max_output_bytes = 4096,
-        .memory_max_bytes = UINT64_MAX,
-        .pids_max = UINT64_MAX,
-        .tmp_size_bytes = 1u << 20,
-        .limits_by = "rlimit",
-};
-
 static Scheduler scheduler; /* never looked into by dispatch.c: only passed to the fakes */
 
 typedef struct Fixture {
@@ -195,7 +184,7 @@ static int setup(void **state) {
         fake.cancel_answers_now = true;
         Fixture *f = calloc(1, sizeof(*f));
         assert_non_null(f);
-        f->mcp = mcp_server_new(&limits, "0");
+        f->mcp = mcp_server_new(&unit_limits, "0");
         assert_non_null(f->mcp);
         dispatch_init(&f->session.dispatch, &scheduler, &ops, &f->session);
         const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"

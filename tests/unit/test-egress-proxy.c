@@ -22,6 +22,7 @@
 
 #include "proxy.h"
 #include "ring.h"
+#include "unit-fixture.h"
 
 static Ring *ring;
 static EgressProxy *px;
@@ -123,69 +124,85 @@ static EgressRun *run_with(const char *allow, uint16_t *ret_port) {
         return r;
 }
 
+/* A server on loopback, a run whose allowlist is that server alone, and a client connected to the
+ * run's proxy. */
+typedef struct Allowed {
+        uint16_t sport;
+        int server, client;
+        EgressRun *run;
+} Allowed;
+
+static Allowed allowed_open(void) {
+        Allowed a = {};
+        a.server = listener(&a.sport);
+        char allow[64];
+        uint16_t pport;
+        snprintf(allow, sizeof(allow), "127.0.0.1:%u", a.sport);
+        a.run = run_with(allow, &pport);
+        a.client = connect_to(pport);
+        return a;
+}
+
+/* Turns the loop until the proxy has told n decisions, and checks it has told no more. */
+static void decisions_wait(size_t n) {
+        for (int i = 0; i < 100 && n_decisions < n; i++)
+                assert_int_equal(ring_run_once(ring, 10000), 0);
+        assert_int_equal(n_decisions, n);
+}
+
 static void test_connect_relays_and_counts(void **state) {
-        uint16_t sport, pport;
-        int server = listener(&sport);
-        char allow[64], req[128], buf[512];
-        snprintf(allow, sizeof(allow), "127.0.0.1:%u", sport);
-        EgressRun *r = run_with(allow, &pport);
-        int c = connect_to(pport);
+        Allowed t = allowed_open();
+        char req[128], buf[512];
         /* The tunnel's first bytes may come with the head: they go to the server first. */
-        snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%u HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n\r\nhello", sport, sport);
-        send_all(c, req);
-        int s = pump_accept(server);
-        pump_read(c, buf, sizeof(buf), 39);
+        snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%u HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n\r\nhello", t.sport, t.sport);
+        send_all(t.client, req);
+        int s = pump_accept(t.server);
+        pump_read(t.client, buf, sizeof(buf), 39);
         assert_string_equal(buf, "HTTP/1.1 200 Connection established\r\n\r\n");
         assert_int_equal(recv(s, buf, sizeof(buf), 0), 5);
         send_all(s, "world!");
-        assert_int_equal(pump_read(c, buf, sizeof(buf), 6), 6);
+        assert_int_equal(pump_read(t.client, buf, sizeof(buf), 6), 6);
         assert_string_equal(buf, "world!");
-        close(c); /* the run's end: the server sees the tunnel's end, then closes too */
+        close(t.client); /* the run's end: the server sees the tunnel's end, then closes too */
         assert_int_equal(pump_read(s, buf, sizeof(buf), 1), 0);
         close(s);
-        for (int i = 0; i < 100 && n_decisions == 0; i++)
-                assert_int_equal(ring_run_once(ring, 10000), 0);
-        assert_int_equal(n_decisions, 1);
+        decisions_wait(1);
         assert_true(decisions[0].allowed);
         assert_string_equal(decisions[0].host, "127.0.0.1");
         assert_int_equal(decisions[0].sent, 5);
         assert_int_equal(decisions[0].received, 6);
-        const EgressAccount *a = egress_run_account(r);
+        const EgressAccount *a = egress_run_account(t.run);
         assert_int_equal(a->sent, 5);
         assert_int_equal(a->received, 6);
         assert_int_equal(a->connections, 1);
         assert_int_equal(a->n_hosts, 1);
-        assert_int_equal(a->hosts[0].port, sport);
+        assert_int_equal(a->hosts[0].port, t.sport);
         assert_true(a->hosts[0].allowed);
-        egress_run_free(r);
-        close(server);
+        egress_run_free(t.run);
+        close(t.server);
 }
 
 static void test_http_rebuilt(void **state) {
-        uint16_t sport, pport;
-        int server = listener(&sport);
-        char allow[64], req[256], buf[1024];
-        snprintf(allow, sizeof(allow), "127.0.0.1:%u", sport);
-        EgressRun *r = run_with(allow, &pport);
-        int c = connect_to(pport);
+        Allowed t = allowed_open();
+        char req[256], buf[1024];
         snprintf(req, sizeof(req),
                  "POST http://127.0.0.1:%u/x?y HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nProxy-Connection: keep-alive\r\n"
-                 "Content-Length: 4\r\n\r\nbodyGET http://other.example/ HTTP/1.1\r\n\r\n", sport, sport);
-        send_all(c, req);
-        int s = pump_accept(server);
+                 "Content-Length: 4\r\n\r\nbodyGET http://other.example/ HTTP/1.1\r\n\r\n", t.sport, t.sport);
+        send_all(t.client, req);
+        int s = pump_accept(t.server);
         char want[256];
-        snprintf(want, sizeof(want), "POST /x?y HTTP/1.1\r\nContent-Length: 4\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\n\r\nbody", sport);
+        snprintf(want, sizeof(want), "POST /x?y HTTP/1.1\r\nContent-Length: 4\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\n\r\nbody", t.sport);
         size_t n = pump_read(s, buf, sizeof(buf), strlen(want));
         buf[n] = '\0';
         /* exactly the rebuilt request and its body: the request smuggled after it never reaches the server */
         assert_string_equal(buf, want);
         send_all(s, "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
         close(s);
-        pump_read(c, buf, sizeof(buf), 45);
+        pump_read(t.client, buf, sizeof(buf), 45);
         assert_non_null(strstr(buf, "204 No Content"));
-        close(c);
-        egress_run_free(r);
-        close(server);
+        close(t.client);
+        egress_run_free(t.run);
+        close(t.server);
 }
 
 /* Each refusal: its status line and the proxy's sentence. */
@@ -215,9 +232,7 @@ static void test_refusals(void **state) {
         refused_on(pport, "GET http://a.example/ HTTP/1.1\r\nHost: b.example\r\n\r\n", "HTTP/1.1 400 ");
         refused_on(pport, "CONNECT user@a.example:443 HTTP/1.1\r\n\r\n", "HTTP/1.1 400 ");
         refused_on(pport, "CONNECT a.exa", "HTTP/1.1 408 "); /* never ends: the head's deadline */
-        for (int i = 0; i < 100 && n_decisions < 6; i++)
-                assert_int_equal(ring_run_once(ring, 10000), 0);
-        assert_int_equal(n_decisions, 6);
+        decisions_wait(6);
         for (size_t i = 0; i < n_decisions; i++)
                 assert_false(decisions[i].allowed);
         const EgressAccount *a = egress_run_account(r);
@@ -238,26 +253,22 @@ static void test_refusals(void **state) {
 /* The rest of a head that arrives after its deadline's 408 is not read: one decision, nothing
  * connected. */
 static void test_late_head(void **state) {
-        uint16_t sport, pport;
-        int server = listener(&sport);
-        char allow[64], buf[512], rest[64];
-        snprintf(allow, sizeof(allow), "127.0.0.1:%u", sport);
-        EgressRun *r = run_with(allow, &pport);
-        int c = connect_to(pport);
-        send_all(c, "CONNECT 127.0.0.1:");
-        pump_read(c, buf, sizeof(buf), 12);
+        Allowed t = allowed_open();
+        char buf[512], rest[64];
+        send_all(t.client, "CONNECT 127.0.0.1:");
+        pump_read(t.client, buf, sizeof(buf), 12);
         assert_non_null(strstr(buf, "HTTP/1.1 408 "));
-        snprintf(rest, sizeof(rest), "%u HTTP/1.1\r\n\r\n", sport);
-        (void) send(c, rest, strlen(rest), MSG_NOSIGNAL); /* may find it closed */
+        snprintf(rest, sizeof(rest), "%u HTTP/1.1\r\n\r\n", t.sport);
+        (void) send(t.client, rest, strlen(rest), MSG_NOSIGNAL); /* may find it closed */
         for (int i = 0; i < 30; i++)
                 assert_int_equal(ring_run_once(ring, 10000), 0);
         assert_int_equal(n_decisions, 1);
         assert_false(decisions[0].allowed);
-        struct pollfd p = { .fd = server, .events = POLLIN };
+        struct pollfd p = { .fd = t.server, .events = POLLIN };
         assert_int_equal(poll(&p, 1, 0), 0);
-        close(c);
-        egress_run_free(r);
-        close(server);
+        close(t.client);
+        egress_run_free(t.run);
+        close(t.server);
 }
 
 /* The account lists at most EGRESS_ACCOUNT_HOSTS_MAX hosts; past them it says so, and its totals
@@ -271,9 +282,7 @@ static void test_account_bounded(void **state) {
                 snprintf(req, sizeof(req), "CONNECT h%u.example:443 HTTP/1.1\r\n\r\n", i);
                 refused_on(pport, req, "HTTP/1.1 403 ");
         }
-        for (int i = 0; i < 100 && n_decisions < EGRESS_ACCOUNT_HOSTS_MAX + 2; i++)
-                assert_int_equal(ring_run_once(ring, 10000), 0);
-        assert_int_equal(n_decisions, EGRESS_ACCOUNT_HOSTS_MAX + 2);
+        decisions_wait(EGRESS_ACCOUNT_HOSTS_MAX + 2);
         const EgressAccount *a = egress_run_account(r);
         assert_int_equal(a->connections, EGRESS_ACCOUNT_HOSTS_MAX + 2);
         assert_int_equal(a->denied, EGRESS_ACCOUNT_HOSTS_MAX + 2);
@@ -284,32 +293,28 @@ static void test_account_bounded(void **state) {
 
 /* A run that ends with a tunnel open: the tunnel is closed and its decision told. */
 static void test_run_end_closes(void **state) {
-        uint16_t sport, pport;
-        int server = listener(&sport);
-        char allow[64], req[128], buf[256];
-        snprintf(allow, sizeof(allow), "127.0.0.1:%u", sport);
-        EgressRun *r = run_with(allow, &pport);
-        int c = connect_to(pport);
-        snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%u HTTP/1.1\r\n\r\n", sport);
-        send_all(c, req);
-        int s = pump_accept(server);
-        pump_read(c, buf, sizeof(buf), 39);
-        egress_run_free(r);
+        Allowed t = allowed_open();
+        char req[128], buf[256];
+        snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%u HTTP/1.1\r\n\r\n", t.sport);
+        send_all(t.client, req);
+        int s = pump_accept(t.server);
+        pump_read(t.client, buf, sizeof(buf), 39);
+        egress_run_free(t.run);
         assert_int_equal(pump_read(s, buf, sizeof(buf), 1), 0); /* the server sees the end */
         assert_int_equal(n_decisions, 1);
         close(s);
-        close(c);
-        close(server);
+        close(t.client);
+        close(t.server);
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_connect_relays_and_counts, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_http_rebuilt, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_late_head, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_account_bounded, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_run_end_closes, setup, teardown),
+                fixture_test(test_connect_relays_and_counts),
+                fixture_test(test_http_rebuilt),
+                fixture_test(test_refusals),
+                fixture_test(test_late_head),
+                fixture_test(test_account_bounded),
+                fixture_test(test_run_end_closes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -242,15 +242,28 @@ static void test_legacy_stream(void **state) {
         "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\",\"params\":{\"_meta\":{"                         \
         "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}"
 
+/* A POST made by tenant who (its request's verdict, as mcp_http_check_head() leaves it). */
+static HttpRequest *post_as(FakeConn *c, HttpSession *s, const char *body, const char *who) {
+        HttpRequest *req = fake_request(&http, c, s, body);
+        snprintf(req->verdict.principal, sizeof(req->verdict.principal), "%s", who);
+        assert_int_equal(http_session_handle_mcp_post(req), MHD_YES);
+        return req;
+}
+
+/* A 2026-07-28 client's tools/list on c (opened here), with its headers, from who on s (NULL: no
+ * session); handled. */
+static HttpRequest *modern_list(FakeConn *c, HttpSession *s, const char *who) {
+        fake_conn_init(c, -1);
+        fake_conn_set_header(c, "MCP-Protocol-Version", "2026-07-28");
+        fake_conn_set_header(c, "Mcp-Method", "tools/list");
+        return post_as(c, s, MODERN_LIST, who);
+}
+
 /* A 2026-07-28 request stands alone: answered, with no session issued or kept; a 2025 session's id
  * on one is refused. */
 static void test_modern_stands_alone(void **state) {
         FakeConn c;
-        fake_conn_init(&c, -1);
-        fake_conn_set_header(&c, "MCP-Protocol-Version", "2026-07-28");
-        fake_conn_set_header(&c, "Mcp-Method", "tools/list");
-        HttpRequest *req = fake_request(&http, &c, NULL, MODERN_LIST);
-        assert_int_equal(http_session_handle_mcp_post(req), MHD_YES);
+        HttpRequest *req = modern_list(&c, NULL, "");
         assert_int_equal(c.status, 200);
         assert_null(fake_conn_response_header(&c, "Mcp-Session-Id"));
         assert_non_null(strstr(c.body, "\"tools\""));
@@ -259,11 +272,7 @@ static void test_modern_stands_alone(void **state) {
         fake_conn_done(&c);
 
         HttpSession *s = session_open();
-        fake_conn_init(&c, -1);
-        fake_conn_set_header(&c, "MCP-Protocol-Version", "2026-07-28");
-        fake_conn_set_header(&c, "Mcp-Method", "tools/list");
-        req = fake_request(&http, &c, s, MODERN_LIST);
-        assert_int_equal(http_session_handle_mcp_post(req), MHD_YES);
+        req = modern_list(&c, s, "");
         assert_int_equal(c.status, 400);
         assert_non_null(strstr(c.body, "2025 era"));
         http_request_complete(req);
@@ -329,14 +338,6 @@ static void test_lb_body_read(void **state) {
         }
 }
 
-/* A POST made by tenant who (its request's verdict, as mcp_http_check_head() leaves it). */
-static HttpRequest *post_as(FakeConn *c, HttpSession *s, const char *body, const char *who) {
-        HttpRequest *req = fake_request(&http, c, s, body);
-        snprintf(req->verdict.principal, sizeof(req->verdict.principal), "%s", who);
-        assert_int_equal(http_session_handle_mcp_post(req), MHD_YES);
-        return req;
-}
-
 /* Issue 31.5: a 2025 session is the tenant's that opened it: another tenant (or a request without
  * one) does not find it, its calls carry the tenant's name, and a 2026 request's tasks are its
  * tenant's. */
@@ -367,19 +368,13 @@ static void test_tenant_owns(void **state) {
         http_request_complete(req);
         fake_conn_done(&c);
 
-        fake_conn_init(&c, -1);
-        fake_conn_set_header(&c, "MCP-Protocol-Version", "2026-07-28");
-        fake_conn_set_header(&c, "Mcp-Method", "tools/list");
-        req = post_as(&c, NULL, MODERN_LIST, "beta");
+        req = modern_list(&c, NULL, "beta");
         assert_int_equal(c.status, 200);
         assert_string_equal(req->session->principal, "beta");
         assert_string_equal(req->session->dispatch.owner, "tenant:beta");
         http_request_complete(req);
         fake_conn_done(&c);
-        fake_conn_init(&c, -1);
-        fake_conn_set_header(&c, "MCP-Protocol-Version", "2026-07-28");
-        fake_conn_set_header(&c, "Mcp-Method", "tools/list");
-        req = post_as(&c, NULL, MODERN_LIST, "");
+        req = modern_list(&c, NULL, "");
         assert_string_equal(req->session->dispatch.owner, "loopback");
         http_request_complete(req);
         fake_conn_done(&c);

@@ -73,6 +73,14 @@ static McpHttpVerdict check(const McpHttpPolicy *p, const McpHttpHead *h) {
         return v;
 }
 
+/* h, sent with this method instead, is refused 405 with this Allow header. */
+static void assert_not_allowed(const McpHttpPolicy *p, McpHttpHead h, const char *method, const char *allow) {
+        h.method = method;
+        McpHttpVerdict v = check(p, &h);
+        assert_int_equal(v.status, 405);
+        assert_string_equal(v.allow, allow);
+}
+
 /* allowed() admits each of ok, none of no, and a request without the header (NULL). */
 static void check_allow_list(bool (*allowed)(const McpHttpPolicy *p, const char *value),
                              const McpHttpPolicy *p, const char *const *ok, size_t n_ok,
@@ -183,39 +191,69 @@ static void test_token(void **state) {
         assert_true(str_secret_equal("", 0, "", 0));
 }
 
+/* What an Accept header admits of the two types a POST must accept (mcp_http_check_head() asks
+ * about both), and which Content-Type is JSON. */
 static void test_media_types(void **state) {
-        assert_true(mcp_http_accepts("application/json, text/event-stream", "application/json"));
-        assert_true(mcp_http_accepts("application/json, text/event-stream", "text/event-stream"));
-        assert_true(mcp_http_accepts("text/event-stream;q=0.5,application/json", "text/event-stream"));
-        assert_true(mcp_http_accepts("*/*", "text/event-stream"));
-        assert_true(mcp_http_accepts("application/*", "application/json"));
-        assert_true(mcp_http_accepts("APPLICATION/JSON", "application/json"));
-        assert_true(mcp_http_accepts(NULL, "application/json"));
-        assert_false(mcp_http_accepts("text/html", "application/json"));
-        assert_false(mcp_http_accepts("application/json", "text/event-stream"));
-        assert_false(mcp_http_accepts("text/*", "application/json"));
-        assert_false(mcp_http_accepts("application/json;q=0", "application/json"));
-        assert_false(mcp_http_accepts("application/json; q=0.000", "application/json"));
-        assert_true(mcp_http_accepts("application/json; q=0.001", "application/json"));
-        assert_false(mcp_http_accepts("", "application/json"));
-        assert_false(mcp_http_accepts("application/jsonx", "application/json"));
+        static const struct {
+                const char *accept;
+                bool json, event_stream;
+        } accepts[] = {
+                { "application/json, text/event-stream", true, true },
+                { "text/event-stream;q=0.5,application/json", true, true },
+                { "*/*", true, true },
+                { "application/*", true, false },
+                { "text/*", false, true },
+                { "APPLICATION/JSON", true, false },
+                { NULL, true, true },
+                { "text/html", false, false },
+                { "application/json", true, false },
+                { "application/json;q=0", false, false },
+                { "application/json; q=0.000", false, false },
+                { "application/json; q=0.001", true, false },
+                { "", false, false },
+                { "application/jsonx", false, false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(accepts); i++)
+                if (mcp_http_accepts(accepts[i].accept, "application/json") != accepts[i].json ||
+                    mcp_http_accepts(accepts[i].accept, "text/event-stream") != accepts[i].event_stream)
+                        fail_msg("Accept: %s should %s application/json and %s text/event-stream",
+                                 accepts[i].accept ?: "(none)", accepts[i].json ? "admit" : "refuse",
+                                 accepts[i].event_stream ? "admit" : "refuse");
 
-        assert_true(mcp_http_content_type_is_json("application/json"));
-        assert_true(mcp_http_content_type_is_json("application/json; charset=utf-8"));
-        assert_true(mcp_http_content_type_is_json("Application/JSON"));
-        assert_false(mcp_http_content_type_is_json("text/plain"));
-        assert_false(mcp_http_content_type_is_json("application/json-seq"));
-        assert_false(mcp_http_content_type_is_json(NULL));
+        static const struct {
+                const char *content_type;
+                bool want;
+        } types[] = {
+                { "application/json", true },      { "application/json; charset=utf-8", true },
+                { "Application/JSON", true },      { "text/plain", false },
+                { "application/json-seq", false }, { NULL, false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(types); i++)
+                if (mcp_http_content_type_is_json(types[i].content_type) != types[i].want)
+                        fail_msg("Content-Type: %s should %sbe JSON", types[i].content_type ?: "(none)",
+                                 types[i].want ? "" : "not ");
 }
 
+/* The version a request's MCP-Protocol-Version header names; NULL: one the server does not speak. */
 static void test_protocol_version(void **state) {
-        assert_string_equal(mcp_http_protocol_version(NULL), "2025-03-26");
-        assert_string_equal(mcp_http_protocol_version("2025-11-25"), "2025-11-25");
-        assert_string_equal(mcp_http_protocol_version("2025-06-18"), "2025-06-18");
-        assert_string_equal(mcp_http_protocol_version("2026-07-28"), "2026-07-28");
-        assert_null(mcp_http_protocol_version("2099-01-01"));
-        assert_null(mcp_http_protocol_version(""));
-        assert_null(mcp_http_protocol_version("2025-11-25 "));
+        static const struct {
+                const char *header, *want;
+        } cases[] = {
+                { NULL, "2025-03-26" }, /* what no header means */
+                { "2025-11-25", "2025-11-25" },
+                { "2025-06-18", "2025-06-18" },
+                { "2026-07-28", "2026-07-28" },
+                { "2099-01-01", NULL },
+                { "", NULL },
+                { "2025-11-25 ", NULL },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                const char *got = mcp_http_protocol_version(cases[i].header);
+                if (!cases[i].want)
+                        assert_null(got);
+                else
+                        assert_string_equal(got, cases[i].want);
+        }
 }
 
 static void test_session_ids(void **state) {
@@ -326,10 +364,7 @@ static void test_head_order(void **state) {
         /* Then the method. */
         h = post_head();
         h.x_mcp_auth = "tok";
-        h.method = "GET";
-        v = check(&p, &h);
-        assert_int_equal(v.status, 405);
-        assert_string_equal(v.allow, "POST, DELETE");
+        assert_not_allowed(&p, h, "GET", "POST, DELETE");
         h.method = "PATCH";
         v = check(&p, &h);
         assert_int_equal(v.status, 405);
@@ -409,20 +444,14 @@ static void test_head_statuses(void **state) {
         assert_int_equal(check(&p, &h).status, 406);
         h.accept = NULL;
         assert_int_equal(check(&p, &h).next, MCP_HTTP_SSE_OPEN);
-        h.method = "POST";
-        v = check(&p, &h);
-        assert_int_equal(v.status, 405);
-        assert_string_equal(v.allow, "GET");
+        assert_not_allowed(&p, h, "POST", "GET");
 
         h = (McpHttpHead) { .method = "POST", .path = "/messages", .host = "localhost:1",
                             .content_type = "application/json" };
         assert_int_equal(check(&p, &h).status, 400);
         h.query_session_id = "abc";
         assert_int_equal(check(&p, &h).next, MCP_HTTP_MESSAGES_POST);
-        h.method = "GET";
-        v = check(&p, &h);
-        assert_int_equal(v.status, 405);
-        assert_string_equal(v.allow, "POST");
+        assert_not_allowed(&p, h, "GET", "POST");
 
         /* MCP_EXEC_TRANSPORT=sse: /mcp does not exist. */
         p.streamable = false;
@@ -632,10 +661,7 @@ static void test_health(void **state) {
         assert_int_equal(v.endpoint, MCP_HTTP_EP_HEALTH);
         h.method = "HEAD";
         assert_int_equal(check(&p, &h).next, MCP_HTTP_HEALTH_GET);
-        h.method = "POST";
-        v = check(&p, &h);
-        assert_int_equal(v.status, 405);
-        assert_string_equal(v.allow, "GET, HEAD");
+        assert_not_allowed(&p, h, "POST", "GET, HEAD");
         h.method = "GET";
         h.host = "evil.example";
         assert_int_equal(check(&p, &h).status, 403);
@@ -808,10 +834,7 @@ static void test_oauth(void **state) {
         assert_int_equal(check(&p, &h).next, MCP_HTTP_PRM_GET);
         h.method = "HEAD";
         assert_int_equal(check(&p, &h).next, MCP_HTTP_PRM_GET);
-        h.method = "POST";
-        v = check(&p, &h);
-        assert_int_equal(v.status, 405);
-        assert_string_equal(v.allow, "GET, HEAD");
+        assert_not_allowed(&p, h, "POST", "GET, HEAD");
         h = (McpHttpHead) { .method = "GET", .path = "/.well-known/oauth-protected-resourcex", .host = "localhost" };
         assert_int_equal(check(&p, &h).status, 401); /* not the metadata: a path like any other */
         h.path = "/.well-known/oauth-authorization-server";

@@ -11,25 +11,11 @@
 #include <jansson.h>
 
 #include "mcp.h"
+#include "unit-limits.h"
 #include "unit-mcp.h"
 
-static const McpLimits limits = {
-        .default_timeout_s = 30,
-        .max_timeout_s = 123,
-        .max_code_bytes = 100,
-        .max_stdin_bytes = 10,
-        .max_output_bytes = 4096,
-        .memory_max_bytes = 256u << 20,
-        .pids_max = 128,
-        .cpu_quota_percent = 50,
-        .tmp_size_bytes = 64u << 20,
-        .python_version = "3.11.2",
-        .packages = "numpy, pandas",
-        .limits_by = "rlimit",
-};
-
 static McpServer *server_new(bool initialized) {
-        McpServer *s = mcp_server_new(&limits, "9.9.9");
+        McpServer *s = mcp_server_new(&unit_limits, "9.9.9");
         assert_non_null(s);
         if (initialized)
                 unit_server_initialize(s);
@@ -181,14 +167,18 @@ static void test_tools_list(void **state) {
         assert_true(json_is_false(json_object_get(in, "additionalProperties")));
         assert_string_equal(json_string_value(json_array_get(json_object_get(in, "required"), 0)), "code");
         json_t *out = json_object_get(t, "outputSchema");
-        /* + files, files_unlisted (issue 10), unbounded (issue 15 #6), warm, memory_at_start_bytes (16) */
-        assert_int_equal(json_array_size(json_object_get(out, "required")), 19);
+        /* + files, files_unlisted (issue 10), unbounded (issue 15 #6), warm, memory_at_start_bytes (16),
+         * the kernel's account (33.1: 8, integer or null) */
+        assert_int_equal(json_array_size(json_object_get(out, "required")), 27);
+        json_t *pp = json_object_get(json_object_get(out, "properties"), "pids_peak");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(pp, "anyOf"), 0), "type")),
+                            "integer");
         json_t *ub = json_object_get(json_object_get(out, "properties"), "unbounded");
         assert_string_equal(json_string_value(json_object_get(ub, "type")), "array");
         assert_string_equal(json_string_value(json_object_get(json_object_get(ub, "items"), "type")), "string");
         /* The description says the limits actually in force. */
         const char *d = json_string_value(json_object_get(t, "description"));
-        assert_non_null(strstr(d, "at most 123 s"));
+        assert_non_null(strstr(d, "at most 60 s"));
         assert_non_null(strstr(d, "4 KiB"));
         assert_non_null(strstr(d, "3.11.2"));
         assert_non_null(strstr(d, "numpy, pandas"));
@@ -244,8 +234,8 @@ static void test_argument_validation(void **state) {
         call(s, "{\"code\":\"print(1)\",\"stdin\":\"12345678901\"}", "limit of 10 bytes (MCP_EXEC_MAX_STDIN_BYTES)");
         call(s, "{\"code\":\"print(1)\",\"foo\":1}", "'foo'");
         char big[400];
-        snprintf(big, sizeof(big), "{\"code\":\"%0101d\"}", 0);
-        call(s, big, "limit of 100 bytes (MCP_EXEC_MAX_CODE_BYTES)");
+        snprintf(big, sizeof(big), "{\"code\":\"%0201d\"}", 0);
+        call(s, big, "limit of 200 bytes (MCP_EXEC_MAX_CODE_BYTES)");
 
         /* Unknown tool and a malformed call are protocol errors. */
         expect_error(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"}}",
@@ -300,7 +290,7 @@ static void test_timeout_clamping_and_args(void **state) {
                 uint32_t want;
         } cases[] = {
                 { "", 30 }, { ",\"timeout_s\":0", 30 }, { ",\"timeout_s\":-5", 1 }, { ",\"timeout_s\":7", 7 },
-                { ",\"timeout_s\":1000", 123 }, { ",\"timeout_s\":5.0", 5 }, { ",\"timeout_s\":1e30", 123 },
+                { ",\"timeout_s\":1000", 60 }, { ",\"timeout_s\":5.0", 5 }, { ",\"timeout_s\":1e30", 60 },
                 { ",\"timeout_s\":null", 30 },
         };
         McpServer *s = server_new(true);
@@ -339,7 +329,7 @@ static void test_cancel_action(void **state) {
  * notifications at once and holds tools/list and tools/call without doing anything; released with
  * what the probe found, it answers them as a session made with it does. */
 static void test_hold_release(void **state) {
-        McpLimits unknown = limits;
+        McpLimits unknown = unit_limits;
         unknown.python_version = NULL;
         unknown.packages = NULL;
         McpServer *s = mcp_server_new(&unknown, "9.9.9");
@@ -379,7 +369,7 @@ static void test_hold_release(void **state) {
                 mcp_action_done(&a);
         }
 
-        assert_int_equal(mcp_server_release(s, limits.python_version, limits.packages), 0);
+        assert_int_equal(mcp_server_release(s, unit_limits.python_version, unit_limits.packages), 0);
         McpServer *ref = server_new(true);
         json_t *got = roundtrip(s, list), *want = roundtrip(ref, list);
         assert_true(json_equal(got, want));
@@ -432,6 +422,8 @@ static void test_result_encoding(void **state) {
                 .exit_code = -9, .duration_ms = 12, .truncated = true, .signal = "SIGKILL",
                 .memory_peak_bytes = 1000, .cpu_user_us = 5, .cpu_system_us = 6, .limits = "cgroup", .queue_ms = 3,
         };
+        exec_account_set(&r.account, EXEC_ACCOUNT_IO_READ_BYTES, 8192);
+        exec_account_set(&r.account, EXEC_ACCOUNT_PIDS_PEAK, 3);
         char *reply = mcp_call_reply_result(c, &r);
         assert_non_null(reply);
         json_error_t err;
@@ -443,8 +435,14 @@ static void test_result_encoding(void **state) {
         assert_string_equal(json_string_value(json_object_get(sc, "signal")), "SIGKILL");
         assert_true(json_is_true(json_object_get(sc, "truncated")));
         assert_true(json_is_false(json_object_get(res, "isError")));
-        /* + files, files_unlisted (issue 10), unbounded (issue 15 #6), warm, memory_at_start_bytes (16) */
-        assert_int_equal(json_object_size(sc), 19);
+        /* + files, files_unlisted (issue 10), unbounded (issue 15 #6), warm, memory_at_start_bytes (16),
+         * the kernel's account (33.1) */
+        assert_int_equal(json_object_size(sc), 27);
+        /* Known figures are integers, unknown ones null (never 0). */
+        assert_int_equal(json_integer_value(json_object_get(sc, "io_read_bytes")), 8192);
+        assert_int_equal(json_integer_value(json_object_get(sc, "pids_peak")), 3);
+        assert_true(json_is_null(json_object_get(sc, "cpu_pressure_some_us")));
+        assert_true(json_is_null(json_object_get(sc, "memory_pressure_full_us")));
         /* With a cgroup nothing is left unbounded (issue 15 #6). */
         assert_true(json_is_array(json_object_get(sc, "unbounded")));
         assert_int_equal(json_array_size(json_object_get(sc, "unbounded")), 0);

@@ -99,7 +99,8 @@ static void test_lines_oversize_dropped_then_recovers(void **state) {
         expect_line(&r, false, MCP_LINE_OVERSIZE, NULL);
         assert_int_equal(mcp_line_reader_feed(&r, big, 150), 0);
         expect_line(&r, false, MCP_LINE_NONE, NULL);
-        assert_true(r.cap <= 4096); /* memory stayed bounded */
+        assert_true(r.buf.cap <= 4096); /* memory stayed bounded */
+        assert_int_equal(r.buf.len, 0); /* the skipped line is not kept */
         assert_int_equal(mcp_line_reader_feed(&r, "xx\nok\n", 6), 0);
         expect_line(&r, false, MCP_LINE_OK, "ok");
         mcp_line_reader_done(&r);

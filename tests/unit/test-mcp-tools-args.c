@@ -17,27 +17,19 @@
 #include "test-mcp-tools.h"
 #include "tools-internal.h"
 
-static const char *const kind_names[_MCP_ARG_KIND_MAX] = {
-        [MCP_ARG_CODE] = "code",
-        [MCP_ARG_STDIN] = "stdin",
-        [MCP_ARG_TIMEOUT] = "timeout",
-        [MCP_ARG_PYTHON] = "python",
-        [MCP_ARG_DEPENDENCIES] = "dependencies",
-        [MCP_ARG_SESSION] = "session",
-        [MCP_ARG_IDLE_TIMEOUT] = "idle_timeout",
-        [MCP_ARG_FILES] = "files",
-};
-
-/* A value each kind accepts: what the call carries besides the argument under test. */
-static const char *const valid[_MCP_ARG_KIND_MAX] = {
-        [MCP_ARG_CODE] = "\"print(1)\"",
-        [MCP_ARG_STDIN] = "\"in\"",
-        [MCP_ARG_TIMEOUT] = "5",
-        [MCP_ARG_PYTHON] = "\"pypy3\"",
-        [MCP_ARG_DEPENDENCIES] = "[\"a==1\"]",
-        [MCP_ARG_SESSION] = "\"0123456789abcdef0123456789abcdef\"",
-        [MCP_ARG_IDLE_TIMEOUT] = "60",
-        [MCP_ARG_FILES] = "[{\"name\":\"a.txt\",\"content\":\"x\"}]",
+/* Each kind of argument: its name in messages, and a value it accepts (what a call carries besides
+ * the argument under test). */
+static const struct {
+        const char *name, *valid;
+} kinds[_MCP_ARG_KIND_MAX] = {
+        [MCP_ARG_CODE] = { "code", "\"print(1)\"" },
+        [MCP_ARG_STDIN] = { "stdin", "\"in\"" },
+        [MCP_ARG_TIMEOUT] = { "timeout", "5" },
+        [MCP_ARG_PYTHON] = { "python", "\"pypy3\"" },
+        [MCP_ARG_DEPENDENCIES] = { "dependencies", "[\"a==1\"]" },
+        [MCP_ARG_SESSION] = { "session", "\"0123456789abcdef0123456789abcdef\"" },
+        [MCP_ARG_IDLE_TIMEOUT] = { "idle_timeout", "60" },
+        [MCP_ARG_FILES] = { "files", "[{\"name\":\"a.txt\",\"content\":\"x\"}]" },
 };
 
 /* What the leaves refuse, by kind, as JSON text; NULL: the argument left out. */
@@ -133,7 +125,7 @@ static void arguments(const McpToolDef *t, const McpToolArg *bad_arg, const char
         bool first = true;
         for (size_t i = 0; i < t->n_args; i++) {
                 const McpToolArg *a = &t->args[i];
-                const char *v = a == bad_arg ? bad_json : valid[a->kind];
+                const char *v = a == bad_arg ? bad_json : kinds[a->kind].valid;
                 if (!v)
                         continue;
                 o += (size_t) snprintf(out + o, size - o, "%s\"%s\":%s", first ? "" : ",", a->name, v);
@@ -164,7 +156,7 @@ static char *normalize(const McpToolDef *t, const char *text) {
         for (size_t i = 0; i < t->n_args; i++) {
                 char from[64], to[64];
                 snprintf(from, sizeof(from), "'%s", t->args[i].name);
-                snprintf(to, sizeof(to), "'<%s>", kind_names[t->args[i].kind]);
+                snprintf(to, sizeof(to), "'<%s>", kinds[t->args[i].kind].name);
                 for (char *p; (p = strstr(out, from));) {
                         size_t n = strlen(out) - strlen(from) + strlen(to) + 1;
                         char *next = malloc(n);
@@ -215,12 +207,12 @@ static size_t compare(McpServer *s, const Bad *bad, const Bad *bad2) {
                 }
                 char *text = call(s, tools[i], args);
                 if (!text)
-                        fail_msg("%s, %s %s%s%s: accepted by %s", bad->what, kind_names[bad->kind],
-                                 bad2 ? "and " : "", bad2 ? kind_names[bad2->kind] : "", bad2 ? bad2->what : "",
+                        fail_msg("%s, %s %s%s%s: accepted by %s", bad->what, kinds[bad->kind].name,
+                                 bad2 ? "and " : "", bad2 ? kinds[bad2->kind].name : "", bad2 ? bad2->what : "",
                                  tools[i]->name);
                 char *norm = normalize(tools[i], text);
                 if (!bad2)
-                        print_message("%-18s %-14s %s: %s\n", tools[i]->name, kind_names[bad->kind], bad->what, text);
+                        print_message("%-18s %-14s %s: %s\n", tools[i]->name, kinds[bad->kind].name, bad->what, text);
                 free(text);
                 n++;
                 if (!first) {
@@ -229,7 +221,7 @@ static size_t compare(McpServer *s, const Bad *bad, const Bad *bad2) {
                         continue;
                 }
                 if (strcmp(first, norm) != 0)
-                        fail_msg("%s %s%s%s: %s says\n  %s\nbut %s says\n  %s", kind_names[bad->kind], bad->what,
+                        fail_msg("%s %s%s%s: %s says\n  %s\nbut %s says\n  %s", kinds[bad->kind].name, bad->what,
                                  bad2 ? " with " : "", bad2 ? bad2->what : "", first_tool, first, tools[i]->name, norm);
                 free(norm);
         }
@@ -251,7 +243,7 @@ static void test_one_mistake_one_message(void **state) {
                 for (size_t k = 0; k < tools[i]->n_args; k++)
                         if (tools_of_kind[tools[i]->args[k].kind] == 0)
                                 fail_msg("%s's %s: no bad value of its kind (%s) in the list", tools[i]->name,
-                                         tools[i]->args[k].name, kind_names[tools[i]->args[k].kind]);
+                                         tools[i]->args[k].name, kinds[tools[i]->args[k].kind].name);
 }
 
 /* Two mistakes: every tool reports the same one first (the walk's order is the registry's, not each

@@ -9,30 +9,12 @@
 #include <jansson.h>
 
 #include "mcp.h"
+#include "unit-limits.h"
 #include "unit-mcp.h"
-
-/* Small, so every limit is reachable with short arguments. */
-static const McpLimits test_limits = {
-        .default_timeout_s = 30,
-        .max_timeout_s = 60,
-        .max_code_bytes = 200,
-        .max_stdin_bytes = 10,
-        .max_output_bytes = 4096,
-        .memory_max_bytes = 256u << 20,
-        .pids_max = 128,
-        .cpu_quota_percent = 100,
-        .tmp_size_bytes = 64u << 20,
-        .python_version = "3.11.2",
-        .limits_by = "rlimit",
-        .pythons = "python3,pypy3",
-        .sources = "the wheelhouse /w",
-        .max_input_bytes = 48,
-        .max_return_bytes = 4096,
-};
 
 /* A server past initialize. */
 static inline McpServer *test_server_new(void) {
-        return unit_server_new(&test_limits, "1.0.0");
+        return unit_server_new(&unit_limits, "1.0.0");
 }
 
 /* tools/call of tool with args (a JSON object's text). */

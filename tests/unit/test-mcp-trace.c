@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "mcp.h"
+#include "unit-limits.h"
 #include "unit-mcp.h"
 
 #define GOOD "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -56,12 +57,7 @@ static void test_validator(void **state) {
 }
 
 static McpServer *server_new(void) {
-        static const McpLimits limits = {
-                .default_timeout_s = 30, .max_timeout_s = 60, .max_code_bytes = 100, .max_stdin_bytes = 10,
-                .max_output_bytes = 4096, .memory_max_bytes = UINT64_MAX, .pids_max = UINT64_MAX,
-                .tmp_size_bytes = 1u << 20, .limits_by = "rlimit",
-        };
-        return unit_server_new(&limits, "0");
+        return unit_server_new(&unit_limits, "0");
 }
 
 /* A tools/call with this _meta (a JSON object's members, or ""); the accepted call. */

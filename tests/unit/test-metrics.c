@@ -423,7 +423,7 @@ static void test_journal_detection(void **state) {
  * prometheus.io/docs/instrumenting/exposition_formats: "# HELP name doc", "# TYPE name type"
  * once per family and before its samples; samples "name{label="value",…} value"; the last line
  * ends with \n. Plus the naming conventions we promise: counters end in _total, histograms in a
- * base unit, cumulative buckets ending with +Inf equal to _count. */
+ * base unit (or counts tasks), cumulative buckets ending with +Inf equal to _count. */
 
 #define MAX_FAMILIES 64
 
@@ -540,8 +540,9 @@ static bool expo_comment(Expo *e, const char *line) {
                 snprintf(f->type, sizeof(f->type), "%s", rest);
                 EXPECT(e, strcmp(rest, "counter") != 0 || ends_with(name, "_total"),
                        "counter %s does not end in _total", name);
-                EXPECT(e, strcmp(rest, "histogram") != 0 || ends_with(name, "_seconds") || ends_with(name, "_bytes"),
-                       "histogram %s is not in a base unit (_seconds, _bytes)", name);
+                EXPECT(e, strcmp(rest, "histogram") != 0 || ends_with(name, "_seconds") || ends_with(name, "_bytes") ||
+                                  ends_with(name, "_tasks"),
+                       "histogram %s is not in a base unit (_seconds, _bytes) nor a count of tasks (_tasks)", name);
         }
         return true;
 }
@@ -816,6 +817,56 @@ static void test_exposition(void **state) {
         metrics_capture_done(&c, m);
 }
 
+/* Issue 33.1: the kernel's account of a run: its known figures in the record (the unknown left out,
+ * never 0), the sums in counters of their own, pids.peak in a histogram. */
+static void test_account(void **state) {
+        Capture c;
+        Metrics *m = metrics_capture(&c, "http");
+        MetricsRun r = sample_run();
+        exec_account_set(&r.account, EXEC_ACCOUNT_CPU_PRESSURE_SOME_US, 1500000);
+        exec_account_set(&r.account, EXEC_ACCOUNT_MEMORY_PRESSURE_FULL_US, 250);
+        exec_account_set(&r.account, EXEC_ACCOUNT_IO_WRITE_BYTES, 4096);
+        exec_account_set(&r.account, EXEC_ACCOUNT_PIDS_PEAK, 12);
+        metrics_run_finished(m, &r);
+        metrics_run_finished(m, &r);
+        r = sample_run(); /* rlimit mode: nothing known */
+        r.limits = "rlimit";
+        metrics_run_finished(m, &r);
+        capture_close(&c);
+
+        char *lines[3];
+        split_lines(c.data, lines, 3);
+        assert_field(lines[0], "CPU_PRESSURE_SOME_US", "1500000");
+        assert_field(lines[0], "MEMORY_PRESSURE_FULL_US", "250");
+        assert_field(lines[0], "IO_WRITE_BYTES", "4096");
+        assert_field(lines[0], "PIDS_PEAK", "12");
+        char v[64];
+        for (ExecAccountField f = 0; f < _EXEC_ACCOUNT_MAX; f++)
+                if (f != EXEC_ACCOUNT_CPU_PRESSURE_SOME_US && f != EXEC_ACCOUNT_MEMORY_PRESSURE_FULL_US &&
+                    f != EXEC_ACCOUNT_IO_WRITE_BYTES && f != EXEC_ACCOUNT_PIDS_PEAK)
+                        assert_false(line_field(lines[0], exec_account_field(f), v, sizeof(v)));
+        for (ExecAccountField f = 0; f < _EXEC_ACCOUNT_MAX; f++)
+                assert_false(line_field(lines[2], exec_account_field(f), v, sizeof(v)));
+
+        char *text = NULL;
+        size_t len = 0;
+        assert_int_equal(metrics_render(m, &text, &len), 0);
+        (void) assert_exposition(text, len);
+        assert_true(sample_value(text, "mcp_execd_run_pressure_stall_seconds_total{resource=\"cpu\",kind=\"some\"}") == 3);
+        assert_true(dabs(sample_value(text, "mcp_execd_run_pressure_stall_seconds_total{resource=\"memory\",kind=\"full\"}") -
+                         0.0005) < 1e-12);
+        assert_true(sample_value(text, "mcp_execd_run_pressure_stall_seconds_total{resource=\"io\",kind=\"some\"}") == 0);
+        assert_true(sample_value(text, "mcp_execd_run_io_bytes_total{direction=\"write\"}") == 8192);
+        assert_true(sample_value(text, "mcp_execd_run_io_bytes_total{direction=\"read\"}") == 0);
+        /* Two runs with 12 tasks at most; the rlimit run has no peak and is not observed. */
+        assert_true(sample_value(text, "mcp_execd_run_peak_tasks_bucket{le=\"8\"}") == 0);
+        assert_true(sample_value(text, "mcp_execd_run_peak_tasks_bucket{le=\"16\"}") == 2);
+        assert_true(sample_value(text, "mcp_execd_run_peak_tasks_count") == 2);
+        assert_true(sample_value(text, "mcp_execd_run_peak_tasks_sum") == 24);
+        free(text);
+        metrics_capture_done(&c, m);
+}
+
 /* Issue 31.5: who called, in the records (TENANT=, never more) and in counters of their own, one
  * series per tenant that ran; the totals count every run, a tenant's or not; no tenant family
  * before one has run (a daemon without tenants shows none). */
@@ -903,6 +954,7 @@ int main(void) {
                 cmocka_unit_test(test_exposition),
                 cmocka_unit_test(test_egress),
                 cmocka_unit_test(test_tenants),
+                cmocka_unit_test(test_account),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -133,6 +133,39 @@ static void test_end_decide(void **state) {
         }
 }
 
+/* Issue 33.1: the kernel's account of a run is its cgroup's (a cold run's cgroup is its own); a ready
+ * sandbox's sums less what its preload had (pool.c's reading when the call took it), its pids.peak the
+ * cgroup's; nothing known without counters (rlimits), where the result says null. */
+static void test_end_account(void **state) {
+        CgroupStats stats = stats_plain;
+        ExecAccount preload = {};
+        exec_account_set(&stats.account, EXEC_ACCOUNT_CPU_PRESSURE_SOME_US, 5000);
+        exec_account_set(&stats.account, EXEC_ACCOUNT_IO_READ_BYTES, 100);
+        exec_account_set(&stats.account, EXEC_ACCOUNT_PIDS_PEAK, 9);
+        exec_account_set(&preload, EXEC_ACCOUNT_CPU_PRESSURE_SOME_US, 1200);
+        exec_account_set(&preload, EXEC_ACCOUNT_IO_READ_BYTES, 400); /* above: never below 0 */
+        exec_account_set(&preload, EXEC_ACCOUNT_PIDS_PEAK, 20);
+
+        RunEnd got;
+        run_end_decide(&(RunEndFacts) { .exit_reported = true, .stats = &stats }, &got);
+        assert_int_equal(got.account.known, stats.account.known);
+        assert_int_equal(got.account.v[EXEC_ACCOUNT_CPU_PRESSURE_SOME_US], 5000);
+
+        run_end_decide(&(RunEndFacts) { .exit_reported = true, .stats = &stats, .preload_account = &preload }, &got);
+        assert_int_equal(got.account.v[EXEC_ACCOUNT_CPU_PRESSURE_SOME_US], 3800);
+        assert_int_equal(got.account.v[EXEC_ACCOUNT_IO_READ_BYTES], 0);
+        assert_int_equal(got.account.v[EXEC_ACCOUNT_PIDS_PEAK], 9);
+        assert_false(exec_account_known(&got.account, EXEC_ACCOUNT_IO_WRITE_BYTES));
+
+        /* A figure the preload's reading lacks is not the call's alone: unknown. */
+        exec_account_set(&stats.account, EXEC_ACCOUNT_IO_WRITE_BYTES, 7);
+        run_end_decide(&(RunEndFacts) { .exit_reported = true, .stats = &stats, .preload_account = &preload }, &got);
+        assert_false(exec_account_known(&got.account, EXEC_ACCOUNT_IO_WRITE_BYTES));
+
+        run_end_decide(&(RunEndFacts) { .exit_reported = true, .utime_usec = 5, .maxrss_bytes = 10 }, &got);
+        assert_int_equal(got.account.known, 0);
+}
+
 static void test_end_signal_names(void **state) {
         /* Every signal a run can die of gets a name that starts with SIG and fits. */
         for (int sig = 1; sig < SIGRTMAX; sig++) {
@@ -620,6 +653,7 @@ static void test_end_bound(void **state) {
 int main(void) {
         const struct CMUnitTest decisions[] = {
                 cmocka_unit_test(test_end_decide),
+                cmocka_unit_test(test_end_account),
                 cmocka_unit_test(test_end_signal_names),
                 cmocka_unit_test(test_end_bound),
         };

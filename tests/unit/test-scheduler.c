@@ -338,10 +338,19 @@ static void test_tenant_turns(void **state) {
         for (int i = 0; i < 3; i++)
                 assert_int_equal(scheduler_submit(&sched, tenant_call("b", "b"), &owner_b, on_reply), 0);
         assert_int_equal(sched.n_tenants, 2);
+        /* The status line's view (issue 33.5): two tenants busy, a the busiest with its six. */
+        const char *busiest = NULL;
+        uint32_t calls = 0;
+        assert_int_equal(scheduler_tenants_busy(&sched, &busiest, &calls), 2);
+        assert_string_equal(busiest, "a");
+        assert_int_equal(calls, 6);
         for (size_t i = 0; i < 9; i++)
                 fake_end(i);
         expect_start_order("abababaaa");
         assert_int_equal(sched.n_tenants, 0); /* a tenant with nothing running or waiting is let go */
+        assert_int_equal(scheduler_tenants_busy(&sched, &busiest, &calls), 0);
+        assert_null(busiest);
+        assert_int_equal(calls, 0);
 }
 
 /* weight=200 against weight=100: two starts for one while both wait. */

@@ -316,8 +316,100 @@ static void test_compact(void **state) {
         task_store_done(&s);
 }
 
+/* What a keeper is told: ended (or fetched) tasks, and those gone for good. */
+typedef struct Kept {
+        unsigned kept, dropped;
+} Kept;
+
+static void on_kept(void *userdata, Task *t) {
+        ((Kept *) userdata)->kept++;
+}
+
+static void on_dropped(void *userdata, Task *t) {
+        ((Kept *) userdata)->dropped++;
+}
+
+/* An ended task's record (the keeper's, across a restart): its head reads back as the task; put
+ * back in another store it answers as before; a cut, foreign or expired one is refused. */
+static void test_record(void **state) {
+        TaskStore s, s2;
+        Kept k = {};
+        task_store_init(&s, 100, 100, UINT64_MAX, 10 * SEC);
+        s.keeper = (TaskKeeper) { on_kept, on_dropped, &k };
+        Task *a, *b;
+        assert_int_equal(task_store_create(&s, asker("tenant:alpha"), 0, 1 * SEC, 77, &a), 0);
+        assert_int_equal(task_store_create(&s, asker("tenant:"), 0, 1 * SEC, 77, &b), 0);
+        char head[TASK_RECORD_HEAD_BYTES];
+        assert_int_equal(task_record_head(a, head), -EINVAL); /* working: nothing to keep */
+        task_end(a, TASK_COMPLETED, strdup("{\"result\": \"kept\"}"), 2 * SEC, 88);
+        task_end(b, TASK_CANCELLED, NULL, 2 * SEC, 88);
+        assert_int_equal(k.kept, 2);
+        task_fetched(b);
+        task_fetched(b); /* once */
+        assert_int_equal(k.kept, 3);
+
+        assert_int_equal(task_record_head(a, head), 0);
+        Task from;
+        const char *why = NULL;
+        assert_int_equal(task_record_parse(head, sizeof(head), &from, &why), 0);
+        assert_string_equal(from.id, a->id);
+        assert_string_equal(from.owner, "tenant:alpha");
+        assert_string_equal(from.tenant, "");
+        assert_int_equal(from.status, TASK_COMPLETED);
+        assert_int_equal(from.created_usec, 77);
+        assert_int_equal(from.updated_usec, 88);
+        assert_int_equal(from.ended_usec, 2 * SEC);
+        assert_int_equal(from.ttl_usec, 10 * SEC);
+        assert_int_equal(from.packed_len, a->packed_len);
+        assert_int_equal(from.reply_len, a->reply_len);
+        assert_false(from.fetched);
+
+        /* Put back in a new store (the next daemon's): found by its owner only, its reply whole. */
+        task_store_init(&s2, 100, 100, UINT64_MAX, 10 * SEC);
+        void *packed = malloc(a->packed_len);
+        memcpy(packed, a->packed, a->packed_len);
+        Task *back;
+        assert_int_equal(task_store_restore(&s2, &from, packed, 3 * SEC, &back), 0);
+        assert_ptr_equal(task_store_find(&s2, "tenant:alpha", a->id, 3 * SEC), back);
+        assert_null(task_store_find(&s2, "tenant:beta", a->id, 3 * SEC));
+        _cleanup_free_ char *reply = task_reply(back);
+        assert_string_equal(reply, "{\"result\": \"kept\"}");
+        assert_int_equal(s2.bytes, a->packed_len);
+        /* Twice, or after its TTL: refused. */
+        assert_int_equal(task_store_restore(&s2, &from, NULL, 3 * SEC, &back), -EEXIST);
+        TaskStore s3;
+        task_store_init(&s3, 100, 100, UINT64_MAX, 10 * SEC);
+        assert_int_equal(task_store_restore(&s3, &from, NULL, 12 * SEC, &back), -ESTALE);
+        task_store_init(&s3, 0, 100, UINT64_MAX, 10 * SEC);
+        assert_int_equal(task_store_restore(&s3, &from, NULL, 3 * SEC, &back), -ENOSPC);
+        task_store_done(&s2);
+
+        /* A record cut short, of another version, with a status that is no end: refused. */
+        char cut[TASK_RECORD_HEAD_BYTES];
+        memcpy(cut, head, sizeof(cut));
+        *strstr(cut, "end ") = 0;
+        assert_int_equal(task_record_parse(cut, sizeof(cut), &from, &why), -EBADMSG);
+        assert_string_equal(why, "the record is cut short");
+        memcpy(cut, head, sizeof(cut));
+        memcpy(strstr(cut, "status completed"), "status working\n ", 16);
+        assert_int_equal(task_record_parse(cut, sizeof(cut), &from, &why), -EBADMSG);
+        memcpy(cut, head, sizeof(cut));
+        cut[strlen(TASK_RECORD_MAGIC) - 1] = '2';
+        assert_int_equal(task_record_parse(cut, sizeof(cut), &from, &why), -EBADMSG);
+        assert_int_equal(task_record_parse("", 0, &from, &why), -EBADMSG);
+
+        /* Gone for good (expired): the keeper lets it go; the store's end drops nothing. */
+        task_store_sweep(&s, 13 * SEC);
+        assert_int_equal(k.dropped, 2);
+        Task *c;
+        assert_int_equal(task_store_create(&s, asker("tenant:alpha"), 0, 14 * SEC, 99, &c), 0);
+        task_store_done(&s);
+        assert_int_equal(k.dropped, 2);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_record),
                 cmocka_unit_test(test_ids),
                 cmocka_unit_test(test_bytes),
                 cmocka_unit_test(test_compact),

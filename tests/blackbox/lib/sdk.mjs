@@ -187,6 +187,9 @@ export function assertCleanRun(r, stdout) {
     assert.equal(r.sc.pids_limit_hit, false);
 }
 
+export const ACCOUNT_FIELDS = ['cpu_pressure_some_us', 'memory_pressure_some_us', 'memory_pressure_full_us',
+    'io_pressure_some_us', 'io_pressure_full_us', 'io_read_bytes', 'io_write_bytes', 'pids_peak'];
+
 export function assertResultShape(r) {
     assert.equal(r.isError, false, `isError: ${summarize(r)}`);
     assert.ok(r.sc && typeof r.sc === 'object', `no structuredContent: ${summarize(r)}`);
@@ -201,6 +204,15 @@ export function assertResultShape(r) {
         `unbounded: ${JSON.stringify(r.sc.unbounded)} with limits ${r.sc.limits}`);
     for (const f of ['exit_code', 'duration_ms', 'memory_peak_bytes', 'cpu_user_us', 'cpu_system_us', 'queue_ms']) {
         assert.ok(Number.isInteger(r.sc[f]), `${f} is not an integer: ${r.sc[f]}`);
+    }
+    // The kernel's account (issue 33.1): always there; null with rlimits (no cgroup to read it
+    // from), with a cgroup a count, or null where that kernel has no such file.
+    for (const f of ACCOUNT_FIELDS) {
+        assert.ok(f in r.sc, `field ${f} missing: ${JSON.stringify(r.sc)}`);
+        if (r.sc.limits === 'rlimit')
+            assert.equal(r.sc[f], null, `${f} is ${r.sc[f]} with limits rlimit`);
+        else
+            assert.ok(r.sc[f] === null || (Number.isInteger(r.sc[f]) && r.sc[f] >= 0), `${f}: ${r.sc[f]}`);
     }
     for (const f of ['duration_ms', 'memory_peak_bytes', 'cpu_user_us', 'cpu_system_us', 'queue_ms']) {
         assert.ok(r.sc[f] >= 0, `${f} is negative: ${r.sc[f]}`);

@@ -13,6 +13,8 @@ import socket
 import subprocess
 import time
 
+from mcpclient import Daemon, daemon_path
+
 
 class JournalStream:
     def __init__(self, identifier, priority=6):
@@ -30,6 +32,26 @@ class JournalStream:
 
     def close(self):
         self.sock.close()
+
+
+class JournalDaemon(Daemon):
+    """Daemon whose stderr is a journal stream, as under systemd."""
+
+    def __init__(self, stream, **kw):
+        super().__init__(**kw)
+        self.stream = stream
+        self.env["JOURNAL_STREAM"] = stream.env_value
+
+    def __enter__(self):
+        self.proc = subprocess.Popen([self.exe()] + self.args, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stream.fileno(), env=self.env)
+        return self
+
+    def exe(self):
+        return daemon_path()
+
+    def stderr_tail(self, n=20):
+        return "(stderr went to the journal)"
 
 
 def cursor():

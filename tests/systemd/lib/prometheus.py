@@ -1,7 +1,7 @@
 """A strict check of the Prometheus text exposition format 0.0.4 (the same rules as
 tests/unit/test-metrics.c): HELP and TYPE once per family and before its samples, samples of a
 family together, valid names, label escapes, numeric values, no timestamps, counters in _total,
-histograms in a base unit with cumulative buckets ending at +Inf equal to _count, final newline.
+histograms in a base unit (or counting tasks) with cumulative buckets ending at +Inf equal to _count, final newline.
 
     families, samples = parse(text)     # raises ValueError with the first problem
     samples['mcp_execd_runs_total{outcome="ok"}'] -> 3.0
@@ -60,8 +60,8 @@ def parse(text):
                     raise ValueError("unknown TYPE %r" % rest)
                 if rest == "counter" and not name.endswith("_total"):
                     raise ValueError("counter %s does not end in _total" % name)
-                if rest == "histogram" and not name.endswith(("_seconds", "_bytes")):
-                    raise ValueError("histogram %s is not in a base unit" % name)
+                if rest == "histogram" and not name.endswith(("_seconds", "_bytes", "_tasks")):
+                    raise ValueError("histogram %s is not in a base unit (nor a count of tasks)" % name)
                 f["type"] = rest
                 f.update(last_le=-math.inf, last_bucket=0.0, inf=None, sum=False, count=None)
             continue

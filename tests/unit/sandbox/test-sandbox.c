@@ -262,14 +262,19 @@ static void print_run(const Run *run) {
                         fprintf(stderr, "--- FAILED detail: %s\n", run->reports[i].detail);
 }
 
+/* The run exited 0 having printed out (its whole stdout); else the test fails, the run shown. */
+static void expect_printed(const Run *run, const char *out) {
+        if (run->status != 0 || strcmp(run->out, out) != 0)
+                print_run(run);
+        assert_int_equal(run->status, 0);
+        assert_string_equal(run->out, out);
+}
+
 /* Runs code that prints "OK" lines and nothing else on success. */
 static void expect_ok(const char *code) {
         static Run run;
         assert_int_equal(run_code(code, &run), 0);
-        if (run.status != 0 || strcmp(run.out, "OK\n") != 0)
-                print_run(&run);
-        assert_int_equal(run.status, 0);
-        assert_string_equal(run.out, "OK\n");
+        expect_printed(&run, "OK\n");
 }
 
 /* ---- phase 1: the API contract ---- */
@@ -277,9 +282,7 @@ static void expect_ok(const char *code) {
 static void test_print_42(void **state) {
         static Run run;
         assert_int_equal(run_code("print(42)\n", &run), 0);
-        if (run.status != 0)
-                print_run(&run);
-        assert_string_equal(run.out, "42\n");
+        expect_printed(&run, "42\n");
         assert_int_equal(run.err_len, 0);
         assert_int_equal(run.n_reports, 2);
         assert_int_equal(run.reports[0].kind, SANDBOX_REPORT_STARTED);
@@ -549,10 +552,7 @@ static void test_filesystem_view(void **state) {
                 "open('out.txt', 'w').write('written by the run')\n"
                 "print('OK')\n", &(RunOptions) { .extra_file = o.extra_file, .extra_content = o.extra_content,
                                                  .readback = "out.txt" }, &run), 0);
-        if (run.status != 0)
-                print_run(&run);
-        assert_int_equal(run.status, 0);
-        assert_string_equal(run.out, "OK\n");
+        expect_printed(&run, "OK\n");
         assert_int_equal(run.readback_size, strlen("written by the run"));
         assert_memory_equal(run.readback_head, "written by the ", 15);
 }
@@ -773,10 +773,7 @@ static void test_egress_seccomp(void **state) {
                 "        raise AssertionError('bound the port of the listener')\n"
                 "    s.close()\n"
                 "print('OK')\n", &o, &run), 0);
-        if (run.status != 0 || strcmp(run.out, "OK\n") != 0)
-                print_run(&run);
-        assert_int_equal(run.status, 0);
-        assert_string_equal(run.out, "OK\n");
+        expect_printed(&run, "OK\n");
 }
 
 /* An egress run with its ends, the test playing the daemon's proxy. stdout and stderr share out. */
@@ -1038,10 +1035,7 @@ static void test_scientific_stack(void **state) {
                                        "assert jinja2.Template('{{ x }}').render(x=5) == '5'\n"
                                        "assert PIL.Image.open('/tmp/fig.png').size[0] > 100\n"
                                        "print('OK')\n", &o, &run), 0);
-        if (run.status != 0)
-                print_run(&run);
-        assert_int_equal(run.status, 0);
-        assert_string_equal(run.out, "OK\n");
+        expect_printed(&run, "OK\n");
         assert_true(run.readback_size > 1000);
         assert_memory_equal(run.readback_head, "\x89PNG", 4);
 }
@@ -1270,9 +1264,7 @@ static void test_staged_subdirectories(void **state) {
                                        "print(open('data/2024/input.csv').read(), end='')\n"
                                        "print(st.st_uid, os.stat('/tmp/data/2024/input.csv').st_uid)\n"
                                        "open('data/2024/out.txt', 'w').write('ok')\n", &o, &run), 0);
-        if (run.status != 0)
-                print_run(&run);
-        assert_string_equal(run.out, "x,y\n65532 65532\n");
+        expect_printed(&run, "x,y\n65532 65532\n");
 }
 
 /* A dependency environment (SandboxRunSpec.env_dir) shows read-only at SANDBOX_ENV_DIR. It is bound,
@@ -1298,9 +1290,7 @@ static void test_env_dir(void **state) {
                                        "    w = errno.errorcode[e.errno]\n"
                                        "print(marker.VALUE, w, bool(os.statvfs('" SANDBOX_ENV_DIR "').f_flag & os.ST_RDONLY))\n",
                                        &o, &run), 0);
-        if (run.status != 0)
-                print_run(&run);
-        assert_string_equal(run.out, "7 EROFS True\n");
+        expect_printed(&run, "7 EROFS True\n");
         assert_int_equal(rm_rf(env), 0);
 }
 

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""bench/fleet.py: routing by free capacity (issue 33.4), in the systemd test bed, one sitting.
+
+Three instances behind HAProxy as shipped (the template units and units/haproxy-mcp-execd.cfg, set
+up by tests/systemd/47-fleet.py's install()). Phases, each N calls with INFLIGHT in flight through
+HAProxy, every call `time.sleep(0.2)`, the result's queue_ms (time waiting for a run slot in the
+instance) collected:
+  A. no hog;
+  B. instance 8081 kept busy: every one of its run slots by a CPU hog (a busy loop of HOG_S seconds,
+     sent to it directly, not through HAProxy, again as each ends), the agent check on;
+  C. the same hog, HAProxy started again without the agent check (leastconn on its own).
+Prints p50/p95 of queue_ms and of the calls' wall time for each, and the ratios B/A (the issue's
+bound: at most 1.5) and C/A. Run as root inside the test bed (see bench/README.md, "Fleet")."""
+import importlib.util
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+SRC = os.environ["MCP_EXECD_SRC"]
+spec = importlib.util.spec_from_file_location("fleet_tier", os.path.join(SRC, "tests/systemd/47-fleet.py"))
+tier = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tier)  # its install(), remove(), lb_up(), clients (lib/fleet.py)
+fleet = tier.fleet
+
+N = int(os.environ.get("BENCH_FLEET_N", "36"))
+INFLIGHT = int(os.environ.get("BENCH_FLEET_INFLIGHT", "4"))
+HOG_S = 45
+HOGGED = 8081
+
+
+def p(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def load(label):
+    """N calls through HAProxy, INFLIGHT at a time: (queue_ms list, wall ms list, failures)."""
+    queue, wall, failures, lock, todo = [], [], [], threading.Lock(), list(range(N))
+
+    def worker():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                i = todo.pop()
+            t0 = time.monotonic()
+            try:
+                sc = fleet.modern_call(tier.LB, tier.TOKEN, "import time; time.sleep(0.2); print(%d)" % i,
+                                       rid=i + 1, timeout=600, timeout_s=300)
+                with lock:
+                    queue.append(sc["queue_ms"])
+                    wall.append((time.monotonic() - t0) * 1000)
+            except fleet.CallError as e:
+                with lock:
+                    failures.append(str(e))
+
+    threads = [threading.Thread(target=worker) for _ in range(INFLIGHT)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print("%-34s queue_ms p50 %6d p95 %6d | wall ms p50 %6d p95 %6d | failures %d" %
+          (label, p(queue, .5), p(queue, .95), p(wall, .5), p(wall, .95), len(failures)), flush=True)
+    return queue, wall, failures
+
+
+def weights():
+    """HAProxy's weights of backend mcp_execd: {port: weight}."""
+    return {int(f[1][1:]): int(f[18]) for f in tier.show_stat()
+            if len(f) > 18 and f[0] == "mcp_execd" and f[1].startswith("i")}
+
+
+def haproxy(agent):
+    cfg = open(tier.HAPROXY_CFG).read()
+    if not agent:
+        cfg = cfg.replace(" agent-check agent-inter 1s", "")
+    path = "/run/mcp-execd-bench-haproxy.cfg"
+    open(path, "w").write(cfg)
+    hap = subprocess.Popen(["haproxy", "-f", path, "-db"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tier.wait_for("HAProxy to see three instances up", lambda: tier.lb_up() == set(tier.PORTS), 60)
+    return hap
+
+
+def stop(hap):
+    hap.send_signal(signal.SIGTERM)
+    hap.wait(10)
+
+
+def main():
+    tier.install()
+    hog_stop = threading.Event()
+    hap = None
+    try:
+        for port in tier.PORTS:
+            tier.sh("systemctl", "start", "mcp-execd@%d.socket" % port, check=True)
+        hap = haproxy(agent=True)
+        tier.wait_for("every instance to answer /health",
+                      lambda: all(tier.get(port, "/health")[0] == 200 for port in tier.PORTS), 180)
+        load("warm-up")
+        a = load("A. no hog, agent check")
+        slots = int(re.search(r"runs \d+/(\d+)", tier.sh("systemctl", "show", "-P", "StatusText",
+                                                          tier.unit(HOGGED))).group(1))
+
+        def hog():
+            while not hog_stop.is_set():
+                try:
+                    fleet.modern_call(HOGGED, tier.TOKEN, "import time\nt = time.time()\nwhile time.time() - t < %d: pass"
+                                      % HOG_S, timeout=600, timeout_s=HOG_S + 60)
+                except fleet.CallError:
+                    pass
+
+        for _ in range(slots):
+            threading.Thread(target=hog, daemon=True).start()
+        tier.wait_for("HAProxy to weigh the hogged instance at 1", lambda: weights().get(HOGGED) == 1, 60)
+        print("hog: %d busy loops on i%d; HAProxy's weights %r" % (slots, HOGGED, weights()), flush=True)
+        b = load("B. i%d hogged, agent check" % HOGGED)
+        stop(hap)
+        hap = haproxy(agent=False)
+        c = load("C. i%d hogged, no agent check" % HOGGED)
+        hog_stop.set()
+        base = max(p(a[0], .95), 1)
+        print("p95 queue_ms ratio to the unhogged fleet: with the agent check %.2f (bound 1.5), without %.2f"
+              % (p(b[0], .95) / base, p(c[0], .95) / base), flush=True)
+        print("p95 wall ratio: with %.2f, without %.2f" % (p(b[1], .95) / p(a[1], .95), p(c[1], .95) / p(a[1], .95)))
+    finally:
+        hog_stop.set()
+        if hap:
+            stop(hap)
+        tier.remove()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
