@@ -7,9 +7,9 @@ serves, an exec works with the token from the Secret's file and with a tenant's 
 stopping the pod drains it: /health answers 503 and a new call is refused while the call in flight
 finishes with its result, then the daemon exits 0. What podman ignores of the manifest (the
 Service, the NetworkPolicy, the PodDisruptionBudget, the readiness probe, procMount, seccomp and
-the grace period, per podman-kube-play(1)) is said in docs/container.md; the options it cannot
-read from the manifest are given on its command line (--userns) or in the substituted pod
-(annotations), and this test names each one.
+the grace period, per podman-kube-play(1)) is said in docs/container.md. One step is the test's
+own, between `kube play --start=false` and `pod start`: the Secrets' files are given to the pod's
+root with mode 0400, as the kubelet makes them and podman 4.3 does not (secrets_to_pod_root).
 """
 # tier-timeout: 1200
 # tier-needs: container-image
@@ -52,17 +52,51 @@ def health():
         return None
 
 
-def secret_yaml(name, key, value):
+def secret_object(name, key, value):
     """One of the manifest's Secrets (kubectl create secret generic NAME --from-file=KEY=…), as the
-    Kubernetes object: podman 4.3's kube play takes no Secret kind, but a secret volume reads the
-    podman secret of that name whose data is such an object."""
-    import base64
-    return ("apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\ntype: Opaque\ndata:\n  %s: %s\n"
-            % (name, key, base64.b64encode(value.encode()).decode()))
+    Kubernetes object (JSON, which is YAML): podman 4.3's kube play takes no Secret kind, but a
+    secret volume reads the podman secret of that name whose data is such an object. The value
+    is not base64-encoded as the Kubernetes API has it: podman 4.3 writes a `data` value into
+    the file as it is, without decoding it (measured), and reads no `stringData`."""
+    return json.dumps({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": "Opaque",
+                       "data": {key: value}})
 
 
 SECRETS = (("mcp-execd-auth-token", "auth-token", TOKEN + "\n"),
            ("mcp-execd-tenants", "tenants", "team-a %s\n" % hashlib.sha256(TENANT_TOKEN.encode()).hexdigest()))
+
+
+def host_id(mappings, inside):
+    """The host's id for the container's id INSIDE, from podman's "inside:host:size" ranges."""
+    for m in mappings:
+        start, host, size = (int(x) for x in m.split(":"))
+        if start <= inside < start + size:
+            return host + inside - start
+    raise TestFailure("id %d is not mapped in the pod (%r)" % (inside, mappings))
+
+
+def secrets_to_pod_root(ctr):
+    """What the kubelet does with a Secret volume of a pod in a user namespace and podman 4.3 does
+    not: the files are the pod's root's and have the volume's defaultMode (0400). podman writes
+    them as the host's root with mode 0644 whatever defaultMode says, and the host's root is no
+    one inside the pod (uid 65534, the overflow id): its root could not read a 0400 file, and
+    the daemon refuses a tenants file that is neither its own nor root's, or that others may read.
+    The files are given to the host id that is the pod's root and made 0400, before the pod
+    starts; nothing in the pod could read them before."""
+    maps = json.loads(container.podman("inspect", "--format", "{{json .HostConfig.IDMappings}}", ctr).stdout)
+    uid, gid = host_id(maps["UidMap"], 0), host_id(maps["GidMap"], 0)
+    if uid == 0:
+        raise TestFailure("the pod's root is the host's root: no user namespace (hostUsers: false)?")
+    for name, key, value in SECRETS:
+        mp = container.podman("volume", "inspect", "--format", "{{.Mountpoint}}", name).stdout.strip()
+        path = os.path.join(mp, key)
+        st = os.lstat(path)
+        with open(path) as f:
+            expect("the data podman wrote for " + name, f.read(), value)
+        print("podman wrote %s as %d:%d mode %04o; now %d:%d mode 0400"
+              % (path, st.st_uid, st.st_gid, st.st_mode & 0o7777, uid, gid))
+        os.chown(path, uid, gid)
+        os.chmod(path, 0o400)
 
 
 def main():
@@ -82,10 +116,15 @@ def main():
     try:
         for name, key, value in SECRETS:
             container.podman("secret", "rm", name, check=False)
-            container.podman("secret", "create", name, "-", input=secret_yaml(name, key, value))
+            container.podman("secret", "create", name, "-", input=secret_object(name, key, value))
         t0 = time.monotonic()
-        p = container.podman("kube", "play", kube, timeout=600)
+        # Made, not started: podman 4.3 writes the Secrets' files as the host's root, where the
+        # kubelet gives them to the pod's root (docs/container.md, "Kubernetes, run by podman").
+        p = container.podman("kube", "play", "--start=false", kube, timeout=900)
         print(p.stdout, p.stderr)
+        print("pod made in %.1fs" % (time.monotonic() - t0))
+        secrets_to_pod_root(POD + "-mcp-execd")
+        container.podman("pod", "start", POD, timeout=300)
         print(container.podman("ps", "-a", "--format", "{{.Names}} {{.Status}}").stdout)
         print(container.podman("inspect", "--format", "{{json .HostConfig.SecurityOpt}} {{json .HostConfig.CapAdd}} "
                                "{{.HostConfig.UsernsMode}} {{json .HostConfig.ReadonlyRootfs}}",
@@ -142,6 +181,8 @@ def main():
         container.podman("kube", "down", kube, check=False)
         for s in ("mcp-execd-auth-token", "mcp-execd-tenants"):
             container.podman("secret", "rm", s, check=False)
+            # podman keeps a Secret volume, and a later play writes into the same files.
+            container.podman("volume", "rm", "-f", s, check=False)
 
 
 def running():
