@@ -24,6 +24,10 @@ if [ "${1:-}" = test ]; then
         pkgs+=(systemd-journal-remote)
         # The Debian package's build and lintian (debian/; the systemd tier's 46-debian-package).
         pkgs+=(debhelper devscripts lintian fakeroot dpkg-dev)
+        # The container image (deploy/image/build.sh: mmdebstrap) and the runtime the systemd
+        # tier's 70-container-image and 71-kube-play run it with (podman, crun; issue 34). The
+        # guest's root is this machine's, so they are installed here.
+        pkgs+=(mmdebstrap podman crun)
         # The official MCP SDK client runs on Node.js >= 18 (Debian 12 has 18.19); keep a newer
         # Node.js if the machine already has one.
         command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

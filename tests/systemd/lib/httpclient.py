@@ -7,15 +7,16 @@ from mcpclient import TestFailure
 
 
 class Client:
-    def __init__(self, token, port=8080, name="tier-43"):
+    def __init__(self, token, port=8080, name="tier-43", host="127.0.0.1"):
         self.token = token
         self.port = port
+        self.host = host
         self.name = name
         self.session = None
         self.next_id = 1
 
     def post(self, msg, timeout=90):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
              "Authorization": "Bearer " + self.token, "MCP-Protocol-Version": "2025-11-25"}
         if self.session:
