@@ -419,7 +419,14 @@ int sandbox_fs_setup(SpawnPlan *plan) {
         /* A fresh /proc of the run's PID namespace; what could change the kernel's state read-only,
          * as container runtimes do. */
         if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-                return fail(plan, errno, "mount /proc", NULL);
+                /* EPERM here is the kernel's mount_too_revealing(): a user namespace may mount a
+                 * proc only while the one it can see is fully visible, and a container runtime's
+                 * masks (/proc/keys, a read-only /proc/sys…) cover parts of it. Said, because the
+                 * fix is the container's, not ours (docs/container.md). */
+                return fail(plan, errno, "mount /proc",
+                            errno == EPERM ? " (refused while the /proc above is partly masked, as a "
+                                             "container's is: run the container with /proc unmasked)"
+                                           : NULL);
         /* Masked as Docker and runc mask them (moby oci/defaults.go, MaskedPaths): an empty
          * read-only tmpfs over a directory, the host's /dev/null over a file, only where the kernel
          * has the entry. Kernel memory (kcore), the keyrings of every user (keys; key-users is

@@ -60,6 +60,10 @@ test('k8s: isolation as docs/fleet.md says: no privileged container, user namesp
     assert.equal(sc.readOnlyRootFilesystem, true);
     assert.deepEqual(sc.capabilities, { drop: ['ALL'], add: ['SETUID', 'SETGID', 'CHOWN'] });
     assert.equal(sc.procMount, 'Unmasked');
+    // podman kube play reads the profile only from the annotation; Kubernetes 1.19-1.26 refuse a
+    // pod whose annotation and field disagree.
+    assert.deepEqual(pod.securityContext.seccompProfile, { type: 'Unconfined' });
+    assert.equal(dep.spec.template.metadata.annotations?.['seccomp.security.alpha.kubernetes.io/pod'], 'unconfined');
     const env = Object.fromEntries(c.env.map((e) => [e.name, e.value]));
     // auto: the container's cgroup where it can be written, else rlimits (an explicit cgroupfs
     // that is not available refuses to start, which the comment says is the other choice).
@@ -180,6 +184,9 @@ test('agent-sandbox: the sandbox\'s pod is isolated as the Deployment\'s is, and
     assert.deepEqual(c.securityContext, dc.securityContext);
     assert.deepEqual(c.readinessProbe, dc.readinessProbe);
     const env = Object.fromEntries(c.env.map((e) => [e.name, e.value]));
+    const denv = Object.fromEntries(dc.env.map((e) => [e.name, e.value]));
+    for (const k of ['MCP_EXEC_CGROUP', 'MCP_EXEC_REQUIRE_CGROUP', 'MCP_EXEC_TRANSPORT', 'MCP_EXEC_DRAIN_S'])
+        assert.equal(env[k], denv[k], k);
     assert.ok(!('MCP_EXEC_AUTH_TOKEN' in env), 'the token is a file, never an environment variable');
     assert.equal(pod.volumes.find((v) => v.name === 'token').secret?.defaultMode, 0o400);
     assert.equal(tpl.spec.networkPolicyManagement, 'Managed');

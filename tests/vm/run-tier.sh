@@ -77,10 +77,6 @@ done
 [ "${MCP_EXECD_VM_DEMO_HANG:-}" = 1 ] && all_tests+=("tests/vm/demo/98-demo-hang.sh")
 [ "${MCP_EXECD_VM_DEMO_PANIC:-}" = 1 ] && all_tests+=("tests/vm/demo/99-demo-panic.sh")
 [ "${MCP_EXECD_VM_DEMO_FREEZE:-}" = 1 ] && all_tests+=("tests/vm/demo/99-demo-freeze.sh")
-# Not yet passing, so not in the suite: podman kube play of deploy/kubernetes/mcp-execd.yaml
-# (podman 4.3 ignores procMount: Unmasked, so /proc is masked and /sys/fs/cgroup read-only, and
-# the daemon refuses to start; docs/container.md).
-[ "${MCP_EXECD_VM_KUBE_PLAY:-}" = 1 ] && all_tests+=("tests/vm/wip/71-kube-play.py")
 # A check of the harness itself: in the VM, run-tier.sh must pick direct mode.
 [ "${MCP_EXECD_VM_CHECK_DIRECT:-}" = 1 ] && all_tests+=("tests/vm/demo/97-direct-mode.sh")
 mapfile -t all_tests < <(printf '%s\n' "${all_tests[@]}" | awk -F/ '{ print $NF "\t" $0 }' | sort | cut -f2 | awk NF)
