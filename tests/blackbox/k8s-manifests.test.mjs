@@ -70,6 +70,11 @@ test('k8s: isolation as docs/fleet.md says: no privileged container, user namesp
     assert.equal(env.MCP_EXEC_CGROUP, 'auto');
     assert.equal(env.MCP_EXEC_REQUIRE_CGROUP, '0');
     assert.equal(env.MCP_EXEC_TRANSPORT, 'http');
+    // The root filesystem is read-only (so is /tmp): the daemon's staging goes to
+    // RUNTIME_DIRECTORY, which must be a writable volume (podman kube play found it missing).
+    const rt = c.volumeMounts.find((v) => v.mountPath === env.RUNTIME_DIRECTORY);
+    assert.ok(rt && !rt.readOnly, `no writable volume at RUNTIME_DIRECTORY=${env.RUNTIME_DIRECTORY}`);
+    assert.ok(pod.volumes.find((v) => v.name === rt.name).emptyDir);
     assert.ok(Number(env.MCP_EXEC_DRAIN_S) < pod.terminationGracePeriodSeconds, 'the drain fits the grace period');
     assert.equal(c.readinessProbe.httpGet.path, '/health');
     assert.ok(!('MCP_EXEC_AUTH_TOKEN' in env), 'the token is a file, never an environment variable');
@@ -185,7 +190,7 @@ test('agent-sandbox: the sandbox\'s pod is isolated as the Deployment\'s is, and
     assert.deepEqual(c.readinessProbe, dc.readinessProbe);
     const env = Object.fromEntries(c.env.map((e) => [e.name, e.value]));
     const denv = Object.fromEntries(dc.env.map((e) => [e.name, e.value]));
-    for (const k of ['MCP_EXEC_CGROUP', 'MCP_EXEC_REQUIRE_CGROUP', 'MCP_EXEC_TRANSPORT', 'MCP_EXEC_DRAIN_S'])
+    for (const k of ['MCP_EXEC_CGROUP', 'MCP_EXEC_REQUIRE_CGROUP', 'MCP_EXEC_TRANSPORT', 'MCP_EXEC_DRAIN_S', 'RUNTIME_DIRECTORY'])
         assert.equal(env[k], denv[k], k);
     assert.ok(!('MCP_EXEC_AUTH_TOKEN' in env), 'the token is a file, never an environment variable');
     assert.equal(pod.volumes.find((v) => v.name === 'token').secret?.defaultMode, 0o400);
