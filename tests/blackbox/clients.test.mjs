@@ -102,6 +102,7 @@ const CLAIMED = [
     [/^echo '\{"jsonrpc"/, 'the one-request pipe: below'],
     [/^export MCP_EXEC_TRANSPORT=http/, 'the curl over HTTP: below'],
     [/from '@modelcontextprotocol\/client'/, 'the 2.x client: below'],
+    [/^podman run -i --rm /, 'the container for a stdio client: the systemd tier\'s 70-container-image runs it as written'],
 ];
 
 test('every fenced block of the README is one that a test here runs', () => {

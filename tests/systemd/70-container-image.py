@@ -117,11 +117,13 @@ def check_probes(v):
 
 
 def stdio(ref):
-    print("== stdio: podman run -i --rm")
+    # The README's command as written, with a name (to remove it if the test fails), the marker
+    # the probes look for, and the image as loaded here.
+    readme = container.readme_stdio_command()
+    print("== stdio: the README's command:", " ".join(readme))
     t0 = time.monotonic()
     d = Daemon(deadline=240)
-    d.proc = container.popen("run", "-i", "--rm", "--name", "tier70-stdio", "--network", "none",
-                             *container.RUN_OPTIONS, "-e", "TIER_MARKER=" + MARKER, ref,
+    d.proc = container.popen(*readme[:-1], "--name", "tier70-stdio", "-e", "TIER_MARKER=" + MARKER, ref,
                              stdin=container.subprocess.PIPE, stdout=container.subprocess.PIPE,
                              stderr=container.subprocess.PIPE)
     with d:

@@ -8,6 +8,7 @@ options docs/container.md gives a container of mcp-execd, as one list the tests 
     container.podman("run", ..., ref)
 """
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -68,6 +69,21 @@ def podman(*args, check=True, timeout=600, input=None):
         raise TestFailure("podman %s: exit %d: %s" % (args[0], p.returncode,
                                                       out if len(out) < 3000 else out[:2000] + " […] " + out[-800:]))
     return p
+
+
+def readme_stdio_command():
+    """The README's container command for a stdio client, as written: podman's arguments after
+    "podman" (from "run" to the image's name), its lines joined. The stdio scenario of 70 runs
+    exactly these (tests/blackbox/clients.test.mjs claims the block for it)."""
+    with open(os.path.join(os.environ["MCP_EXECD_SRC"], "README.md")) as f:
+        readme = f.read()
+    blocks = [b for b in readme.split("```sh\n")[1:] if b.startswith("podman run -i --rm ")]
+    if len(blocks) != 1:
+        raise TestFailure("the README has %d blocks starting `podman run -i --rm`, not one" % len(blocks))
+    args = shlex.split(blocks[0].split("```")[0].replace("\\\n", " "))
+    if args[0] != "podman" or args[1] != "run" or not args[-1].startswith("localhost/mcp-execd:"):
+        raise TestFailure("the README's container command is not `podman run … localhost/mcp-execd:…`: %r" % args)
+    return args[1:]
 
 
 def popen(*args, **kw):
