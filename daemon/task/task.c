@@ -176,7 +176,6 @@ int task_store_create(TaskStore *s, const TaskAsker *a, uint64_t ttl_usec, uint6
         strcpy(t->owner, owner);
         strcpy(t->tenant, a->tenant);
         t->store = s;
-        t->kept = false;
         t->status = TASK_WORKING;
         t->created_usec = t->updated_usec = now_real;
         t->ttl_usec = ttl_usec > 0 && ttl_usec < s->ttl_usec ? ttl_usec : s->ttl_usec;
@@ -260,7 +259,7 @@ int task_store_restore(TaskStore *s, const Task *from, void *packed, uint64_t no
         *t = *from;
         t->store = s;
         t->packed = TAKE_PTR(p);
-        t->kept = false;
+        t->kept = false; /* copied from the record; the keeper marks what it keeps */
         t->run = t->waiters = NULL;
         t->ttl_usec = MIN(t->ttl_usec, s->ttl_usec);
         LIST_APPEND(tasks, s->tasks, t); /* older than any task made since the start */

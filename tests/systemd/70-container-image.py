@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 import container  # noqa: E402
 import httpclient  # noqa: E402
-from mcpclient import Daemon, TestFailure, run, wait_for  # noqa: E402
+from mcpclient import Daemon, TestFailure, expect, run, wait_for  # noqa: E402
 
 PORT = 18080
 MARKER = "tier70-" + secrets.token_hex(8)
@@ -75,11 +75,6 @@ plt.plot(s.index, s.values)
 plt.savefig("outputs/squares.png")
 print(int(s.sum()))
 '''
-
-
-def expect(what, got, want):
-    if got != want:
-        raise TestFailure("%s: %r, expected %r" % (what, got, want))
 
 
 def reproducible():
@@ -183,17 +178,7 @@ def http(ref):
                          "--secret", "tier70-token,target=auth-token,mode=0400",
                          "-e", "CREDENTIALS_DIRECTORY=/run/secrets", "-e", "MCP_EXEC_TRANSPORT=http",
                          "-e", "MCP_EXEC_ADDR=127.0.0.1:%d" % PORT, "-e", "MCP_EXEC_DRAIN_S=30", ref)
-
-        def health():
-            try:
-                c = container_http()
-                c.request("GET", "/health", headers={"Authorization": "Bearer " + token})
-                r = c.getresponse()
-                r.read()
-                return r.status == 200
-            except OSError:
-                return False
-        wait_for("/health to answer 200", health, 240)
+        wait_for("/health to answer 200", lambda: container.health("127.0.0.1", PORT, token) == 200, 240)
         c = container_http()
         c.request("POST", "/mcp", body="{}", headers={"Content-Type": "application/json"})
         expect("a call without the token", c.getresponse().status, 401)

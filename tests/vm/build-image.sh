@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # build-image.sh: the container image the systemd tier's 70-container-image and 71-kube-play run,
 # built twice on the host (deploy/image/build.sh) beside the guest, which has no network: the two
-# builds, of the same .deb with the same SOURCE_DATE_EPOCH and sharing one download cache, must
-# give the same archive (the image's reproducibility, which 70 checks). Started in the background
+# builds, of the same .deb with the same SOURCE_DATE_EPOCH (build.sh's default, from the tree's
+# last commit) and sharing one download cache, must give the same archive (the image's
+# reproducibility, which 70 checks). Started in the background
 # by run-tier.sh once the packages are built, so that it overlaps the guest's boot and its first
 # tests instead of delaying them.
 #
@@ -30,8 +31,6 @@ log="$out/build.log"
 : > "$log"
 fail() { echo "$*" > "$out/failed.new"; mv "$out/failed.new" "$out/failed"; echo "build-image.sh: $*" >&2; exit 1; }
 [ -f "$deb" ] || fail "no package $deb (tests/vm/build-debs.sh failed?)"
-SOURCE_DATE_EPOCH=$(git -C "$src" log -1 --format=%ct 2>/dev/null || date -d "$(dpkg-parsechangelog -l "$src/debian/changelog" -S Date)" +%s)
-export SOURCE_DATE_EPOCH
 res=()
 for b in a b; do
 	rm -rf "${out:?}/$b"

@@ -7,6 +7,7 @@ options docs/container.md gives a container of mcp-execd, as one list the tests 
     ref = container.image()              # waits for the host's builds, loads the image once
     container.podman("run", ..., ref)
 """
+import http.client
 import os
 import shlex
 import shutil
@@ -84,6 +85,18 @@ def readme_stdio_command():
     if args[0] != "podman" or args[1] != "run" or not args[-1].startswith("localhost/mcp-execd:"):
         raise TestFailure("the README's container command is not `podman run … localhost/mcp-execd:…`: %r" % args)
     return args[1:]
+
+
+def health(host, port, token):
+    """The status of GET /health with the token (a container's daemon), None while nothing answers."""
+    try:
+        c = http.client.HTTPConnection(host, port, timeout=20)
+        c.request("GET", "/health", headers={"Authorization": "Bearer " + token})
+        r = c.getresponse()
+        r.read()
+        return r.status
+    except OSError:
+        return None
 
 
 def popen(*args, **kw):

@@ -190,6 +190,12 @@ class Daemon:
                               % self.deadline)
 
 
+def expect(what, got, want):
+    """TestFailure naming what, got and want unless got == want."""
+    if got != want:
+        raise TestFailure("%s: %r, expected %r" % (what, got, want))
+
+
 def wait_for(what, cond, timeout):
     """cond()'s first true value, polled every 0.5 s; TestFailure naming what after timeout s."""
     until = time.monotonic() + timeout
