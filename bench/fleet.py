@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""bench/fleet.py: routing by free capacity (issue 33.4), in the systemd test bed, one sitting.
+"""bench/fleet.py: a fleet's throughput (issue 19.5) and its routing by free capacity (issue 33.4), in
+the systemd test bed, one sitting.
 
 Three instances behind HAProxy as shipped (the template units and units/haproxy-mcp-execd.cfg, set
-up by tests/systemd/47-fleet.py's install()). Phases, each N calls with INFLIGHT in flight through
-HAProxy, every call `time.sleep(0.2)`, the result's queue_ms (time waiting for a run slot in the
-instance) collected:
+up by tests/systemd/47-fleet.py's install()). First, T: THROUGHPUT_N calls of 47's mixed load (2026
+stateless calls, 2025 sessions, Python sessions, tasks), 6 in flight, straight to one instance and
+then through HAProxy to the three; prints calls/s of each and their ratio. Then phases, each N calls
+with INFLIGHT in flight through HAProxy, every call `time.sleep(0.2)`, the result's queue_ms (time
+waiting for a run slot in the instance) collected:
   A. no hog;
   B. instance 8081 kept busy: every one of its run slots by a CPU hog (a busy loop of HOG_S seconds,
      sent to it directly, not through HAProxy, again as each ends), the agent check on;
@@ -30,6 +33,7 @@ fleet = tier.fleet
 N = int(os.environ.get("BENCH_FLEET_N", "36"))
 INFLIGHT = int(os.environ.get("BENCH_FLEET_INFLIGHT", "4"))
 HOG_S = 45
+THROUGHPUT_N = int(os.environ.get("BENCH_FLEET_THROUGHPUT_N", "60"))
 HOGGED = 8081
 
 
@@ -69,6 +73,19 @@ def load(label):
     return queue, wall, failures
 
 
+def throughput():
+    """T: the mixed load to one instance, then through HAProxy to three (6 in flight each)."""
+    t0 = time.monotonic()
+    _, f1 = fleet.mixed_load(tier.PORTS[0], tier.TOKEN, THROUGHPUT_N, 6)
+    one = time.monotonic() - t0
+    t0 = time.monotonic()
+    _, f3 = fleet.mixed_load(tier.LB, tier.TOKEN, THROUGHPUT_N, 6)
+    three = time.monotonic() - t0
+    print("T. throughput, %d calls, 6 in flight: one instance %.1f calls/s, three behind HAProxy %.1f calls/s, "
+          "ratio %.2f (failures %d/%d)" % (THROUGHPUT_N, THROUGHPUT_N / one, THROUGHPUT_N / three, one / three,
+                                           len(f1), len(f3)), flush=True)
+
+
 def weights():
     """HAProxy's weights of backend mcp_execd: {port: weight}."""
     return {int(f[1][1:]): int(f[18]) for f in tier.show_stat()
@@ -102,6 +119,7 @@ def main():
         tier.wait_for("every instance to answer /health",
                       lambda: all(tier.get(port, "/health")[0] == 200 for port in tier.PORTS), 180)
         load("warm-up")
+        throughput()
         a = load("A. no hog, agent check")
         slots = int(re.search(r"runs \d+/(\d+)", tier.sh("systemctl", "show", "-P", "StatusText",
                                                           tier.unit(HOGGED))).group(1))
