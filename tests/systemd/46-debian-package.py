@@ -48,7 +48,6 @@ PORT = 8080
 TOKEN_FILE = "/etc/mcp-execd/auth-token"
 POLICY = "/usr/sbin/policy-rc.d"
 POLICY_ASIDE = "/usr/sbin/policy-rc.d.tier46"
-MANDB_AUTO_UPDATE = "/var/lib/man-db/auto-update"
 ENV = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
 
 
@@ -226,13 +225,6 @@ def main():
         raise TestFailure("something already listens on 127.0.0.1:%d" % PORT)
     if os.path.exists(POLICY):
         os.rename(POLICY, POLICY_ASIDE)
-    # man-db's index is not the package's to test, and its trigger rebuilds it on every apt run,
-    # reading the guest's root over 9p under emulation. The guest (its overlay; the host keeps its
-    # setting) turns it off the way `man-db/auto-update false` does: man-db's trigger then says
-    # "Not building database" (its postinst tests this file).
-    mandb_on = os.path.exists(MANDB_AUTO_UPDATE)
-    if mandb_on:
-        os.remove(MANDB_AUTO_UPDATE)
     # What an earlier test of the tier left (43 and 47 install the units by hand, with a token):
     # the package must find a machine without its configuration, and gets it back afterwards.
     aside = {}
@@ -253,8 +245,6 @@ def main():
         shutil.rmtree("/run/tier46-no-sources", ignore_errors=True)
         if os.path.exists(POLICY_ASIDE):
             os.rename(POLICY_ASIDE, POLICY)
-        if mandb_on:
-            open(MANDB_AUTO_UPDATE, "w").close()
         for p, q in aside.items():
             shutil.rmtree(p, ignore_errors=True)
             shutil.move(q, p)
