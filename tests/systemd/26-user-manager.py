@@ -47,15 +47,22 @@ def main():
         if not wait_until(lambda: not scope_dirs(root=mgr), 30):
             raise TestFailure("the probe's scope is still there: %s" % scope_dirs(root=mgr))
         rid = start_call(d, "import time\ntime.sleep(3)\nprint('as user')", timeout_s=30)
-        # The scope's directory can show before its limits do (the manager makes the cgroup, then
-        # writes them), and a run that failed at once leaves only a vanishing directory: wait for
-        # a scope whose memory.max reads, and say what became of the run when none does.
+        # The scope's directory shows before its limits do: the manager makes the cgroup, whose
+        # memory.max reads "max" until the manager writes the unit's limits into it (clean run
+        # 58 read "max" in that window). So wait for the limit to read as asked, and say what
+        # was read, and what became of the run, when it never does. A run that failed at once
+        # leaves only a vanishing directory.
+        want = str(96 * 1024 * 1024)
+        seen = {}
+
         def limit():
             for path in scope_dirs(root=mgr):
                 try:
-                    return path, read(path + "/memory.max")
+                    seen[path] = read(path + "/memory.max")
                 except FileNotFoundError:
-                    pass
+                    continue
+                if seen[path] == want:
+                    return path, seen[path]
             return None
         found = wait_until(limit, 30)
         if not found:
@@ -64,11 +71,10 @@ def main():
             except Exception as e:  # noqa: BLE001 - a diagnostic only
                 reply = "no reply (%s)" % e
             d.kill()
-            raise TestFailure("no run scope with a readable memory.max under %s (scopes now: %s); the call: %s;"
-                              " daemon stderr:\n%s" % (mgr, scope_dirs(root=mgr), reply, d.stderr_tail(40)))
+            raise TestFailure("no run scope under %s with memory.max %s (96M) within 30 s; memory.max read: %r "
+                              "(scopes now: %s); the call: %s; daemon stderr:\n%s"
+                              % (mgr, want, seen, scope_dirs(root=mgr), reply, d.stderr_tail(40)))
         print("scope under the user manager: %s, memory.max %s" % found)
-        if found[1] != str(96 * 1024 * 1024):
-            raise TestFailure("memory.max is %s, not 96M" % found[1])
         r = sc(wait_reply(d, rid))
         if r["stdout"] != "as user\n" or r["limits"] != "cgroup":
             raise TestFailure("result %r" % r)
