@@ -75,12 +75,12 @@ def load(label):
 
 def throughput():
     """T: the mixed load to one instance, then through HAProxy to three (6 in flight each)."""
-    t0 = time.monotonic()
-    _, f1 = fleet.mixed_load(tier.PORTS[0], tier.TOKEN, THROUGHPUT_N, 6)
-    one = time.monotonic() - t0
-    t0 = time.monotonic()
-    _, f3 = fleet.mixed_load(tier.LB, tier.TOKEN, THROUGHPUT_N, 6)
-    three = time.monotonic() - t0
+    def timed(port):
+        t0 = time.monotonic()
+        _, failures = fleet.mixed_load(port, tier.TOKEN, THROUGHPUT_N, 6)
+        return time.monotonic() - t0, failures
+    one, f1 = timed(tier.PORTS[0])
+    three, f3 = timed(tier.LB)
     print("T. throughput, %d calls, 6 in flight: one instance %.1f calls/s, three behind HAProxy %.1f calls/s, "
           "ratio %.2f (failures %d/%d)" % (THROUGHPUT_N, THROUGHPUT_N / one, THROUGHPUT_N / three, one / three,
                                            len(f1), len(f3)), flush=True)
