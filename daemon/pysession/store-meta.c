@@ -1,10 +1,12 @@
 /* store-meta.c: a stored Python session's record, written and read (store-meta.h). */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "record.h"
 #include "store-meta.h"
 #include "str-util.h"
 
@@ -87,84 +89,71 @@ static const MetaField meta_fields[] = {
 #undef TEXT
 #define N_FIELDS (sizeof(meta_fields) / sizeof(meta_fields[0]))
 
-static int fail(const char **reterr_why, const char *why) {
-        if (reterr_why)
-                *reterr_why = why;
-        return -EBADMSG;
+/* What the fields read into, until the whole record is known to be good. */
+typedef struct MetaParse {
+        PyStoreMeta m;
+        uint64_t pid, end;
+} MetaParse;
+
+static const char *meta_key(size_t i) {
+        return meta_fields[i].key;
 }
 
-int pys_store_meta_parse(const char *buf, size_t n, PyStoreMeta *ret, const char **reterr_why) {
-        char text[PYS_STORE_META_BYTES + 1];
-        size_t len = strnlen(buf, n);
-        if (len > PYS_STORE_META_BYTES)
-                return fail(reterr_why, "the record is too long");
-        memcpy(text, buf, len);
-        text[len] = 0;
-
-        PyStoreMeta m = {};
-        bool seen[N_FIELDS] = {};
-        uint64_t pid = 0, end = 0;
-        char *save = NULL;
-        char *line = strtok_r(text, "\n", &save);
-        if (!line || strcmp(line, PYS_STORE_META_MAGIC) != 0)
-                return fail(reterr_why, "not a record of this format or version");
-        while ((line = strtok_r(NULL, "\n", &save))) {
-                char *value = strchr(line, ' ');
-                if (!value)
-                        return fail(reterr_why, "a line without a value");
-                *value++ = 0;
-                size_t i = 0;
-                while (i < N_FIELDS && strcmp(meta_fields[i].key, line) != 0)
-                        i++;
-                if (i == N_FIELDS)
-                        continue; /* a newer daemon's */
-                if (seen[i])
-                        return fail(reterr_why, "a key given twice");
-                seen[i] = true;
-                const MetaField *f = &meta_fields[i];
-                uint64_t v;
-                switch (f->kind) {
-                case META_U64:
-                        if (str_parse_u64(value, &v) < 0)
-                                return fail(reterr_why, "a number that does not read");
-                        if (strcmp(f->key, "pid") == 0)
-                                pid = v;
-                        else if (strcmp(f->key, "end") == 0)
-                                end = v;
-                        else
-                                memcpy((char *) &m + f->offset, &v, sizeof(v));
-                        break;
-                case META_TEXT:
-                        if (strlen(value) >= f->size || !str_is_printable(value))
-                                return fail(reterr_why, "a text field too long or not printable");
-                        memcpy((char *) &m + f->offset, value, strlen(value) + 1);
-                        break;
-                case META_BOOL:
-                        if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
-                                return fail(reterr_why, "a flag that is neither 0 nor 1");
-                        *(bool *) ((char *) &m + f->offset) = value[0] == '1';
-                        break;
-                }
+static int meta_field(size_t i, const char *value, void *userdata, const char **reterr_why) {
+        MetaParse *p = userdata;
+        const MetaField *f = &meta_fields[i];
+        uint64_t v;
+        switch (f->kind) {
+        case META_U64:
+                if (record_u64(value, &v, reterr_why) < 0)
+                        return -EBADMSG;
+                if (strcmp(f->key, "pid") == 0)
+                        p->pid = v;
+                else if (strcmp(f->key, "end") == 0)
+                        p->end = v;
+                else
+                        memcpy((char *) &p->m + f->offset, &v, sizeof(v));
+                return 0;
+        case META_TEXT:
+                return record_text(value, (char *) &p->m + f->offset, f->size, reterr_why);
+        case META_BOOL:
+                if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
+                        return record_fail(reterr_why, "a flag that is neither 0 nor 1");
+                *(bool *) ((char *) &p->m + f->offset) = value[0] == '1';
+                return 0;
         }
-        for (size_t i = 0; i < N_FIELDS; i++)
-                if (!seen[i])
-                        return strcmp(meta_fields[i].key, "end") == 0 ? fail(reterr_why, "the record is cut short")
-                                                                       : fail(reterr_why, "a field is missing");
-        if (end != m.gen)
-                return fail(reterr_why, "the record is cut short (its end does not match its start)");
-        if (!is_hex(m.id, PYS_STORE_ID_HEX) || !is_hex(m.id_hash, PYS_STORE_ID_HEX))
-                return fail(reterr_why, "a session id that is not 16 hex digits");
-        if (!handle_valid(m.handle))
-                return fail(reterr_why, "a handle of the wrong shape");
+        return -EINVAL;
+}
+
+static const RecordFormat meta_format = {
+        .magic = PYS_STORE_META_MAGIC,
+        .max_bytes = PYS_STORE_META_BYTES,
+        .n_keys = N_FIELDS,
+        .key = meta_key,
+        .field = meta_field,
+};
+static_assert(PYS_STORE_META_BYTES <= RECORD_BYTES_MAX, "a session's record is a record");
+
+int pys_store_meta_parse(const char *buf, size_t n, PyStoreMeta *ret, const char **reterr_why) {
+        MetaParse p = {};
+        int r = record_parse(&meta_format, buf, n, &p, reterr_why);
+        if (r < 0)
+                return r;
+        if (p.end != p.m.gen)
+                return record_fail(reterr_why, "the record is cut short (its end does not match its start)");
+        if (!is_hex(p.m.id, PYS_STORE_ID_HEX) || !is_hex(p.m.id_hash, PYS_STORE_ID_HEX))
+                return record_fail(reterr_why, "a session id that is not 16 hex digits");
+        if (!handle_valid(p.m.handle))
+                return record_fail(reterr_why, "a handle of the wrong shape");
         char unit[PYS_STORE_UNIT_MAX + 1];
-        snprintf(unit, sizeof(unit), "mcp-execd-run-%s.scope", m.id);
-        if (strcmp(unit, m.unit) != 0)
-                return fail(reterr_why, "a scope that is not the session's own");
-        if (pid <= 1 || pid > 4194304)
-                return fail(reterr_why, "a pid out of range");
-        m.pid = (pid_t) pid;
-        if (m.idle_usec == 0 || m.t_last_usec < m.t_open_usec)
-                return fail(reterr_why, "times out of order");
-        *ret = m;
+        snprintf(unit, sizeof(unit), "mcp-execd-run-%s.scope", p.m.id);
+        if (strcmp(unit, p.m.unit) != 0)
+                return record_fail(reterr_why, "a scope that is not the session's own");
+        if (p.pid <= 1 || p.pid > 4194304)
+                return record_fail(reterr_why, "a pid out of range");
+        p.m.pid = (pid_t) p.pid;
+        if (p.m.idle_usec == 0 || p.m.t_last_usec < p.m.t_open_usec)
+                return record_fail(reterr_why, "times out of order");
+        *ret = p.m;
         return 0;
 }

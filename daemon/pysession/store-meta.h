@@ -8,7 +8,8 @@
  *   end <n>
  *
  * Every other line is "<key> <value>"; a key this version does not know is skipped (a newer
- * daemon's addition), a known key given twice, a missing one or a bad value refuses the record. */
+ * daemon's addition), a known key given twice, a missing one or a bad value refuses the record
+ * (the reading is base/record.c's, shared with kept tasks). */
 #pragma once
 
 #include <stdbool.h>

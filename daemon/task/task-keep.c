@@ -1,11 +1,13 @@
 /* task-keep.c: an ended task's record, written for a keeper and read back by the next daemon
  * (task.h, task_record_head()). Pure: tests/unit/test-task.c. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "record.h"
 #include "str-util.h"
 #include "task.h"
 
@@ -50,12 +52,6 @@ int task_record_head(const Task *t, char head[TASK_RECORD_HEAD_BYTES]) {
         return 0;
 }
 
-static int fail(const char **reterr_why, const char *why) {
-        if (reterr_why)
-                *reterr_why = why;
-        return -EBADMSG;
-}
-
 enum {
         F_ID, F_OWNER, F_TENANT, F_STATUS, F_CREATED, F_UPDATED, F_ENDED, F_TTL, F_FETCHED, F_TOO_BIG,
         F_REPLY_LEN, F_PACKED_LEN, F_END, _F_MAX,
@@ -67,73 +63,74 @@ static const char *const keys[_F_MAX] = {
         [F_PACKED_LEN] = "packed_len", [F_END] = "end",
 };
 
-int task_record_parse(const char *head, size_t n, Task *ret, const char **reterr_why) {
-        char text[TASK_RECORD_HEAD_BYTES + 1];
-        size_t len = strnlen(head, n);
-        if (len > TASK_RECORD_HEAD_BYTES)
-                return fail(reterr_why, "the head is too long");
-        memcpy(text, head, len);
-        text[len] = 0;
-        Task t = {};
-        bool seen[_F_MAX] = {};
-        char end[TASK_ID_MAX + 1] = "";
-        char *save = NULL, *line = strtok_r(text, "\n", &save);
-        if (!line || strcmp(line, TASK_RECORD_MAGIC) != 0)
-                return fail(reterr_why, "not a record of this format or version");
-        while ((line = strtok_r(NULL, "\n", &save))) {
-                char *value = strchr(line, ' ');
-                if (!value)
-                        return fail(reterr_why, "a line without a value");
-                *value++ = 0;
-                int k = 0;
-                while (k < _F_MAX && strcmp(keys[k], line) != 0)
-                        k++;
-                if (k == _F_MAX)
-                        continue; /* a newer daemon's */
-                if (seen[k])
-                        return fail(reterr_why, "a key given twice");
-                seen[k] = true;
-                uint64_t v = 0;
-                char *text_field = k == F_ID ? t.id : k == F_OWNER ? t.owner : k == F_TENANT ? t.tenant : k == F_END ? end : NULL;
-                size_t size = k == F_ID || k == F_END ? TASK_ID_MAX + 1 : k == F_OWNER ? TASK_OWNER_MAX : TASK_TENANT_MAX;
-                if (text_field) {
-                        if (strlen(value) >= size || !str_is_printable(value))
-                                return fail(reterr_why, "a text field too long or not printable");
-                        strcpy(text_field, value);
-                        continue;
-                }
-                if (k == F_STATUS) {
-                        int st = TASK_COMPLETED;
-                        while (st <= TASK_CANCELLED && strcmp(status_names[st], value) != 0)
-                                st++;
-                        if (st > TASK_CANCELLED)
-                                return fail(reterr_why, "a status that is not an end");
-                        t.status = (TaskStatus) st;
-                        continue;
-                }
-                if (str_parse_u64(value, &v) < 0 || (k == F_FETCHED && v > 1))
-                        return fail(reterr_why, "a number that does not read");
-                switch (k) {
-                case F_CREATED: t.created_usec = v; break;
-                case F_UPDATED: t.updated_usec = v; break;
-                case F_ENDED: t.ended_usec = v; break;
-                case F_TTL: t.ttl_usec = v; break;
-                case F_FETCHED: t.fetched = v == 1; break;
-                case F_TOO_BIG: t.too_big = v; break;
-                case F_REPLY_LEN: t.reply_len = (size_t) v; break;
-                case F_PACKED_LEN: t.packed_len = (size_t) v; break;
-                }
+/* What the fields read into, until the whole record is known to be good. */
+typedef struct TaskParse {
+        Task t;
+        char end[TASK_ID_MAX + 1];
+} TaskParse;
+
+static const char *task_key(size_t k) {
+        return keys[k];
+}
+
+static int task_field(size_t k, const char *value, void *userdata, const char **reterr_why) {
+        TaskParse *p = userdata;
+        Task *t = &p->t;
+        switch (k) {
+        case F_ID: return record_text(value, t->id, sizeof(t->id), reterr_why);
+        case F_OWNER: return record_text(value, t->owner, sizeof(t->owner), reterr_why);
+        case F_TENANT: return record_text(value, t->tenant, sizeof(t->tenant), reterr_why);
+        case F_END: return record_text(value, p->end, sizeof(p->end), reterr_why);
+        case F_STATUS:
+                for (int st = TASK_COMPLETED; st <= TASK_CANCELLED; st++)
+                        if (strcmp(status_names[st], value) == 0) {
+                                t->status = (TaskStatus) st;
+                                return 0;
+                        }
+                return record_fail(reterr_why, "a status that is not an end");
         }
-        for (int k = 0; k < _F_MAX; k++)
-                if (!seen[k])
-                        return fail(reterr_why, k == F_END ? "the record is cut short" : "a field is missing");
-        if (strcmp(end, t.id) != 0)
-                return fail(reterr_why, "the record is cut short (its end does not match its start)");
-        if (!id_valid(t.id))
-                return fail(reterr_why, "a task id of the wrong shape");
-        if ((t.status == TASK_COMPLETED) != (t.packed_len > 0) || (t.packed_len > 0 && t.reply_len == 0))
-                return fail(reterr_why, "a reply that does not match its status");
-        *ret = t;
+        uint64_t v;
+        if (record_u64(value, &v, reterr_why) < 0)
+                return -EBADMSG;
+        switch (k) {
+        case F_CREATED: t->created_usec = v; break;
+        case F_UPDATED: t->updated_usec = v; break;
+        case F_ENDED: t->ended_usec = v; break;
+        case F_TTL: t->ttl_usec = v; break;
+        case F_FETCHED:
+                if (v > 1)
+                        return record_fail(reterr_why, "a number that does not read");
+                t->fetched = v == 1;
+                break;
+        case F_TOO_BIG: t->too_big = v; break;
+        case F_REPLY_LEN: t->reply_len = (size_t) v; break;
+        case F_PACKED_LEN: t->packed_len = (size_t) v; break;
+        }
+        return 0;
+}
+
+static const RecordFormat task_format = {
+        .magic = TASK_RECORD_MAGIC,
+        .max_bytes = TASK_RECORD_HEAD_BYTES,
+        .n_keys = _F_MAX,
+        .key = task_key,
+        .field = task_field,
+};
+static_assert(TASK_RECORD_HEAD_BYTES <= RECORD_BYTES_MAX, "a task's head is a record");
+
+int task_record_parse(const char *head, size_t n, Task *ret, const char **reterr_why) {
+        TaskParse p = {};
+        int r = record_parse(&task_format, head, n, &p, reterr_why);
+        if (r < 0)
+                return r;
+        const Task *t = &p.t;
+        if (strcmp(p.end, t->id) != 0)
+                return record_fail(reterr_why, "the record is cut short (its end does not match its start)");
+        if (!id_valid(t->id))
+                return record_fail(reterr_why, "a task id of the wrong shape");
+        if ((t->status == TASK_COMPLETED) != (t->packed_len > 0) || (t->packed_len > 0 && t->reply_len == 0))
+                return record_fail(reterr_why, "a reply that does not match its status");
+        *ret = p.t;
         return 0;
 }
 
