@@ -1,7 +1,6 @@
 /* http-message.c: message-level pieces of the HTTP transports: classifying a body, error bodies,
  * and SSE framing. */
 #include <errno.h>
-#include <stdarg.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -39,20 +38,6 @@ int mcp_http_message_classify(const char *body, size_t len, McpHttpMessageInfo *
         if (!method && id && (json_object_get(m, "result") || json_object_get(m, "error")))
                 ret->kind = MCP_HTTP_MSG_RESPONSE;
         return 0;
-}
-
-/* An error answer with the request's id (read as a real, like everything in classify). */
-static char *era_error(json_t *id, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static char *era_error(json_t *id, int code, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        _cleanup_free_ char *msg = mcp_problemv(fmt, ap);
-        va_end(ap);
-        json_t *rid = json_is_real(id) ? json_integer((json_int_t) json_real_value(id)) : json_incref(id);
-        _cleanup_(json_decrefp) json_t *m = msg && rid ? json_pack("{s:s, s:o, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
-                                                                   rid, "error", "code", code, "message", msg)
-                                                       : (json_decref(rid), NULL);
-        return m ? mcp_json_dump(m) : NULL;
 }
 
 /* A header's value as the client sent it, quoted only if it is short and printable. */
@@ -111,27 +96,31 @@ int mcp_http_era_check(const char *body, size_t len, const char *version, const 
         bool integral = idv >= -9007199254740992.0 && idv <= 9007199254740992.0 && idv == (double) (long long) idv;
         if (!ret->modern || !(json_is_string(id) || integral))
                 return 0; /* a notification, or an id mcp_server_handle() refuses */
+        /* An answer's id as the request's (read as a real, like everything here). */
+        _cleanup_(json_decrefp) json_t *rid = json_is_real(id) ? json_integer((json_int_t) idv) : json_incref(id);
+        if (!rid)
+                return -ENOMEM;
 
         /* In the SDK ladder's order: version header against body, the envelope, then the standard
          * headers' presence and agreement. */
         const char *name = json_string_value(method);
         bool tried = true; /* a refusal was made (NULL then: out of memory) */
         if (version && mcp_json_name(pv) && !header_is(version, json_string_value(pv)))
-                ret->reject = era_error(id, MCP_ERROR_HEADER_MISMATCH,
-                                        "Header mismatch: MCP-Protocol-Version %s, but the body's _meta says %s",
-                                        shown(version), shown(json_string_value(pv)));
+                ret->reject = mcp_reply_errorf(rid, MCP_ERROR_HEADER_MISMATCH,
+                                               "Header mismatch: MCP-Protocol-Version %s, but the body's _meta says %s",
+                                               shown(version), shown(json_string_value(pv)));
         else if (!pv)
-                ret->reject = era_error(id, MCP_ERROR_INVALID_PARAMS,
-                                        "Invalid params: a %s request needs "
-                                        "_meta.io.modelcontextprotocol/protocolVersion (and clientCapabilities)",
-                                        shown(version));
+                ret->reject = mcp_reply_errorf(rid, MCP_ERROR_INVALID_PARAMS,
+                                               "Invalid params: a %s request needs "
+                                               "_meta.io.modelcontextprotocol/protocolVersion (and clientCapabilities)",
+                                               shown(version));
         else if (!version)
-                ret->reject = era_error(id, MCP_ERROR_HEADER_MISMATCH,
-                                        "Header mismatch: the MCP-Protocol-Version header is required");
+                ret->reject = mcp_reply_errorf(rid, MCP_ERROR_HEADER_MISMATCH,
+                                               "Header mismatch: the MCP-Protocol-Version header is required");
         else if (!header_is(method_h, name))
-                ret->reject = era_error(id, MCP_ERROR_HEADER_MISMATCH,
-                                        "Header mismatch: Mcp-Method %s, but the body's method is %s", shown(method_h),
-                                        shown(name));
+                ret->reject = mcp_reply_errorf(rid, MCP_ERROR_HEADER_MISMATCH,
+                                               "Header mismatch: Mcp-Method %s, but the body's method is %s",
+                                               shown(method_h), shown(name));
         else {
                 tried = false;
                 for (size_t i = 0; i < ELEMENTSOF(name_sources); i++) {
@@ -141,10 +130,10 @@ int mcp_http_era_check(const char *body, size_t len, const char *version, const 
                         /* A body without the field is the method's params error, in band. */
                         if (mcp_json_name(v) && !header_is(name_h, json_string_value(v))) {
                                 tried = true;
-                                ret->reject = era_error(id, MCP_ERROR_HEADER_MISMATCH,
-                                                        "Header mismatch: Mcp-Name %s, but the body's params.%s is %s",
-                                                        shown(name_h), name_sources[i].field,
-                                                        shown(json_string_value(v)));
+                                ret->reject = mcp_reply_errorf(
+                                        rid, MCP_ERROR_HEADER_MISMATCH,
+                                        "Header mismatch: Mcp-Name %s, but the body's params.%s is %s",
+                                        shown(name_h), name_sources[i].field, shown(json_string_value(v)));
                         }
                         break;
                 }
@@ -185,9 +174,7 @@ unsigned mcp_http_post_reply_status(const McpHttpMessageInfo *info, bool new_ses
 }
 
 char *mcp_http_error_body(int code, const char *message) {
-        _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:{s:i, s:s}, s:n}", "jsonrpc", "2.0", "error", "code",
-                                                      code, "message", message, "id");
-        return m ? mcp_json_dump(m) : NULL;
+        return mcp_reply_error(json_null(), code, message);
 }
 
 char *mcp_http_oauth_error_body(const char *code, const char *message) {

@@ -174,7 +174,7 @@ const char *mcp_server_protocol_version(const McpServer *s) {
 
 /* An error reply; id may be NULL when it could not be read (then it is omitted, which the
  * 2025-11-25 schema allows and SDK clients tolerate best). */
-static char *reply_error(json_t *id, int code, const char *message) {
+char *mcp_reply_error(json_t *id, int code, const char *message) {
         /* A message may quote the client's bytes (jansson's parse errors say "near '…'"), which need
          * not be UTF-8; json_pack() would refuse them and a parse error became "out of memory"
          * (found by fuzz-mcp-server). */
@@ -192,21 +192,20 @@ static char *reply_error(json_t *id, int code, const char *message) {
 
 /* ret answers with an error reply: 0, or -ENOMEM when it could not be made. */
 static int action_error(McpAction *ret, json_t *id, int code, const char *message) {
-        ret->reply = reply_error(id, code, message);
+        ret->reply = mcp_reply_error(id, code, message);
         return ret->reply ? 0 : -ENOMEM;
 }
 
 char *mcp_error_reply_new(int code, const char *message) {
-        return reply_error(NULL, code, message);
+        return mcp_reply_error(NULL, code, message);
 }
 
-static char *reply_errorf(json_t *id, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static char *reply_errorf(json_t *id, int code, const char *fmt, ...) {
+char *mcp_reply_errorf(json_t *id, int code, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         _cleanup_free_ char *msg = mcp_problemv(fmt, ap);
         va_end(ap);
-        return msg ? reply_error(id, code, msg) : NULL;
+        return msg ? mcp_reply_error(id, code, msg) : NULL;
 }
 
 void mcp_action_done(McpAction *a) {
@@ -323,9 +322,9 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *s
         const McpToolDef *tool = mcp_json_name(name) ? mcp_tool_find(json_string_value(name)) : NULL;
         if (!tool) {
                 McpQuote q;
-                ret->reply = reply_errorf(id, MCP_ERROR_INVALID_PARAMS, "Unknown tool: %s%s",
-                                          mcp_quote(&q, json_string_value(name), json_string_length(name)),
-                                          mcp_json_name(name) ? "" : " (followed by a NUL character)");
+                ret->reply = mcp_reply_errorf(id, MCP_ERROR_INVALID_PARAMS, "Unknown tool: %s%s",
+                                              mcp_quote(&q, json_string_value(name), json_string_length(name)),
+                                              mcp_json_name(name) ? "" : " (followed by a NUL character)");
                 return ret->reply ? 0 : -ENOMEM;
         }
         json_t *arguments = json_object_get(params, "arguments");
@@ -425,7 +424,7 @@ static int answer_held(McpServer *s, json_t *id, const char *method, json_t *sta
                 ret->is_tool_error = true;
                 ret->reply = mcp_reply_tool_error(id, s->refused, stamp);
         } else
-                ret->reply = reply_errorf(id, MCP_ERROR_INTERNAL, "%s: %s", method, s->refused);
+                ret->reply = mcp_reply_errorf(id, MCP_ERROR_INTERNAL, "%s: %s", method, s->refused);
         return ret->reply ? 0 : -ENOMEM;
 }
 
@@ -442,8 +441,9 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
         McpTaskOp op;
         if (task_method(method, false, &op)) {
                 if (!s->protocol_version) {
-                        ret->reply = reply_errorf(id, MCP_ERROR_INVALID_REQUEST,
-                                                  "%s: the session is not initialized; send initialize first", method);
+                        ret->reply = mcp_reply_errorf(id, MCP_ERROR_INVALID_REQUEST,
+                                                      "%s: the session is not initialized; send initialize first",
+                                                      method);
                         return ret->reply ? 0 : -ENOMEM;
                 }
                 return mcp_task_request_parse(op, id, params, NULL, ret);
@@ -453,14 +453,15 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
         if (!known) {
                 /* Also the 2026-07-28 `server/discover` probe: an immediate -32601 makes dual-era
                  * clients fall back to initialize (mcp.md §1.11). */
-                ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s", MCP_QUOTE(method));
+                ret->reply = mcp_reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s",
+                                              MCP_QUOTE(method));
                 return ret->reply ? 0 : -ENOMEM;
         }
         if (s->held)
                 return answer_held(s, id, method, NULL, ret);
         if (!s->protocol_version) {
-                ret->reply = reply_errorf(id, MCP_ERROR_INVALID_REQUEST,
-                                          "%s: the session is not initialized; send initialize first", method);
+                ret->reply = mcp_reply_errorf(id, MCP_ERROR_INVALID_REQUEST,
+                                              "%s: the session is not initialized; send initialize first", method);
                 return ret->reply ? 0 : -ENOMEM;
         }
 
@@ -535,9 +536,9 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
         if (!mcp_json_name(v) || !mcp_protocol_version_is_modern(json_string_value(v))) {
                 ret->rejected = json_is_string(v) ? MCP_ERROR_UNSUPPORTED_PROTOCOL_VERSION : MCP_ERROR_INVALID_PARAMS;
                 ret->reply = json_is_string(v) ? reply_unsupported_version(id, v)
-                                               : reply_error(id, MCP_ERROR_INVALID_PARAMS,
-                                                             "Invalid params: _meta." META_PROTOCOL_VERSION
-                                                             " must be a string");
+                                               : mcp_reply_error(id, MCP_ERROR_INVALID_PARAMS,
+                                                                 "Invalid params: _meta." META_PROTOCOL_VERSION
+                                                                 " must be a string");
                 return ret->reply ? 0 : -ENOMEM;
         }
         json_t *caps = json_object_get(meta, META_CLIENT_CAPABILITIES);
@@ -578,8 +579,9 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
                 ret->rejected = MCP_ERROR_METHOD_NOT_FOUND;
                 bool removed = strcmp(method, "initialize") == 0 || strcmp(method, "ping") == 0 ||
                                strcmp(method, "logging/setLevel") == 0;
-                ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s%s", MCP_QUOTE(method),
-                                          removed ? " (removed in protocol version 2026-07-28)" : "");
+                ret->reply = mcp_reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s%s",
+                                              MCP_QUOTE(method),
+                                              removed ? " (removed in protocol version 2026-07-28)" : "");
                 return ret->reply ? 0 : -ENOMEM;
         }
 
@@ -680,14 +682,14 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
         if (!m && json_error_code(&err) == json_error_numeric_overflow)
                 m = load_big_ints(msg, len);
         if (!m) {
-                ret->reply = reply_errorf(NULL, MCP_ERROR_PARSE, "Parse error: %s (line %d, column %d)",
-                                          err.text, err.line, err.column);
+                ret->reply = mcp_reply_errorf(NULL, MCP_ERROR_PARSE, "Parse error: %s (line %d, column %d)",
+                                              err.text, err.line, err.column);
                 return ret->reply ? 0 : -ENOMEM;
         }
         if (json_is_array(m)) {
                 /* Batches existed only in 2025-03-26 and no SDK client sends them. */
-                ret->reply = reply_error(NULL, MCP_ERROR_INVALID_REQUEST,
-                                         "Invalid Request: batch arrays are not supported; send one message per line");
+                ret->reply = mcp_reply_error(NULL, MCP_ERROR_INVALID_REQUEST, "Invalid Request: batch arrays are "
+                                             "not supported; send one message per line");
                 return ret->reply ? 0 : -ENOMEM;
         }
         if (!json_is_object(m)) {
@@ -746,9 +748,9 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
         if (!method_ok) {
                 ret->is_modern = modern;
                 ret->rejected = modern ? MCP_ERROR_METHOD_NOT_FOUND : 0;
-                ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND,
-                                          "Method not found: %s (followed by a NUL character)",
-                                          MCP_QUOTE(json_string_value(method)));
+                ret->reply = mcp_reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND,
+                                              "Method not found: %s (followed by a NUL character)",
+                                              MCP_QUOTE(json_string_value(method)));
                 return ret->reply ? 0 : -ENOMEM;
         }
         if (modern)
