@@ -13,17 +13,17 @@ way and their ratio (proxied/direct), and of the time per small request each way
 difference (what the proxy adds per connection, HTTP included).
 """
 import argparse
-import http.server
 import json
 import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "../tests/systemd/lib")]
+from httpserver import serve  # noqa: E402
 from rtt import Daemon  # noqa: E402  (stdio, initialized)
 
 CLIENT = r"""
@@ -40,20 +40,6 @@ print(json.dumps({"bytes": n, "big_s": big, "small_s": small}))
 """
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    payload = b""
-
-    def do_GET(self):
-        body = self.payload if self.path == "/big" else b"ok"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 def client_code(port, small):
     return (f"BIG = 'http://127.0.0.1:{port}/big'\nSMALLURL = 'http://127.0.0.1:{port}/small'\nSMALL = {small}\n"
             + CLIENT)
@@ -66,10 +52,9 @@ def main():
     ap.add_argument("--small", type=int, default=50)
     ap.add_argument("binary")
     a = ap.parse_args()
-    Handler.payload = os.urandom(a.mb << 20)
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    big = os.urandom(a.mb << 20)
+    srv = serve(lambda path: big if path == "/big" else b"ok")
     port = srv.server_address[1]
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
     code = client_code(port, a.small)
     d = Daemon(a.binary, {"MCP_EXEC_EGRESS_ALLOW": f"127.0.0.1:{port}", "MCP_EXEC_MAX_TIMEOUT_S": "300"})
     res = {"proxied": [], "direct": []}

@@ -44,30 +44,14 @@ def p(xs, q):
 
 def load(label):
     """N calls through HAProxy, INFLIGHT at a time: (queue_ms list, wall ms list, failures)."""
-    queue, wall, failures, lock, todo = [], [], [], threading.Lock(), list(range(N))
+    def timed(i):
+        t0 = time.monotonic()
+        sc = fleet.modern_call(tier.LB, tier.TOKEN, "import time; time.sleep(0.2); print(%d)" % i,
+                               rid=i + 1, timeout=600, timeout_s=300)
+        return sc["queue_ms"], (time.monotonic() - t0) * 1000
 
-    def worker():
-        while True:
-            with lock:
-                if not todo:
-                    return
-                i = todo.pop()
-            t0 = time.monotonic()
-            try:
-                sc = fleet.modern_call(tier.LB, tier.TOKEN, "import time; time.sleep(0.2); print(%d)" % i,
-                                       rid=i + 1, timeout=600, timeout_s=300)
-                with lock:
-                    queue.append(sc["queue_ms"])
-                    wall.append((time.monotonic() - t0) * 1000)
-            except fleet.CallError as e:
-                with lock:
-                    failures.append(str(e))
-
-    threads = [threading.Thread(target=worker) for _ in range(INFLIGHT)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    done, failures = fleet.in_parallel(range(N), INFLIGHT, timed)
+    queue, wall = [q for q, _ in done], [w for _, w in done]
     print("%-34s queue_ms p50 %6d p95 %6d | wall ms p50 %6d p95 %6d | failures %d" %
           (label, p(queue, .5), p(queue, .95), p(wall, .5), p(wall, .95), len(failures)), flush=True)
     return queue, wall, failures

@@ -22,22 +22,25 @@ const HAPROXY = '/usr/sbin/haproxy';
 const CFG = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../units/haproxy-mcp-execd.cfg');
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
 
-/** HAProxy's "show stat" rows of backend mcp_execd: {server: {status, scur, weight}}. */
-function stats(sock) {
+/** What HAProxy's admin socket answers to one command; '' when it cannot be reached. */
+function haproxyCommand(sock, command) {
     return new Promise((resolve) => {
         let out = '';
-        const c = net.connect(sock, () => c.end('show stat\n'));
+        const c = net.connect(sock, () => c.end(`${command}\n`));
         c.on('data', (b) => { out += b; });
-        c.on('error', () => resolve({}));
-        c.on('close', () => {
-            const rows = {};
-            for (const l of out.split('\n')) {
-                const f = l.split(',');
-                if (f[0] === 'mcp_execd' && f[1] !== 'FRONTEND' && f[1] !== 'BACKEND') rows[f[1]] = { scur: Number(f[4]), status: f[17], weight: Number(f[18]) };
-            }
-            resolve(rows);
-        });
+        c.on('error', () => resolve(''));
+        c.on('close', () => resolve(out));
     });
+}
+
+/** HAProxy's "show stat" rows of backend mcp_execd: {server: {status, scur, weight}}. */
+async function stats(sock) {
+    const rows = {};
+    for (const l of (await haproxyCommand(sock, 'show stat')).split('\n')) {
+        const f = l.split(',');
+        if (f[0] === 'mcp_execd' && f[1] !== 'FRONTEND' && f[1] !== 'BACKEND') rows[f[1]] = { scur: Number(f[4]), status: f[17], weight: Number(f[18]) };
+    }
+    return rows;
 }
 
 /** A 2026-07-28 tools/call through the load balancer: its JSON-RPC answer. */
@@ -100,23 +103,15 @@ async function startFleet(t, env = {}) {
 /** HAProxy's "show servers state mcp_execd": {server: srv_admin_state}, a mask of which
  * SRV_ADMF_FDRAIN is the drain an agent (or the CLI) set (HAProxy's include/haproxy/server-t.h). */
 const SRV_ADMF_FDRAIN = 0x08;
-function adminState(sock) {
-    return new Promise((resolve) => {
-        let out = '';
-        const c = net.connect(sock, () => c.end('show servers state mcp_execd\n'));
-        c.on('data', (b) => { out += b; });
-        c.on('error', () => resolve({}));
-        c.on('close', () => {
-            const lines = out.split('\n');
-            const head = (lines.find((l) => l.startsWith('# ')) ?? '').slice(2).split(' ');
-            const rows = {};
-            for (const l of lines.filter((x) => /^\d+ /.test(x))) {
-                const f = l.split(' ');
-                rows[f[head.indexOf('srv_name')]] = Number(f[head.indexOf('srv_admin_state')]);
-            }
-            resolve(rows);
-        });
-    });
+async function adminState(sock) {
+    const lines = (await haproxyCommand(sock, 'show servers state mcp_execd')).split('\n');
+    const head = (lines.find((l) => l.startsWith('# ')) ?? '').slice(2).split(' ');
+    const rows = {};
+    for (const l of lines.filter((x) => /^\d+ /.test(x))) {
+        const f = l.split(' ');
+        rows[f[head.indexOf('srv_name')]] = Number(f[head.indexOf('srv_admin_state')]);
+    }
+    return rows;
 }
 
 /** The agent check's line, asked as HAProxy asks it. */

@@ -84,22 +84,15 @@ def runs_total(port_or_name):
 def haproxy_cli(command):
     """What HAProxy's stats socket answers to one command; '' when it does not answer."""
     import socket
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        s.settimeout(5)
-        s.connect(HAPROXY_STATS)
-        s.sendall(command.encode() + b"\n")
-        data = b""
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            data += b
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(5)
+            s.connect(HAPROXY_STATS)
+            s.sendall(command.encode() + b"\n")
+            with s.makefile("rb") as f:
+                return f.read().decode(errors="replace")  # to the end: HAProxy closes after one answer
     except OSError:
         return ""
-    finally:
-        s.close()
-    return data.decode(errors="replace")
 
 
 def show_stat():

@@ -15,7 +15,6 @@ its argv) and a file in its /tmp.
 import os
 import secrets
 import sys
-import threading
 import time
 import uuid
 
@@ -42,34 +41,17 @@ def runtime_dirs():
 def open_sessions(marker, n, **open_args):
     """n sessions, 5 opened at a time; each starts a process with marker in its argv (the session's
     own, living as long as it does) and writes a file in its /tmp. Returns the handles."""
-    handles, errors, lock = [], [], threading.Lock()
-    todo = list(range(n))
+    def open_one(i):
+        h = fleet.tool(PORT, TOKEN, "session_open", dict(open_args), timeout=300)["session"]
+        sc = fleet.tool(PORT, TOKEN, "exec", {"session": h, "code": (
+            "import subprocess\n"
+            "keep = subprocess.Popen(['%s-%d', '600'], executable='/usr/bin/sleep')\n"
+            "open('/tmp/kept', 'w').write('x' * 4096)\nprint('ok')" % (marker, i))}, timeout=300)
+        if sc.get("stdout") != "ok\n":
+            raise TestFailure("session %d: %r" % (i, sc))
+        return h
 
-    def worker():
-        while True:
-            with lock:
-                if not todo:
-                    return
-                i = todo.pop()
-            try:
-                h = fleet.tool(PORT, TOKEN, "session_open", dict(open_args), timeout=300)["session"]
-                sc = fleet.tool(PORT, TOKEN, "exec", {"session": h, "code": (
-                    "import subprocess\n"
-                    "keep = subprocess.Popen(['%s-%d', '600'], executable='/usr/bin/sleep')\n"
-                    "open('/tmp/kept', 'w').write('x' * 4096)\nprint('ok')" % (marker, i))}, timeout=300)
-                if sc.get("stdout") != "ok\n":
-                    raise TestFailure("session %d: %r" % (i, sc))
-                with lock:
-                    handles.append(h)
-            except Exception as e:  # every failure is reported, none lost
-                with lock:
-                    errors.append("%s: %s" % (type(e).__name__, e))
-
-    threads = [threading.Thread(target=worker) for _ in range(5)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    handles, errors = fleet.in_parallel(range(n), 5, open_one)
     if errors:
         raise TestFailure("%d of %d sessions failed to open: %r" % (len(errors), n, errors[:3]))
     return handles

@@ -6,14 +6,13 @@ on, answering); with the drop-in the run reaches the listed server on this machi
 proxy, its scope placed as every run's, an unlisted port is refused with 403, and the decision is a
 journal record of the service with its host, port and decision."""
 # tier-timeout: 300
-import http.server
 import os
 import secrets
 import sys
-import threading
 
 sys.path.insert(0, os.path.join(os.environ["MCP_EXECD_SRC"], "tests/systemd/lib"))
 from httpclient import Client  # noqa: E402
+from httpserver import serve  # noqa: E402
 from journal import wait_records  # noqa: E402
 from mcpclient import TestFailure, run  # noqa: E402
 from service import sh, with_units  # noqa: E402
@@ -26,18 +25,6 @@ IPAddressDeny=
 RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6
 """
 EGRESS_MESSAGE_ID = "f3316c7fd11d4c56b82e9e2ce9db8ab2"
-
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"through the service's proxy"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
 
 
 def fetch(port):
@@ -58,9 +45,8 @@ def exec_sc(code):
 
 
 def main():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv = serve(lambda path: b"through the service's proxy")
     port = srv.server_address[1]
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         return with_units(TOKEN, (("MCP_EXEC_EGRESS_ALLOW", "127.0.0.1:%d" % port),), lambda: scenario(port), 60)
     finally:

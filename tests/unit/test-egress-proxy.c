@@ -23,6 +23,7 @@
 #include "proxy.h"
 #include "ring.h"
 #include "unit-fixture.h"
+#include "unit-net.h"
 
 static Ring *ring;
 static EgressProxy *px;
@@ -40,19 +41,6 @@ static void on_decided(void *userdata, const EgressDecision *d) {
                 decisions[n_decisions].reason = NULL;
         }
         n_decisions++;
-}
-
-/* A listening socket on 127.0.0.1, its port. */
-static int listener(uint16_t *ret_port) {
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        assert_true(fd >= 0);
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        assert_int_equal(bind(fd, (struct sockaddr *) &a, sizeof(a)), 0);
-        assert_int_equal(listen(fd, 16), 0);
-        socklen_t len = sizeof(a);
-        assert_int_equal(getsockname(fd, (struct sockaddr *) &a, &len), 0);
-        *ret_port = ntohs(a.sin_port);
-        return fd;
 }
 
 static int connect_to(uint16_t port) {
@@ -119,7 +107,7 @@ static EgressRun *run_with(const char *allow, uint16_t *ret_port) {
         if (egress_policy_parse(allow, &p, &err) < 0)
                 fail_msg("%s: %s", allow, err);
         EgressRun *r = NULL;
-        assert_int_equal(egress_run_new(px, listener(ret_port), p, "0123456789abcdef", "alpha", &r), 0);
+        assert_int_equal(egress_run_new(px, unit_loopback_listener(ret_port), p, "0123456789abcdef", "alpha", &r), 0);
         egress_policy_free(p);
         return r;
 }
@@ -134,7 +122,7 @@ typedef struct Allowed {
 
 static Allowed allowed_open(void) {
         Allowed a = {};
-        a.server = listener(&a.sport);
+        a.server = unit_loopback_listener(&a.sport);
         char allow[64];
         uint16_t pport;
         snprintf(allow, sizeof(allow), "127.0.0.1:%u", a.sport);
@@ -219,7 +207,7 @@ static void refused_on(uint16_t pport, const char *req, const char *status) {
 
 static void test_refusals(void **state) {
         uint16_t sport, pport;
-        int server = listener(&sport);
+        int server = unit_loopback_listener(&sport);
         char allow[96], req[256];
         /* localhost is allowed by name, but it resolves to loopback: a name may not lead there. */
         snprintf(allow, sizeof(allow), "127.0.0.1:%u,localhost:%u,a.example", sport, sport);
@@ -276,7 +264,7 @@ static void test_late_head(void **state) {
 static void test_account_bounded(void **state) {
         uint16_t pport;
         EgressRun *r = NULL;
-        assert_int_equal(egress_run_new(px, listener(&pport), NULL, "0123456789abcdef", "", &r), 0); /* no list */
+        assert_int_equal(egress_run_new(px, unit_loopback_listener(&pport), NULL, "0123456789abcdef", "", &r), 0); /* no list */
         for (unsigned i = 0; i < EGRESS_ACCOUNT_HOSTS_MAX + 2; i++) {
                 char req[96];
                 snprintf(req, sizeof(req), "CONNECT h%u.example:443 HTTP/1.1\r\n\r\n", i);

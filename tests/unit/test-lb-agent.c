@@ -23,6 +23,7 @@
 #include "fd-util.h"
 #include "lb-agent.h"
 #include "socket-util.h"
+#include "unit-net.h"
 
 static void test_answer(void **state) {
         static const struct {
@@ -105,14 +106,8 @@ static void test_listener(void **state) {
         /* A listening socket at an ephemeral port, passed as systemd passes one (fd 3, $LISTEN_FDS). */
         if (fcntl(SD_LISTEN_FDS_START, F_GETFD) >= 0)
                 skip(); /* fd 3 is taken in this process */
-        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        assert_true(l >= 0);
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        assert_int_equal(bind(l, (struct sockaddr *) &a, sizeof(a)), 0);
-        assert_int_equal(listen(l, 16), 0);
-        socklen_t al = sizeof(a);
-        assert_int_equal(getsockname(l, (struct sockaddr *) &a, &al), 0);
-        uint16_t port = ntohs(a.sin_port);
+        uint16_t port;
+        int l = unit_loopback_listener(&port);
         if (l != SD_LISTEN_FDS_START) { /* socket() gives the lowest free fd: often 3 itself */
                 assert_int_equal(dup2(l, SD_LISTEN_FDS_START), SD_LISTEN_FDS_START);
                 close(l);

@@ -152,14 +152,43 @@ class Session:
         return r["structuredContent"]
 
 
-def mixed_load(port, token, n, inflight, sessions=6, pysessions=0, on_call=None):
+def in_parallel(items, inflight, fn):
+    """fn(item) for each of items, in their order, `inflight` at a time on as many threads. Returns
+    (results, failures): what fn returned, and (item, "Type: message") for each item whose fn
+    raised; every failure is kept, never one lost with its thread."""
+    lock = threading.Lock()
+    todo, results, failures = list(items), [], []
+
+    def worker():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                item = todo.pop(0)
+            try:
+                r = fn(item)
+            except Exception as e:  # anything is a failure to report
+                with lock:
+                    failures.append((item, "%s: %s" % (type(e).__name__, e)))
+            else:
+                with lock:
+                    results.append(r)
+
+    threads = [threading.Thread(target=worker) for _ in range(inflight)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results, failures
+
+
+def mixed_load(port, token, n, inflight, sessions=6, pysessions=0):
     """n calls, `inflight` at a time, by i % 6: 2026 stateless calls (0, 1, 3), calls in `sessions`
     2025-era sessions (2), calls in `pysessions` Python sessions (4; each keeps a counter, which
     must go up by one per call: a call on another instance would fail or start from nothing) and
     2026 tasks (5). With no Python sessions, 4 is a stateless call. Each session's calls are one at
-    a time. Every call prints a value of its own, checked. Returns (answered, failures)."""
-    lock = threading.Lock()
-    answered, failures = [0], []
+    a time. Every call prints a value of its own, checked. Returns (answered, failures), each
+    failure (i, "Type: message")."""
     sess = [Session(port, token).open() for _ in range(sessions)]
     sess_locks = [threading.Lock() for _ in sess]
     py = [tool(port, token, "session_open", {})["session"] for _ in range(pysessions)]
@@ -167,50 +196,29 @@ def mixed_load(port, token, n, inflight, sessions=6, pysessions=0, on_call=None)
         tool(port, token, "exec", {"code": "n = 0", "session": h})
     py_locks = [threading.Lock() for _ in py]
     py_count = [0 for _ in py]
-    todo = list(range(n))
 
-    def one(i):
+    def call(i):
         want = "v%d" % (i * 7919)
         code = "print('v%%d' %% (%d * 7919))" % i
-        try:
-            if i % 6 == 2:
-                k = i % len(sess)
-                with sess_locks[k]:
-                    sc = sess[k].call(code)
-            elif i % 6 == 4 and py:
-                k = i % len(py)
-                with py_locks[k]:
-                    sc = tool(port, token, "exec", {"code": "n += 1\nprint(n)", "session": py[k]}, rid=i + 1)
-                    py_count[k] += 1
-                    if sc.get("stdout") != "%d\n" % py_count[k]:
-                        raise CallError("Python session %s: n is %r after %d calls" % (py[k], sc.get("stdout"),
-                                                                                       py_count[k]))
-                    sc = dict(sc, stdout=want + "\n")
-            elif i % 6 == 5:
-                sc = task_call(port, token, code, rid=i + 1)
-            else:
-                sc = modern_call(port, token, code, rid=i + 1)
-            if sc.get("stdout") != want + "\n":
-                raise CallError("call %d: stdout %r, want %r" % (i, sc.get("stdout"), want))
-            with lock:
-                answered[0] += 1
-        except Exception as e:  # anything else is a failure to report too, never a call lost
-            with lock:
-                failures.append((i, "%s: %s" % (type(e).__name__, e)))
-        if on_call:
-            on_call(i)
+        if i % 6 == 2:
+            k = i % len(sess)
+            with sess_locks[k]:
+                sc = sess[k].call(code)
+        elif i % 6 == 4 and py:
+            k = i % len(py)
+            with py_locks[k]:
+                sc = tool(port, token, "exec", {"code": "n += 1\nprint(n)", "session": py[k]}, rid=i + 1)
+                py_count[k] += 1
+                if sc.get("stdout") != "%d\n" % py_count[k]:
+                    raise CallError("Python session %s: n is %r after %d calls" % (py[k], sc.get("stdout"),
+                                                                                   py_count[k]))
+                sc = dict(sc, stdout=want + "\n")
+        elif i % 6 == 5:
+            sc = task_call(port, token, code, rid=i + 1)
+        else:
+            sc = modern_call(port, token, code, rid=i + 1)
+        if sc.get("stdout") != want + "\n":
+            raise CallError("call %d: stdout %r, want %r" % (i, sc.get("stdout"), want))
 
-    def worker():
-        while True:
-            with lock:
-                if not todo:
-                    return
-                i = todo.pop(0)
-            one(i)
-
-    threads = [threading.Thread(target=worker) for _ in range(inflight)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return answered[0], failures
+    answered, failures = in_parallel(range(n), inflight, call)
+    return len(answered), failures
