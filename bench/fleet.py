@@ -12,8 +12,9 @@ waiting for a run slot in the instance) collected:
   B. instance 8081 kept busy: every one of its run slots by a CPU hog (a busy loop of HOG_S seconds,
      sent to it directly, not through HAProxy, again as each ends), the agent check on;
   C. the same hog, HAProxy started again without the agent check (leastconn on its own).
-Prints p50/p95 of queue_ms and of the calls' wall time for each, and the ratios B/A (the issue's
-bound: at most 1.5) and C/A. Run as root inside the test bed (see bench/README.md, "Fleet")."""
+Prints p50/p95/max of queue_ms, how many calls waited at all, p50/p95 of the calls' wall time and
+how many calls HAProxy sent each instance, for each phase; the hogged instance's STATUS= and the
+hogs' own errors around C; and the ratios B/A (the issue's bound: at most 1.5) and C/A. Run as root inside the test bed (see bench/README.md, "Fleet")."""
 import importlib.util
 import os
 import re
@@ -50,10 +51,15 @@ def load(label):
                                rid=i + 1, timeout=600, timeout_s=300)
         return sc["queue_ms"], (time.monotonic() - t0) * 1000
 
+    before = served()
     done, failures = fleet.in_parallel(range(N), INFLIGHT, timed)
+    after = served()
     queue, wall = [q for q, _ in done], [w for _, w in done]
-    print("%-34s queue_ms p50 %6d p95 %6d | wall ms p50 %6d p95 %6d | failures %d" %
-          (label, p(queue, .5), p(queue, .95), p(wall, .5), p(wall, .95), len(failures)), flush=True)
+    print("%-34s queue_ms p50 %6d p95 %6d max %6d, %d calls queued | wall ms p50 %6d p95 %6d | failures %d | "
+          "calls by instance %r" %
+          (label, p(queue, .5), p(queue, .95), max(queue, default=0), sum(1 for q in queue if q > 0),
+           p(wall, .5), p(wall, .95), len(failures),
+           {port: after.get(port, 0) - before.get(port, 0) for port in sorted(after)}), flush=True)
     return queue, wall, failures
 
 
@@ -68,6 +74,12 @@ def throughput():
     print("T. throughput, %d calls, 6 in flight: one instance %.1f calls/s, three behind HAProxy %.1f calls/s, "
           "ratio %.2f (failures %d/%d)" % (THROUGHPUT_N, THROUGHPUT_N / one, THROUGHPUT_N / three, one / three,
                                            len(f1), len(f3)), flush=True)
+
+
+def served():
+    """HAProxy's count of requests each instance was sent (show stat's stot), by port."""
+    return {int(f[1][1:]): int(f[7]) for f in tier.show_stat()
+            if len(f) > 18 and f[0] == "mcp_execd" and f[1].startswith("i")}
 
 
 def weights():
@@ -108,13 +120,20 @@ def main():
         slots = int(re.search(r"runs \d+/(\d+)", tier.sh("systemctl", "show", "-P", "StatusText",
                                                           tier.unit(HOGGED))).group(1))
 
+        hog_errors = []
+
         def hog():
             while not hog_stop.is_set():
                 try:
                     fleet.modern_call(HOGGED, tier.TOKEN, "import time\nt = time.time()\nwhile time.time() - t < %d: pass"
                                       % HOG_S, timeout=600, timeout_s=HOG_S + 60)
-                except fleet.CallError:
-                    pass
+                except Exception as e:  # said below: a hog that does not run makes B and C say nothing
+                    hog_errors.append("%s: %s" % (type(e).__name__, e))
+
+        def hogged():
+            return "i%d: %s; hog errors %d %r" % (HOGGED, tier.sh("systemctl", "show", "-P", "StatusText",
+                                                                   tier.unit(HOGGED)).strip(),
+                                                  len(hog_errors), hog_errors[-1:])
 
         for _ in range(slots):
             threading.Thread(target=hog, daemon=True).start()
@@ -123,7 +142,9 @@ def main():
         b = load("B. i%d hogged, agent check" % HOGGED)
         stop(hap)
         hap = haproxy(agent=False)
+        print(hogged(), flush=True)
         c = load("C. i%d hogged, no agent check" % HOGGED)
+        print(hogged(), flush=True)
         hog_stop.set()
         base = max(p(a[0], .95), 1)
         print("p95 queue_ms ratio to the unhogged fleet: with the agent check %.2f (bound 1.5), without %.2f"
