@@ -76,16 +76,20 @@ def throughput():
                                            len(f1), len(f3)), flush=True)
 
 
-def served():
-    """HAProxy's count of requests each instance was sent (show stat's stot), by port."""
-    return {int(f[1][1:]): int(f[7]) for f in tier.show_stat()
+def per_instance(column):
+    """A column of HAProxy's show stat for each instance of backend mcp_execd, by port (an integer)."""
+    return {int(f[1][1:]): int(f[column]) for f in tier.show_stat()
             if len(f) > 18 and f[0] == "mcp_execd" and f[1].startswith("i")}
+
+
+def served():
+    """How many requests HAProxy sent each instance (stot), by port."""
+    return per_instance(7)
 
 
 def weights():
-    """HAProxy's weights of backend mcp_execd: {port: weight}."""
-    return {int(f[1][1:]): int(f[18]) for f in tier.show_stat()
-            if len(f) > 18 and f[0] == "mcp_execd" and f[1].startswith("i")}
+    """HAProxy's weight of each instance (the agent check sets it), by port."""
+    return per_instance(18)
 
 
 def haproxy(agent):

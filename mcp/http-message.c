@@ -96,49 +96,43 @@ int mcp_http_era_check(const char *body, size_t len, const char *version, const 
         bool integral = idv >= -9007199254740992.0 && idv <= 9007199254740992.0 && idv == (double) (long long) idv;
         if (!ret->modern || !(json_is_string(id) || integral))
                 return 0; /* a notification, or an id mcp_server_handle() refuses */
-        /* An answer's id as the request's (read as a real, like everything here). */
-        _cleanup_(json_decrefp) json_t *rid = json_is_real(id) ? json_integer((json_int_t) idv) : json_incref(id);
-        if (!rid)
-                return -ENOMEM;
 
         /* In the SDK ladder's order: version header against body, the envelope, then the standard
-         * headers' presence and agreement. */
+         * headers' presence and agreement. The first that fails is the refusal. */
         const char *name = json_string_value(method);
-        bool tried = true; /* a refusal was made (NULL then: out of memory) */
+        int code = MCP_ERROR_HEADER_MISMATCH;
+        _cleanup_free_ char *why = NULL;
         if (version && mcp_json_name(pv) && !header_is(version, json_string_value(pv)))
-                ret->reject = mcp_reply_errorf(rid, MCP_ERROR_HEADER_MISMATCH,
-                                               "Header mismatch: MCP-Protocol-Version %s, but the body's _meta says %s",
-                                               shown(version), shown(json_string_value(pv)));
-        else if (!pv)
-                ret->reject = mcp_reply_errorf(rid, MCP_ERROR_INVALID_PARAMS,
-                                               "Invalid params: a %s request needs "
-                                               "_meta.io.modelcontextprotocol/protocolVersion (and clientCapabilities)",
-                                               shown(version));
-        else if (!version)
-                ret->reject = mcp_reply_errorf(rid, MCP_ERROR_HEADER_MISMATCH,
-                                               "Header mismatch: the MCP-Protocol-Version header is required");
+                why = mcp_problem("Header mismatch: MCP-Protocol-Version %s, but the body's _meta says %s",
+                                  shown(version), shown(json_string_value(pv)));
+        else if (!pv) {
+                code = MCP_ERROR_INVALID_PARAMS;
+                why = mcp_problem("Invalid params: a %s request needs "
+                                  "_meta.io.modelcontextprotocol/protocolVersion (and clientCapabilities)",
+                                  shown(version));
+        } else if (!version)
+                why = mcp_problem("Header mismatch: the MCP-Protocol-Version header is required");
         else if (!header_is(method_h, name))
-                ret->reject = mcp_reply_errorf(rid, MCP_ERROR_HEADER_MISMATCH,
-                                               "Header mismatch: Mcp-Method %s, but the body's method is %s",
-                                               shown(method_h), shown(name));
+                why = mcp_problem("Header mismatch: Mcp-Method %s, but the body's method is %s", shown(method_h),
+                                  shown(name));
         else {
-                tried = false;
-                for (size_t i = 0; i < ELEMENTSOF(name_sources); i++) {
-                        if (strcmp(name, name_sources[i].method) != 0)
-                                continue;
-                        json_t *v = json_is_object(params) ? json_object_get(params, name_sources[i].field) : NULL;
-                        /* A body without the field is the method's params error, in band. */
-                        if (mcp_json_name(v) && !header_is(name_h, json_string_value(v))) {
-                                tried = true;
-                                ret->reject = mcp_reply_errorf(
-                                        rid, MCP_ERROR_HEADER_MISMATCH,
-                                        "Header mismatch: Mcp-Name %s, but the body's params.%s is %s",
-                                        shown(name_h), name_sources[i].field, shown(json_string_value(v)));
-                        }
-                        break;
-                }
+                const char *field = NULL;
+                for (size_t i = 0; i < ELEMENTSOF(name_sources) && !field; i++)
+                        if (strcmp(name, name_sources[i].method) == 0)
+                                field = name_sources[i].field;
+                json_t *v = field && json_is_object(params) ? json_object_get(params, field) : NULL;
+                /* A body without the field is the method's params error, in band. */
+                if (!mcp_json_name(v) || header_is(name_h, json_string_value(v)))
+                        return 0; /* every header agrees */
+                why = mcp_problem("Header mismatch: Mcp-Name %s, but the body's params.%s is %s", shown(name_h), field,
+                                  shown(json_string_value(v)));
         }
-        return ret->reject || !tried ? 0 : -ENOMEM;
+        if (!why)
+                return -ENOMEM;
+        /* The answer's id is the request's (read as a real, like everything here). */
+        _cleanup_(json_decrefp) json_t *rid = json_is_real(id) ? json_integer((json_int_t) idv) : json_incref(id);
+        ret->reject = rid ? mcp_reply_error(rid, code, why) : NULL;
+        return ret->reject ? 0 : -ENOMEM;
 }
 
 unsigned mcp_http_modern_reply_status(const McpHttpMessageInfo *info, int rejected) {

@@ -70,7 +70,6 @@ const char *mcp_json_type_name(const json_t *v);
 /* server.c: a JSON-RPC error reply, the message made valid UTF-8 (it may quote the client's bytes);
  * id as given, or no "id" member for NULL. NULL on ENOMEM. */
 char *mcp_reply_error(json_t *id, int code, const char *message);
-char *mcp_reply_errorf(json_t *id, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* A caller's value as a message may show it (nothing a caller sent is echoed back unbounded): its
  * first MCP_QUOTE_MAX_BYTES bytes, cut at a character, control characters, invalid UTF-8, '"' and

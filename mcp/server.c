@@ -200,7 +200,8 @@ char *mcp_error_reply_new(int code, const char *message) {
         return mcp_reply_error(NULL, code, message);
 }
 
-char *mcp_reply_errorf(json_t *id, int code, const char *fmt, ...) {
+static char *reply_errorf(json_t *id, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static char *reply_errorf(json_t *id, int code, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         _cleanup_free_ char *msg = mcp_problemv(fmt, ap);
@@ -322,9 +323,9 @@ static int handle_tools_call(McpServer *s, json_t *id, json_t *params, json_t *s
         const McpToolDef *tool = mcp_json_name(name) ? mcp_tool_find(json_string_value(name)) : NULL;
         if (!tool) {
                 McpQuote q;
-                ret->reply = mcp_reply_errorf(id, MCP_ERROR_INVALID_PARAMS, "Unknown tool: %s%s",
-                                              mcp_quote(&q, json_string_value(name), json_string_length(name)),
-                                              mcp_json_name(name) ? "" : " (followed by a NUL character)");
+                ret->reply = reply_errorf(id, MCP_ERROR_INVALID_PARAMS, "Unknown tool: %s%s",
+                                          mcp_quote(&q, json_string_value(name), json_string_length(name)),
+                                          mcp_json_name(name) ? "" : " (followed by a NUL character)");
                 return ret->reply ? 0 : -ENOMEM;
         }
         json_t *arguments = json_object_get(params, "arguments");
@@ -424,7 +425,7 @@ static int answer_held(McpServer *s, json_t *id, const char *method, json_t *sta
                 ret->is_tool_error = true;
                 ret->reply = mcp_reply_tool_error(id, s->refused, stamp);
         } else
-                ret->reply = mcp_reply_errorf(id, MCP_ERROR_INTERNAL, "%s: %s", method, s->refused);
+                ret->reply = reply_errorf(id, MCP_ERROR_INTERNAL, "%s: %s", method, s->refused);
         return ret->reply ? 0 : -ENOMEM;
 }
 
@@ -441,9 +442,9 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
         McpTaskOp op;
         if (task_method(method, false, &op)) {
                 if (!s->protocol_version) {
-                        ret->reply = mcp_reply_errorf(id, MCP_ERROR_INVALID_REQUEST,
-                                                      "%s: the session is not initialized; send initialize first",
-                                                      method);
+                        ret->reply = reply_errorf(id, MCP_ERROR_INVALID_REQUEST,
+                                                  "%s: the session is not initialized; send initialize first",
+                                                  method);
                         return ret->reply ? 0 : -ENOMEM;
                 }
                 return mcp_task_request_parse(op, id, params, NULL, ret);
@@ -453,15 +454,15 @@ static int handle_request(McpServer *s, const char *method, json_t *id, json_t *
         if (!known) {
                 /* Also the 2026-07-28 `server/discover` probe: an immediate -32601 makes dual-era
                  * clients fall back to initialize (mcp.md §1.11). */
-                ret->reply = mcp_reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s",
-                                              MCP_QUOTE(method));
+                ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s",
+                                          MCP_QUOTE(method));
                 return ret->reply ? 0 : -ENOMEM;
         }
         if (s->held)
                 return answer_held(s, id, method, NULL, ret);
         if (!s->protocol_version) {
-                ret->reply = mcp_reply_errorf(id, MCP_ERROR_INVALID_REQUEST,
-                                              "%s: the session is not initialized; send initialize first", method);
+                ret->reply = reply_errorf(id, MCP_ERROR_INVALID_REQUEST,
+                                          "%s: the session is not initialized; send initialize first", method);
                 return ret->reply ? 0 : -ENOMEM;
         }
 
@@ -579,9 +580,9 @@ static int handle_modern_request(McpServer *s, const char *method, json_t *id, j
                 ret->rejected = MCP_ERROR_METHOD_NOT_FOUND;
                 bool removed = strcmp(method, "initialize") == 0 || strcmp(method, "ping") == 0 ||
                                strcmp(method, "logging/setLevel") == 0;
-                ret->reply = mcp_reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s%s",
-                                              MCP_QUOTE(method),
-                                              removed ? " (removed in protocol version 2026-07-28)" : "");
+                ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND, "Method not found: %s%s",
+                                          MCP_QUOTE(method),
+                                          removed ? " (removed in protocol version 2026-07-28)" : "");
                 return ret->reply ? 0 : -ENOMEM;
         }
 
@@ -682,8 +683,8 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
         if (!m && json_error_code(&err) == json_error_numeric_overflow)
                 m = load_big_ints(msg, len);
         if (!m) {
-                ret->reply = mcp_reply_errorf(NULL, MCP_ERROR_PARSE, "Parse error: %s (line %d, column %d)",
-                                              err.text, err.line, err.column);
+                ret->reply = reply_errorf(NULL, MCP_ERROR_PARSE, "Parse error: %s (line %d, column %d)",
+                                          err.text, err.line, err.column);
                 return ret->reply ? 0 : -ENOMEM;
         }
         if (json_is_array(m)) {
@@ -748,9 +749,9 @@ int mcp_server_handle(McpServer *s, const char *msg, size_t len, McpAction *ret)
         if (!method_ok) {
                 ret->is_modern = modern;
                 ret->rejected = modern ? MCP_ERROR_METHOD_NOT_FOUND : 0;
-                ret->reply = mcp_reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND,
-                                              "Method not found: %s (followed by a NUL character)",
-                                              MCP_QUOTE(json_string_value(method)));
+                ret->reply = reply_errorf(id, MCP_ERROR_METHOD_NOT_FOUND,
+                                          "Method not found: %s (followed by a NUL character)",
+                                          MCP_QUOTE(json_string_value(method)));
                 return ret->reply ? 0 : -ENOMEM;
         }
         if (modern)
